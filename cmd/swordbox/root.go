@@ -1,0 +1,26 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+)
+
+var rootCmd = &cobra.Command{
+	Use:   "swordbox",
+	Short: "In-network acceleration of shared RDMA disaggregated memory",
+	Long: `swordbox puts the top-of-rack switch to work for RDMA disaggregated memory:
+a P4 program that steers Clover's CAS and READ requests to the cached tail of
+each hot key, a P4Runtime controller that programs it and repairs broken
+chains, and a middlebox that multiplexes RC connections and rewrites CAS into
+WRITE. Everything runs on a software rack in one process.
+
+Configuration: every subcommand reads its settings from, in rising precedence,
+built-in defaults, the YAML file named by --config (keys as the flag names,
+under a section named after the subcommand), SWORDBOX_<SECTION>_<FLAG>
+environment variables (upper case, '-' as '_'), and flags.`,
+	SilenceUsage:  true,
+	SilenceErrors: true,
+}
+
+func init() {
+	rootCmd.PersistentFlags().String("config", "", "YAML configuration file")
+}

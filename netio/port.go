@@ -1,0 +1,43 @@
+// Package netio moves whole Ethernet frames between the components of a rack.
+//
+// It owns the Port abstraction (bursts of frames in and out), in-memory links
+// with seeded fault injection, AF_PACKET ports on real interfaces, and a pcap
+// tap that records what crosses a port. It knows nothing about RoCEv2, P4 or
+// any memory system: it imports nothing of swordbox's, and every component
+// (the software RNIC, the switch target, the middlebox) reaches the world only
+// through a Port, so the same component runs in-process, on veth or on DPDK
+// (netio/dpdk, build tag dpdk).
+package netio
+
+import "errors"
+
+// MaxFrameSize is the largest frame a Port carries: a 4096-byte path MTU plus
+// Ethernet, IPv4, UDP, BTH, extension headers and ICRC, rounded up. Receive
+// buffers must have at least this capacity.
+const MaxFrameSize = 4096 + 256
+
+// ErrClosed is returned by Recv and Send once the port has been closed.
+var ErrClosed = errors.New("netio: port closed")
+
+// Port moves bursts of whole Ethernet frames (no FCS).
+//
+// Ownership: Recv copies frames into the caller's buffers; Send copies the
+// caller's frames before it returns. Neither keeps a reference to the
+// caller's slices, so a caller can reuse one set of buffers forever and the
+// steady state allocates nothing.
+type Port interface {
+	// Name identifies the port in errors, counters and captures.
+	Name() string
+	// Recv blocks until at least one frame is available, then copies up to
+	// len(bufs) frames into bufs, setting bufs[i] = bufs[i][:frameLen]. Each
+	// bufs[i] must have capacity MaxFrameSize (a shorter buffer gets a
+	// truncated frame). It returns the number of frames received, or
+	// ErrClosed after Close.
+	Recv(bufs [][]byte) (int, error)
+	// Send transmits the frames in order and returns how many were accepted.
+	// A port may drop frames the way a NIC queue does when full; it never
+	// blocks forever.
+	Send(frames [][]byte) (int, error)
+	// Close releases the port and unblocks a pending Recv with ErrClosed.
+	Close() error
+}
