@@ -206,3 +206,38 @@ type QP interface {
 	// PostRecv posts receive buffers.
 	PostRecv(wrs []RecvWR) error
 }
+
+// QPConfig configures a new RC queue pair (ibv_qp_init_attr).
+type QPConfig struct {
+	// SendCQ receives the completions of send work requests, RecvCQ those of
+	// receives. They may be the same CQ. Both are required.
+	SendCQ, RecvCQ CQ
+	// MaxSendWR and MaxRecvWR bound the work requests outstanding on each
+	// queue; zero selects the device default.
+	MaxSendWR, MaxRecvWR int
+	// SignalAll completes every send work request, as if each had Signaled.
+	SignalAll bool
+}
+
+// Device is an RDMA device: it registers memory and creates completion
+// queues and queue pairs (ibv_reg_mr, ibv_create_cq, ibv_create_qp).
+type Device interface {
+	RegisterMR(buf []byte, access Access) (MemoryRegion, error)
+	CreateCQ(depth int) (CQ, error)
+	CreateQP(cfg QPConfig) (QP, error)
+}
+
+// Conn is an RC queue pair connected to a remote memory node, with the
+// regions the node exposed when it accepted the connection.
+type Conn struct {
+	QP     QP
+	Remote []RemoteRegion
+}
+
+// Dialer connects queue pairs to memory nodes the way rdma_cm's
+// rdma_connect does: it creates a QP on the local device, exchanges QPN,
+// starting PSN, addresses and MTU with the node at addr, and returns the QP
+// in RTS.
+type Dialer interface {
+	Dial(ctx context.Context, addr string, cfg QPConfig) (Conn, error)
+}
