@@ -33,14 +33,17 @@ func Plot(dir string, r *Run) ([]string, error) {
 		p := plot.New()
 		p.Title.Text = title
 		p.Y.Label.Text = ylabel
-		p.Legend.Top = true
+		p.Y.Tick.Marker = humanTicks{}
+		p.Legend.Top, p.Legend.Left = true, true
 		w := vg.Points(60 / float64(len(modes)+1))
+		peak := 0.0
 		for i, m := range modes {
 			vals := make(plotter.Values, len(groups))
 			for j, g := range groups {
 				if c, ok := at[[2]string{g, m}]; ok {
 					if v := val(c); !math.IsNaN(v) && !math.IsInf(v, 0) {
 						vals[j] = v
+						peak = math.Max(peak, v)
 					}
 				}
 			}
@@ -55,7 +58,8 @@ func Plot(dir string, r *Run) ([]string, error) {
 			p.Legend.Add(m, b)
 		}
 		p.NominalX(groups...)
-		if err := p.Save(vg.Length(110+60*len(groups))*vg.Millimeter/2, 90*vg.Millimeter, filepath.Join(dir, name)); err != nil {
+		p.Y.Min, p.Y.Max = 0, peak*(1.15+0.08*float64(len(modes))) // room for the legend
+		if err := p.Save(figWidth(len(groups)), 90*vg.Millimeter, filepath.Join(dir, name)); err != nil {
 			return fmt.Errorf("report: plot %s: %w", name, err)
 		}
 		files = append(files, name)
@@ -68,53 +72,49 @@ func Plot(dir string, r *Run) ([]string, error) {
 		return files, err
 	}
 
-	// Figure 13: p99 read (solid) and write (dashed) latency, log scale.
+	// Figure 13: p99 read (solid) and write (hatched in the paper; lighter
+	// here) latency per mode, grouped bars on a log axis.
 	p := plot.New()
-	p.Title.Text = "p99 latency (Figure 13): read solid, write dashed"
+	p.Title.Text = "p99 latency (Figure 13): read, then write (lighter)"
 	p.Y.Label.Text = "µs (log scale)"
 	p.Y.Scale = plot.LogScale{}
 	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-	p.Legend.Top = true
-	drawn := false
+	p.Legend.Top, p.Legend.Left = true, true
+	lb := &logBars{width: vg.Points(60 / float64(2*len(modes)+1))}
 	for i, m := range modes {
-		for k, kind := range []string{"read", "write"} {
-			var pts plotter.XYs
+		for k := 0; k < 2; k++ {
+			slot := float64(2*i+k) - float64(2*len(modes)-1)/2
+			col := palette[i%len(palette)]
+			if k == 1 {
+				col = lighten(col)
+			}
 			for j, g := range groups {
 				c, ok := at[[2]string{g, m}]
 				if !ok {
 					continue
 				}
 				v := c.ReadP99us
-				if kind == "write" {
+				if k == 1 {
 					v = c.WriteP99us
 				}
 				if v > 0 && !math.IsNaN(v) && !math.IsInf(v, 0) {
-					pts = append(pts, plotter.XY{X: float64(j), Y: v})
+					lb.bars = append(lb.bars, logBar{x: float64(j), slot: slot, y: v, color: col})
 				}
 			}
-			if len(pts) == 0 {
-				continue
-			}
-			l, s, err := plotter.NewLinePoints(pts)
-			if err != nil {
-				return files, fmt.Errorf("report: plot p99: %w", err)
-			}
-			l.Color = palette[i%len(palette)]
-			s.Color = l.Color
-			s.Shape = draw.CircleGlyph{}
+			kind := " read"
 			if k == 1 {
-				l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-				s.Shape = draw.BoxGlyph{}
+				kind = " write"
 			}
-			p.Add(l, s)
-			p.Legend.Add(m+" "+kind, l, s)
-			drawn = true
+			p.Legend.Add(m+kind, swatch{col})
 		}
 	}
-	if drawn {
+	if len(lb.bars) > 0 {
+		p.Add(lb)
 		p.NominalX(groups...)
 		p.X.Min, p.X.Max = -0.5, float64(len(groups))-0.5
-		if err := p.Save(vg.Length(110+60*len(groups))*vg.Millimeter/2, 90*vg.Millimeter, filepath.Join(dir, "p99_latency.png")); err != nil {
+		_, _, lo, hi := lb.DataRange()
+		p.Y.Min, p.Y.Max = lo, hi*math.Pow(10, 0.3+0.12*float64(2*len(modes)))
+		if err := p.Save(figWidth(len(groups)), 90*vg.Millimeter, filepath.Join(dir, "p99_latency.png")); err != nil {
 			return files, fmt.Errorf("report: plot p99: %w", err)
 		}
 		files = append(files, "p99_latency.png")
@@ -143,4 +143,65 @@ func arrange(cells []Cell) (groups, modes []string, at map[[2]string]Cell) {
 		at[[2]string{g, c.Mode}] = c
 	}
 	return groups, modes, at
+}
+
+func figWidth(groups int) vg.Length { return vg.Length(70+45*groups) * vg.Millimeter }
+
+// humanTicks labels a linear axis with k/M suffixes.
+type humanTicks struct{}
+
+func (humanTicks) Ticks(min, max float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(min, max)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = human(ts[i].Value)
+		}
+	}
+	return ts
+}
+
+// logBar is one bar of a grouped bar chart on a log axis: gonum's BarChart
+// starts bars at zero, which a log scale cannot show.
+type logBar struct {
+	x, slot, y float64
+	color      color.Color
+}
+
+type logBars struct {
+	width vg.Length
+	bars  []logBar
+}
+
+func (lb *logBars) Plot(c draw.Canvas, plt *plot.Plot) {
+	trX, trY := plt.Transforms(&c)
+	for _, b := range lb.bars {
+		x := trX(b.x) + vg.Length(b.slot)*lb.width
+		rect := vg.Rectangle{Min: vg.Point{X: x - lb.width/2, Y: trY(plt.Y.Min)}, Max: vg.Point{X: x + lb.width/2, Y: trY(b.y)}}
+		c.SetColor(b.color)
+		c.Fill(rect.Path())
+	}
+}
+
+// DataRange reports the x groups and the y values with a floor one decade
+// under the smallest bar.
+func (lb *logBars) DataRange() (xmin, xmax, ymin, ymax float64) {
+	ymin, ymax = math.Inf(1), 0
+	for _, b := range lb.bars {
+		ymin, ymax = math.Min(ymin, b.y), math.Max(ymax, b.y)
+	}
+	return 0, 0, math.Pow(10, math.Floor(math.Log10(ymin))), ymax
+}
+
+// swatch is a legend entry: a filled square of one colour.
+type swatch struct{ color.Color }
+
+func (s swatch) Thumbnail(c *draw.Canvas) {
+	c.SetColor(s.Color)
+	c.Fill(c.Rectangle.Path())
+}
+
+func lighten(c color.Color) color.Color {
+	r, g, b, _ := c.RGBA()
+	l := func(v uint32) uint8 { return uint8((v>>8 + 2*255) / 3) }
+	return color.RGBA{l(r), l(g), l(b), 255}
 }
