@@ -1,0 +1,34 @@
+// Package roce owns the RoCEv2 wire format (IPv4 only): zero-copy views with
+// typed accessors over the Ethernet, IPv4, UDP, BTH and extension headers;
+// the opcode table; Parse, which locates every header of a frame without
+// allocating; Build, which fills a caller's buffer from a plain Fields
+// struct; the ICRC; the in-place rewrites the data path needs (address, key,
+// QP, PSN and MSN updates, CMP_SWAP/FETCH_ADD to RDMA WRITE, ACK to ATOMIC
+// ACK); and gopacket layers registered on UDP port 4791.
+//
+// It does not own transport semantics (PSN windows, retransmission, ACK
+// coalescing: roce/rnic), verbs (roce/verbs) or frame I/O (netio). It imports
+// nothing of ours.
+//
+// Decisions where the specifications leave room:
+//
+//   - Only IPv4 RoCEv2 (UDP destination port 4791) without VLAN tags is
+//     parsed and built; IPv4 options are accepted by Parse and covered by the
+//     ICRC, but Build emits a 20-byte header. Fragmented IPv4 is rejected.
+//   - Parse uses the IPv4 total length to find the end of the packet; any
+//     Ethernet trailer (minimum-frame padding) is ignored and reported in
+//     Packet.Trailer. Rewrites that change the length drop the trailer.
+//   - Build always writes UDP checksum 0 (allowed for RoCEv2 over IPv4), and
+//     rewrites clear a non-zero UDP checksum, because they would invalidate it.
+//   - The pad bytes (BTH PadCnt) are written as zeros. Build requires the
+//     payload plus pad to be a multiple of 4 bytes, as the IBA does; Parse
+//     only requires PadCnt not to exceed the payload.
+//   - Opcodes that carry no payload (READ request, ACK, ATOMIC ACK, atomics)
+//     are malformed if bytes follow their extension headers.
+//   - CNP (0x81) carries 16 reserved bytes after the BTH; they are exposed as
+//     the payload.
+//   - CMP_SWAP/FETCH_ADD to WRITE stores the 8-byte value in little-endian
+//     order, the order in which atomics operate on host memory (see
+//     roce/verbs), so that the WRITE leaves memory exactly as the atomic
+//     would have.
+package roce

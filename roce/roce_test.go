@@ -1,0 +1,321 @@
+package roce
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// workedExampleHex is the 86-byte CMP_SWAP frame of platform.md, checked
+// there against scapy and Wireshark.
+const workedExampleHex = "020000000002020000000001080045000048000140004011" +
+	"26a20a0000010a000002c35012b700340000" +
+	"1340ffff000000118000000500007f00000010000000123400000000deadbeef0000000000000000" +
+	"dce072ec"
+
+func mustHex(t testing.TB, s string) []byte {
+	t.Helper()
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func workedExampleFields() Fields {
+	return Fields{
+		DstMAC: [6]byte{2, 0, 0, 0, 0, 2}, SrcMAC: [6]byte{2, 0, 0, 0, 0, 1},
+		SrcIP: [4]byte{10, 0, 0, 1}, DstIP: [4]byte{10, 0, 0, 2},
+		IPID: 1, DontFragment: true, TTL: 64,
+		SrcPort: 50000,
+		Opcode:  OpRCCompareSwap, MigReq: true, PKey: 0xffff, DestQP: 0x11, AckReq: true, PSN: 5,
+		VA: 0x7f0000001000, RKey: 0x1234, SwapAdd: 0xdeadbeef, Compare: 0,
+	}
+}
+
+func TestWorkedExampleBuild(t *testing.T) {
+	want := mustHex(t, workedExampleHex)
+	f := workedExampleFields()
+	buf := make([]byte, 128)
+	n, err := Build(buf, &f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(buf[:n], want) {
+		t.Fatalf("Build:\n got %x\nwant %x", buf[:n], want)
+	}
+}
+
+func TestWorkedExampleParse(t *testing.T) {
+	frame := mustHex(t, workedExampleHex)
+	p, err := Parse(frame)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.IP.ChecksumOK() {
+		t.Errorf("IPv4 checksum %#04x, want %#04x", p.IP.Checksum(), p.IP.ComputeChecksum())
+	}
+	if got := p.ComputeICRC(); got != 0xec72e0dc {
+		t.Errorf("ICRC %#08x, want 0xec72e0dc (dce072ec on the wire)", got)
+	}
+	if !p.ICRCOK() {
+		t.Error("ICRCOK false on the worked example")
+	}
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"opcode", p.Opcode, OpRCCompareSwap},
+		{"opcode name", p.Opcode.String(), "RC_CMP_SWAP"},
+		{"migreq", p.BTH.MigReq(), true},
+		{"se", p.BTH.SE(), false},
+		{"pkey", p.BTH.PKey(), uint16(0xffff)},
+		{"qp", p.BTH.DestQP(), uint32(0x11)},
+		{"ackreq", p.BTH.AckReq(), true},
+		{"psn", p.BTH.PSN(), uint32(5)},
+		{"va", p.AtomicETH.VA(), uint64(0x7f0000001000)},
+		{"rkey", p.AtomicETH.RKey(), uint32(0x1234)},
+		{"swap", p.AtomicETH.SwapAdd(), uint64(0xdeadbeef)},
+		{"cmp", p.AtomicETH.Compare(), uint64(0)},
+		{"ttl", p.IP.TTL(), uint8(64)},
+		{"df", p.IP.DF(), true},
+		{"udp len", p.UDP.Length(), uint16(52)},
+		{"ip len", p.IP.TotalLen(), uint16(72)},
+		{"payload", len(p.Payload), 0},
+		{"reth absent", p.RETH == nil, true},
+		{"icrc off", p.ICRCOff, 82},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	// The ICRC ignores the variant fields: changing them keeps it valid.
+	p.IP.SetTTL(3)
+	p.IP.SetTOS(0x02)
+	p.IP.UpdateChecksum()
+	p.BTH.SetFECN(true)
+	p.BTH.SetBECN(true)
+	if !p.ICRCOK() {
+		t.Error("ICRC changed when only masked fields changed")
+	}
+	// ...and covers the invariant ones.
+	p.BTH.SetPSN(6)
+	if p.ICRCOK() {
+		t.Error("ICRC still valid after the PSN changed")
+	}
+	p.SetICRC()
+	if ok, err := VerifyICRC(frame); err != nil || !ok {
+		t.Errorf("VerifyICRC after SetICRC = %v, %v", ok, err)
+	}
+}
+
+func TestOpcodeTable(t *testing.T) {
+	tests := []struct {
+		op      Opcode
+		name    string
+		ext     Ext
+		payload bool
+	}{
+		{OpRCSendFirst, "RC_SEND_FIRST", 0, true},
+		{OpRCSendMiddle, "RC_SEND_MIDDLE", 0, true},
+		{OpRCSendLast, "RC_SEND_LAST", 0, true},
+		{OpRCSendLastImm, "RC_SEND_LAST_IMM", ExtImmDt, true},
+		{OpRCSendOnly, "RC_SEND_ONLY", 0, true},
+		{OpRCSendOnlyImm, "RC_SEND_ONLY_IMM", ExtImmDt, true},
+		{OpRCWriteFirst, "RC_WRITE_FIRST", ExtRETH, true},
+		{OpRCWriteMiddle, "RC_WRITE_MIDDLE", 0, true},
+		{OpRCWriteLast, "RC_WRITE_LAST", 0, true},
+		{OpRCWriteLastImm, "RC_WRITE_LAST_IMM", ExtImmDt, true},
+		{OpRCWriteOnly, "RC_WRITE_ONLY", ExtRETH, true},
+		{OpRCWriteOnlyImm, "RC_WRITE_ONLY_IMM", ExtRETH | ExtImmDt, true},
+		{OpRCReadRequest, "RC_READ_REQUEST", ExtRETH, false},
+		{OpRCReadResponseFirst, "RC_READ_RESPONSE_FIRST", ExtAETH, true},
+		{OpRCReadResponseMiddle, "RC_READ_RESPONSE_MIDDLE", 0, true},
+		{OpRCReadResponseLast, "RC_READ_RESPONSE_LAST", ExtAETH, true},
+		{OpRCReadResponseOnly, "RC_READ_RESPONSE_ONLY", ExtAETH, true},
+		{OpRCAcknowledge, "RC_ACK", ExtAETH, false},
+		{OpRCAtomicAcknowledge, "RC_ATOMIC_ACK", ExtAETH | ExtAtomicAckETH, false},
+		{OpRCCompareSwap, "RC_CMP_SWAP", ExtAtomicETH, false},
+		{OpRCFetchAdd, "RC_FETCH_ADD", ExtAtomicETH, false},
+		{OpRCSendLastInvalidate, "RC_SEND_LAST_INV", ExtIETH, true},
+		{OpRCSendOnlyInvalidate, "RC_SEND_ONLY_INV", ExtIETH, true},
+		{OpUDSendOnly, "UD_SEND_ONLY", ExtDETH, true},
+		{OpUDSendOnlyImm, "UD_SEND_ONLY_IMM", ExtDETH | ExtImmDt, true},
+		{OpCNP, "CNP", 0, true},
+	}
+	for _, tc := range tests {
+		if got := tc.op.String(); got != tc.name {
+			t.Errorf("%#02x.String() = %q, want %q", uint8(tc.op), got, tc.name)
+		}
+		if got := tc.op.Ext(); got != tc.ext {
+			t.Errorf("%v.Ext() = %v, want %v", tc.op, got, tc.ext)
+		}
+		if got := tc.op.HasPayload(); got != tc.payload {
+			t.Errorf("%v.HasPayload() = %v, want %v", tc.op, got, tc.payload)
+		}
+	}
+	if got := len(Opcodes()); got != len(tests) {
+		t.Errorf("Opcodes() has %d entries, table %d", got, len(tests))
+	}
+	if got := Opcode(0x15).String(); got != "OPCODE_0x15" {
+		t.Errorf("unknown opcode name %q", got)
+	}
+	if Opcode(0x15).Known() {
+		t.Error("0x15 reported known")
+	}
+	if got := (ExtRETH | ExtImmDt).String(); got != "RETH+ImmDt" {
+		t.Errorf("Ext.String() = %q", got)
+	}
+}
+
+func TestSyndrome(t *testing.T) {
+	tests := []struct {
+		s     Syndrome
+		raw   uint8
+		kind  SyndromeKind
+		value uint8
+		str   string
+	}{
+		{ACKSyndrome(CreditInvalid), 0x1f, KindACK, 31, "ACK credit=31"},
+		{ACKSyndrome(3), 0x03, KindACK, 3, "ACK credit=3"},
+		{RNRNAKSyndrome(14), 0x2e, KindRNRNAK, 14, "RNR_NAK timer=14"},
+		{NAKSyndrome(NAKPSNSequenceError), 0x60, KindNAK, 0, "NAK PSN_SEQUENCE_ERROR"},
+		{NAKSyndrome(NAKInvalidRequest), 0x61, KindNAK, 1, "NAK INVALID_REQUEST"},
+		{NAKSyndrome(NAKRemoteAccessError), 0x62, KindNAK, 2, "NAK REMOTE_ACCESS_ERROR"},
+		{NAKSyndrome(NAKRemoteOperationalErr), 0x63, KindNAK, 3, "NAK REMOTE_OPERATIONAL_ERROR"},
+		{Syndrome(0x45), 0x45, KindReserved, 5, "RESERVED 0x45"},
+	}
+	for _, tc := range tests {
+		if uint8(tc.s) != tc.raw || tc.s.Kind() != tc.kind || tc.s.Value() != tc.value || tc.s.String() != tc.str {
+			t.Errorf("syndrome %#02x: kind %d value %d %q; want %#02x kind %d value %d %q",
+				uint8(tc.s), tc.s.Kind(), tc.s.Value(), tc.s.String(), tc.raw, tc.kind, tc.value, tc.str)
+		}
+	}
+}
+
+func TestBTHAccessors(t *testing.T) {
+	b := BTH(make([]byte, BTHLen))
+	b.SetOpcode(OpRCWriteOnly)
+	b.SetSE(true)
+	b.SetMigReq(true)
+	b.SetPadCnt(3)
+	b.SetTVer(0xf)
+	b.SetPKey(0xabcd)
+	b.SetFECN(true)
+	b.SetBECN(true)
+	b.SetDestQP(0xfedcba)
+	b.SetAckReq(true)
+	b.SetPSN(0xabcdef)
+	if got := hex.EncodeToString(b); got != "0affabcdc0fedcba80abcdef" {
+		t.Errorf("all set: %s", got)
+	}
+	if !b.SE() || !b.MigReq() || b.PadCnt() != 3 || b.TVer() != 15 || b.PKey() != 0xabcd ||
+		!b.FECN() || !b.BECN() || b.DestQP() != 0xfedcba || !b.AckReq() || b.PSN() != 0xabcdef {
+		t.Error("getters disagree with setters")
+	}
+	b.SetSE(false)
+	b.SetMigReq(false)
+	b.SetPadCnt(1)
+	b.SetTVer(0)
+	b.SetFECN(false)
+	b.SetAckReq(false)
+	b.SetPSN(0x1000001) // truncated to 24 bits
+	if got := hex.EncodeToString(b); got != "0a10abcd40fedcba00000001" {
+		t.Errorf("after clearing: %s", got)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	good := mustHex(t, workedExampleHex)
+	mod := func(f func(b []byte) []byte) []byte {
+		b := append([]byte(nil), good...)
+		return f(b)
+	}
+	tests := []struct {
+		name    string
+		frame   []byte
+		field   string
+		notRoCE bool
+	}{
+		{"empty", nil, "ethernet", false},
+		{"ethertype", mod(func(b []byte) []byte { b[12] = 0x86; b[13] = 0xdd; return b }), "ethernet.ethertype", true},
+		{"short ip", good[:30], "ipv4", false},
+		{"version", mod(func(b []byte) []byte { b[14] = 0x65; return b }), "ipv4.version", false},
+		{"ihl", mod(func(b []byte) []byte { b[14] = 0x44; return b }), "ipv4.ihl", false},
+		{"proto", mod(func(b []byte) []byte { b[23] = 6; return b }), "ipv4.protocol", true},
+		{"frag", mod(func(b []byte) []byte { b[21] = 8; return b }), "ipv4.fragment_offset", true},
+		{"port", mod(func(b []byte) []byte { b[36] = 0; return b }), "udp.dst_port", true},
+		{"total long", good[:80], "ipv4.total_length", false},
+		{"total short", mod(func(b []byte) []byte { b[17] = 20; return b }), "ipv4.total_length", false},
+		{"udp len", mod(func(b []byte) []byte { b[39] = 0x30; return b }), "udp.length", false},
+		{"opcode", mod(func(b []byte) []byte { b[42] = 0x15; return b }), "bth.opcode", false},
+		{"atomiceth", mod(func(b []byte) []byte { b[17] = 60; b[39] = 40; return b[:74] }), "atomiceth", false},
+		{"payload on cas", mod(func(b []byte) []byte { b[42] = byte(OpRCReadRequest); return b }), "payload", false},
+		{"bth", mod(func(b []byte) []byte { b[17] = 40; b[39] = 20; return b[:54] }), "bth", false},
+		{"padcnt", mod(func(b []byte) []byte {
+			b[42] = byte(OpRCSendOnly)
+			b[43] |= 0x30
+			b[17] = 44
+			b[39] = 24
+			return b[:58]
+		}), "bth.padcnt", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse(tc.frame)
+			var pe *ParseError
+			if !errors.As(err, &pe) {
+				t.Fatalf("err = %v, want a *ParseError", err)
+			}
+			if pe.Field != tc.field {
+				t.Errorf("field %q (%v), want %q", pe.Field, err, tc.field)
+			}
+			if errors.Is(err, ErrNotRoCE) != tc.notRoCE {
+				t.Errorf("errors.Is(ErrNotRoCE) = %v, want %v", !tc.notRoCE, tc.notRoCE)
+			}
+			if !strings.HasPrefix(err.Error(), "roce: "+tc.field+": ") {
+				t.Errorf("message %q does not name the field", err)
+			}
+		})
+	}
+}
+
+func TestParseTrailer(t *testing.T) {
+	// A bare ACK padded by the sender to a longer Ethernet frame.
+	f := Fields{Opcode: OpRCAcknowledge, TTL: 64, Syndrome: ACKSyndrome(CreditInvalid), MSN: 7, PSN: 9, DestQP: 3}
+	buf := make([]byte, 80)
+	n, err := Build(buf, &f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Parse(buf[:n+6])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Trailer) != 6 || p.End != n || !p.ICRCOK() || p.AETH.MSN() != 7 {
+		t.Errorf("trailer %d end %d (n %d) icrc %v msn %d", len(p.Trailer), p.End, n, p.ICRCOK(), p.AETH.MSN())
+	}
+}
+
+func TestNoAllocs(t *testing.T) {
+	frame := mustHex(t, workedExampleHex)
+	f := workedExampleFields()
+	buf := make([]byte, 128)
+	var p Packet
+	notRoCE := append([]byte(nil), frame...)
+	notRoCE[36] = 0 // UDP port
+	for name, fn := range map[string]func(){
+		"Parse":         func() { _, _ = Parse(frame) },
+		"ParseInto":     func() { _ = ParseInto(&p, frame) },
+		"Parse foreign": func() { _, _ = Parse(notRoCE) },
+		"Build":         func() { _, _ = Build(buf, &f) },
+		"VerifyICRC":    func() { _, _ = VerifyICRC(frame) },
+	} {
+		if a := testing.AllocsPerRun(100, fn); a != 0 {
+			t.Errorf("%s: %v allocs/op, want 0", name, a)
+		}
+	}
+}
