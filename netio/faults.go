@@ -34,7 +34,10 @@ import (
 //   - Reorder holds a frame back until ReorderDepth later frames have been
 //     delivered (default 3), so it arrives up to ReorderDepth places late,
 //     or until ReorderHold has passed (default 1ms), so that a reordered
-//     frame at the end of a burst is late, never lost.
+//     frame at the end of a burst is late, never lost. Which frames are
+//     dropped, duplicated, corrupted, delayed or held is a pure function of
+//     the seed and the frame sequence; the arrival order is too, unless a
+//     hold expires (set ReorderHold long for tests that compare orders).
 type Faults struct {
 	Drop         float64
 	Duplicate    float64

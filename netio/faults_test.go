@@ -231,10 +231,17 @@ func TestFaultRates(t *testing.T) {
 }
 
 func TestFaultsAreReproducible(t *testing.T) {
-	f := Faults{Drop: 0.05, Duplicate: 0.05, Reorder: 0.05, ReorderDepth: 3, Corrupt: 0.05, Seed: 42}
+	// An hour-long hold: held frames leave only after ReorderDepth later
+	// frames or at the final flush, so arrival order cannot depend on timing.
+	f := Faults{Drop: 0.05, Duplicate: 0.05, Reorder: 0.05, ReorderDepth: 3, ReorderHold: time.Hour, Corrupt: 0.05, Seed: 42}
 	run := func(f Faults) ([]uint64, Stats) {
 		a, b := faultyLink(t, f)
-		return sendRecvAll(t, a, b, 3000, 20*time.Millisecond), a.Stats()
+		for i := range 3000 {
+			a.Send([][]byte{numbered(uint64(i))})
+		}
+		s := a.Stats()
+		a.SetFaults(Faults{}) // flush
+		return drain(t, b, 20*time.Millisecond), s
 	}
 	got1, s1 := run(f)
 	got2, s2 := run(f)
