@@ -102,7 +102,23 @@ func index[T any](m map[string]*T, p *p4cfg.Preamble, v *T) {
 func lookup[T any](m map[string]*T, kind, name string) (*T, error) {
 	v, ok := m[name]
 	if !ok {
-		return nil, fmt.Errorf("p4info: no %s named %q", kind, name)
+		// Not a full name nor an alias: accept a unique dotted suffix
+		// ("forward" for "SwordboxIngress.forward") so that P4Info
+		// generators that leave aliases empty resolve the same way.
+		var found []string
+		for k := range m {
+			if strings.HasSuffix(k, "."+name) {
+				found = append(found, k)
+			}
+		}
+		switch len(found) {
+		case 0:
+			return nil, fmt.Errorf("p4info: no %s named %q", kind, name)
+		case 1:
+			v = m[found[0]]
+		default:
+			return nil, fmt.Errorf("p4info: %s name %q is ambiguous (%s)", kind, name, strings.Join(found, ", "))
+		}
 	}
 	if v == nil {
 		return nil, fmt.Errorf("p4info: %s alias %q is ambiguous; use the full name", kind, name)

@@ -62,6 +62,11 @@ type Config struct {
 	MemoryNodes []MemoryNode `mapstructure:"memory-nodes"`
 	TrackedKeys []uint64     `mapstructure:"tracked-keys"`
 	HotKeys     int          `mapstructure:"hot-keys"`
+	// HotKeyCandidates and HotKeyRange ("lo-hi", inclusive) name the keys
+	// hot-key steering may probe; HotKeyProbes is how many it probes per period.
+	HotKeyCandidates []uint64 `mapstructure:"hot-key-candidates"`
+	HotKeyRange      string   `mapstructure:"hot-key-range"`
+	HotKeyProbes     int      `mapstructure:"hot-key-probes"`
 
 	RepairPeriod    time.Duration `mapstructure:"repair-period"`
 	RepairThreshold time.Duration `mapstructure:"repair-threshold"`
@@ -97,6 +102,9 @@ type Rack struct {
 	Config
 	Hosts  []HostAddr
 	Memory []MemoryAddr
+	// Candidates is the union of hot-key-candidates and hot-key-range, in
+	// order, without repetition.
+	Candidates []uint64
 }
 
 // HostAddr is a parsed Host.
@@ -141,10 +149,11 @@ func Defaults() Config {
 		Push:            true,
 		Steering:        SteerWrite,
 		ObjectSize:      128,
-		RepairPeriod:    10 * time.Millisecond,
-		RepairThreshold: 30 * time.Millisecond,
+		RepairPeriod:    50 * time.Millisecond,
+		RepairThreshold: 200 * time.Millisecond,
 		HotKeysPeriod:   time.Second,
 		HotKeysMinDelta: 1,
+		HotKeyProbes:    4,
 	}
 }
 
@@ -281,6 +290,39 @@ func (c Config) Parse() (*Rack, error) {
 			return nil, ferr(fmt.Sprintf("tracked-keys[%d]", i), "key %d listed twice", k)
 		}
 		seenKey[k] = true
+	}
+	if c.HotKeyProbes < 0 {
+		return nil, ferr("hot-key-probes", "%d is negative", c.HotKeyProbes)
+	}
+	seenCand := map[uint64]bool{}
+	for _, k := range c.HotKeyCandidates {
+		if !seenCand[k] {
+			seenCand[k] = true
+			r.Candidates = append(r.Candidates, k)
+		}
+	}
+	if c.HotKeyRange != "" {
+		lo, hi, ok := strings.Cut(c.HotKeyRange, "-")
+		a, err1 := parseU64(lo)
+		b, err2 := parseU64(hi)
+		if !ok || err1 != nil || err2 != nil || a > b {
+			return nil, ferr("hot-key-range", "%q is not lo-hi with lo <= hi", c.HotKeyRange)
+		}
+		if b-a >= 1<<20 {
+			return nil, ferr("hot-key-range", "%q has more than 2^20 keys", c.HotKeyRange)
+		}
+		for k := a; ; k++ {
+			if !seenCand[k] {
+				seenCand[k] = true
+				r.Candidates = append(r.Candidates, k)
+			}
+			if k == b {
+				break
+			}
+		}
+	}
+	if c.HotKeys > 0 && len(r.Candidates) == 0 {
+		return nil, ferr("hot-key-candidates", "hot-keys needs candidate keys (hot-key-candidates or hot-key-range)")
 	}
 	if c.RepairPeriod <= 0 {
 		return nil, ferr("repair-period", "%s must be positive", c.RepairPeriod)

@@ -75,7 +75,7 @@ func TestParseRefusesNamingTheField(t *testing.T) {
 		{"ctrl.tracked-keys[2]", func(c *Config) { c.TrackedKeys = []uint64{1, 2, 1} }},
 		{"ctrl.repair-period", func(c *Config) { c.RepairPeriod = 0 }},
 		{"ctrl.repair-threshold", func(c *Config) { c.RepairThreshold = c.RepairPeriod / 2 }},
-		{"ctrl.hot-keys-period", func(c *Config) { c.TrackedKeys = nil; c.HotKeys = 2; c.HotKeysPeriod = 0 }},
+		{"ctrl.hot-keys-period", func(c *Config) { c.TrackedKeys = nil; c.HotKeys = 2; c.HotKeyRange = "0-9"; c.HotKeysPeriod = 0 }},
 	}
 	for _, tc := range cases {
 		c := good()
@@ -101,5 +101,36 @@ func TestSteeringOffNeedsNoMemoryNode(t *testing.T) {
 	c.TrackedKeys = nil
 	if _, err := c.Parse(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestHotKeyCandidates(t *testing.T) {
+	c := good()
+	c.TrackedKeys = nil
+	c.HotKeys = 2
+	c.HotKeyCandidates = []uint64{7, 3}
+	c.HotKeyRange = "2-5"
+	r, err := c.Parse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []uint64{7, 3, 2, 4, 5}
+	if len(r.Candidates) != len(want) {
+		t.Fatalf("candidates %v, want %v", r.Candidates, want)
+	}
+	for i := range want {
+		if r.Candidates[i] != want[i] {
+			t.Fatalf("candidates %v, want %v", r.Candidates, want)
+		}
+	}
+	for _, bad := range []string{"5-2", "x-3", "7"} {
+		c.HotKeyRange = bad
+		if _, err := c.Parse(); err == nil || !strings.HasPrefix(err.Error(), "ctrl.hot-key-range: ") {
+			t.Errorf("range %q: %v", bad, err)
+		}
+	}
+	c.HotKeyRange, c.HotKeyCandidates = "", nil
+	if _, err := c.Parse(); err == nil || !strings.HasPrefix(err.Error(), "ctrl.hot-key-candidates: ") {
+		t.Errorf("no candidates: %v", err)
 	}
 }
