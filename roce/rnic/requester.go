@@ -1,0 +1,578 @@
+package rnic
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync"
+
+	"github.com/swordbox/swordbox/roce"
+	"github.com/swordbox/swordbox/roce/verbs"
+)
+
+// The requester: the send queue of a QP as a deterministic engine. Its
+// inputs are work requests (post), responses (onResponse) and time (tick);
+// its outputs are packets (through an emitter) and completions. It never
+// starts goroutines or timers: the device's loops call it.
+//
+// PSNs are assigned when a work request is posted (a READ takes one PSN per
+// response packet it will receive, as the IBA requires). A transmit cursor
+// (cur, curPkt) walks the queue; go-back-N moves it back to the first PSN to
+// resend. una is the oldest PSN not yet acknowledged, sentPSN one past the
+// highest PSN ever sent: a response whose PSN is outside [una, sentPSN) is a
+// duplicate or bogus and is ignored.
+
+// wqe is a posted send work request.
+type wqe struct {
+	wr         verbs.SendWR // wr.SG is nil; the SGEs live in sg
+	sg         [MaxSGE]verbs.SGE
+	nsg        uint8
+	length     uint32
+	first      uint32 // PSN of the first packet
+	npkts      uint32 // PSNs the request consumes
+	readAtomic bool
+	counted    bool   // counted in rdOut
+	got        uint32 // response packets received (READ, atomics)
+	orig       uint64
+}
+
+func (w *wqe) sges() []verbs.SGE { return w.sg[:w.nsg] }
+func (w *wqe) last() uint32      { return psnAdd(w.first, w.npkts-1) }
+
+type sendQueue struct {
+	mu         sync.Mutex
+	ring       []wqe
+	head, n    int
+	cur        int    // queue index (from head) of the next wqe to transmit
+	curPkt     uint32 // packet of that wqe to transmit next
+	postPSN    uint32 // first PSN of the next posted wqe
+	una        uint32 // oldest unacknowledged PSN
+	sentPSN    uint32 // one past the highest PSN ever transmitted
+	rdOut      int    // READ/atomic requests transmitted and not complete
+	timerOn    bool
+	deadline   int64
+	retryLeft  int
+	rnrLeft    int
+	rnrUntil   int64
+	recovering bool
+	recoverPSN uint32
+	scratch    []byte
+
+	// Counters (read with Stats).
+	retransmits uint64
+	timeouts    uint64
+	seqNAKs     uint64
+	rnrNAKs     uint64
+}
+
+func (s *sendQueue) reset() {
+	for i := range s.ring {
+		s.ring[i] = wqe{}
+	}
+	s.head, s.n, s.cur, s.curPkt, s.rdOut = 0, 0, 0, 0, 0
+	s.timerOn, s.recovering, s.rnrUntil = false, false, 0
+}
+
+func (s *sendQueue) at(i int) *wqe { return &s.ring[(s.head+i)%len(s.ring)] }
+
+func isReadAtomic(op verbs.Opcode) bool {
+	return op == verbs.OpRead || op == verbs.OpCompareSwap || op == verbs.OpFetchAdd
+}
+
+// post queues wrs and transmits what the window allows.
+func (s *sendQueue) post(q *QP, wrs []verbs.SendWR, now int64, em emitter) error {
+	switch st := q.State(); st {
+	case verbs.StateRTS:
+	case verbs.StateErr:
+		for i := range wrs {
+			q.sendCQ.push(verbs.WC{ID: wrs[i].ID, Status: verbs.StatusFlushed, Op: wrs[i].Op, QPN: q.qpn})
+		}
+		return nil
+	default:
+		return fmt.Errorf("qp %#x: post send in state %s", q.qpn, st)
+	}
+	if s.n+len(wrs) > len(s.ring) {
+		return fmt.Errorf("qp %#x: post send: send queue full (%d of %d)", q.qpn, s.n, len(s.ring))
+	}
+	for i := range wrs {
+		wr := &wrs[i]
+		if len(wr.SG) > MaxSGE {
+			return fmt.Errorf("qp %#x: post send %d: %d SGEs, at most %d", q.qpn, wr.ID, len(wr.SG), MaxSGE)
+		}
+		switch wr.Op {
+		case verbs.OpSend, verbs.OpSendImm, verbs.OpWrite, verbs.OpWriteImm, verbs.OpRead:
+			if sgTotal(wr.SG) > 1<<31 {
+				return fmt.Errorf("qp %#x: post send %d: message longer than 2 GiB", q.qpn, wr.ID)
+			}
+		case verbs.OpCompareSwap, verbs.OpFetchAdd:
+			if sgTotal(wr.SG) != 8 {
+				return fmt.Errorf("qp %#x: post send %d: %s needs an 8-byte local buffer", q.qpn, wr.ID, wr.Op)
+			}
+		default:
+			return fmt.Errorf("qp %#x: post send %d: opcode %s is not a send opcode", q.qpn, wr.ID, wr.Op)
+		}
+	}
+	for i := range wrs {
+		wr := &wrs[i]
+		w := s.at(s.n)
+		*w = wqe{wr: *wr}
+		w.wr.SG = nil
+		w.nsg = uint8(copy(w.sg[:], wr.SG))
+		w.length = uint32(sgTotal(wr.SG))
+		w.readAtomic = isReadAtomic(wr.Op)
+		w.first = s.postPSN
+		w.npkts = 1
+		if wr.Op != verbs.OpCompareSwap && wr.Op != verbs.OpFetchAdd && w.length > q.mtu {
+			w.npkts = (w.length + q.mtu - 1) / q.mtu
+		}
+		s.postPSN = psnAdd(s.postPSN, w.npkts)
+		s.n++
+		need := verbs.Access(0)
+		if w.readAtomic {
+			need = verbs.AccessLocalWrite
+		}
+		if !q.dev.checkSG(w.sges(), need) {
+			// A local protection error completes the request in error and
+			// moves the QP to ERR, as on a real NIC.
+			s.failAt(q, s.n-1, verbs.StatusLocalProtectionError)
+			return nil
+		}
+	}
+	s.pump(q, now, em)
+	return nil
+}
+
+// pump transmits from the cursor as far as the limits allow.
+func (s *sendQueue) pump(q *QP, now int64, em emitter) {
+	if q.State() != verbs.StateRTS {
+		return
+	}
+	cfg := &q.dev.cfg
+	for s.cur < s.n {
+		if s.rnrUntil != 0 {
+			if now < s.rnrUntil {
+				return
+			}
+			s.rnrUntil = 0
+		}
+		w := s.at(s.cur)
+		if s.curPkt == 0 && !w.counted {
+			if w.wr.Flags&verbs.Fence != 0 && s.rdOut > 0 {
+				return
+			}
+			if w.readAtomic && s.rdOut >= cfg.MaxRdAtomic {
+				return
+			}
+		}
+		psn := psnAdd(w.first, s.curPkt)
+		if psnLT(psn, s.sentPSN) {
+			s.retransmits++
+		}
+		if !s.transmit(q, w, s.curPkt, em) {
+			s.failAt(q, s.cur, verbs.StatusLocalProtectionError)
+			return
+		}
+		if w.readAtomic {
+			if !w.counted {
+				w.counted = true
+				s.rdOut++
+			}
+			s.cur++
+			s.curPkt = 0
+			if end := psnAdd(w.first, w.npkts); psnLT(s.sentPSN, end) {
+				s.sentPSN = end
+			}
+		} else {
+			s.curPkt++
+			if s.curPkt == w.npkts {
+				s.cur++
+				s.curPkt = 0
+			}
+			if end := psnAdd(psn, 1); psnLT(s.sentPSN, end) {
+				s.sentPSN = end
+			}
+		}
+		if !s.timerOn {
+			s.timerOn = true
+			s.deadline = now + int64(cfg.Timeout)
+		}
+	}
+}
+
+// transmit emits packet k of w. For a READ, k > 0 re-requests the rest of
+// the data from PSN first+k (IBA 9.7.4.1.4: a retried READ may start in the
+// middle of the original).
+func (s *sendQueue) transmit(q *QP, w *wqe, k uint32, em emitter) bool {
+	var p txPkt
+	p.psn = psnAdd(w.first, k)
+	mtu := q.mtu
+	switch w.wr.Op {
+	case verbs.OpRead:
+		p.op = roce.OpRCReadRequest
+		p.va = w.wr.RemoteAddr + uint64(k)*uint64(mtu)
+		p.rkey = w.wr.RKey
+		p.dmaLen = w.length - k*mtu
+		if w.length == 0 {
+			p.dmaLen = 0
+		}
+		p.ackReq = true
+	case verbs.OpCompareSwap, verbs.OpFetchAdd:
+		p.op = roce.OpRCCompareSwap
+		if w.wr.Op == verbs.OpFetchAdd {
+			p.op = roce.OpRCFetchAdd
+		}
+		p.va, p.rkey = w.wr.RemoteAddr, w.wr.RKey
+		p.swapAdd, p.compare = w.wr.SwapAdd, w.wr.Compare
+		p.ackReq = true
+	default:
+		off := k * mtu
+		n := w.length - off
+		if n > mtu {
+			n = mtu
+		}
+		if cap(s.scratch) < int(mtu) {
+			s.scratch = make([]byte, mtu)
+		}
+		buf := s.scratch[:n]
+		if !q.dev.sgAccess(w.sges(), uint64(off), uint64(n), 0, func(b []byte, pos uint64) { copy(buf[pos:], b) }) {
+			return false
+		}
+		p.payload = buf
+		first, last := k == 0, k == w.npkts-1
+		imm := w.wr.Op == verbs.OpSendImm || w.wr.Op == verbs.OpWriteImm
+		if w.wr.Op == verbs.OpSend || w.wr.Op == verbs.OpSendImm {
+			switch {
+			case first && last && imm:
+				p.op = roce.OpRCSendOnlyImm
+			case first && last:
+				p.op = roce.OpRCSendOnly
+			case first:
+				p.op = roce.OpRCSendFirst
+			case last && imm:
+				p.op = roce.OpRCSendLastImm
+			case last:
+				p.op = roce.OpRCSendLast
+			default:
+				p.op = roce.OpRCSendMiddle
+			}
+		} else {
+			switch {
+			case first && last && imm:
+				p.op = roce.OpRCWriteOnlyImm
+			case first && last:
+				p.op = roce.OpRCWriteOnly
+			case first:
+				p.op = roce.OpRCWriteFirst
+			case last && imm:
+				p.op = roce.OpRCWriteLastImm
+			case last:
+				p.op = roce.OpRCWriteLast
+			default:
+				p.op = roce.OpRCWriteMiddle
+			}
+			if first {
+				p.va, p.rkey, p.dmaLen = w.wr.RemoteAddr, w.wr.RKey, w.length
+			}
+		}
+		if imm && last {
+			p.imm = w.wr.Imm
+		}
+		p.ackReq = last
+		p.se = last && w.wr.Flags&verbs.Solicited != 0
+	}
+	em.emit(q, &p)
+	return true
+}
+
+// rxResp is a response packet as the requester sees it.
+type rxResp struct {
+	op       roce.Opcode
+	psn      uint32
+	syndrome uint8
+	msn      uint32
+	orig     uint64
+	payload  []byte
+}
+
+// onResponse processes one response packet.
+func (s *sendQueue) onResponse(q *QP, r *rxResp, now int64, em emitter) {
+	if q.State() != verbs.StateRTS || s.n == 0 {
+		return
+	}
+	psn := r.psn
+	if !psnLE(s.una, psn) || !psnLT(psn, s.sentPSN) {
+		return // duplicate or from the future
+	}
+	switch r.op {
+	case roce.OpRCAcknowledge:
+		switch r.syndrome & synKindMask {
+		case synACK:
+			s.ackBelow(q, psnAdd(psn, 1), now)
+			if s.n > 0 {
+				if h := s.at(0); h.readAtomic && psnLE(psnAdd(h.first, h.got), psn) {
+					// The peer acknowledged past a READ/atomic whose response
+					// never arrived: the response was lost.
+					s.rewind(q, psnAdd(h.first, h.got))
+				}
+			}
+		case synRNR:
+			s.ackBelow(q, psn, now)
+			s.rnrNAKs++
+			if q.dev.cfg.RNRRetry != 7 { // 7 means retry forever (IBA)
+				s.rnrLeft--
+				if s.rnrLeft < 0 {
+					s.failAt(q, 0, verbs.StatusRNRRetryExceeded)
+					return
+				}
+			}
+			d := rnrDelay(r.syndrome & synValueMask)
+			if min := q.dev.cfg.MinRNRDelay; d < min {
+				d = min
+			}
+			s.rnrUntil = now + int64(d)
+			s.forceRewind(q, psn)
+			s.timerOn, s.deadline = true, s.rnrUntil+int64(q.dev.cfg.Timeout)
+			return // the timer loop resumes after the RNR delay
+		case synNAK:
+			s.ackBelow(q, psn, now)
+			code := r.syndrome & synValueMask
+			if code == nakSeqErr {
+				s.seqNAKs++
+				s.rewind(q, psn)
+				break
+			}
+			st := verbs.StatusRemoteOperationalError
+			switch code {
+			case nakInvalidReq:
+				st = verbs.StatusRemoteInvalidRequest
+			case nakRemoteAccess:
+				st = verbs.StatusRemoteAccessError
+			}
+			s.failAt(q, 0, st)
+			return
+		default:
+			return
+		}
+	case roce.OpRCReadResponseFirst, roce.OpRCReadResponseMiddle, roce.OpRCReadResponseLast, roce.OpRCReadResponseOnly:
+		s.ackBelow(q, psn, now)
+		if s.n == 0 {
+			break
+		}
+		h := s.at(0)
+		if h.wr.Op != verbs.OpRead {
+			break
+		}
+		exp := psnAdd(h.first, h.got)
+		if psn != exp {
+			if psnLT(exp, psn) {
+				s.rewind(q, exp)
+			}
+			break
+		}
+		if !s.readSegment(q, h, r) {
+			break // malformed for this position: ignore, the timer recovers
+		}
+		h.got++
+		s.una = psnAdd(psn, 1)
+		s.progress(q, now)
+		if h.got == h.npkts {
+			s.completeHead(q, verbs.StatusSuccess)
+		}
+	case roce.OpRCAtomicAcknowledge:
+		s.ackBelow(q, psn, now)
+		if s.n == 0 {
+			break
+		}
+		h := s.at(0)
+		if h.wr.Op != verbs.OpCompareSwap && h.wr.Op != verbs.OpFetchAdd {
+			break
+		}
+		if psn != h.first {
+			if psnLT(h.first, psn) {
+				s.rewind(q, h.first)
+			}
+			break
+		}
+		var le [8]byte
+		binary.LittleEndian.PutUint64(le[:], r.orig)
+		if !q.dev.sgAccess(h.sges(), 0, 8, verbs.AccessLocalWrite, func(b []byte, pos uint64) { copy(b, le[pos:]) }) {
+			s.failAt(q, 0, verbs.StatusLocalProtectionError)
+			return
+		}
+		h.orig = r.orig
+		h.got = 1
+		s.una = psnAdd(psn, 1)
+		s.progress(q, now)
+		s.completeHead(q, verbs.StatusSuccess)
+	default:
+		return
+	}
+	s.pump(q, now, em)
+}
+
+// readSegment checks a READ response packet against the position it
+// fills and scatters its payload into the local buffers.
+func (s *sendQueue) readSegment(q *QP, h *wqe, r *rxResp) bool {
+	k := h.got
+	mtu := q.mtu
+	off := k * mtu
+	want := h.length - off
+	if want > mtu {
+		want = mtu
+	}
+	if h.length == 0 {
+		want = 0
+	}
+	first, last := k == 0, k == h.npkts-1
+	var op roce.Opcode
+	switch {
+	case first && last:
+		op = roce.OpRCReadResponseOnly
+	case last:
+		op = roce.OpRCReadResponseLast
+	case first:
+		op = roce.OpRCReadResponseFirst
+	default:
+		op = roce.OpRCReadResponseMiddle
+	}
+	// A retried READ that starts in the middle gets FIRST (or ONLY) at k.
+	if r.op != op && !(k > 0 && (r.op == roce.OpRCReadResponseFirst && !last || r.op == roce.OpRCReadResponseOnly && last)) {
+		return false
+	}
+	if uint32(len(r.payload)) != want {
+		return false
+	}
+	pl := r.payload
+	return q.dev.sgAccess(h.sges(), uint64(off), uint64(want), verbs.AccessLocalWrite, func(b []byte, pos uint64) { copy(b, pl[pos:]) })
+}
+
+// ackBelow completes SEND/WRITE requests whose packets all precede upto; a
+// READ or atomic at the head stops it (those complete only by their
+// responses).
+func (s *sendQueue) ackBelow(q *QP, upto uint32, now int64) {
+	moved := false
+	for s.n > 0 {
+		w := s.at(0)
+		if w.readAtomic {
+			break
+		}
+		if psnLT(w.last(), upto) {
+			s.una = psnAdd(w.last(), 1)
+			s.completeHead(q, verbs.StatusSuccess)
+			moved = true
+			continue
+		}
+		if psnLT(s.una, upto) {
+			s.una = upto
+			moved = true
+			if s.cur == 0 && psnLT(psnAdd(w.first, s.curPkt), upto) {
+				s.curPkt = uint32(psnDiff(w.first, upto))
+			}
+		}
+		break
+	}
+	if moved {
+		s.progress(q, now)
+	}
+}
+
+// progress resets the retry budget and the timer after forward progress.
+func (s *sendQueue) progress(q *QP, now int64) {
+	s.retryLeft = q.dev.cfg.RetryCount
+	s.rnrLeft = q.dev.cfg.RNRRetry
+	if s.recovering && psnLT(s.recoverPSN, s.una) {
+		s.recovering = false
+	}
+	if psnLT(s.una, s.sentPSN) {
+		s.timerOn, s.deadline = true, now+int64(q.dev.cfg.Timeout)
+	} else {
+		s.timerOn = false
+	}
+}
+
+// completeHead completes the oldest wqe and removes it.
+func (s *sendQueue) completeHead(q *QP, st verbs.Status) {
+	w := s.at(0)
+	if w.counted {
+		s.rdOut--
+	}
+	q.completeSend(w, st)
+	*w = wqe{}
+	s.head = (s.head + 1) % len(s.ring)
+	s.n--
+	if s.cur > 0 {
+		s.cur--
+	} else {
+		s.curPkt = 0
+	}
+}
+
+// rewind moves the transmit cursor back to psn for go-back-N, once per
+// recovery episode for the same PSN.
+func (s *sendQueue) rewind(q *QP, psn uint32) {
+	if s.recovering && s.recoverPSN == psn {
+		return
+	}
+	s.forceRewind(q, psn)
+}
+
+func (s *sendQueue) forceRewind(q *QP, psn uint32) {
+	for i := 0; i < s.n; i++ {
+		w := s.at(i)
+		if psnLE(w.first, psn) && psnLT(psn, psnAdd(w.first, w.npkts)) {
+			if i < s.cur || (i == s.cur && psnLT(psn, psnAdd(w.first, s.curPkt))) {
+				s.cur, s.curPkt = i, uint32(psnDiff(w.first, psn))
+				if w.wr.Op == verbs.OpCompareSwap || w.wr.Op == verbs.OpFetchAdd {
+					s.curPkt = 0
+				}
+			}
+			s.recovering, s.recoverPSN = true, psn
+			return
+		}
+	}
+}
+
+// tick runs the retransmission timer and resumes after an RNR delay.
+func (s *sendQueue) tick(q *QP, now int64, em emitter) {
+	if q.State() != verbs.StateRTS {
+		return
+	}
+	if s.timerOn && now >= s.deadline && s.rnrUntil == 0 {
+		if !psnLT(s.una, s.sentPSN) {
+			s.timerOn = false
+		} else {
+			s.timeouts++
+			s.retryLeft--
+			if s.retryLeft < 0 {
+				s.failAt(q, 0, verbs.StatusRetryExceeded)
+				return
+			}
+			s.forceRewind(q, s.una)
+			s.deadline = now + int64(q.dev.cfg.Timeout)
+		}
+	}
+	s.pump(q, now, em)
+}
+
+// failAt completes the wqe at queue index i with st, every other
+// outstanding one flushed, and moves the QP to ERR (flushing receives too).
+func (s *sendQueue) failAt(q *QP, i int, st verbs.Status) {
+	q.state.Store(uint32(verbs.StateErr))
+	for k := 0; s.n > 0; k++ {
+		status := verbs.StatusFlushed
+		if k == i {
+			status = st
+		}
+		w := s.at(0)
+		q.completeSend(w, status)
+		*w = wqe{}
+		s.head = (s.head + 1) % len(s.ring)
+		s.n--
+	}
+	s.cur, s.curPkt, s.rdOut, s.timerOn = 0, 0, 0, false
+	q.rq.mu.Lock()
+	q.rq.flush(q)
+	q.rq.mu.Unlock()
+}
+
+// fail moves the QP to ERR, flushing everything.
+func (s *sendQueue) fail(q *QP, st verbs.Status) { s.failAt(q, -1, st) }

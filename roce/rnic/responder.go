@@ -1,0 +1,418 @@
+package rnic
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/swordbox/swordbox/roce"
+	"github.com/swordbox/swordbox/roce/verbs"
+)
+
+// The responder: the receive side of a QP as a deterministic engine. Its
+// inputs are request packets (onRequest) and the end of a receive burst
+// (flushAck); its outputs are responses through an emitter, receive
+// completions and memory effects.
+//
+// Rules (IBA 9.7.5, and what the middlebox downstream depends on):
+//   - A request with the expected PSN (ePSN) executes. Earlier PSNs are
+//     duplicates: SEND/WRITE are not executed again but re-acknowledged,
+//     READ is executed again from the duplicate's own VA and length, an
+//     atomic is answered from the stored original value and never executed
+//     twice. Later PSNs are a gap: one NAK sequence error per gap (the flag
+//     clears when the expected PSN arrives).
+//   - ACKs are coalesced (AckCoalesced, the default): an AckReq packet marks
+//     an ACK pending, and one cumulative ACK for the newest PSN goes out at
+//     the end of the receive burst, or when AckCoalesceMax AckReq packets are
+//     pending. READ responses and atomic ACKs acknowledge implicitly and clear
+//     the pending ACK. AckEach acknowledges every AckReq packet at once.
+//   - MSN counts completed request messages; every AETH carries it.
+//   - A SEND (or WRITE with immediate) with no posted receive gets an RNR
+//     NAK and does not advance ePSN.
+//   - Decision: after a NAK for remote access or invalid request the
+//     responder stays usable (ePSN does not move); the requester moves its
+//     QP to ERR as the IBA requires.
+
+type recvWQE struct {
+	id     uint64
+	sg     [MaxSGE]verbs.SGE
+	nsg    uint8
+	length uint64
+}
+
+type atomicRec struct {
+	psn   uint32
+	orig  uint64
+	valid bool
+}
+
+// atomicReplay is how many executed atomics the responder remembers for
+// duplicate replay (a power of two, at least MaxRdAtomic).
+const atomicReplay = 64
+
+const (
+	msgNone = iota
+	msgSend
+	msgWrite
+)
+
+type recvSide struct {
+	mu      sync.Mutex
+	ring    []recvWQE
+	head, n int
+	ePSN    uint32
+	msn     uint32
+	nakSent bool
+
+	inMsg   uint8
+	wrMR    *MR
+	wrVA    uint64
+	wrLeft  uint32
+	wrLen   uint32
+	sendOff uint32
+
+	ackPending bool
+	unacked    int
+
+	atomics [atomicReplay]atomicRec
+	nextAt  int
+
+	// Counters (read with Stats).
+	duplicates  uint64
+	seqNAKsSent uint64
+	rnrNAKsSent uint64
+	acksSent    uint64
+	atomicsDone uint64
+}
+
+func (rs *recvSide) reset() {
+	rs.head, rs.n, rs.inMsg, rs.nakSent, rs.ackPending, rs.unacked = 0, 0, msgNone, false, false, 0
+	rs.msn, rs.wrMR = 0, nil
+	rs.atomics = [atomicReplay]atomicRec{}
+}
+
+func (rs *recvSide) post(q *QP, wrs []verbs.RecvWR) error {
+	switch st := q.State(); st {
+	case verbs.StateInit, verbs.StateRTR, verbs.StateRTS:
+	case verbs.StateErr:
+		for i := range wrs {
+			q.recvCQ.push(verbs.WC{ID: wrs[i].ID, Status: verbs.StatusFlushed, Op: verbs.OpRecv, QPN: q.qpn})
+		}
+		return nil
+	default:
+		return fmt.Errorf("qp %#x: post recv in state %s", q.qpn, st)
+	}
+	if rs.n+len(wrs) > len(rs.ring) {
+		return fmt.Errorf("qp %#x: post recv: receive queue full (%d of %d)", q.qpn, rs.n, len(rs.ring))
+	}
+	for i := range wrs {
+		if len(wrs[i].SG) > MaxSGE {
+			return fmt.Errorf("qp %#x: post recv %d: %d SGEs, at most %d", q.qpn, wrs[i].ID, len(wrs[i].SG), MaxSGE)
+		}
+	}
+	for i := range wrs {
+		r := &rs.ring[(rs.head+rs.n)%len(rs.ring)]
+		*r = recvWQE{id: wrs[i].ID, length: sgTotal(wrs[i].SG)}
+		r.nsg = uint8(copy(r.sg[:], wrs[i].SG))
+		rs.n++
+	}
+	return nil
+}
+
+// flush completes every posted receive with StatusFlushed.
+func (rs *recvSide) flush(q *QP) {
+	for rs.n > 0 {
+		r := &rs.ring[rs.head]
+		q.recvCQ.push(verbs.WC{ID: r.id, Status: verbs.StatusFlushed, Op: verbs.OpRecv, QPN: q.qpn})
+		rs.head = (rs.head + 1) % len(rs.ring)
+		rs.n--
+	}
+	rs.inMsg = msgNone
+}
+
+// rxReq is a request packet as the responder sees it.
+type rxReq struct {
+	op      roce.Opcode
+	psn     uint32
+	ackReq  bool
+	se      bool
+	va      uint64
+	rkey    uint32
+	dmaLen  uint32
+	swapAdd uint64
+	compare uint64
+	imm     uint32
+	payload []byte
+}
+
+func isSendOp(op roce.Opcode) bool  { return op <= roce.OpRCSendOnlyImm }
+func isWriteOp(op roce.Opcode) bool { return op >= roce.OpRCWriteFirst && op <= roce.OpRCWriteOnlyImm }
+func isAtomicOp(op roce.Opcode) bool {
+	return op == roce.OpRCCompareSwap || op == roce.OpRCFetchAdd
+}
+
+// isRequestOp reports whether an RC opcode travels requester -> responder.
+func isRequestOp(op roce.Opcode) bool {
+	return isSendOp(op) || isWriteOp(op) || op == roce.OpRCReadRequest || isAtomicOp(op)
+}
+
+// onRequest processes one request packet.
+func (rs *recvSide) onRequest(q *QP, r *rxReq, em emitter) {
+	if st := q.State(); st != verbs.StateRTR && st != verbs.StateRTS {
+		return
+	}
+	d := psnDiff(rs.ePSN, r.psn)
+	if d < 0 {
+		rs.duplicate(q, r, em)
+		return
+	}
+	if d > 0 {
+		if !rs.nakSent {
+			rs.nakSent = true
+			rs.seqNAKsSent++
+			rs.sendAETH(q, rs.ePSN, synNAK|nakSeqErr, em)
+		}
+		return
+	}
+	rs.nakSent = false
+	op := r.op
+	mtu := q.mtu
+	plen := uint32(len(r.payload))
+	switch {
+	case isSendOp(op):
+		firstPkt := op == roce.OpRCSendFirst || op == roce.OpRCSendOnly || op == roce.OpRCSendOnlyImm
+		lastPkt := op != roce.OpRCSendFirst && op != roce.OpRCSendMiddle
+		if firstPkt != (rs.inMsg == msgNone) || (!firstPkt && rs.inMsg != msgSend) || (!lastPkt && plen != mtu) || plen > mtu {
+			rs.nak(q, r.psn, nakInvalidReq, em)
+			return
+		}
+		if firstPkt {
+			if rs.n == 0 {
+				rs.rnr(q, r.psn, em)
+				return
+			}
+			rs.sendOff = 0
+		}
+		rcv := &rs.ring[rs.head]
+		if uint64(rs.sendOff)+uint64(plen) > rcv.length {
+			rs.completeRecv(q, verbs.WC{Status: verbs.StatusLocalLengthError, Op: verbs.OpRecv})
+			rs.nak(q, r.psn, nakInvalidReq, em)
+			return
+		}
+		pl := r.payload
+		if !q.dev.sgAccess(rcv.sg[:rcv.nsg], uint64(rs.sendOff), uint64(plen), verbs.AccessLocalWrite, func(b []byte, pos uint64) { copy(b, pl[pos:]) }) {
+			rs.completeRecv(q, verbs.WC{Status: verbs.StatusLocalProtectionError, Op: verbs.OpRecv})
+			rs.nak(q, r.psn, nakRemoteOp, em)
+			return
+		}
+		rs.sendOff += plen
+		if lastPkt {
+			wc := verbs.WC{Status: verbs.StatusSuccess, Op: verbs.OpRecv, ByteLen: rs.sendOff}
+			if op == roce.OpRCSendOnlyImm || op == roce.OpRCSendLastImm {
+				wc.Imm, wc.HasImm = r.imm, true
+			}
+			rs.completeRecv(q, wc)
+			rs.msn = psnAdd(rs.msn, 1)
+			rs.inMsg = msgNone
+		} else {
+			rs.inMsg = msgSend
+		}
+	case isWriteOp(op):
+		firstPkt := op == roce.OpRCWriteFirst || op == roce.OpRCWriteOnly || op == roce.OpRCWriteOnlyImm
+		lastPkt := op != roce.OpRCWriteFirst && op != roce.OpRCWriteMiddle
+		imm := op == roce.OpRCWriteOnlyImm || op == roce.OpRCWriteLastImm
+		if firstPkt != (rs.inMsg == msgNone) || (!firstPkt && rs.inMsg != msgWrite) || plen > mtu {
+			rs.nak(q, r.psn, nakInvalidReq, em)
+			return
+		}
+		if firstPkt {
+			m, _, res := q.dev.mrs.remote(r.rkey, r.va, r.dmaLen, verbs.AccessRemoteWrite)
+			if res != accessOK {
+				rs.nak(q, r.psn, nakRemoteAccess, em)
+				return
+			}
+			rs.wrMR, rs.wrVA, rs.wrLeft, rs.wrLen = m, r.va, r.dmaLen, r.dmaLen
+		}
+		if (lastPkt && plen != rs.wrLeft) || (!lastPkt && (plen != mtu || plen >= rs.wrLeft)) {
+			rs.inMsg = msgNone
+			rs.nak(q, r.psn, nakInvalidReq, em)
+			return
+		}
+		if imm && rs.n == 0 {
+			rs.rnr(q, r.psn, em)
+			return
+		}
+		if plen > 0 {
+			b, ok := rs.wrMR.slice(rs.wrVA, plen)
+			if !ok {
+				rs.inMsg = msgNone
+				rs.nak(q, r.psn, nakRemoteAccess, em)
+				return
+			}
+			rs.wrMR.mu.Lock()
+			copy(b, r.payload)
+			rs.wrMR.mu.Unlock()
+		}
+		rs.wrVA += uint64(plen)
+		rs.wrLeft -= plen
+		if lastPkt {
+			if imm {
+				rs.completeRecv(q, verbs.WC{Status: verbs.StatusSuccess, Op: verbs.OpRecvImm, Imm: r.imm, HasImm: true, ByteLen: rs.wrLen})
+			}
+			rs.msn = psnAdd(rs.msn, 1)
+			rs.inMsg = msgNone
+			rs.wrMR = nil
+		} else {
+			rs.inMsg = msgWrite
+		}
+	case op == roce.OpRCReadRequest:
+		if rs.inMsg != msgNone {
+			rs.nak(q, r.psn, nakInvalidReq, em)
+			return
+		}
+		m, b, res := q.dev.mrs.remote(r.rkey, r.va, r.dmaLen, verbs.AccessRemoteRead)
+		if res != accessOK {
+			rs.nak(q, r.psn, nakRemoteAccess, em)
+			return
+		}
+		rs.msn = psnAdd(rs.msn, 1)
+		n := readPackets(r.dmaLen, mtu)
+		rs.ePSN = psnAdd(rs.ePSN, n)
+		rs.ackPending, rs.unacked = false, 0
+		rs.readResponses(q, m, b, r.psn, em)
+		return
+	case isAtomicOp(op):
+		if rs.inMsg != msgNone || r.va%8 != 0 {
+			rs.nak(q, r.psn, nakInvalidReq, em)
+			return
+		}
+		m, b, res := q.dev.mrs.remote(r.rkey, r.va, 8, verbs.AccessRemoteAtomic)
+		if res != accessOK {
+			rs.nak(q, r.psn, nakRemoteAccess, em)
+			return
+		}
+		if t := q.dev.timing; t != nil {
+			t.throttleAtomic(q, m, r.va)
+		}
+		orig := atomicApply(m, b, op == roce.OpRCCompareSwap, r.compare, r.swapAdd)
+		rs.atomicsDone++
+		rs.atomics[rs.nextAt] = atomicRec{psn: r.psn, orig: orig, valid: true}
+		rs.nextAt = (rs.nextAt + 1) % atomicReplay
+		rs.msn = psnAdd(rs.msn, 1)
+		rs.ePSN = psnAdd(rs.ePSN, 1)
+		rs.ackPending, rs.unacked = false, 0
+		em.emit(q, &txPkt{op: roce.OpRCAtomicAcknowledge, psn: r.psn, syndrome: synACK | creditsInvalid, msn: rs.msn, orig: orig})
+		return
+	default:
+		return
+	}
+	rs.ePSN = psnAdd(rs.ePSN, 1)
+	if r.ackReq {
+		rs.ackPending = true
+		rs.unacked++
+		if q.dev.cfg.AckMode == AckEach || rs.unacked >= q.dev.cfg.AckCoalesceMax {
+			rs.sendAck(q, em)
+		}
+	}
+}
+
+// readPackets returns the number of response packets of a READ of n bytes.
+func readPackets(n, mtu uint32) uint32 {
+	if n == 0 {
+		return 1
+	}
+	return (n + mtu - 1) / mtu
+}
+
+// readResponses emits the responses of a READ of b, starting at psn.
+func (rs *recvSide) readResponses(q *QP, m *MR, b []byte, psn uint32, em emitter) {
+	mtu := q.mtu
+	n := readPackets(uint32(len(b)), mtu)
+	m.mu.Lock()
+	for k := uint32(0); k < n; k++ {
+		var p txPkt
+		p.psn = psnAdd(psn, k)
+		off := k * mtu
+		end := off + mtu
+		if end > uint32(len(b)) {
+			end = uint32(len(b))
+		}
+		p.payload = b[off:end]
+		switch {
+		case n == 1:
+			p.op = roce.OpRCReadResponseOnly
+		case k == 0:
+			p.op = roce.OpRCReadResponseFirst
+		case k == n-1:
+			p.op = roce.OpRCReadResponseLast
+		default:
+			p.op = roce.OpRCReadResponseMiddle
+		}
+		p.syndrome, p.msn = synACK|creditsInvalid, rs.msn
+		em.emit(q, &p)
+	}
+	m.mu.Unlock()
+}
+
+// duplicate handles a request whose PSN precedes ePSN.
+func (rs *recvSide) duplicate(q *QP, r *rxReq, em emitter) {
+	rs.duplicates++
+	switch {
+	case r.op == roce.OpRCReadRequest:
+		m, b, res := q.dev.mrs.remote(r.rkey, r.va, r.dmaLen, verbs.AccessRemoteRead)
+		if res != accessOK {
+			return
+		}
+		rs.readResponses(q, m, b, r.psn, em)
+	case isAtomicOp(r.op):
+		for i := range rs.atomics {
+			a := &rs.atomics[i]
+			if a.valid && a.psn == r.psn {
+				em.emit(q, &txPkt{op: roce.OpRCAtomicAcknowledge, psn: r.psn, syndrome: synACK | creditsInvalid, msn: rs.msn, orig: a.orig})
+				return
+			}
+		}
+		// Too old to replay: drop (the requester cannot still be waiting).
+	case isSendOp(r.op) || isWriteOp(r.op):
+		rs.ackPending = true
+		rs.unacked++
+		if q.dev.cfg.AckMode == AckEach || rs.unacked >= q.dev.cfg.AckCoalesceMax {
+			rs.sendAck(q, em)
+		}
+	}
+}
+
+func (rs *recvSide) completeRecv(q *QP, wc verbs.WC) {
+	r := &rs.ring[rs.head]
+	wc.ID, wc.QPN = r.id, q.qpn
+	q.recvCQ.push(wc)
+	rs.head = (rs.head + 1) % len(rs.ring)
+	rs.n--
+}
+
+func (rs *recvSide) sendAETH(q *QP, psn uint32, syn uint8, em emitter) {
+	rs.ackPending, rs.unacked = false, 0
+	em.emit(q, &txPkt{op: roce.OpRCAcknowledge, psn: psn, syndrome: syn, msn: rs.msn})
+}
+
+// sendAck emits a cumulative ACK for everything before ePSN.
+func (rs *recvSide) sendAck(q *QP, em emitter) {
+	rs.acksSent++
+	rs.sendAETH(q, psnAdd(rs.ePSN, psnMask), synACK|creditsInvalid, em)
+}
+
+// flushAck emits the pending coalesced ACK, if any.
+func (rs *recvSide) flushAck(q *QP, em emitter) {
+	if rs.ackPending {
+		rs.sendAck(q, em)
+	}
+}
+
+func (rs *recvSide) nak(q *QP, psn uint32, code uint8, em emitter) {
+	rs.sendAETH(q, psn, synNAK|code, em)
+}
+
+func (rs *recvSide) rnr(q *QP, psn uint32, em emitter) {
+	rs.rnrNAKsSent++
+	rs.nakSent = true // later packets of this gap get no sequence NAK
+	rs.sendAETH(q, psn, synRNR|rnrCode(q.dev.cfg.RNRTimer), em)
+}
