@@ -37,9 +37,9 @@ func TestCtrlHeaderDecode(t *testing.T) {
 		wantFail bool
 	}{
 		{frame: []byte{0x80, 0x80, 0xaa}, port: []byte{0x01, 0x01}, payload: []byte{0xaa}}, // port 257
-		{frame: []byte{0x00, 0x80}, port: []byte{0x01}, payload: []byte{}},                  // port 1
-		{frame: []byte{0x7f, 0x80, 1, 2}, port: []byte{0xff}, payload: []byte{1, 2}},        // port 255
-		{frame: []byte{0xff, 0xff}, port: []byte{0x01, 0xff}, payload: []byte{}},            // port 511, pad all ones
+		{frame: []byte{0x00, 0x80}, port: []byte{0x01}, payload: []byte{}},                 // port 1
+		{frame: []byte{0x7f, 0x80, 1, 2}, port: []byte{0xff}, payload: []byte{1, 2}},       // port 255
+		{frame: []byte{0xff, 0xff}, port: []byte{0x01, 0xff}, payload: []byte{}},           // port 511, pad all ones
 		{frame: []byte{0x01}, wantFail: true},
 	} {
 		md, payload, err := h.decode(tc.frame)
