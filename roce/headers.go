@@ -154,13 +154,15 @@ func (ip IPv4) SetDst(a [4]byte) { copy(ip[IPv4DstOff:IPv4DstOff+4], a[:]) }
 // treating the checksum field as zero.
 func (ip IPv4) ComputeChecksum() uint16 {
 	n := ip.HeaderLen()
-	var sum uint32
-	for i := 0; i+1 < n; i += 2 {
-		if i == IPv4ChecksumOff {
-			continue
-		}
-		sum += uint32(ip[i])<<8 | uint32(ip[i+1])
+	be := binary.BigEndian
+	_ = ip[19]
+	// Words 0-4 without the checksum (bytes 10-11), then any options.
+	sum := uint64(be.Uint32(ip[0:])) + uint64(be.Uint32(ip[4:])) + uint64(be.Uint16(ip[8:])) +
+		uint64(be.Uint32(ip[12:])) + uint64(be.Uint32(ip[16:]))
+	for i := IPv4MinLen; i+3 < n; i += 4 {
+		sum += uint64(be.Uint32(ip[i:]))
 	}
+	sum = sum&0xffff + sum>>16&0xffff + sum>>32
 	for sum > 0xffff {
 		sum = sum&0xffff + sum>>16
 	}

@@ -11,12 +11,14 @@ import (
 // the UDP checksum, and BTH byte 4 (FECN, BECN, reserved). It is written
 // little-endian after the payload.
 //
-// Implementation: the masked fields all lie in the first IHL*4+13 bytes. That
-// prefix is copied to a stack buffer and masked, its CRC is taken with a
-// slicing-by-8 loop local to this package (crc32.Update would make the
-// buffer escape to the heap), and the remainder of the packet is passed to
-// one crc32.Update call in place, which uses the CPU's carry-less multiply
-// for long payloads. The 8 leading 0xFF bytes are a precomputed CRC state.
+// Implementation: the masked fields all lie in the IPv4, UDP and BT headers.
+// With a 20-byte IPv4 header they are read in place with the masks ORed in;
+// with IPv4 options they are copied to a stack buffer and masked. Their CRC is taken with
+// a slicing-by-8 loop local to this package (crc32.Update would make the
+// buffer escape to the heap, and its loop for short inputs is bytewise). The
+// rest of the packet is read in place: by the same loop when short, and by
+// one crc32.Update call (carry-less multiply) over a multiple of 16 bytes
+// when long. The 8 leading 0xFF bytes are a precomputed CRC state.
 
 var (
 	crcTab8  [8][256]uint32
@@ -36,15 +38,19 @@ func init() {
 	crcSeed = crc32.ChecksumIEEE(ffPrefix[:])
 }
 
-// crcUpdate is crc32.Update(crc, crc32.IEEETable, p) with slicing-by-8; it
-// does not let p escape.
+// crcUpdate is crc32.Update(crc, crc32.IEEETable, p) with slicing-by-8 (and
+// one slicing-by-4 step for a 4-byte tail, which RoCEv2's 4-byte-aligned
+// headers make the common case); it does not let p escape.
 func crcUpdate(crc uint32, p []byte) uint32 {
 	crc = ^crc
 	for len(p) >= 8 {
-		crc ^= binary.LittleEndian.Uint32(p)
-		crc = crcTab8[0][p[7]] ^ crcTab8[1][p[6]] ^ crcTab8[2][p[5]] ^ crcTab8[3][p[4]] ^
-			crcTab8[4][crc>>24] ^ crcTab8[5][crc>>16&0xff] ^ crcTab8[6][crc>>8&0xff] ^ crcTab8[7][crc&0xff]
+		crc = crcStep8(crc, binary.LittleEndian.Uint32(p), binary.LittleEndian.Uint32(p[4:]))
 		p = p[8:]
+	}
+	if len(p) >= 4 {
+		crc ^= binary.LittleEndian.Uint32(p)
+		crc = crcTab8[0][crc>>24] ^ crcTab8[1][crc>>16&0xff] ^ crcTab8[2][crc>>8&0xff] ^ crcTab8[3][crc&0xff]
+		p = p[4:]
 	}
 	for _, v := range p {
 		crc = crcTab8[0][byte(crc)^v] ^ crc>>8
@@ -52,12 +58,43 @@ func crcUpdate(crc uint32, p []byte) uint32 {
 	return ^crc
 }
 
+// crcStep8 advances the (inverted) CRC register over 8 bytes given as two
+// little-endian words.
+func crcStep8(crc, lo, hi uint32) uint32 {
+	lo ^= crc
+	return crcTab8[0][hi>>24] ^ crcTab8[1][hi>>16&0xff] ^ crcTab8[2][hi>>8&0xff] ^ crcTab8[3][hi&0xff] ^
+		crcTab8[4][lo>>24] ^ crcTab8[5][lo>>16&0xff] ^ crcTab8[6][lo>>8&0xff] ^ crcTab8[7][lo&0xff]
+}
+
+// crcHdr20 is the CRC of the masked IPv4 (20-byte header), UDP and BT
+// headers, the first 40 bytes of l3, read in place: the masks are ORed into
+// the little-endian words (TOS; TTL and checksum; UDP checksum; BTH byte 4).
+func crcHdr20(crc uint32, l3 []byte) uint32 {
+	_ = l3[39]
+	le := binary.LittleEndian
+	crc = ^crc
+	crc = crcStep8(crc, le.Uint32(l3[0:])|0x0000ff00, le.Uint32(l3[4:]))
+	crc = crcStep8(crc, le.Uint32(l3[8:])|0xffff00ff, le.Uint32(l3[12:]))
+	crc = crcStep8(crc, le.Uint32(l3[16:]), le.Uint32(l3[20:]))
+	crc = crcStep8(crc, le.Uint32(l3[24:])|0xffff0000, le.Uint32(l3[28:]))
+	crc = crcStep8(crc, le.Uint32(l3[32:])|0x000000ff, le.Uint32(l3[36:]))
+	return ^crc
+}
+
+// clmulMin is the length from which the remainder of a packet goes to
+// crc32.Update (carry-less multiply on amd64/arm64) rather than crcUpdate.
+const clmulMin = 128
+
 // icrcOver computes the ICRC of l3, which holds the IPv4 header (ihl bytes),
 // the UDP header, the BTH and everything up to, not including, the ICRC. The
 // caller guarantees len(l3) >= ihl+UDPLen+BTHLen and 20 <= ihl <= 60.
 func icrcOver(l3 []byte, ihl int) uint32 {
+	if ihl == IPv4MinLen {
+		return icrcRest(crcHdr20(crcSeed, l3), l3[IPv4MinLen+UDPLen+BTHLen:])
+	}
+	// Masked copy of the IPv4, UDP and BT headers (a multiple of 4 bytes).
 	var hdr [IPv4MaxLen + UDPLen + BTHLen]byte
-	n := ihl + UDPLen + BTHFBOff + 1
+	n := ihl + UDPLen + BTHLen
 	copy(hdr[:n], l3[:n])
 	hdr[IPv4TOSOff] = 0xff
 	hdr[IPv4TTLOff] = 0xff
@@ -66,8 +103,17 @@ func icrcOver(l3 []byte, ihl int) uint32 {
 	hdr[ihl+UDPChecksumOff] = 0xff
 	hdr[ihl+UDPChecksumOff+1] = 0xff
 	hdr[ihl+UDPLen+BTHFBOff] = 0xff
-	crc := crcUpdate(crcSeed, hdr[:n])
-	return crc32.Update(crc, crc32.IEEETable, l3[n:])
+	return icrcRest(crcUpdate(crcSeed, hdr[:n]), l3[n:])
+}
+
+func icrcRest(crc uint32, rest []byte) uint32 {
+	if len(rest) < clmulMin {
+		return crcUpdate(crc, rest)
+	}
+	// Hand crc32.Update a multiple of 16 bytes: its tail loop is bytewise.
+	k := len(rest) & 15
+	crc = crcUpdate(crc, rest[:k])
+	return crc32.Update(crc, crc32.IEEETable, rest[k:])
 }
 
 // ComputeICRC returns the ICRC the packet should carry, computed from its

@@ -156,32 +156,55 @@ func ParseInto(p *Packet, frame []byte) error {
 	icrc := end - ICRCLen
 	off := bo + BTHLen
 	p.ExtOff = off
-	for _, x := range ExtOrder {
-		if info.Ext&x == 0 {
-			continue
+	ext := info.Ext
+	if ext&ExtDETH != 0 {
+		if icrc-off < DETHLen {
+			return extTruncated("deth", icrc-off, DETHLen)
 		}
-		n := x.Len()
-		if icrc-off < n {
-			return malformed(extFields[x], "truncated: %d bytes before the ICRC, need %d", icrc-off, n)
+		p.DETH = DETH(frame[off : off+DETHLen])
+		off += DETHLen
+	}
+	if ext&ExtRETH != 0 {
+		if icrc-off < RETHLen {
+			return extTruncated("reth", icrc-off, RETHLen)
 		}
-		h := frame[off : off+n]
-		switch x {
-		case ExtDETH:
-			p.DETH = DETH(h)
-		case ExtRETH:
-			p.RETH = RETH(h)
-		case ExtAtomicETH:
-			p.AtomicETH = AtomicETH(h)
-		case ExtAETH:
-			p.AETH = AETH(h)
-		case ExtAtomicAckETH:
-			p.AtomicAckETH = AtomicAckETH(h)
-		case ExtImmDt:
-			p.ImmDt = ImmDt(h)
-		case ExtIETH:
-			p.IETH = IETH(h)
+		p.RETH = RETH(frame[off : off+RETHLen])
+		off += RETHLen
+	}
+	if ext&ExtAtomicETH != 0 {
+		if icrc-off < AtomicETHLen {
+			return extTruncated("atomiceth", icrc-off, AtomicETHLen)
 		}
-		off += n
+		p.AtomicETH = AtomicETH(frame[off : off+AtomicETHLen])
+		off += AtomicETHLen
+	}
+	if ext&ExtAETH != 0 {
+		if icrc-off < AETHLen {
+			return extTruncated("aeth", icrc-off, AETHLen)
+		}
+		p.AETH = AETH(frame[off : off+AETHLen])
+		off += AETHLen
+	}
+	if ext&ExtAtomicAckETH != 0 {
+		if icrc-off < AtomicAckETHLen {
+			return extTruncated("atomicacketh", icrc-off, AtomicAckETHLen)
+		}
+		p.AtomicAckETH = AtomicAckETH(frame[off : off+AtomicAckETHLen])
+		off += AtomicAckETHLen
+	}
+	if ext&ExtImmDt != 0 {
+		if icrc-off < ImmDtLen {
+			return extTruncated("immdt", icrc-off, ImmDtLen)
+		}
+		p.ImmDt = ImmDt(frame[off : off+ImmDtLen])
+		off += ImmDtLen
+	}
+	if ext&ExtIETH != 0 {
+		if icrc-off < IETHLen {
+			return extTruncated("ieth", icrc-off, IETHLen)
+		}
+		p.IETH = IETH(frame[off : off+IETHLen])
+		off += IETHLen
 	}
 	p.PayloadOff = off
 	plen := icrc - off
@@ -200,7 +223,6 @@ func ParseInto(p *Packet, frame []byte) error {
 	return nil
 }
 
-var extFields = map[Ext]string{
-	ExtDETH: "deth", ExtRETH: "reth", ExtAtomicETH: "atomiceth", ExtAETH: "aeth",
-	ExtAtomicAckETH: "atomicacketh", ExtImmDt: "immdt", ExtIETH: "ieth",
+func extTruncated(field string, have, need int) error {
+	return malformed(field, "truncated: %d bytes before the ICRC, need %d", have, need)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
+	"hash/crc32"
 	"strings"
 	"testing"
 )
@@ -318,4 +319,56 @@ func TestNoAllocs(t *testing.T) {
 			t.Errorf("%s: %v allocs/op, want 0", name, a)
 		}
 	}
+}
+
+// refICRC is the platform.md recipe, literally: copy IPv4 header..payload,
+// mask the variant fields, CRC-32 over 8 x 0xFF followed by the copy.
+func refICRC(frame []byte) uint32 {
+	ihl := int(frame[14]&0x0f) * 4
+	total := int(frame[16])<<8 | int(frame[17])
+	data := append([]byte(nil), frame[14:14+total-4]...)
+	data[1], data[8], data[10], data[11] = 0xff, 0xff, 0xff, 0xff
+	data[ihl+6], data[ihl+7] = 0xff, 0xff
+	data[ihl+8+4] = 0xff
+	return crc32.ChecksumIEEE(append(bytes.Repeat([]byte{0xff}, 8), data...))
+}
+
+func TestICRCMatchesRecipe(t *testing.T) {
+	// Every payload length from 0 to 300 (both CRC paths and every tail),
+	// with and without IPv4 options.
+	for _, opts := range []int{0, 4, 40} {
+		for n := 0; n <= 300; n++ {
+			f := baseFields(OpRCSendOnly)
+			f.Payload = make([]byte, n)
+			for i := range f.Payload {
+				f.Payload[i] = byte(i*31 + n)
+			}
+			f.PadCnt = uint8((4 - n%4) % 4)
+			f.TOS, f.TTL = 0x12, 9
+			frame := build(t, &f, 0)
+			if opts > 0 {
+				frame = withIPOptions(frame, opts)
+			}
+			p, err := Parse(frame)
+			if err != nil {
+				t.Fatalf("opts %d n %d: %v", opts, n, err)
+			}
+			if got, want := p.ComputeICRC(), refICRC(frame); got != want {
+				t.Fatalf("opts %d n %d: ICRC %08x, recipe %08x", opts, n, got, want)
+			}
+		}
+	}
+}
+
+// withIPOptions inserts n bytes of IPv4 options (NOPs) and fixes lengths and
+// the IPv4 checksum.
+func withIPOptions(frame []byte, n int) []byte {
+	out := append([]byte(nil), frame[:34]...)
+	out = append(out, bytes.Repeat([]byte{1}, n)...)
+	out = append(out, frame[34:]...)
+	ip := IPv4(out[14:])
+	ip.SetVersionIHL(uint8(5 + n/4))
+	ip.SetTotalLen(ip.TotalLen() + uint16(n))
+	ip.UpdateChecksum()
+	return out
 }

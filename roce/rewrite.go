@@ -1,0 +1,183 @@
+package roce
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// In-place rewrites for the data path. Field setters (SetVA, SetRKey,
+// SetMSN, and BTH.SetDestQP / BTH.SetPSN on p.BTH) change no length and leave
+// the IPv4 checksum valid; call SetICRC afterwards if the ICRC must be right.
+// The length-changing rewrites fix the IPv4 total length and header
+// checksum and the UDP length, clear a non-zero UDP checksum, drop any
+// Ethernet trailer, and compute the ICRC when fixICRC is true; otherwise
+// they move the old ICRC bytes to the new end unchanged (what a switch that
+// does not recompute the ICRC emits).
+
+func rewriteErr(op Opcode, what string) error {
+	return fmt.Errorf("roce: rewrite: %s: %s", op, what)
+}
+
+// SetVA sets the remote address of a packet carrying a RETH or AtomicETH.
+func (p *Packet) SetVA(va uint64) error {
+	switch {
+	case p.RETH != nil:
+		p.RETH.SetVA(va)
+	case p.AtomicETH != nil:
+		p.AtomicETH.SetVA(va)
+	default:
+		return rewriteErr(p.Opcode, "no RETH or AtomicETH to carry a VA")
+	}
+	return nil
+}
+
+// VA returns the remote address of a packet carrying a RETH or AtomicETH.
+func (p *Packet) VA() (uint64, bool) {
+	switch {
+	case p.RETH != nil:
+		return p.RETH.VA(), true
+	case p.AtomicETH != nil:
+		return p.AtomicETH.VA(), true
+	}
+	return 0, false
+}
+
+// SetRKey sets the remote key of a packet carrying a RETH or AtomicETH.
+func (p *Packet) SetRKey(rkey uint32) error {
+	switch {
+	case p.RETH != nil:
+		p.RETH.SetRKey(rkey)
+	case p.AtomicETH != nil:
+		p.AtomicETH.SetRKey(rkey)
+	default:
+		return rewriteErr(p.Opcode, "no RETH or AtomicETH to carry an rkey")
+	}
+	return nil
+}
+
+// RKey returns the remote key of a packet carrying a RETH or AtomicETH.
+func (p *Packet) RKey() (uint32, bool) {
+	switch {
+	case p.RETH != nil:
+		return p.RETH.RKey(), true
+	case p.AtomicETH != nil:
+		return p.AtomicETH.RKey(), true
+	}
+	return 0, false
+}
+
+// SetMSN sets the MSN of a packet carrying an AETH.
+func (p *Packet) SetMSN(msn uint32) error {
+	if p.AETH == nil {
+		return rewriteErr(p.Opcode, "no AETH to carry an MSN")
+	}
+	p.AETH.SetMSN(msn)
+	return nil
+}
+
+// resize sets the packet's end to newEnd (the end of the new ICRC), fixing
+// the lengths and checksums described above.
+func (p *Packet) resize(newICRCOff int, fixICRC bool) {
+	old := p.ICRCOff
+	newEnd := newICRCOff + ICRCLen
+	if !fixICRC {
+		copy(p.Frame[newICRCOff:newEnd], p.Frame[old:old+ICRCLen])
+	}
+	p.Frame = p.Frame[:newEnd]
+	p.ICRCOff = newICRCOff
+	p.End = newEnd
+	p.ICRC = p.Frame[newICRCOff:newEnd]
+	p.Trailer = p.Frame[newEnd:]
+	p.IP.SetTotalLen(uint16(newEnd - p.L3Off))
+	p.IP.UpdateChecksum()
+	p.UDP.SetLength(uint16(newEnd - p.L4Off))
+	p.UDP.SetChecksum(0)
+	if fixICRC {
+		p.SetICRC()
+	}
+}
+
+// AtomicToWrite turns a parsed CMP_SWAP or FETCH_ADD into an RDMA WRITE_ONLY
+// of the same VA, rkey, QP and PSN that stores the 8 bytes of store in
+// little-endian order (the order atomics use in host memory), so memory ends
+// as the atomic would have left it. The packet shrinks by 4 bytes; p is
+// updated to describe the new frame (p.Frame).
+func (p *Packet) AtomicToWrite(store uint64, fixICRC bool) error {
+	if p.Opcode != OpRCCompareSwap && p.Opcode != OpRCFetchAdd {
+		return rewriteErr(p.Opcode, "AtomicToWrite needs RC_CMP_SWAP or RC_FETCH_ADD")
+	}
+	ext := p.ExtOff
+	p.BTH.SetOpcode(OpRCWriteOnly)
+	p.BTH.SetPadCnt(0)
+	p.Opcode = OpRCWriteOnly
+	// VA and rkey are at the same offsets in AtomicETH and RETH.
+	p.RETH = RETH(p.Frame[ext : ext+RETHLen])
+	p.AtomicETH = nil
+	p.RETH.SetDMALen(8)
+	po := ext + RETHLen
+	binary.LittleEndian.PutUint64(p.Frame[po:po+8], store)
+	p.PayloadOff = po
+	p.Payload = p.Frame[po : po+8]
+	p.Pad = p.Frame[po+8 : po+8]
+	p.resize(po+8, fixICRC)
+	return nil
+}
+
+// AckToAtomicAck turns a parsed RC ACK into an ATOMIC ACK carrying orig as
+// the original remote data. The packet grows by 8 bytes, which must fit in
+// cap(p.Frame); p is updated to describe the new frame (p.Frame).
+func (p *Packet) AckToAtomicAck(orig uint64, fixICRC bool) error {
+	if p.Opcode != OpRCAcknowledge {
+		return rewriteErr(p.Opcode, "AckToAtomicAck needs RC_ACK")
+	}
+	if cap(p.Frame) < p.End+AtomicAckETHLen {
+		return rewriteErr(p.Opcode, fmt.Sprintf("buffer capacity %d, need %d", cap(p.Frame), p.End+AtomicAckETHLen))
+	}
+	old := p.ICRCOff
+	p.Frame = p.Frame[:p.End+AtomicAckETHLen]
+	if !fixICRC {
+		copy(p.Frame[old+AtomicAckETHLen:], p.Frame[old:old+ICRCLen])
+	}
+	p.BTH.SetOpcode(OpRCAtomicAcknowledge)
+	p.BTH.SetPadCnt(0)
+	p.Opcode = OpRCAtomicAcknowledge
+	p.AtomicAckETH = AtomicAckETH(p.Frame[old : old+AtomicAckETHLen])
+	p.AtomicAckETH.SetOrig(orig)
+	po := old + AtomicAckETHLen
+	p.PayloadOff = po
+	p.Payload = p.Frame[po:po]
+	p.Pad = p.Frame[po:po]
+	// resize copies the ICRC from p.ICRCOff when !fixICRC: point it at the
+	// already-moved bytes so the copy is a no-op.
+	p.ICRCOff = po
+	p.resize(po, fixICRC)
+	return nil
+}
+
+// AtomicToWrite parses frame, rewrites its CMP_SWAP or FETCH_ADD into a
+// WRITE_ONLY storing store (see Packet.AtomicToWrite) and returns the
+// rewritten frame, 4 bytes shorter, in the same memory.
+func AtomicToWrite(frame []byte, store uint64, fixICRC bool) ([]byte, error) {
+	var p Packet
+	if err := ParseInto(&p, frame); err != nil {
+		return nil, err
+	}
+	if err := p.AtomicToWrite(store, fixICRC); err != nil {
+		return nil, err
+	}
+	return p.Frame, nil
+}
+
+// AckToAtomicAck parses frame, rewrites its RC ACK into an ATOMIC ACK with
+// orig (see Packet.AckToAtomicAck) and returns the rewritten frame, 8 bytes
+// longer, in the same memory (cap(frame) must allow it).
+func AckToAtomicAck(frame []byte, orig uint64, fixICRC bool) ([]byte, error) {
+	var p Packet
+	if err := ParseInto(&p, frame); err != nil {
+		return nil, err
+	}
+	if err := p.AckToAtomicAck(orig, fixICRC); err != nil {
+		return nil, err
+	}
+	return p.Frame, nil
+}
