@@ -21,6 +21,7 @@ const (
 	cKeyReads     = "key_reads_steered"
 	cKeyMisses    = "key_read_misses"
 	cKeyRetrans   = "key_retransmits"
+	rTailValid    = "tail_valid"
 	rCASValid     = "cas_out_valid"
 	rCASSrcMAC    = "cas_out_src_mac"
 	rCASDstMAC    = "cas_out_dst_mac"

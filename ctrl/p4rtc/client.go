@@ -294,6 +294,10 @@ func (c *Client) session(ctx context.Context) (bool, error) {
 	}
 	c.mu.Lock()
 	c.stream = st
+	// Every stream starts from the configured ID: an ID raised by a takeover
+	// on a previous stream may now belong to another client.
+	c.election = c.opts.ElectionID
+	c.claimed = nil
 	c.mu.Unlock()
 	if err := c.sendArbitration(st); err != nil {
 		return false, err

@@ -1,0 +1,752 @@
+// Package ctrl is swordbox's control plane: from a rack configuration it
+// programs a switch running swordbox.p4 over P4Runtime (forwarding,
+// steering mode, node size, tracked keys), keeps the rack safe by
+// retransmitting CAS requests that stay outstanding on the switch (SwordBox
+// section 4.5), moves partial steering to the hottest keys (section 6.4.4),
+// and exports what it sees on a Prometheus endpoint.
+//
+// It speaks only P4Runtime (through ctrl/p4rtc) and knows the program only
+// by the P4Info names in names.go (the contract of docs/swordbox-p4.md); it
+// never imports the switch target. The logic is deterministic functions
+// over snapshots (BuildPlan, Reconcile, RepairTracker, HotKeys, PlanSlots);
+// Controller is the thin shell that reads snapshots, calls them and writes
+// the results, and Run is the goroutine with the timers.
+//
+// Decisions where the paper is silent:
+//   - Pipeline: a controller that becomes primary pushes the pipeline
+//     (VERIFY_AND_COMMIT) only if the switch has none or a different P4Info;
+//     a backup taking over from a dead primary therefore keeps the switch's
+//     soft state (cached tails, outstanding CAS) instead of wiping it.
+//   - On becoming primary it reconciles the forward table and the
+//     configuration registers with the configuration (inserting, modifying
+//     and deleting: it owns them), and adopts the tracked-keys table it finds
+//     under hot-key steering (fixed tracked keys are reconciled like forward).
+//   - Repair goes only towards a configured memory node (by destination IP)
+//     and, when that node lists regions, only for a VA inside one: anything
+//     else is counted as refused, never sent.
+//   - A slot given to another key has its cached tail reset (tail_valid 0)
+//     after the old key's entry is deleted and before the new one is inserted:
+//     three writes, in that order, because P4Runtime does not order the
+//     updates of one batch.
+package ctrl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	p4cfg "github.com/p4lang/p4runtime/go/p4/config/v1"
+	p4 "github.com/p4lang/p4runtime/go/p4/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/swordbox/swordbox/ctrl/p4rtc"
+	"github.com/swordbox/swordbox/ctrl/rack"
+)
+
+// Controller programs one switch for one rack.
+type Controller struct {
+	Rack    *rack.Rack
+	Schema  *p4rtc.Schema
+	Client  *p4rtc.Client
+	Metrics *Metrics
+	Log     *slog.Logger
+
+	plan         *Plan
+	deviceConfig []byte
+	now          func() time.Time
+
+	mu       sync.Mutex // guards the loop state below
+	tracked  map[uint64]uint16
+	repair   *RepairTracker
+	hot      *HotKeys
+	keyBase  map[uint16]uint64 // per-slot activity at the last hot-key step
+	frame    [128]byte
+}
+
+// Options are the parts of a Controller that are not configuration.
+type Options struct {
+	// P4Info overrides reading rack.P4Info from disk.
+	P4Info *p4cfg.P4Info
+	// DeviceConfig overrides reading rack.DeviceConfig from disk.
+	DeviceConfig []byte
+	Log          *slog.Logger
+	// Now is the clock of the loops (default time.Now).
+	Now func() time.Time
+}
+
+// New validates everything it can without the switch (P4Info names,
+// capacities, every entry of the plan) and only then connects. A refused
+// configuration never reaches the switch.
+func New(r *rack.Rack, opts Options) (*Controller, error) {
+	info := opts.P4Info
+	if info == nil {
+		var err error
+		if info, err = p4rtc.LoadP4Info(r.P4Info); err != nil {
+			return nil, fmt.Errorf("ctrl.p4info: %w", err)
+		}
+	}
+	s, err := p4rtc.NewSchema(info)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := BuildPlan(r, s)
+	if err != nil {
+		return nil, err
+	}
+	devcfg := opts.DeviceConfig
+	if devcfg == nil && r.Push {
+		if devcfg, err = os.ReadFile(r.DeviceConfig); err != nil {
+			return nil, fmt.Errorf("ctrl.device-config: %w", err)
+		}
+	}
+	c := &Controller{
+		Rack: r, Schema: s, Metrics: NewMetrics(), Log: opts.Log,
+		plan: plan, deviceConfig: devcfg, now: opts.Now,
+		tracked: map[uint64]uint16{}, keyBase: map[uint16]uint64{},
+		repair: NewRepairTracker(RepairPolicy{Threshold: r.RepairThreshold}),
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	if r.HotKeys > 0 {
+		c.hot = NewHotKeys(HotKeyPolicy{N: r.HotKeys, Probes: r.HotKeyProbes, MinDelta: r.HotKeysMinDelta, Candidates: r.Candidates})
+	}
+	var tlsOpt *p4rtc.TLS
+	if r.TLSCA != "" {
+		tlsOpt = &p4rtc.TLS{CAFile: r.TLSCA, CertFile: r.TLSCert, KeyFile: r.TLSKey, ServerName: r.TLSName}
+	}
+	c.Client, err = p4rtc.Dial(p4rtc.Options{
+		Addr: r.Switch, DeviceID: r.DeviceID, ElectionID: p4rtc.ElectionID{Low: r.ElectionID},
+		Role: r.Role, TLS: tlsOpt, Takeover: r.Takeover,
+		OnRole: func(role p4rtc.Role) {
+			c.Metrics.Role.Set(float64(role))
+			c.Log.Info("arbitration", "role", role.String())
+		},
+		OnError: func(op string, err error) {
+			c.Metrics.RPCErrors.WithLabelValues(op).Inc()
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Close gives up the role and closes the connection.
+func (c *Controller) Close() error { return c.Client.Close() }
+
+// Tracked returns the tracked-keys table as the controller last wrote it.
+func (c *Controller) Tracked() map[uint64]uint16 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[uint64]uint16, len(c.tracked))
+	for k, v := range c.tracked {
+		out[k] = v
+	}
+	return out
+}
+
+// Run is the controller's shell: wait to be primary, take charge of the
+// switch (pipeline, reconcile), then run the repair and hot-key loops
+// until the role is lost (then wait again) or ctx ends.
+func (c *Controller) Run(ctx context.Context) error {
+	for {
+		if err := c.Client.WaitRole(ctx, p4rtc.Primary); err != nil {
+			return ctx.Err()
+		}
+		if err := c.TakeCharge(ctx); err != nil {
+			c.Log.Error("take charge", "err", err)
+			select {
+			case <-time.After(c.Rack.RepairPeriod):
+				continue
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		c.loops(ctx)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+}
+
+// loops runs the periodic work while this controller is primary.
+func (c *Controller) loops(ctx context.Context) {
+	repairT := time.NewTicker(c.Rack.RepairPeriod)
+	defer repairT.Stop()
+	var hotC <-chan time.Time
+	if c.hot != nil {
+		t := time.NewTicker(c.Rack.HotKeysPeriod)
+		defer t.Stop()
+		hotC = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-repairT.C:
+			if c.Client.Role() != p4rtc.Primary {
+				return
+			}
+			if _, err := c.RepairStep(ctx); err != nil {
+				c.Log.Warn("repair", "err", err)
+			}
+		case <-hotC:
+			if c.Client.Role() != p4rtc.Primary {
+				return
+			}
+			if err := c.HotKeyStep(ctx); err != nil {
+				c.Log.Warn("hot keys", "err", err)
+			}
+		}
+	}
+}
+
+// TakeCharge makes the switch match the configuration: it pushes the
+// pipeline if the switch runs none or another one, then reconciles the
+// forward table, the configuration registers and the tracked-keys table.
+// The controller must be primary.
+func (c *Controller) TakeCharge(ctx context.Context) error {
+	have, err := c.Client.GetP4Info(ctx)
+	if err != nil || !proto.Equal(have, c.Schema.P4Info()) {
+		if !c.Rack.Push {
+			if err != nil {
+				return fmt.Errorf("switch has no pipeline and push-pipeline is off: %w", err)
+			}
+			return errors.New("switch runs another pipeline and push-pipeline is off")
+		}
+		if err := c.Client.SetPipeline(ctx, c.Schema.P4Info(), c.deviceConfig); err != nil {
+			return err
+		}
+		c.Log.Info("pipeline pushed")
+	}
+	// Forward table.
+	fwd, err := c.readTable(ctx, tForward)
+	if err != nil {
+		return err
+	}
+	if err := c.write(ctx, tForward, Reconcile(fwd, c.plan.Forward)); err != nil {
+		return err
+	}
+	// Configuration registers.
+	var regUps []*p4.Update
+	for _, e := range c.plan.Registers {
+		regUps = append(regUps, p4rtc.Modify(&p4.Entity{Entity: &p4.Entity_RegisterEntry{RegisterEntry: e}}))
+	}
+	if err := c.write(ctx, "registers", regUps); err != nil {
+		return err
+	}
+	// Tracked keys.
+	cur, err := c.readTracked(ctx)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.tracked = cur
+	want := c.plan.Tracked
+	if c.hot != nil {
+		// Adopt what a previous primary left, within our N + probes.
+		keys := make([]uint64, 0, len(cur))
+		for k := range cur {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		c.hot.Adopt(keys)
+		return c.moveTrackedLocked(ctx, c.hot.Tracked())
+	}
+	// Fixed list: exactly the configured slots.
+	var stale []uint64
+	for k, s := range cur {
+		if ws, ok := want[k]; !ok || ws != s {
+			stale = append(stale, k)
+		}
+	}
+	var ups []*p4.Update
+	for _, k := range stale {
+		e, err := trackEntry(c.Schema, k, cur[k])
+		if err != nil {
+			return err
+		}
+		ups = append(ups, p4rtc.Delete(p4rtc.TableEntity(&p4.TableEntry{TableId: e.TableId, Match: e.Match})))
+		delete(c.tracked, k)
+	}
+	if err := c.write(ctx, tTrackedKeys+"(delete)", ups); err != nil {
+		return err
+	}
+	ups = nil
+	for k, s := range want {
+		if _, ok := c.tracked[k]; ok {
+			continue
+		}
+		e, err := trackEntry(c.Schema, k, s)
+		if err != nil {
+			return err
+		}
+		ups = append(ups, p4rtc.Insert(p4rtc.TableEntity(e)))
+	}
+	if err := c.write(ctx, tTrackedKeys, ups); err != nil {
+		return err
+	}
+	for k, s := range want {
+		c.tracked[k] = s
+	}
+	c.Metrics.TrackedKeys.Set(float64(len(c.tracked)))
+	return nil
+}
+
+// write sends updates and counts them by table.
+func (c *Controller) write(ctx context.Context, what string, ups []*p4.Update) error {
+	if len(ups) == 0 {
+		return nil
+	}
+	if err := c.Client.Write(ctx, ups); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	for _, u := range ups {
+		name := what
+		if te := u.GetEntity().GetTableEntry(); te != nil {
+			name = c.Schema.Name(te.GetTableId())
+		} else if re := u.GetEntity().GetRegisterEntry(); re != nil {
+			name = c.Schema.Name(re.GetRegisterId())
+		}
+		if u.GetType() == p4.Update_DELETE {
+			c.Metrics.EntriesDeleted.WithLabelValues(name).Inc()
+		} else {
+			c.Metrics.EntriesInstalled.WithLabelValues(name).Inc()
+		}
+	}
+	return nil
+}
+
+func (c *Controller) readTable(ctx context.Context, name string) ([]*p4.TableEntry, error) {
+	q, err := c.Schema.TableRead(name)
+	if err != nil {
+		return nil, err
+	}
+	ents, err := c.Client.Read(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	var out []*p4.TableEntry
+	for _, e := range ents {
+		if te := e.GetTableEntry(); te != nil && !te.GetIsDefaultAction() {
+			out = append(out, te)
+		}
+	}
+	return out, nil
+}
+
+// readTracked reads the tracked-keys table as key -> slot.
+func (c *Controller) readTracked(ctx context.Context) (map[uint64]uint16, error) {
+	ents, err := c.readTable(ctx, tTrackedKeys)
+	if err != nil {
+		return nil, err
+	}
+	out := map[uint64]uint16{}
+	for _, e := range ents {
+		if len(e.GetMatch()) != 1 || e.GetMatch()[0].GetExact() == nil || e.GetAction().GetAction() == nil ||
+			len(e.GetAction().GetAction().GetParams()) != 1 {
+			return nil, fmt.Errorf("read %s: unexpected entry %v", tTrackedKeys, e)
+		}
+		k, err := p4rtc.ToUint(e.GetMatch()[0].GetExact().GetValue())
+		if err != nil {
+			return nil, err
+		}
+		s, err := p4rtc.ToUint(e.GetAction().GetAction().GetParams()[0].GetValue())
+		if err != nil {
+			return nil, err
+		}
+		out[k] = uint16(s)
+	}
+	return out, nil
+}
+
+// ReadRegister reads cells of a register: all of them when indexes is nil.
+// It returns index -> value.
+func (c *Controller) ReadRegister(ctx context.Context, name string, indexes []int64) (map[int64]uint64, error) {
+	var qs []*p4.Entity
+	if indexes == nil {
+		q, err := c.Schema.RegisterRead(name, -1)
+		if err != nil {
+			return nil, err
+		}
+		qs = append(qs, q)
+	}
+	for _, i := range indexes {
+		q, err := c.Schema.RegisterRead(name, i)
+		if err != nil {
+			return nil, err
+		}
+		qs = append(qs, q)
+	}
+	if len(qs) == 0 {
+		return map[int64]uint64{}, nil
+	}
+	ents, err := c.Client.Read(ctx, qs...)
+	if err != nil {
+		return nil, fmt.Errorf("read register %s: %w", name, err)
+	}
+	out := make(map[int64]uint64, len(ents))
+	for _, e := range ents {
+		re := e.GetRegisterEntry()
+		if re == nil {
+			continue
+		}
+		v, err := p4rtc.ToUint(re.GetData().GetBitstring())
+		if err != nil {
+			return nil, fmt.Errorf("register %s[%d]: %w", name, re.GetIndex().GetIndex(), err)
+		}
+		out[re.GetIndex().GetIndex()] = v
+	}
+	return out, nil
+}
+
+// ReadCounter reads cells of a counter (packets): all when indexes is nil.
+func (c *Controller) ReadCounter(ctx context.Context, name string, indexes []int64) (map[int64]uint64, error) {
+	var qs []*p4.Entity
+	if indexes == nil {
+		q, err := c.Schema.CounterRead(name, -1)
+		if err != nil {
+			return nil, err
+		}
+		qs = append(qs, q)
+	}
+	for _, i := range indexes {
+		q, err := c.Schema.CounterRead(name, i)
+		if err != nil {
+			return nil, err
+		}
+		qs = append(qs, q)
+	}
+	if len(qs) == 0 {
+		return map[int64]uint64{}, nil
+	}
+	ents, err := c.Client.Read(ctx, qs...)
+	if err != nil {
+		return nil, fmt.Errorf("read counter %s: %w", name, err)
+	}
+	out := make(map[int64]uint64, len(ents))
+	for _, e := range ents {
+		if ce := e.GetCounterEntry(); ce != nil {
+			out[ce.GetIndex().GetIndex()] = uint64(ce.GetData().GetPacketCount())
+		}
+	}
+	return out, nil
+}
+
+// ReadOutstanding reads the outstanding CAS registers: cas_out_valid for
+// every slot, then the other registers of the valid slots in one request.
+func (c *Controller) ReadOutstanding(ctx context.Context) ([]Outstanding, error) {
+	valid, err := c.ReadRegister(ctx, rCASValid, nil)
+	if err != nil {
+		return nil, err
+	}
+	var slots []int64
+	for i, v := range valid {
+		if v == 1 {
+			slots = append(slots, i)
+		}
+	}
+	if len(slots) == 0 {
+		return nil, nil
+	}
+	slices.Sort(slots)
+	var qs []*p4.Entity
+	ids := map[uint32]int{}
+	for fi, name := range casFields {
+		r, err := c.Schema.Register(name)
+		if err != nil {
+			return nil, err
+		}
+		ids[r.GetPreamble().GetId()] = fi
+		for _, s := range slots {
+			q, _ := c.Schema.RegisterRead(name, s)
+			qs = append(qs, q)
+		}
+	}
+	ents, err := c.Client.Read(ctx, qs...)
+	if err != nil {
+		return nil, fmt.Errorf("read outstanding CAS: %w", err)
+	}
+	vals := map[int64][]uint64{}
+	for _, s := range slots {
+		vals[s] = make([]uint64, len(casFields))
+	}
+	for _, e := range ents {
+		re := e.GetRegisterEntry()
+		fi, ok := ids[re.GetRegisterId()]
+		if !ok {
+			continue
+		}
+		v, err := p4rtc.ToUint(re.GetData().GetBitstring())
+		if err != nil {
+			return nil, err
+		}
+		if row, ok := vals[re.GetIndex().GetIndex()]; ok {
+			row[fi] = v
+		}
+	}
+	out := make([]Outstanding, 0, len(slots))
+	for _, s := range slots {
+		out = append(out, outstandingOf(int(s), vals[s]))
+	}
+	return out, nil
+}
+
+// outstandingOf decodes the register values of one slot, in casFields order.
+func outstandingOf(slot int, v []uint64) Outstanding {
+	o := Outstanding{Slot: slot}
+	putMAC := func(dst *[6]byte, x uint64) {
+		for i := 5; i >= 0; i-- {
+			dst[i] = byte(x)
+			x >>= 8
+		}
+	}
+	putIP := func(dst *[4]byte, x uint64) {
+		for i := 3; i >= 0; i-- {
+			dst[i] = byte(x)
+			x >>= 8
+		}
+	}
+	putMAC(&o.SrcMAC, v[0])
+	putMAC(&o.DstMAC, v[1])
+	putIP(&o.SrcIP, v[2])
+	putIP(&o.DstIP, v[3])
+	o.SrcPort = uint16(v[4])
+	o.DestQP = uint32(v[5])
+	o.PSN = uint32(v[6])
+	o.PKey = uint16(v[7])
+	o.VA = v[8]
+	o.RKey = uint32(v[9])
+	o.Swap = v[10]
+	o.Compare = v[11]
+	o.Timestamp = v[12]
+	return o
+}
+
+// repairTarget returns the switch port towards the memory node of o, or
+// an error saying why o must not be retransmitted.
+func (c *Controller) repairTarget(o *Outstanding) (uint32, error) {
+	ip := netip.AddrFrom4(o.DstIP)
+	for _, m := range c.Rack.Memory {
+		if m.Host.IP != ip {
+			continue
+		}
+		if m.Host.MAC != o.DstMAC {
+			return 0, fmt.Errorf("CAS to %s carries MAC %x, the node has %x", ip, o.DstMAC, m.Host.MAC)
+		}
+		if len(m.Regions) == 0 {
+			return m.Host.Port, nil
+		}
+		for _, g := range m.Regions {
+			if o.VA >= g.Base && o.VA+8 <= g.End() {
+				return m.Host.Port, nil
+			}
+		}
+		return 0, fmt.Errorf("CAS VA 0x%x outside the steered regions of %s", o.VA, m.Host.Name)
+	}
+	return 0, fmt.Errorf("CAS to %s: not a configured memory node", ip)
+}
+
+// RepairStep is one poll of CAS repair: read the outstanding CAS, feed the
+// tracker, retransmit the due ones as PacketOut towards their memory node.
+// It returns how many it sent.
+func (c *Controller) RepairStep(ctx context.Context) (int, error) {
+	snap, err := c.ReadOutstanding(ctx)
+	if err != nil {
+		return 0, err
+	}
+	now := c.now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.Metrics.Outstanding.Set(float64(len(snap)))
+	before := c.repair.Abandoned
+	due := c.repair.Observe(now, snap)
+	sent := 0
+	var errs []error
+	for i := range due {
+		o := &due[i]
+		port, err := c.repairTarget(o)
+		if err != nil {
+			c.Metrics.RepairsRefused.Inc()
+			c.repair.Sent(o.Slot, now) // counts as an attempt: do not re-examine every poll
+			errs = append(errs, err)
+			continue
+		}
+		frame, err := CASFrame(c.frame[:], o)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		md, err := c.Schema.PacketOutMetadata(p4rtc.P(mEgressPort, uint64(port)))
+		if err != nil {
+			return sent, err
+		}
+		if err := c.Client.PacketOut(append([]byte(nil), frame...), md); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if s, ok := c.repair.seen[o.Slot]; ok {
+			c.Metrics.RepairLatency.Observe(now.Sub(s.firstSeen).Seconds())
+		}
+		c.repair.Sent(o.Slot, now)
+		c.Metrics.RepairsSent.Inc()
+		c.Log.Info("repair", "slot", o.Slot, "dst", netip.AddrFrom4(o.DstIP), "qp", o.DestQP, "psn", o.PSN, "va", fmt.Sprintf("0x%x", o.VA))
+		sent++
+	}
+	c.Metrics.RepairsAbandoned.Add(float64(c.repair.Abandoned - before))
+	return sent, errors.Join(errs...)
+}
+
+// keyCounters are the per-key counters whose sum is a key's activity.
+var keyCounters = []string{cKeyCAS, cKeyReads, cKeyMisses, cKeyRetrans}
+
+// HotKeyStep is one period of hot-key steering: read the per-key counters
+// of the tracked slots, step the engine, move the table. It also mirrors
+// the stats counter.
+func (c *Controller) HotKeyStep(ctx context.Context) error {
+	if err := c.MirrorStats(ctx); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.hot == nil {
+		return nil
+	}
+	var slots []int64
+	for _, s := range c.tracked {
+		slots = append(slots, int64(s))
+	}
+	activity, err := c.activity(ctx, slots)
+	if err != nil {
+		return err
+	}
+	delta := map[uint64]uint64{}
+	for k, s := range c.tracked {
+		a := activity[int64(s)]
+		if base, ok := c.keyBase[s]; ok && a >= base {
+			delta[k] = a - base
+		} // else: no baseline yet (adopted from another controller): 0 this period
+		c.keyBase[s] = a
+		c.Metrics.KeyActivity.WithLabelValues("activity", fmt.Sprint(k)).Set(float64(a))
+	}
+	want := c.hot.Step(delta)
+	return c.moveTrackedLocked(ctx, want)
+}
+
+// activity sums the per-key counters of the given slots.
+func (c *Controller) activity(ctx context.Context, slots []int64) (map[int64]uint64, error) {
+	out := map[int64]uint64{}
+	if len(slots) == 0 {
+		return out, nil
+	}
+	for _, name := range keyCounters {
+		vals, err := c.ReadCounter(ctx, name, slots)
+		if err != nil {
+			return nil, err
+		}
+		for s, v := range vals {
+			out[s] += v
+		}
+	}
+	return out, nil
+}
+
+// moveTrackedLocked changes the tracked-keys table to the key set want:
+// delete, reset reused slots' tails, insert (c.mu held).
+func (c *Controller) moveTrackedLocked(ctx context.Context, want []uint64) error {
+	sp, _ := PlanSlots(c.tracked, want, c.plan.KeySlots)
+	if len(sp.Delete) == 0 && len(sp.Insert) == 0 {
+		return nil
+	}
+	var del, reset, ins []*p4.Update
+	for _, k := range sortedKeys(sp.Delete) {
+		e, err := trackEntry(c.Schema, k, sp.Delete[k])
+		if err != nil {
+			return err
+		}
+		del = append(del, p4rtc.Delete(p4rtc.TableEntity(&p4.TableEntry{TableId: e.TableId, Match: e.Match})))
+	}
+	for _, k := range sortedKeys(sp.Insert) {
+		s := sp.Insert[k]
+		r, err := registerCell(c.Schema, rTailValid, int64(s), 0)
+		if err != nil {
+			return err
+		}
+		reset = append(reset, p4rtc.Modify(&p4.Entity{Entity: &p4.Entity_RegisterEntry{RegisterEntry: r}}))
+		e, err := trackEntry(c.Schema, k, s)
+		if err != nil {
+			return err
+		}
+		ins = append(ins, p4rtc.Insert(p4rtc.TableEntity(e)))
+	}
+	if err := c.write(ctx, tTrackedKeys, del); err != nil {
+		return err
+	}
+	for k := range sp.Delete {
+		delete(c.tracked, k)
+	}
+	if err := c.write(ctx, rTailValid, reset); err != nil {
+		return err
+	}
+	// Baselines of the reused slots, read while no key maps to them (their
+	// counters are frozen): the new owner's first period is measured exactly.
+	var newSlots []int64
+	for _, s := range sp.Insert {
+		newSlots = append(newSlots, int64(s))
+	}
+	slices.Sort(newSlots)
+	base, err := c.activity(ctx, newSlots)
+	if err != nil {
+		return err
+	}
+	if err := c.write(ctx, tTrackedKeys, ins); err != nil {
+		return err
+	}
+	for k, s := range sp.Insert {
+		c.keyBase[s] = base[int64(s)]
+		c.tracked[k] = s
+	}
+	c.Metrics.HotKeyChanges.Add(float64(len(sp.Delete) + len(sp.Insert)))
+	c.Metrics.TrackedKeys.Set(float64(len(c.tracked)))
+	return nil
+}
+
+func sortedKeys(m map[uint64]uint16) []uint64 {
+	out := make([]uint64, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// statNames name the indices of the stats counter (docs/swordbox-p4.md).
+var statNames = []string{"roce_requests", "node_writes_learned", "cas", "cas_steered", "node_reads",
+	"reads_steered", "read_misses", "retransmissions", "outstanding_cleared", "conn_takeovers"}
+
+// MirrorStats copies the switch's stats counter into the metrics.
+func (c *Controller) MirrorStats(ctx context.Context) error {
+	vals, err := c.ReadCounter(ctx, cStats, nil)
+	if err != nil {
+		return err
+	}
+	for i, v := range vals {
+		name := fmt.Sprint(i)
+		if int(i) < len(statNames) {
+			name = statNames[i]
+		}
+		c.Metrics.SwitchCounter.WithLabelValues(cStats, name).Set(float64(v))
+	}
+	return nil
+}
