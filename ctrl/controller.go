@@ -61,12 +61,12 @@ type Controller struct {
 	deviceConfig []byte
 	now          func() time.Time
 
-	mu       sync.Mutex // guards the loop state below
-	tracked  map[uint64]uint16
-	repair   *RepairTracker
-	hot      *HotKeys
-	keyBase  map[uint16]uint64 // per-slot activity at the last hot-key step
-	frame    [128]byte
+	mu      sync.Mutex // guards the loop state below
+	tracked map[uint64]uint16
+	repair  *RepairTracker
+	hot     *HotKeys
+	keyBase map[uint16]uint64 // per-slot activity at the last hot-key step
+	frame   [128]byte
 }
 
 // Options are the parts of a Controller that are not configuration.
