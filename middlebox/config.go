@@ -1,0 +1,249 @@
+package middlebox
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+)
+
+// Defaults of Config's sizes.
+const (
+	DefaultRingSize     = 4096
+	DefaultConnRingSize = 256
+	DefaultWindow       = 256
+	DefaultMaxConns     = 4096
+	DefaultMaxWords     = 1 << 16
+	DefaultPMTU         = 4096
+)
+
+// Config configures an Engine. The zero value of every size means its
+// default.
+type Config struct {
+	// RingSize is the number of map entries of a shared (remapping target)
+	// connection: the N of "outgoing PSN modulo N". A power of two. A new
+	// request that would overwrite an entry not yet acknowledged to its
+	// client is dropped (DropRingFull).
+	RingSize int `mapstructure:"ring-size" yaml:"ring-size"`
+	// ConnRingSize is the number of map entries of every other connection
+	// (which only ever carries its own client's traffic). A power of two.
+	ConnRingSize int `mapstructure:"conn-ring-size" yaml:"conn-ring-size"`
+	// Window bounds the operations a client may have outstanding through
+	// the middlebox (DropWindowFull beyond). A power of two.
+	Window int `mapstructure:"window" yaml:"window"`
+	// MaxConns bounds the connection table (learned and preloaded).
+	MaxConns int `mapstructure:"max-conns" yaml:"max-conns"`
+	// MaxWords bounds the number of tracked 8-byte words.
+	MaxWords int `mapstructure:"max-words" yaml:"max-words"`
+	// PMTU is the path MTU of the RC connections (256..4096): a READ of L
+	// bytes takes max(1, ceil(L/PMTU)) PSNs.
+	PMTU int `mapstructure:"pmtu" yaml:"pmtu"`
+	// Servers are the memory nodes whose traffic the engine manages.
+	// Traffic to or from any other address passes through unchanged.
+	Servers []ServerConfig `mapstructure:"servers" yaml:"servers"`
+	// Conns preloads connections (both directions known from the start).
+	Conns []ConnConfig `mapstructure:"conns" yaml:"conns"`
+}
+
+// ServerConfig describes one memory node.
+type ServerConfig struct {
+	IP string `mapstructure:"ip" yaml:"ip"`
+	// Remap lists the address ranges whose operations move onto the
+	// server's shared connection. A range with Lo 0 and Hi 0 means every
+	// address.
+	Remap []Range `mapstructure:"remap" yaml:"remap"`
+	// CASToWrite lists the ranges whose 8-byte words the engine tracks and
+	// whose CMP_SWAP and FETCH_ADD it replaces with WRITEs. Each must lie
+	// inside a Remap range.
+	CASToWrite []Range `mapstructure:"cas-to-write" yaml:"cas-to-write"`
+	// Shared names the connection that carries remapped traffic, by the
+	// client's IP and the server's QP number. Empty: the first preloaded
+	// connection to this server, or else the first one learned.
+	SharedClientIP string `mapstructure:"shared-client-ip" yaml:"shared-client-ip"`
+	SharedServerQP uint32 `mapstructure:"shared-server-qp" yaml:"shared-server-qp"`
+}
+
+// Range is the address range [Lo, Hi). Lo == Hi == 0 means all addresses.
+type Range struct {
+	Lo uint64 `mapstructure:"lo" yaml:"lo"`
+	Hi uint64 `mapstructure:"hi" yaml:"hi"`
+}
+
+func (r Range) all() bool { return r.Lo == 0 && r.Hi == 0 }
+
+func (r Range) contains(va uint64) bool { return r.all() || (va >= r.Lo && va < r.Hi) }
+
+func (r Range) covers(o Range) bool {
+	if r.all() {
+		return true
+	}
+	if o.all() {
+		return false
+	}
+	return o.Lo >= r.Lo && o.Hi <= r.Hi
+}
+
+// ConnConfig preloads one RC connection. MACs may be left empty (learned
+// from the first request); PSN is the client's initial send PSN, which is
+// the server's initially expected PSN (PSNKnown false: learned from the
+// first request).
+type ConnConfig struct {
+	ClientIP   string `mapstructure:"client-ip" yaml:"client-ip"`
+	ServerIP   string `mapstructure:"server-ip" yaml:"server-ip"`
+	ClientMAC  string `mapstructure:"client-mac" yaml:"client-mac"`
+	ServerMAC  string `mapstructure:"server-mac" yaml:"server-mac"`
+	ClientPort uint16 `mapstructure:"client-port" yaml:"client-port"` // UDP source port of the client's requests
+	ServerPort uint16 `mapstructure:"server-port" yaml:"server-port"` // UDP source port of the server's responses (0: 4791)
+	ClientQP   uint32 `mapstructure:"client-qp" yaml:"client-qp"`
+	ServerQP   uint32 `mapstructure:"server-qp" yaml:"server-qp"`
+	PSN        uint32 `mapstructure:"psn" yaml:"psn"`
+	PSNKnown   bool   `mapstructure:"psn-known" yaml:"psn-known"`
+}
+
+func pow2(n int) bool { return n > 0 && n&(n-1) == 0 }
+
+func (c *Config) withDefaults() Config {
+	d := *c
+	if d.RingSize == 0 {
+		d.RingSize = DefaultRingSize
+	}
+	if d.ConnRingSize == 0 {
+		d.ConnRingSize = DefaultConnRingSize
+	}
+	if d.Window == 0 {
+		d.Window = DefaultWindow
+	}
+	if d.MaxConns == 0 {
+		d.MaxConns = DefaultMaxConns
+	}
+	if d.MaxWords == 0 {
+		d.MaxWords = DefaultMaxWords
+	}
+	if d.PMTU == 0 {
+		d.PMTU = DefaultPMTU
+	}
+	return d
+}
+
+// Validate checks the configuration (after defaults).
+func (c *Config) Validate() error {
+	d := c.withDefaults()
+	for _, x := range []struct {
+		name string
+		v    int
+	}{{"ring-size", d.RingSize}, {"conn-ring-size", d.ConnRingSize}, {"window", d.Window}} {
+		if !pow2(x.v) || x.v > 1<<20 {
+			return fmt.Errorf("middlebox config: %s %d: want a power of two up to 2^20", x.name, x.v)
+		}
+	}
+	if d.PMTU < 256 || d.PMTU > 4096 || !pow2(d.PMTU) {
+		return fmt.Errorf("middlebox config: pmtu %d: want 256, 512, 1024, 2048 or 4096", d.PMTU)
+	}
+	if d.MaxConns < 1 || d.MaxConns > 1<<20 {
+		return fmt.Errorf("middlebox config: max-conns %d out of range", d.MaxConns)
+	}
+	if d.MaxWords < 1 || d.MaxWords > 1<<24 {
+		return fmt.Errorf("middlebox config: max-words %d out of range", d.MaxWords)
+	}
+	seen := map[netip.Addr]bool{}
+	for i, s := range d.Servers {
+		ip, err := parseIP4(s.IP)
+		if err != nil {
+			return fmt.Errorf("middlebox config: servers[%d]: %w", i, err)
+		}
+		if seen[ip] {
+			return fmt.Errorf("middlebox config: servers[%d]: duplicate server %s", i, ip)
+		}
+		seen[ip] = true
+		for j, r := range append(append([]Range(nil), s.Remap...), s.CASToWrite...) {
+			if !r.all() && r.Hi <= r.Lo {
+				return fmt.Errorf("middlebox config: server %s: range %d [%#x, %#x) is empty", ip, j, r.Lo, r.Hi)
+			}
+		}
+		for j, w := range s.CASToWrite {
+			ok := false
+			for _, r := range s.Remap {
+				if r.covers(w) {
+					ok = true
+				}
+			}
+			if !ok {
+				return fmt.Errorf("middlebox config: server %s: cas-to-write range %d [%#x, %#x) is not inside a remap range (CAS to WRITE needs the shared connection's ordering)", ip, j, w.Lo, w.Hi)
+			}
+		}
+		if s.SharedClientIP != "" {
+			if _, err := parseIP4(s.SharedClientIP); err != nil {
+				return fmt.Errorf("middlebox config: server %s: shared-client-ip: %w", ip, err)
+			}
+		}
+	}
+	for i, cc := range d.Conns {
+		if _, err := cc.parse(); err != nil {
+			return fmt.Errorf("middlebox config: conns[%d]: %w", i, err)
+		}
+	}
+	if len(d.Conns) > d.MaxConns {
+		return fmt.Errorf("middlebox config: %d preloaded conns exceed max-conns %d", len(d.Conns), d.MaxConns)
+	}
+	return nil
+}
+
+func parseIP4(s string) (netip.Addr, error) {
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("address %q: %w", s, err)
+	}
+	if !a.Is4() {
+		return netip.Addr{}, fmt.Errorf("address %q: not IPv4", s)
+	}
+	return a, nil
+}
+
+type connParams struct {
+	cliIP, srvIP   [4]byte
+	cliMAC, srvMAC [6]byte
+	macKnown       bool
+	cliPort        uint16
+	srvPort        uint16
+	cliQP, srvQP   uint32
+	psn            uint32
+	psnKnown       bool
+}
+
+func (cc ConnConfig) parse() (connParams, error) {
+	var p connParams
+	ci, err := parseIP4(cc.ClientIP)
+	if err != nil {
+		return p, fmt.Errorf("client-ip: %w", err)
+	}
+	si, err := parseIP4(cc.ServerIP)
+	if err != nil {
+		return p, fmt.Errorf("server-ip: %w", err)
+	}
+	p.cliIP, p.srvIP = ci.As4(), si.As4()
+	if (cc.ClientMAC == "") != (cc.ServerMAC == "") {
+		return p, fmt.Errorf("give both client-mac and server-mac, or neither")
+	}
+	if cc.ClientMAC != "" {
+		cm, err := net.ParseMAC(cc.ClientMAC)
+		if err != nil || len(cm) != 6 {
+			return p, fmt.Errorf("client-mac %q: not a MAC-48 address", cc.ClientMAC)
+		}
+		sm, err := net.ParseMAC(cc.ServerMAC)
+		if err != nil || len(sm) != 6 {
+			return p, fmt.Errorf("server-mac %q: not a MAC-48 address", cc.ServerMAC)
+		}
+		copy(p.cliMAC[:], cm)
+		copy(p.srvMAC[:], sm)
+		p.macKnown = true
+	}
+	if cc.ClientQP > 0xffffff || cc.ServerQP > 0xffffff || cc.PSN > 0xffffff {
+		return p, fmt.Errorf("QP numbers and PSN are 24-bit")
+	}
+	if cc.ClientPort == 0 {
+		return p, fmt.Errorf("client-port (the UDP source port of the client's requests) is required")
+	}
+	p.cliPort, p.srvPort = cc.ClientPort, cc.ServerPort
+	p.cliQP, p.srvQP = cc.ClientQP, cc.ServerQP
+	p.psn, p.psnKnown = cc.PSN, cc.PSNKnown
+	return p, nil
+}

@@ -1,0 +1,532 @@
+package middlebox
+
+import (
+	"fmt"
+
+	"github.com/swordbox/swordbox/roce"
+)
+
+// Engine is the deterministic middlebox: a function from (frame, side,
+// time) to frames out, plus its tables. It is not safe for concurrent use;
+// run one Engine per core (see Sharded).
+type Engine struct {
+	cfg     Config
+	servers []server
+	srvIdx  map[[4]byte]int32
+	conns   []conn
+	req     map[reqKey]int32
+	rev     map[revKey]int32
+	words   wordTable
+	c       Counters
+	pkt     roce.Packet
+	epoch   uint32
+	touched []int32 // scratch: clients touched by one response
+	pmtu    uint32
+}
+
+// New returns an engine for cfg (validated; defaults applied).
+func New(cfg Config) (*Engine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	d := cfg.withDefaults()
+	e := &Engine{
+		cfg:     d,
+		srvIdx:  map[[4]byte]int32{},
+		conns:   make([]conn, 0, d.MaxConns),
+		req:     make(map[reqKey]int32, d.MaxConns),
+		rev:     make(map[revKey]int32, d.MaxConns),
+		words:   newWordTable(d.MaxWords),
+		touched: make([]int32, 0, d.MaxConns),
+		pmtu:    uint32(d.PMTU),
+	}
+	for _, s := range d.Servers {
+		ip, _ := parseIP4(s.IP)
+		sv := server{ip: ip.As4(), remap: s.Remap, cas: s.CASToWrite, shared: -1}
+		if s.SharedClientIP != "" {
+			a, _ := parseIP4(s.SharedClientIP)
+			sv.wantCli, sv.wantQP, sv.wantSet = a.As4(), s.SharedServerQP, true
+		}
+		e.srvIdx[sv.ip] = int32(len(e.servers))
+		e.servers = append(e.servers, sv)
+	}
+	for i, cc := range d.Conns {
+		p, _ := cc.parse()
+		if _, err := e.addConn(p, false); err != nil {
+			return nil, fmt.Errorf("middlebox: conns[%d]: %w", i, err)
+		}
+	}
+	return e, nil
+}
+
+// AddConn preloads a connection (as if it were listed in Config.Conns).
+func (e *Engine) AddConn(cc ConnConfig) error {
+	p, err := cc.parse()
+	if err != nil {
+		return fmt.Errorf("middlebox: add conn: %w", err)
+	}
+	_, err = e.addConn(p, false)
+	return err
+}
+
+// Counters returns a copy of the engine's counters.
+func (e *Engine) Counters() Counters { return e.c }
+
+func (e *Engine) addConn(p connParams, learned bool) (int32, error) {
+	si, ok := e.srvIdx[p.srvIP]
+	if !ok {
+		return -1, fmt.Errorf("middlebox: connection to %v: not a configured server", p.srvIP)
+	}
+	k := reqKey{cli: p.cliIP, srv: p.srvIP, port: p.cliPort, qp: p.srvQP}
+	if _, dup := e.req[k]; dup {
+		return -1, fmt.Errorf("middlebox: connection %v:%d -> %v QP %#x: already known", p.cliIP, p.cliPort, p.srvIP, p.srvQP)
+	}
+	if len(e.conns) == cap(e.conns) {
+		return -1, fmt.Errorf("middlebox: connection table full (%d)", cap(e.conns))
+	}
+	ci := int32(len(e.conns))
+	sv := &e.servers[si]
+	isShared := false
+	if sv.shared < 0 {
+		if sv.wantSet {
+			isShared = sv.wantCli == p.cliIP && sv.wantQP == p.srvQP
+		} else {
+			isShared = true
+		}
+	}
+	rs := e.cfg.ConnRingSize
+	if isShared {
+		rs = e.cfg.RingSize
+	}
+	e.conns = append(e.conns, conn{
+		srv: si, cliIP: p.cliIP, srvIP: p.srvIP, cliMAC: p.cliMAC, srvMAC: p.srvMAC, macKnown: p.macKnown,
+		cliPort: p.cliPort, srvPort: p.srvPort, srvQP: p.srvQP, cliQP: p.cliQP, bound: !learned,
+		learned: learned, pure: true, outConn: -1, msgOut: -1, pkey: 0xffff,
+		fifo: make([]uint32, e.cfg.Window), inRing: make([]inRef, e.cfg.Window),
+		ring: make([]entry, rs), rmask: uint32(rs - 1),
+	})
+	c := &e.conns[ci]
+	if p.psnKnown {
+		c.inKnown, c.inNext = true, p.psn
+		c.outKnown, c.outNext, c.ackedTo = true, p.psn, psnAdd(p.psn, -1)
+	}
+	if isShared {
+		sv.shared = ci
+	}
+	e.req[k] = ci
+	if !learned {
+		e.rev[revKey{srv: p.srvIP, cli: p.cliIP, qp: p.cliQP}] = ci
+	}
+	return ci, nil
+}
+
+// Process handles one frame received on side in at time now (nanoseconds,
+// any epoch; used for idle bookkeeping only). The frame may be rewritten in
+// place; every frame to send, including the input when it is forwarded,
+// is appended to out in order. Process never panics on input and does not
+// allocate in the steady state (learning a connection allocates once).
+func (e *Engine) Process(now int64, in Side, frame []byte, out *Out) {
+	if in == ClientSide {
+		e.c.RxClient++
+	} else {
+		e.c.RxServer++
+	}
+	p := &e.pkt
+	if err := roce.ParseInto(p, frame); err != nil {
+		if pe, ok := err.(*roce.ParseError); ok && pe.NotRoCE() {
+			e.pass(in, frame, out)
+			return
+		}
+		e.c.Drops[DropMalformed]++
+		return
+	}
+	if in == ClientSide {
+		si, ok := e.srvIdx[[4]byte(p.IP[roce.IPv4DstOff:roce.IPv4DstOff+4])]
+		if !ok || !isRequest(p.Opcode) {
+			e.pass(in, frame, out)
+			return
+		}
+		if !p.ICRCOK() {
+			e.c.Drops[DropBadICRC]++
+			return
+		}
+		e.request(now, si, p, out)
+		return
+	}
+	_, ok := e.srvIdx[[4]byte(p.IP[roce.IPv4SrcOff:roce.IPv4SrcOff+4])]
+	if !ok || !isResponse(p.Opcode) {
+		e.pass(in, frame, out)
+		return
+	}
+	if !p.ICRCOK() {
+		e.c.Drops[DropBadICRC]++
+		return
+	}
+	e.response(now, p, out)
+}
+
+func (e *Engine) pass(in Side, frame []byte, out *Out) {
+	if !out.addInput(in.other(), frame) {
+		e.c.Drops[DropOutOverflow]++
+		return
+	}
+	e.c.Passthrough++
+	e.tx(in.other())
+}
+
+func (e *Engine) tx(s Side) {
+	if s == ClientSide {
+		e.c.TxClient++
+	} else {
+		e.c.TxServer++
+	}
+}
+
+func isRequest(op roce.Opcode) bool {
+	return op <= roce.OpRCReadRequest || op == roce.OpRCCompareSwap || op == roce.OpRCFetchAdd ||
+		op == roce.OpRCSendLastInvalidate || op == roce.OpRCSendOnlyInvalidate
+}
+
+func isResponse(op roce.Opcode) bool {
+	return op >= roce.OpRCReadResponseFirst && op <= roce.OpRCAtomicAcknowledge
+}
+
+// opClass classifies a request.
+type opClass uint8
+
+const (
+	opSend      opClass = iota + 1 // SEND*, WRITE with immediate: consumes a receive WQE, never remapped
+	opWriteOnly                    // single-packet WRITE
+	opMultiFirst
+	opMultiMid
+	opMultiLast
+	opRead
+	opAtomic
+)
+
+func classify(op roce.Opcode) opClass {
+	switch op {
+	case roce.OpRCWriteOnly:
+		return opWriteOnly
+	case roce.OpRCReadRequest:
+		return opRead
+	case roce.OpRCCompareSwap, roce.OpRCFetchAdd:
+		return opAtomic
+	case roce.OpRCWriteFirst:
+		return opMultiFirst
+	case roce.OpRCWriteMiddle, roce.OpRCSendMiddle:
+		return opMultiMid
+	case roce.OpRCWriteLast:
+		return opMultiLast
+	case roce.OpRCSendFirst:
+		return opMultiFirst
+	case roce.OpRCSendLast, roce.OpRCSendLastImm, roce.OpRCWriteLastImm, roce.OpRCSendLastInvalidate:
+		return opMultiLast
+	}
+	return opSend
+}
+
+// lookupReq finds or learns the connection of a request.
+func (e *Engine) lookupReq(si int32, p *roce.Packet) (int32, bool) {
+	k := reqKey{
+		cli:  [4]byte(p.IP[roce.IPv4SrcOff : roce.IPv4SrcOff+4]),
+		srv:  [4]byte(p.IP[roce.IPv4DstOff : roce.IPv4DstOff+4]),
+		port: p.UDP.SrcPort(),
+		qp:   p.BTH.DestQP(),
+	}
+	if ci, ok := e.req[k]; ok {
+		return ci, true
+	}
+	ci, err := e.addConn(connParams{cliIP: k.cli, srvIP: k.srv, cliPort: k.port, srvQP: k.qp}, true)
+	if err != nil {
+		e.c.Drops[DropTableFull]++
+		return -1, false
+	}
+	e.c.Learned++
+	return ci, true
+}
+
+func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
+	ci, ok := e.lookupReq(si, p)
+	if !ok {
+		return
+	}
+	c := &e.conns[ci]
+	c.lastSeen = now
+	if !c.macKnown {
+		c.cliMAC, c.srvMAC, c.macKnown = p.Eth.Src(), p.Eth.Dst(), true
+	}
+	if !c.pkeyKnown {
+		c.pkey, c.pkeyKnown = p.BTH.PKey(), true
+	}
+	psn := p.BTH.PSN()
+	if !c.inKnown {
+		c.inKnown, c.inNext = true, psn
+	}
+	if !c.outKnown {
+		c.outKnown, c.outNext, c.ackedTo = true, psn, psnAdd(psn, -1)
+	}
+	d := psnDiff(psn, c.inNext)
+	switch {
+	case d < 0:
+		e.retransmit(ci, psn, p, out)
+		return
+	case d > 0:
+		e.c.Drops[DropPSNGap]++
+		e.gap(c, out)
+		return
+	}
+	cls := classify(p.Opcode)
+	sv := &e.servers[si]
+
+	// Where does it go?
+	home := ci
+	var va uint64
+	switch {
+	case p.RETH != nil:
+		va = p.RETH.VA()
+	case p.AtomicETH != nil:
+		va = p.AtomicETH.VA()
+	}
+	inRange := false
+	switch cls {
+	case opWriteOnly, opRead, opAtomic:
+		inRange = inRanges(sv.remap, va)
+	case opMultiFirst:
+		if p.RETH != nil && inRanges(sv.remap, va) {
+			e.c.RangeMultiPacket++
+		}
+	case opMultiMid, opMultiLast:
+		if c.inMsg && c.msgOut >= 0 {
+			home = c.msgOut
+		}
+	}
+	if inRange && sv.shared >= 0 && sv.shared != ci {
+		s := &e.conns[sv.shared]
+		switch {
+		case !c.bound:
+			e.c.RangeUnbound++
+		case !s.ready():
+			e.c.Drops[DropSharedNotReady]++
+			return
+		default:
+			home = sv.shared
+		}
+	}
+	if cls != opSend && cls != opMultiFirst && cls != opMultiMid && cls != opMultiLast && !inRange &&
+		c.fcount > 0 && c.outConn >= 0 {
+		home = c.outConn // follow the outstanding operations (keeps the client's order)
+	}
+	if c.fcount > 0 && c.outConn != home {
+		e.c.Drops[DropBarrier]++
+		e.gap(c, out) // the client will have to resend from here
+		return
+	}
+	o := &e.conns[home]
+
+	npkts := uint32(1)
+	if cls == opRead {
+		l := p.RETH.DMALen()
+		if l > e.pmtu {
+			npkts = (l + e.pmtu - 1) / e.pmtu
+		}
+		if npkts > uint32(len(o.ring)/2) || npkts > uint32(len(c.inRing)/2) {
+			e.c.Drops[DropReadTooLarge]++
+			return
+		}
+	}
+	if c.fcount+1 > len(c.fifo) {
+		e.c.Drops[DropWindowFull]++
+		return
+	}
+	for i := uint32(0); i < npkts; i++ {
+		s := o.slot(o.outNext + i)
+		if s.valid && !s.done {
+			e.c.Drops[DropRingFull]++
+			return
+		}
+	}
+
+	// Accepted: record, transform, forward.
+	outPSN := o.outNext
+	first := o.slot(outPSN)
+	*first = entry{client: ci, inPSN: psn, outPSN: outPSN, valid: true, word: -1, msgEnd: true, kind: kPlain}
+	switch cls {
+	case opMultiFirst, opMultiMid:
+		first.msgEnd = false
+	case opRead:
+		first.kind, first.npkts = kRead, npkts
+		for i := uint32(1); i < npkts; i++ {
+			op := psnAdd(outPSN, int(i))
+			*o.slot(op) = entry{client: ci, inPSN: psnAdd(psn, int(i)), outPSN: op, valid: true, word: -1, kind: kReadCont, npkts: i}
+			c.inRing[(psn+i)&uint32(len(c.inRing)-1)] = inRef{out: home, outPSN: op}
+		}
+	}
+	c.inRing[psn&uint32(len(c.inRing)-1)] = inRef{out: home, outPSN: outPSN}
+	c.fifoPush(outPSN)
+	c.outConn = home
+	switch cls {
+	case opMultiFirst:
+		c.inMsg, c.msgOut = true, home
+	case opMultiLast, opSend:
+		c.inMsg = false
+	}
+	c.inNext = psnAdd(psn, int(npkts))
+	c.nakSent, c.nakPending = false, false
+	o.outNext = psnAdd(outPSN, int(npkts))
+	remapped := home != ci
+	if remapped {
+		c.pure, o.pure = false, false
+	}
+	onShared := home == sv.shared
+
+	frame := p.Frame
+	rewrite := remapped || outPSN != psn
+	switch cls {
+	case opAtomic:
+		if inRanges(sv.cas, va) {
+			frame, rewrite = e.atomicOnWord(p, first, va, onShared, rewrite)
+		}
+	case opWriteOnly, opMultiFirst:
+		if len(sv.cas) > 0 && inRanges(sv.cas, va) {
+			e.writeOnWords(p, first, va, onShared)
+		}
+	}
+	if remapped {
+		retargetRequest(p, o)
+		e.c.Remapped++
+	}
+	if rewrite {
+		p.BTH.SetPSN(outPSN)
+		p.IP.UpdateChecksum()
+		p.SetICRC()
+		frame = p.Frame
+	}
+	if !out.addInput(ServerSide, frame) {
+		e.c.Drops[DropOutOverflow]++
+		return
+	}
+	e.c.Requests++
+	e.c.TxServer++
+}
+
+// atomicOnWord handles a CMP_SWAP or FETCH_ADD on a tracked word: replaced
+// by a WRITE of the outcome when the word's value is known, else sent
+// unchanged and logged so its ATOMIC ACK can teach the value.
+func (e *Engine) atomicOnWord(p *roce.Packet, en *entry, va uint64, onShared, rewrite bool) ([]byte, bool) {
+	wi := e.words.lookup(va&^7, true)
+	isFA := p.Opcode == roce.OpRCFetchAdd
+	en.fa = isFA
+	if wi < 0 || va&7 != 0 {
+		en.kind = kAtomicPass
+		return p.Frame, rewrite
+	}
+	w := &e.words.slots[wi]
+	if !onShared {
+		w.sendUnknown()
+		w.foreign++
+		en.kind, en.word, en.foreign = kAtomicPass, wi, true
+		return p.Frame, rewrite
+	}
+	sa, cmp := p.AtomicETH.SwapAdd(), p.AtomicETH.Compare()
+	o := wop{kind: wopCAS, a: cmp, b: sa}
+	if isFA {
+		o = wop{kind: wopFA, a: sa}
+	}
+	if w.known {
+		prior := w.value
+		w.send(o)
+		en.kind, en.prior, en.written, en.word = kAtomicConv, prior, w.value, wi
+		if isFA {
+			e.c.FAToWrite++
+		} else {
+			e.c.CASToWrite++
+		}
+		return casToWrite(p, w.value), true
+	}
+	en.kind, en.word, en.cmp, en.swp = kAtomicPass, wi, cmp, sa
+	en.wordSeq = w.send(o)
+	e.c.AtomicPassthrough++
+	return p.Frame, rewrite
+}
+
+// writeOnWords applies a WRITE (its first packet's payload) to the tracked
+// words it covers.
+func (e *Engine) writeOnWords(p *roce.Packet, en *entry, va uint64, onShared bool) {
+	pl := p.Payload
+	end := va + uint64(len(pl))
+	if uint64(p.RETH.DMALen()) > uint64(len(pl)) {
+		end = va + uint64(p.RETH.DMALen()) // later packets: unknown bytes
+	}
+	for wva := va &^ 7; wva < end; wva += 8 {
+		wi := e.words.lookup(wva, false)
+		if wi < 0 {
+			continue
+		}
+		w := &e.words.slots[wi]
+		if !onShared || end > va+uint64(len(pl)) && wva+8 > va+uint64(len(pl)) {
+			w.sendUnknown()
+			if !onShared && en.word < 0 {
+				w.foreign++
+				en.word, en.foreign = wi, true
+			}
+			continue
+		}
+		w.send(writeOp(wva, va, pl))
+	}
+}
+
+// retransmit maps a client's retransmission to the outgoing connection and
+// PSN of the original, and sends it again exactly as it was sent the first
+// time.
+func (e *Engine) retransmit(ci int32, psn uint32, p *roce.Packet, out *Out) {
+	c := &e.conns[ci]
+	ref := c.inRing[psn&uint32(len(c.inRing)-1)]
+	if ref.out < 0 || int(ref.out) >= len(e.conns) {
+		e.c.Drops[DropStaleRetransmit]++
+		return
+	}
+	o := &e.conns[ref.out]
+	en := o.slot(ref.outPSN)
+	if !en.valid || en.client != ci || en.inPSN != psn || en.outPSN != ref.outPSN {
+		e.c.Drops[DropStaleRetransmit]++
+		return
+	}
+	if en.kind == kAtomicConv {
+		if p.AtomicETH == nil {
+			e.c.Drops[DropStaleRetransmit]++
+			return
+		}
+		casToWrite(p, en.written)
+	}
+	if ref.out != ci {
+		retargetRequest(p, o)
+	}
+	p.BTH.SetPSN(en.outPSN)
+	p.IP.UpdateChecksum()
+	p.SetICRC()
+	if !out.addInput(ServerSide, p.Frame) {
+		e.c.Drops[DropOutOverflow]++
+		return
+	}
+	e.c.Retransmits++
+	e.c.TxServer++
+}
+
+// gap handles a client request the engine cannot accept in order: like a
+// responder, it tells the client once (NAK PSN sequence error at the
+// expected PSN) — but only when none of the client's operations are
+// outstanding, because the NAK implicitly acknowledges everything before
+// it; otherwise the NAK waits until they complete.
+func (e *Engine) gap(c *conn, out *Out) {
+	if c.nakSent || !c.ready() {
+		return
+	}
+	if c.fcount > 0 {
+		c.nakPending = true
+		return
+	}
+	e.emitAck(out, c, c.inNext, roce.NAKSyndrome(roce.NAKPSNSequenceError), c.msn)
+	c.nakSent, c.nakPending = true, false
+	e.c.GapNAKs++
+}

@@ -1,0 +1,212 @@
+package middlebox
+
+import (
+	"encoding/binary"
+
+	"github.com/swordbox/swordbox/roce"
+)
+
+// Side is one of the engine's two sides.
+type Side uint8
+
+// The two sides: clients (and everything else in the rack) and memory
+// servers. A frame received on one side normally leaves on the other.
+const (
+	ClientSide Side = 0
+	ServerSide Side = 1
+)
+
+func (s Side) String() string {
+	if s == ClientSide {
+		return "client"
+	}
+	return "server"
+}
+
+func (s Side) other() Side { return 1 - s }
+
+// Out collects the frames the engine emits, in order. Generated frames are
+// written into Out's own arena; a forwarded input frame is appended as the
+// caller's slice (rewritten in place), marked in FromInput, so that a
+// zero-copy I/O loop can send the received buffer itself.
+//
+// An Out is reused: Reset it between bursts. Nothing allocates after
+// NewOut.
+type Out struct {
+	Frames    [][]byte
+	Sides     []Side
+	FromInput []bool
+	arena     []byte
+	used      int
+}
+
+// NewOut returns an Out for up to maxFrames frames and arenaBytes bytes of
+// generated frames per burst.
+func NewOut(maxFrames, arenaBytes int) *Out {
+	return &Out{
+		Frames:    make([][]byte, 0, maxFrames),
+		Sides:     make([]Side, 0, maxFrames),
+		FromInput: make([]bool, 0, maxFrames),
+		arena:     make([]byte, arenaBytes),
+	}
+}
+
+// Reset empties o.
+func (o *Out) Reset() {
+	o.Frames = o.Frames[:0]
+	o.Sides = o.Sides[:0]
+	o.FromInput = o.FromInput[:0]
+	o.used = 0
+}
+
+// Len returns the number of frames in o.
+func (o *Out) Len() int { return len(o.Frames) }
+
+func (o *Out) full() bool { return len(o.Frames) == cap(o.Frames) }
+
+func (o *Out) addInput(s Side, f []byte) bool {
+	if o.full() {
+		return false
+	}
+	o.Frames = append(o.Frames, f)
+	o.Sides = append(o.Sides, s)
+	o.FromInput = append(o.FromInput, true)
+	return true
+}
+
+// alloc reserves n bytes of the arena for a generated frame to side s.
+func (o *Out) alloc(s Side, n int) []byte {
+	if o.full() || o.used+n > len(o.arena) {
+		return nil
+	}
+	b := o.arena[o.used : o.used+n : o.used+n]
+	o.used += n
+	o.Frames = append(o.Frames, b)
+	o.Sides = append(o.Sides, s)
+	o.FromInput = append(o.FromInput, false)
+	return b
+}
+
+// Offsets of the frames the engine generates (Ethernet, 20-byte IPv4, UDP,
+// BTH, AETH, optional AtomicAckETH, ICRC).
+const (
+	genIP       = roce.EthernetLen
+	genUDP      = genIP + roce.IPv4MinLen
+	genBTH      = genUDP + roce.UDPLen
+	genAETH     = genBTH + roce.BTHLen
+	genAtomic   = genAETH + roce.AETHLen
+	ackLen      = genAtomic + roce.ICRCLen
+	atomicAckLn = genAtomic + roce.AtomicAckETHLen + roce.ICRCLen
+)
+
+// setICRC writes the ICRC of a frame with a 20-byte IPv4 header whose ICRC
+// occupies its last 4 bytes.
+func setICRC(f []byte) {
+	n := len(f)
+	p := roce.Packet{Frame: f, L3Off: roce.EthernetLen, IP: roce.IPv4(f[roce.EthernetLen : roce.EthernetLen+roce.IPv4MinLen]), ICRCOff: n - roce.ICRCLen, ICRC: f[n-roce.ICRCLen:]}
+	p.SetICRC()
+}
+
+// writeResponseHeaders fills Ethernet, IPv4, UDP and BTH of a frame from
+// the server to client c.
+func writeResponseHeaders(f []byte, c *conn, op roce.Opcode, psn uint32) {
+	eth := roce.Ethernet(f)
+	eth.SetDst(c.cliMAC)
+	eth.SetSrc(c.srvMAC)
+	eth.SetEtherType(roce.EtherTypeIPv4)
+	ip := roce.IPv4(f[genIP:genUDP])
+	ip.SetVersionIHL(5)
+	ip.SetTOS(0)
+	ip.SetTotalLen(uint16(len(f) - genIP))
+	ip.SetID(0)
+	ip.SetFlagsFrag(roce.IPv4FlagDF)
+	ip.SetTTL(64)
+	ip.SetProtocol(roce.IPProtoUDP)
+	ip.SetSrc(c.srvIP)
+	ip.SetDst(c.cliIP)
+	ip.UpdateChecksum()
+	u := roce.UDP(f[genUDP:genBTH])
+	sp := c.srvPort
+	if sp == 0 {
+		sp = roce.UDPPort
+	}
+	u.SetSrcPort(sp)
+	u.SetDstPort(roce.UDPPort)
+	u.SetLength(uint16(len(f) - genUDP))
+	u.SetChecksum(0)
+	b := roce.BTH(f[genBTH:genAETH])
+	b[roce.BTHOpcodeOff] = byte(op)
+	b[roce.BTHFlagsOff] = 0x40 // MigReq set, no pad, TVer 0
+	b.SetPKey(c.pkey)
+	b[roce.BTHFBOff] = 0
+	b.SetDestQP(c.cliQP)
+	binary.BigEndian.PutUint32(f[genBTH+roce.BTHAckPSNOff:], psn&psnMask)
+}
+
+// emitAck appends an ACK (or NAK: any syndrome) to client c.
+func (e *Engine) emitAck(out *Out, c *conn, psn uint32, syn roce.Syndrome, msn uint32) {
+	f := out.alloc(ClientSide, ackLen)
+	if f == nil {
+		e.c.Drops[DropOutOverflow]++
+		return
+	}
+	writeResponseHeaders(f, c, roce.OpRCAcknowledge, psn)
+	a := roce.AETH(f[genAETH:genAtomic])
+	a.SetSyndrome(syn)
+	a.SetMSN(msn)
+	setICRC(f)
+	e.c.TxClient++
+	if syn.IsACK() {
+		e.c.ACKsOut++
+	} else {
+		e.c.NAKsOut++
+	}
+}
+
+// emitAtomicAck appends an ATOMIC ACK carrying orig to client c.
+func (e *Engine) emitAtomicAck(out *Out, c *conn, psn uint32, orig uint64, msn uint32) {
+	f := out.alloc(ClientSide, atomicAckLn)
+	if f == nil {
+		e.c.Drops[DropOutOverflow]++
+		return
+	}
+	writeResponseHeaders(f, c, roce.OpRCAtomicAcknowledge, psn)
+	a := roce.AETH(f[genAETH:genAtomic])
+	a.SetSyndrome(roce.ACKSyndrome(roce.CreditInvalid))
+	a.SetMSN(msn)
+	roce.AtomicAckETH(f[genAtomic : genAtomic+roce.AtomicAckETHLen]).SetOrig(orig)
+	setICRC(f)
+	e.c.TxClient++
+	e.c.AtomicACKsOut++
+}
+
+// retargetRequest rewrites a parsed request in place so that it travels on
+// connection o: MACs, IPs, UDP source port, destination QP.
+func retargetRequest(p *roce.Packet, o *conn) {
+	p.Eth.SetSrc(o.cliMAC)
+	p.Eth.SetDst(o.srvMAC)
+	p.IP.SetSrc(o.cliIP)
+	p.IP.SetDst(o.srvIP)
+	p.UDP.SetSrcPort(o.cliPort)
+	p.UDP.SetChecksum(0)
+	p.BTH.SetDestQP(o.srvQP)
+}
+
+// retargetResponse rewrites a parsed response in place so that it reaches
+// client c as if its own connection had carried it.
+func retargetResponse(p *roce.Packet, c *conn) {
+	p.Eth.SetSrc(c.srvMAC)
+	p.Eth.SetDst(c.cliMAC)
+	p.IP.SetSrc(c.srvIP)
+	p.IP.SetDst(c.cliIP)
+	p.UDP.SetChecksum(0)
+	p.BTH.SetDestQP(c.cliQP)
+}
+
+// casToWrite rewrites a parsed CMP_SWAP or FETCH_ADD in place into an RDMA
+// WRITE_ONLY storing v (roce.Packet.AtomicToWrite) and returns the frame,
+// 4 bytes shorter. The caller fixes the ICRC.
+func casToWrite(p *roce.Packet, v uint64) []byte {
+	_ = p.AtomicToWrite(v, false) // cannot fail: the caller checked the opcode
+	return p.Frame
+}

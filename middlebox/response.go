@@ -1,0 +1,424 @@
+package middlebox
+
+import (
+	"github.com/swordbox/swordbox/roce"
+)
+
+// response handles a frame from a managed server: ACK, NAK, ATOMIC ACK or
+// READ response on an outgoing connection.
+func (e *Engine) response(now int64, p *roce.Packet, out *Out) {
+	k := revKey{
+		srv: [4]byte(p.IP[roce.IPv4SrcOff : roce.IPv4SrcOff+4]),
+		cli: [4]byte(p.IP[roce.IPv4DstOff : roce.IPv4DstOff+4]),
+		qp:  p.BTH.DestQP(),
+	}
+	psn := p.BTH.PSN()
+	oi, ok := e.rev[k]
+	if !ok {
+		if oi, ok = e.bind(k, psn, p, out); !ok {
+			return
+		}
+	}
+	o := &e.conns[oi]
+	o.lastSeen = now
+	o.srvPort = p.UDP.SrcPort()
+	e.epoch++
+	e.touched = e.touched[:0]
+	switch p.Opcode {
+	case roce.OpRCAcknowledge:
+		syn := p.AETH.Syndrome()
+		switch syn.Kind() {
+		case roce.KindACK:
+			e.c.ServerACKs++
+			e.serverAck(oi, psn, out)
+		case roce.KindNAK:
+			e.c.ServerNAKs++
+			if syn.NAKCode() == roce.NAKPSNSequenceError {
+				e.c.ServerSeqNAKs++
+				e.seqNAK(oi, psn, out)
+			} else {
+				e.otherNAK(oi, psn, syn, true, out)
+			}
+		case roce.KindRNRNAK:
+			e.c.ServerNAKs++
+			e.otherNAK(oi, psn, syn, false, out)
+		default:
+			e.c.Drops[DropMalformed]++
+		}
+	case roce.OpRCAtomicAcknowledge:
+		if !p.AETH.Syndrome().IsACK() {
+			e.c.Drops[DropMalformed]++
+			return
+		}
+		e.atomicAck(oi, psn, p.AtomicAckETH.Orig(), out)
+	default:
+		e.readResp(oi, psn, p, out)
+	}
+}
+
+// bind finds the learned connection a response with an unknown response key
+// belongs to: the one unbound connection between these two hosts with an
+// outstanding operation at this PSN. No candidate: the frame is not ours and
+// passes through.
+func (e *Engine) bind(k revKey, psn uint32, p *roce.Packet, out *Out) (int32, bool) {
+	found := int32(-1)
+	for i := range e.conns {
+		c := &e.conns[i]
+		if c.bound || c.srvIP != k.srv || c.cliIP != k.cli || !c.outKnown {
+			continue
+		}
+		en := c.slot(psn)
+		if !en.valid || en.done || en.outPSN != psn {
+			continue
+		}
+		if found >= 0 {
+			e.c.Drops[DropAmbiguousReverse]++
+			return -1, false
+		}
+		found = int32(i)
+	}
+	if found < 0 {
+		e.pass(ServerSide, p.Frame, out)
+		return -1, false
+	}
+	c := &e.conns[found]
+	c.cliQP, c.bound = k.qp, true
+	if p.AETH == nil {
+		c.msn = 0
+	} else {
+		c.msn = e.msnBefore(c, psn, p)
+	}
+	e.rev[k] = found
+	e.c.Bound++
+	return found, true
+}
+
+// msnBefore estimates, for a connection learned in mid-life, the MSN its
+// client had seen before the operations this response completes: the
+// server's MSN minus the messages outstanding up to psn. (A connection
+// learned from its first packet starts at 0 either way.)
+func (e *Engine) msnBefore(c *conn, psn uint32, p *roce.Packet) uint32 {
+	msn := p.AETH.MSN()
+	if p.Opcode == roce.OpRCReadResponseFirst {
+		return msn
+	}
+	n := uint32(0)
+	for q := psnAdd(c.ackedTo, 1); psnDiff(q, psn) <= 0; q = psnAdd(q, 1) {
+		en := c.slot(q)
+		if en.valid && en.outPSN == q && !en.done && (en.msgEnd && en.kind != kReadCont) {
+			n++
+		}
+	}
+	return (msn - n) & psnMask
+}
+
+func (e *Engine) touch(ci int32) {
+	c := &e.conns[ci]
+	if c.mark != e.epoch {
+		c.mark = e.epoch
+		e.touched = append(e.touched, ci)
+	}
+}
+
+// ackRange marks the outgoing PSNs (o.ackedTo, upto] as acknowledged by the
+// server (explicitly or implicitly) and notes their clients. It reports
+// false if upto is not an outstanding PSN of o.
+func (e *Engine) ackRange(oi int32, upto uint32) bool {
+	o := &e.conns[oi]
+	if psnDiff(upto, o.outNext) >= 0 {
+		return false
+	}
+	if psnDiff(upto, o.ackedTo) <= 0 {
+		return true
+	}
+	for q := psnAdd(o.ackedTo, 1); ; q = psnAdd(q, 1) {
+		en := o.slot(q)
+		if en.valid && en.outPSN == q && !en.done {
+			if en.kind == kPlain || en.kind == kAtomicConv {
+				en.srvAcked = true
+			}
+			e.touch(en.client)
+		}
+		if q == upto {
+			break
+		}
+	}
+	o.ackedTo = upto
+	return true
+}
+
+func (e *Engine) flushTouched(out *Out) {
+	for _, ci := range e.touched {
+		e.flush(ci, out)
+	}
+}
+
+// complete marks an entry acknowledged to its client.
+func (e *Engine) complete(o *conn, en *entry) {
+	en.done = true
+	if en.kind == kRead {
+		for i := uint32(1); i < en.npkts; i++ {
+			q := psnAdd(en.outPSN, int(i))
+			if s := o.slot(q); s.valid && s.outPSN == q && s.client == en.client {
+				s.done = true
+			}
+		}
+	}
+	if en.foreign && en.word >= 0 {
+		e.words.slots[en.word].foreign--
+		en.foreign = false
+	}
+}
+
+// flush acknowledges to client ci, in its PSN order, every outstanding
+// operation that is complete: one ACK for a run of WRITEs (the last one's
+// PSN: ACKs are cumulative), one ATOMIC ACK per atomic. It stops at the
+// first incomplete operation, so no frame ever implicitly acknowledges an
+// operation the server has not completed.
+func (e *Engine) flush(ci int32, out *Out) {
+	c := &e.conns[ci]
+	if c.fcount > 0 {
+		o := &e.conns[c.outConn]
+		pend, pendPSN := false, uint32(0)
+	loop:
+		for c.fcount > 0 {
+			h := c.fifoHead()
+			en := o.slot(h)
+			if !en.valid || en.client != ci || en.outPSN != h || en.done {
+				c.fifoPop() // cannot happen: entries are not overwritten before done
+				continue
+			}
+			switch en.kind {
+			case kPlain:
+				if !en.srvAcked {
+					break loop
+				}
+				pend, pendPSN = true, en.inPSN
+				if en.msgEnd {
+					c.msn = (c.msn + 1) & psnMask
+				}
+			case kAtomicConv, kAtomicPass:
+				if en.kind == kAtomicConv && !en.srvAcked || en.kind == kAtomicPass && !en.respSeen {
+					break loop
+				}
+				c.msn = (c.msn + 1) & psnMask
+				e.emitAtomicAck(out, c, en.inPSN, en.prior, c.msn)
+				pend = false
+			default:
+				break loop
+			}
+			e.complete(o, en)
+			c.fifoPop()
+		}
+		if pend {
+			e.emitAck(out, c, pendPSN, roce.ACKSyndrome(roce.CreditInvalid), c.msn)
+		}
+	}
+	if c.fcount == 0 && c.nakPending && !c.nakSent {
+		e.emitAck(out, c, c.inNext, roce.NAKSyndrome(roce.NAKPSNSequenceError), c.msn)
+		c.nakSent, c.nakPending = true, false
+		e.c.GapNAKs++
+	}
+}
+
+// serverAck handles a (coalesced) ACK for outgoing PSN psn.
+func (e *Engine) serverAck(oi int32, psn uint32, out *Out) {
+	o := &e.conns[oi]
+	if psnDiff(psn, o.ackedTo) <= 0 {
+		e.dupResponse(oi, psn, 0, false, out)
+		return
+	}
+	if !e.ackRange(oi, psn) {
+		e.c.Drops[DropUnknownResponse]++
+		return
+	}
+	e.flushTouched(out)
+}
+
+// dupResponse re-sends to its owner the answer to a duplicate request the
+// server answered again (the client's earlier answer was lost). The
+// answer is only re-sent for an operation already acknowledged to the
+// client; one still waiting on an earlier operation will be answered in
+// order.
+func (e *Engine) dupResponse(oi int32, psn uint32, orig uint64, atomic bool, out *Out) {
+	o := &e.conns[oi]
+	en := o.slot(psn)
+	if !en.valid || en.outPSN != psn || !en.done {
+		e.c.Drops[DropDupIgnored]++
+		return
+	}
+	c := &e.conns[en.client]
+	switch en.kind {
+	case kPlain:
+		e.emitAck(out, c, en.inPSN, roce.ACKSyndrome(roce.CreditInvalid), c.msn)
+	case kAtomicConv:
+		e.emitAtomicAck(out, c, en.inPSN, en.prior, c.msn)
+	case kAtomicPass:
+		if atomic {
+			orig = en.prior
+		}
+		e.emitAtomicAck(out, c, en.inPSN, orig, c.msn)
+	default:
+		e.c.Drops[DropDupIgnored]++
+		return
+	}
+	e.c.DupResponses++
+}
+
+// seqNAK handles a NAK PSN sequence error at psn (go-back-N, section 4.5):
+// everything before psn is acknowledged, and every client with operations
+// outstanding on the connection gets its own NAK at its oldest outstanding
+// PSN, so that it resends from there.
+func (e *Engine) seqNAK(oi int32, psn uint32, out *Out) {
+	if !e.ackRange(oi, psnAdd(psn, -1)) {
+		e.c.Drops[DropUnknownResponse]++
+		return
+	}
+	e.flushTouched(out)
+	o := &e.conns[oi]
+	e.epoch++
+	n := len(o.ring)
+	for q, i := psnAdd(o.outNext, -n), 0; i < n; q, i = psnAdd(q, 1), i+1 {
+		en := o.slot(q)
+		if !en.valid || en.outPSN != q || en.done {
+			continue
+		}
+		c := &e.conns[en.client]
+		if c.mark == e.epoch || c.fcount == 0 || c.outConn != oi {
+			continue
+		}
+		c.mark = e.epoch
+		h := o.slot(c.fifoHead())
+		e.emitAck(out, c, h.inPSN, roce.NAKSyndrome(roce.NAKPSNSequenceError), c.msn)
+	}
+}
+
+// otherNAK forwards a NAK other than a sequence error (or an RNR NAK) to
+// the owner of the operation, with the owner's PSN. Fatal NAKs complete the
+// operation (the client's QP goes to the error state anyway).
+func (e *Engine) otherNAK(oi int32, psn uint32, syn roce.Syndrome, fatal bool, out *Out) {
+	if !e.ackRange(oi, psnAdd(psn, -1)) {
+		e.c.Drops[DropUnknownResponse]++
+		return
+	}
+	e.flushTouched(out)
+	o := &e.conns[oi]
+	en := o.slot(psn)
+	if !en.valid || en.outPSN != psn || en.done {
+		e.c.Drops[DropUnknownResponse]++
+		return
+	}
+	c := &e.conns[en.client]
+	if c.fcount == 0 || c.fifoHead() != psn || c.outConn != oi {
+		e.c.Drops[DropRespBlocked]++
+		return
+	}
+	e.emitAck(out, c, en.inPSN, syn, c.msn)
+	if fatal {
+		e.complete(o, en)
+		c.fifoPop()
+	}
+}
+
+// atomicAck handles the ATOMIC ACK of an atomic sent unchanged: it learns
+// the word's value and answers the client in order.
+func (e *Engine) atomicAck(oi int32, psn uint32, orig uint64, out *Out) {
+	o := &e.conns[oi]
+	if psnDiff(psn, o.outNext) >= 0 {
+		e.c.Drops[DropUnknownResponse]++
+		return
+	}
+	en := o.slot(psn)
+	if !en.valid || en.outPSN != psn || en.kind != kAtomicPass {
+		e.c.Drops[DropUnknownResponse]++
+		return
+	}
+	if en.done {
+		e.dupResponse(oi, psn, orig, false, out)
+		return
+	}
+	e.ackRange(oi, psnAdd(psn, -1))
+	if psnDiff(psn, o.ackedTo) > 0 {
+		o.ackedTo = psn
+	}
+	if !en.respSeen {
+		en.respSeen, en.prior = true, orig
+		if en.word >= 0 && !en.foreign {
+			if e.words.slots[en.word].learn(en.wordSeq, orig) {
+				e.c.WordsLearned++
+			}
+		}
+	}
+	e.touch(en.client)
+	e.flushTouched(out)
+}
+
+// readResp maps a READ response packet back to the client that issued the
+// READ: its MACs, IPs, QP, PSN and MSN.
+func (e *Engine) readResp(oi int32, psn uint32, p *roce.Packet, out *Out) {
+	o := &e.conns[oi]
+	if psnDiff(psn, o.outNext) >= 0 {
+		e.c.Drops[DropUnknownResponse]++
+		return
+	}
+	en := o.slot(psn)
+	if !en.valid || en.outPSN != psn || (en.kind != kRead && en.kind != kReadCont) {
+		e.c.Drops[DropUnknownResponse]++
+		return
+	}
+	first := psn
+	if en.kind == kReadCont {
+		first = en.readFirst(psn)
+	}
+	rd := o.slot(first)
+	if !rd.valid || rd.outPSN != first || rd.kind != kRead || rd.client != en.client {
+		e.c.Drops[DropUnknownResponse]++
+		return
+	}
+	ci := en.client
+	c := &e.conns[ci]
+	last := p.Opcode == roce.OpRCReadResponseLast || p.Opcode == roce.OpRCReadResponseOnly
+	if !rd.done {
+		e.ackRange(oi, psnAdd(first, -1))
+		e.flushTouched(out)
+		if c.fcount == 0 || c.fifoHead() != first || c.outConn != oi {
+			e.c.Drops[DropRespBlocked]++
+			return
+		}
+	} else {
+		e.c.DupResponses++
+	}
+	if psnDiff(psn, o.ackedTo) > 0 {
+		o.ackedTo = psn
+	}
+	msn := c.msn
+	completes := last && !rd.done && psn == psnAdd(first, int(rd.npkts)-1)
+	if completes {
+		msn = (msn + 1) & psnMask
+	}
+	if oi != ci {
+		retargetResponse(p, c)
+	}
+	p.BTH.SetPSN(en.inPSN)
+	if p.AETH != nil {
+		p.AETH.SetMSN(msn)
+	}
+	p.IP.UpdateChecksum()
+	p.SetICRC()
+	if !out.addInput(ClientSide, p.Frame) {
+		e.c.Drops[DropOutOverflow]++
+		return
+	}
+	e.c.ReadRespOut++
+	e.c.TxClient++
+	if completes {
+		c.msn = msn
+		e.complete(o, rd)
+		c.fifoPop()
+		e.flush(ci, out)
+	}
+}
+
+// readFirst returns the outgoing PSN of the READ a continuation entry at
+// psn belongs to.
+func (en *entry) readFirst(psn uint32) uint32 { return psnAdd(psn, -int(en.npkts)) }

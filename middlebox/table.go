@@ -1,0 +1,141 @@
+package middlebox
+
+// PSNs are 24-bit and wrap.
+const psnMask = 1<<24 - 1
+
+// psnDiff returns a-b as a signed distance in the 24-bit PSN space.
+func psnDiff(a, b uint32) int32 { return int32((a-b)<<8) >> 8 }
+
+func psnAdd(a uint32, n int) uint32 { return (a + uint32(n)) & psnMask }
+
+// reqKey identifies a connection by its requests (paper section 4.1):
+// client IP, server IP, the client's UDP source port and the server's QP.
+type reqKey struct {
+	cli, srv [4]byte
+	port     uint16
+	qp       uint32
+}
+
+// revKey identifies a connection by its responses: server IP, client IP
+// and the client's QP (the destination QP of responses).
+type revKey struct {
+	srv, cli [4]byte
+	qp       uint32
+}
+
+type entryKind uint8
+
+const (
+	kPlain      entryKind = iota + 1 // WRITE/SEND packet: completed by a (coalesced) ACK
+	kRead                            // first PSN of a READ: completed by its last response packet
+	kReadCont                        // a later PSN of a READ
+	kAtomicPass                      // CMP_SWAP/FETCH_ADD sent unchanged: completed by its ATOMIC ACK
+	kAtomicConv                      // CMP_SWAP/FETCH_ADD sent as WRITE: completed by the WRITE's ACK
+)
+
+// entry is a map entry (paper Figure 7), stored in the ring of its
+// outgoing connection at index outPSN mod N.
+type entry struct {
+	client   int32  // incoming connection
+	inPSN    uint32 // the client's PSN
+	outPSN   uint32 // the PSN on the outgoing connection (validates the slot)
+	kind     entryKind
+	valid    bool
+	done     bool // acknowledged to the client
+	srvAcked bool // acknowledged by the server (ACK, implicitly or explicitly)
+	msgEnd   bool // the last packet of a message (counts for the MSN)
+	respSeen bool // kAtomicPass: the ATOMIC ACK arrived
+	fa       bool // the atomic is a FETCH_ADD
+	word     int32
+	wordSeq  uint32
+	foreign  bool   // counted in word.foreign
+	npkts    uint32 // kRead: response packets
+	prior    uint64 // kAtomicConv: the value before; kAtomicPass: from the ATOMIC ACK
+	written  uint64 // kAtomicConv: the value the WRITE stores
+	cmp, swp uint64 // kAtomicPass: compare and swap/add (to learn the word)
+}
+
+type inRef struct {
+	out    int32
+	outPSN uint32
+}
+
+// conn is one RC connection: its request direction (client to server), its
+// response direction once known, the client-facing state (incoming PSN,
+// MSN, outstanding operations) and the server-facing state (outgoing PSN,
+// ring of map entries).
+type conn struct {
+	srv            int32 // index into Engine.servers
+	cliIP, srvIP   [4]byte
+	cliMAC, srvMAC [6]byte
+	macKnown       bool
+	cliPort        uint16
+	srvPort        uint16 // UDP source port of the server's responses (0: 4791)
+	srvQP          uint32
+	cliQP          uint32
+	bound          bool // response direction known
+	learned        bool
+	pkey           uint16
+	pkeyKnown      bool
+
+	// Client side.
+	inKnown    bool
+	inNext     uint32 // next expected client PSN
+	msn        uint32 // MSN the client has been told (messages completed)
+	pure       bool   // never remapped in or out: server MSNs pass through
+	fifo       []uint32
+	fhead      int
+	fcount     int
+	outConn    int32 // outgoing connection of the outstanding operations
+	inRing     []inRef
+	nakSent    bool // a gap NAK for inNext was sent
+	nakPending bool // a gap NAK waits for the outstanding operations
+	msgOut     int32
+	inMsg      bool // inside a multi-packet message
+	mark       uint32
+
+	// Server side.
+	outKnown bool
+	outNext  uint32 // next outgoing PSN
+	ackedTo  uint32 // last outgoing PSN the server acknowledged
+	ring     []entry
+	rmask    uint32
+
+	lastSeen int64
+}
+
+func (c *conn) ready() bool { return c.bound && c.macKnown && c.outKnown }
+
+func (c *conn) slot(psn uint32) *entry { return &c.ring[psn&c.rmask] }
+
+func (c *conn) fifoHead() uint32 { return c.fifo[c.fhead] }
+
+func (c *conn) fifoPush(outPSN uint32) {
+	c.fifo[(c.fhead+c.fcount)&(len(c.fifo)-1)] = outPSN
+	c.fcount++
+}
+
+func (c *conn) fifoPop() {
+	c.fhead = (c.fhead + 1) & (len(c.fifo) - 1)
+	c.fcount--
+}
+
+type server struct {
+	ip       [4]byte
+	remap    []Range
+	cas      []Range
+	shared   int32 // -1 until chosen
+	wantCli  [4]byte
+	wantQP   uint32
+	wantSet  bool
+	steering bool
+}
+
+func inRanges(rs []Range, va uint64) bool {
+	for _, r := range rs {
+		if r.contains(va) {
+			return true
+		}
+	}
+	return false
+}
