@@ -70,8 +70,10 @@ func newTestRack(t testing.TB, n int, cfg Config) *testRack {
 	return r
 }
 
-func ipStr(a [4]byte) string   { return fmt.Sprintf("%d.%d.%d.%d", a[0], a[1], a[2], a[3]) }
-func macStr(m [6]byte) string { return fmt.Sprintf("%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]) }
+func ipStr(a [4]byte) string { return fmt.Sprintf("%d.%d.%d.%d", a[0], a[1], a[2], a[3]) }
+func macStr(m [6]byte) string {
+	return fmt.Sprintf("%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5])
+}
 
 func buildFrame(t testing.TB, f *roce.Fields) []byte {
 	t.Helper()
