@@ -155,10 +155,10 @@ type devCounters struct {
 // Stats are a device's counters.
 type Stats struct {
 	RxFrames, RxNotRoCE, RxBadICRC, RxNotForUs, RxUnknownQP uint64
-	TxFrames, TxDropped, TxBuildErrors                       uint64
+	TxFrames, TxDropped, TxBuildErrors                      uint64
 	// Summed over QPs.
 	Retransmits, Timeouts, SeqNAKsReceived, RNRNAKsReceived uint64
-	Duplicates, SeqNAKsSent, RNRNAKsSent, ACKsSent         uint64
+	Duplicates, SeqNAKsSent, RNRNAKsSent, ACKsSent          uint64
 	AtomicsExecuted                                         uint64
 }
 

@@ -88,5 +88,5 @@ func lossy(seed int64) netio.Faults {
 }
 
 func fastCfg() Config {
-	return Config{Timeout: 2 * time.Millisecond, RetryCount: 7}
+	return Config{Timeout: 10 * time.Millisecond, RetryCount: 7}
 }

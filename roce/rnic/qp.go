@@ -272,3 +272,20 @@ type txPkt struct {
 	imm      uint32
 	payload  []byte
 }
+
+// String summarizes the QP's transport state (for diagnostics).
+func (q *QP) String() string {
+	q.sq.mu.Lock()
+	s := &q.sq
+	str := fmt.Sprintf("qp %#x %s sq[n=%d cur=%d curPkt=%d una=%#x sent=%#x post=%#x rdOut=%d timer=%v recovering=%v/%#x retry=%d",
+		q.qpn, q.State(), s.n, s.cur, s.curPkt, s.una, s.sentPSN, s.postPSN, s.rdOut, s.timerOn, s.recovering, s.recoverPSN, s.retryLeft)
+	if s.n > 0 {
+		w := s.at(0)
+		str += fmt.Sprintf(" head{%s first=%#x npkts=%d got=%d}", w.wr.Op, w.first, w.npkts, w.got)
+	}
+	q.sq.mu.Unlock()
+	q.rq.mu.Lock()
+	str += fmt.Sprintf("] rq[ePSN=%#x msn=%d nakSent=%v inMsg=%d]", q.rq.ePSN, q.rq.msn, q.rq.nakSent, q.rq.inMsg)
+	q.rq.mu.Unlock()
+	return str
+}
