@@ -104,7 +104,11 @@ type Options struct {
 	TLS        *TLS   // nil: insecure (loopback only)
 	// Takeover lets a backup raise its election ID above the highest the
 	// server reports when the server says no client is primary.
-	Takeover   bool
+	Takeover bool
+	// Observer opens no StreamChannel: the client only reads (Read,
+	// GetP4Info) and never takes part in arbitration, so an operator's
+	// inspection cannot disturb the controllers. Its role stays Disconnected.
+	Observer   bool
 	MinBackoff time.Duration // default 50ms
 	MaxBackoff time.Duration // default 5s
 	MaxBatch   int           // updates per WriteRequest; default 500
@@ -165,7 +169,11 @@ func Dial(opts Options) (*Client, error) {
 		cancel: cancel, done: make(chan struct{}),
 		election: opts.ElectionID, changed: make(chan struct{}),
 	}
-	go c.run(ctx)
+	if opts.Observer {
+		close(c.done)
+	} else {
+		go c.run(ctx)
+	}
 	return c, nil
 }
 

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/swordbox/swordbox/ctrl"
+	"github.com/swordbox/swordbox/ctrl/p4rtc"
+	"github.com/swordbox/swordbox/ctrl/rack"
+)
+
+var ctrlCmd = &cobra.Command{
+	Use:   "ctrl",
+	Short: "The P4Runtime controller: program a swordbox switch, repair CAS, steer hot keys",
+	Long: `ctrl is swordbox's control plane. It speaks only P4Runtime, so it drives
+the Go target ('swordbox switch'), BMv2's simple_switch_grpc or Stratum alike.
+
+The rack (hosts, memory nodes and their steered regions, tracked keys) lives
+in the 'ctrl' section of the --config file; scalar settings are also flags
+and SWORDBOX_CTRL_* environment variables. See docs/ctrl.md and
+docs/examples/rack.yaml.`,
+}
+
+var ctrlRunCmd = &cobra.Command{
+	Use:   "run",
+	Short: "Program the switch and run the repair and hot-key loops",
+	Long: `run validates the whole configuration against the P4Info before it
+connects (a bad file is refused naming the field, and nothing is written),
+takes part in primary/backup arbitration, and while primary: pushes the
+pipeline if the switch runs another one, reconciles forwarding, steering
+registers and tracked keys, retransmits CAS outstanding longer than
+--repair-threshold, moves the tracked keys to the hottest --hot-keys, and
+serves Prometheus metrics on --metrics.`,
+	Example: `  swordbox ctrl run --config docs/examples/rack.yaml
+  swordbox ctrl run --config rack.yaml --switch 10.0.0.254:9559 --election-id 2 --takeover`,
+	Args: cobra.NoArgs,
+	RunE: func(cmd *cobra.Command, _ []string) error {
+		cfg := rack.Defaults()
+		if err := loadConfig(cmd, "ctrl", &cfg); err != nil {
+			return err
+		}
+		r, err := cfg.Parse()
+		if err != nil {
+			return err
+		}
+		log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+		c, err := ctrl.New(r, ctrl.Options{Log: log})
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if r.Metrics != "" {
+			lis, err := net.Listen("tcp", r.Metrics)
+			if err != nil {
+				return fmt.Errorf("ctrl.metrics: %w", err)
+			}
+			mux := http.NewServeMux()
+			mux.Handle("/metrics", c.Metrics.Handler())
+			hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+			go hs.Serve(lis)
+			defer hs.Close()
+			fmt.Fprintf(cmd.OutOrStdout(), "swordbox ctrl: metrics on http://%s/metrics\n", lis.Addr())
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "swordbox ctrl: switch %s device %d election id %d, %d hosts, %d memory nodes, steering %s\n",
+			r.Switch, r.DeviceID, r.ElectionID, len(r.Hosts), len(r.Memory), r.Steering)
+		if err := c.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			return err
+		}
+		return nil
+	},
+}
+
+var ctrlShowCmd = &cobra.Command{
+	Use:       "show tables|registers|counters [NAME...]",
+	Short:     "Print the tables, registers or counters of a live switch",
+	Long:      `show reads a live switch without taking part in arbitration (it never disturbs the controllers). It uses the P4Info the switch runs, so it needs no file; NAMES (full names or aliases) restrict the dump. Registers and counters print only non-zero cells.`,
+	Example:   `  swordbox ctrl show tables --switch 127.0.0.1:9559\n  swordbox ctrl show registers cas_out_valid tail_valid`,
+	Args:      cobra.MinimumNArgs(1),
+	ValidArgs: []string{"tables", "registers", "counters"},
+	RunE: func(cmd *cobra.Command, args []string) error {
+		cfg := rack.Defaults()
+		if err := loadConfig(cmd, "ctrl", &cfg); err != nil {
+			return err
+		}
+		var tlsOpt *p4rtc.TLS
+		if cfg.TLSCA != "" {
+			tlsOpt = &p4rtc.TLS{CAFile: cfg.TLSCA, CertFile: cfg.TLSCert, KeyFile: cfg.TLSKey, ServerName: cfg.TLSName}
+		}
+		cli, err := p4rtc.Dial(p4rtc.Options{Addr: cfg.Switch, DeviceID: cfg.DeviceID, TLS: tlsOpt, Observer: true})
+		if err != nil {
+			return err
+		}
+		defer cli.Close()
+		ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
+		defer cancel()
+		info, err := cli.GetP4Info(ctx)
+		if err != nil {
+			return err
+		}
+		s, err := p4rtc.NewSchema(info)
+		if err != nil {
+			return err
+		}
+		return ctrl.Show(ctx, cli, s, args[0], args[1:], cmd.OutOrStdout())
+	},
+}
+
+func init() {
+	d := rack.Defaults()
+	for _, c := range []*cobra.Command{ctrlRunCmd, ctrlShowCmd} {
+		f := c.Flags()
+		f.String("switch", d.Switch, "P4Runtime server of the switch, host:port")
+		f.Uint64("device-id", d.DeviceID, "P4Runtime device ID")
+		f.String("tls-ca", "", "CA certificate of the switch (enables TLS)")
+		f.String("tls-cert", "", "client certificate (mutual TLS)")
+		f.String("tls-key", "", "client key (mutual TLS)")
+		f.String("tls-server-name", "", "name expected in the switch's certificate")
+	}
+	f := ctrlRunCmd.Flags()
+	f.Uint64("election-id", d.ElectionID, "election ID (distinct per controller; the highest is primary)")
+	f.String("role", d.Role, "P4Runtime role name (empty: the default role)")
+	f.Bool("takeover", d.Takeover, "when the primary dies, raise our election ID above it and take over")
+	f.String("p4info", d.P4Info, "P4Info file of the pipeline (text or binary protobuf)")
+	f.String("device-config", d.DeviceConfig, "device config pushed with the P4Info: P4 source (Go target), p4c JSON (BMv2), compiled binary (Tofino)")
+	f.Bool("push-pipeline", d.Push, "push the pipeline when the switch runs none or another one")
+	f.String("metrics", d.Metrics, "serve Prometheus /metrics on this address (empty: off)")
+	f.String("steering", d.Steering, "off | write | read-write")
+	f.Int("object-size", d.ObjectSize, "Clover object size in bytes (a node is 16 + size)")
+	f.Int("hot-keys", d.HotKeys, "keep the hottest N keys tracked (instead of tracked-keys)")
+	f.String("hot-key-range", d.HotKeyRange, "candidate keys of hot-key steering, lo-hi")
+	f.Int("hot-key-probes", d.HotKeyProbes, "candidate keys probed per hot-keys period")
+	f.Uint64("hot-keys-min-delta", d.HotKeysMinDelta, "activity per period a key needs to become hot")
+	f.Duration("hot-keys-period", d.HotKeysPeriod, "period of hot-key steering")
+	f.Duration("repair-period", d.RepairPeriod, "poll period of the outstanding-CAS registers")
+	f.Duration("repair-threshold", d.RepairThreshold, "retransmit a CAS seen outstanding this long")
+	ctrlCmd.AddCommand(ctrlRunCmd, ctrlShowCmd)
+	rootCmd.AddCommand(ctrlCmd)
+}
