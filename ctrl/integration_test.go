@@ -229,7 +229,10 @@ func TestSpuriousRepairChangesNothing(t *testing.T) {
 
 func TestFailoverBackupTakesOverAndKeepsRepairing(t *testing.T) {
 	r := newRig(t, time.Hour)
-	rkA := r.rackConfig(func(c *rack.Config) { c.ElectionID = 2; c.RepairPeriod, c.RepairThreshold = 5*time.Millisecond, 10*time.Millisecond })
+	rkA := r.rackConfig(func(c *rack.Config) {
+		c.ElectionID = 2
+		c.RepairPeriod, c.RepairThreshold = 5*time.Millisecond, 10*time.Millisecond
+	})
 	rkB := r.rackConfig(func(c *rack.Config) {
 		c.ElectionID = 1
 		c.Takeover = true
