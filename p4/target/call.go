@@ -1,0 +1,502 @@
+package target
+
+import (
+	"hash/crc32"
+)
+
+// actionC is a compiled action. Its parameters live in slots of their own;
+// a table copies an entry's action data into them before running the body.
+type actionC struct {
+	name      string // fully qualified (P4Info name)
+	localName string
+	id        uint32
+	params    []actParam
+	body      stmtFn
+	anns      []annotation
+	p         pos
+	inInfo    bool
+}
+
+type actParam struct {
+	name string
+	t    *ptype
+	dir  string
+	slot int
+}
+
+func (c *compiler) declareAction(sc *scope, d *actionDecl) *actionC {
+	a := &actionC{name: c.fqName(d.name, d.anns), localName: d.name, anns: d.anns, p: d.p}
+	inner := newScope(sc)
+	for _, pr := range d.params {
+		t := c.resolveType(sc, pr.t)
+		if pr.dir == "" && t.kind != kBit && t.kind != kBool {
+			c.fail(pr.p, "action data parameter %s: type %s is not supported (use bit<W>)", pr.name, t)
+		}
+		switch t.kind {
+		case kBit, kBool, kEnum, kError, kHeader, kStruct:
+		default:
+			c.fail(pr.p, "action parameter %s: type %s is not supported", pr.name, t)
+		}
+		slot := c.alloc(t.size)
+		a.params = append(a.params, actParam{name: pr.name, t: t, dir: pr.dir, slot: slot})
+		c.defineIn(inner, pr.p, pr.name, &symbol{kind: sVar, t: t, base: slot, readonly: pr.dir == "in"})
+	}
+	saved := c.inAction
+	c.inAction = a
+	body := c.block(inner, d.body)
+	c.inAction = saved
+	a.body = body
+	return a
+}
+
+// dataParams are the directionless parameters (set by the control plane).
+func (a *actionC) dataParams() []actParam {
+	var out []actParam
+	for _, p := range a.params {
+		if p.dir == "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// callAction compiles a direct call of an action with copy-in/copy-out.
+func (c *compiler) callAction(sc *scope, a *actionC, e *callExpr) stmtFn {
+	if c.inParser {
+		c.fail(e.p, "actions cannot be called from a parser")
+	}
+	if len(e.args) != len(a.params) {
+		c.fail(e.p, "action %s takes %d arguments, got %d", a.localName, len(a.params), len(e.args))
+	}
+	var ins, outs []stmtFn
+	for i, p := range a.params {
+		arg := e.args[i]
+		pl := &lval{base: p.slot, t: p.t}
+		switch p.dir {
+		case "", "in":
+			if st := c.assign(sc, pl, arg, arg.exprPos()); st != nil {
+				ins = append(ins, st)
+			}
+		case "out", "inout":
+			v := c.expr(sc, arg)
+			if v.lv == nil || v.lv.readonly {
+				c.fail(arg.exprPos(), "argument for %s parameter %s must be assignable", p.dir, p.name)
+			}
+			if v.t != p.t {
+				c.fail(arg.exprPos(), "type mismatch: parameter %s is %s, argument is %s", p.name, p.t, v.t)
+			}
+			if v.lv.sliced {
+				c.fail(arg.exprPos(), "slices as %s arguments are not supported", p.dir)
+			}
+			src, dst, n := v.lv.base, p.slot, p.t.size
+			if p.dir == "inout" {
+				ins = append(ins, func(s *pktState) flow {
+					copy(s.slots[dst:dst+n], s.slots[src:src+n])
+					return flowNext
+				})
+			}
+			outs = append(outs, func(s *pktState) flow {
+				copy(s.slots[src:src+n], s.slots[dst:dst+n])
+				return flowNext
+			})
+		}
+	}
+	in, body, out := seq(ins), a.body, seq(outs)
+	return func(s *pktState) flow {
+		in(s)
+		body(s)
+		out(s)
+		if s.exited {
+			return flowReturn
+		}
+		return flowNext
+	}
+}
+
+// unsupportedBuiltins are v1model functions this target refuses.
+var unsupportedBuiltins = map[string]bool{
+	"clone": true, "clone3": true, "clone_preserving_field_list": true, "resubmit": true,
+	"resubmit_preserving_field_list": true, "recirculate": true, "recirculate_preserving_field_list": true,
+	"random": true, "digest": true, "truncate": true, "assert": true, "assume": true,
+	"verify_checksum_with_payload": true, "update_checksum_with_payload": true, "static_assert": true,
+}
+
+// call compiles a call expression. The result carries the call's effect in
+// st, and for value-returning calls a closure in fn.
+func (c *compiler) call(sc *scope, e *callExpr) *val {
+	if len(e.targs) > 0 {
+		c.fail(e.p, "packet_in.lookahead is not supported")
+	}
+	if id, ok := e.fn.(*identExpr); ok {
+		s := sc.lookup(id.name)
+		if id.dot {
+			s = c.global.lookup(id.name)
+		}
+		if s != nil && s.kind == sAction {
+			return &val{t: voidT, st: c.callAction(sc, s.act, e)}
+		}
+		if s != nil && s.kind != sType {
+			c.fail(e.p, "%s is not callable", id.name)
+		}
+		switch id.name {
+		case "mark_to_drop":
+			return &val{t: voidT, st: c.markToDrop(sc, e)}
+		case "hash":
+			return &val{t: voidT, st: c.hashCall(sc, e)}
+		case "verify_checksum", "update_checksum":
+			return &val{t: voidT, st: c.checksumCall(sc, e, id.name == "update_checksum")}
+		case "verify":
+			return &val{t: voidT, st: c.verifyCall(sc, e)}
+		case "log_msg":
+			// Logging only: accepted and ignored.
+			for _, a := range e.args {
+				if _, ok := a.(*listExpr); !ok {
+					c.expr(sc, a)
+				}
+			}
+			return &val{t: voidT, st: func(*pktState) flow { return flowNext }}
+		}
+		if unsupportedBuiltins[id.name] {
+			c.fail(e.p, "%s is not supported by this target", id.name)
+		}
+		c.fail(e.p, "unknown function %s", id.name)
+	}
+	fv := c.expr(sc, e.fn)
+	switch {
+	case fv.recv != nil: // header methods
+		l := fv.recv.lv
+		b := l.base
+		nargs := 0
+		switch fv.method {
+		case "isValid":
+			if len(e.args) != nargs {
+				c.fail(e.p, "isValid takes no arguments")
+			}
+			return &val{t: boolT, fn: func(s *pktState) uint64 { return s.slots[b] }}
+		case "setValid", "setInvalid":
+			if len(e.args) != nargs {
+				c.fail(e.p, "%s takes no arguments", fv.method)
+			}
+			if l.readonly {
+				c.fail(e.p, "cannot change a read-only header")
+			}
+			k := uint64(0)
+			if fv.method == "setValid" {
+				k = 1
+			}
+			return &val{t: voidT, st: func(s *pktState) flow {
+				s.slots[b] = k
+				return flowNext
+			}}
+		}
+	case fv.sym != nil && fv.method != "":
+		switch fv.sym.kind {
+		case sTable:
+			if fv.method != "apply" || len(e.args) != 0 {
+				c.fail(e.p, "tables only have apply()")
+			}
+			if c.inAction != nil {
+				c.fail(e.p, "tables cannot be applied from an action")
+			}
+			st := fv.sym.tbl.applyFn()
+			return &val{t: voidT, st: st, applied: fv.sym.tbl}
+		case sExtern:
+			return &val{t: voidT, st: c.externCall(sc, fv.sym.ext, fv.method, e)}
+		case sPacketIn:
+			if fv.method != "extract" {
+				c.fail(e.p, "packet_in.%s is not supported", fv.method)
+			}
+			return &val{t: voidT, st: c.extract(sc, e)}
+		case sPacketOut:
+			if fv.method != "emit" {
+				c.fail(e.p, "packet_out.%s is not supported", fv.method)
+			}
+			return &val{t: voidT, st: c.emit(sc, e)}
+		}
+	}
+	c.fail(e.p, "unsupported call")
+	return nil
+}
+
+func (c *compiler) smArg(sc *scope, e *callExpr, what string) *lval {
+	if len(e.args) != 1 {
+		c.fail(e.p, "%s takes standard_metadata as its only argument", what)
+	}
+	v := c.expr(sc, e.args[0])
+	if v.lv == nil || v.t != c.smT || v.lv.readonly {
+		c.fail(e.p, "%s takes standard_metadata as its only argument", what)
+	}
+	return v.lv
+}
+
+func (c *compiler) markToDrop(sc *scope, e *callExpr) stmtFn {
+	if c.inParser {
+		c.fail(e.p, "mark_to_drop cannot be called from a parser")
+	}
+	l := c.smArg(sc, e, "mark_to_drop")
+	spec := l.base + c.smT.field("egress_spec").off
+	mg := l.base + c.smT.field("mcast_grp").off
+	return func(s *pktState) flow {
+		s.slots[spec] = dropPort
+		s.slots[mg] = 0
+		return flowNext
+	}
+}
+
+// dropPort is v1model's drop port (egress_spec value set by mark_to_drop).
+const dropPort = 511
+
+// dataField is one element of hash or checksum data.
+type dataField struct {
+	fn exprFn
+	w  int
+}
+
+func (c *compiler) dataList(sc *scope, e expr) []dataField {
+	var elems []expr
+	if l, ok := e.(*listExpr); ok {
+		elems = l.elems
+	} else {
+		elems = []expr{e}
+	}
+	var out []dataField
+	for _, el := range elems {
+		v := c.expr(sc, el)
+		if v.t != nil && v.t.kind == kHeader && v.lv != nil {
+			c.fail(el.exprPos(), "whole headers as hash or checksum data are not supported; list the fields")
+		}
+		v = c.typed(v, el.exprPos())
+		if v.t.kind != kBit && v.t.kind != kBool {
+			c.fail(el.exprPos(), "hash/checksum data must be bit<W> fields, found %s", v.t)
+		}
+		out = append(out, dataField{fn: v.fn, w: widthOf(v.t)})
+	}
+	if len(out) == 0 {
+		c.fail(e.exprPos(), "empty hash/checksum data")
+	}
+	return out
+}
+
+// packData serialises fields MSB first into buf; a trailing partial byte
+// is padded with zero bits on the right.
+func packData(s *pktState, fields []dataField) []byte {
+	buf := s.dataBuf[:0]
+	var acc uint64
+	n := 0
+	for _, f := range fields {
+		v := f.fn(s)
+		w := f.w
+		for n >= 8 {
+			buf = append(buf, byte(acc>>uint(n-8)))
+			n -= 8
+		}
+		acc &= mask(n)
+		if w > 56 {
+			hw := w - 32
+			acc = acc<<uint(hw) | v>>32
+			n += hw
+			for n >= 8 {
+				buf = append(buf, byte(acc>>uint(n-8)))
+				n -= 8
+			}
+			acc &= mask(n)
+			v &= 0xffffffff
+			w = 32
+		}
+		acc = acc<<uint(w) | v
+		n += w
+	}
+	for n >= 8 {
+		buf = append(buf, byte(acc>>uint(n-8)))
+		n -= 8
+	}
+	if n > 0 {
+		buf = append(buf, byte(acc<<uint(8-n)))
+	}
+	s.dataBuf = buf
+	return buf
+}
+
+// Hash algorithms (values of HashAlgorithm, in declaration order).
+const (
+	algCRC32    = 0
+	algCRC16    = 2
+	algIdentity = 5
+	algCsum16   = 6
+)
+
+var crc16Table = func() (t [256]uint16) {
+	// CRC-16/ARC: polynomial 0x8005 reflected (0xA001), init 0, no final xor.
+	for i := range t {
+		crc := uint16(i)
+		for j := 0; j < 8; j++ {
+			if crc&1 != 0 {
+				crc = crc>>1 ^ 0xA001
+			} else {
+				crc >>= 1
+			}
+		}
+		t[i] = crc
+	}
+	return
+}()
+
+func crc16(b []byte) uint64 {
+	var crc uint16
+	for _, x := range b {
+		crc = crc>>8 ^ crc16Table[byte(crc)^x]
+	}
+	return uint64(crc)
+}
+
+func csum16(b []byte) uint64 {
+	var sum uint32
+	for i := 0; i+1 < len(b); i += 2 {
+		sum += uint32(b[i])<<8 | uint32(b[i+1])
+	}
+	if len(b)%2 == 1 {
+		sum += uint32(b[len(b)-1]) << 8
+	}
+	for sum>>16 != 0 {
+		sum = sum&0xffff + sum>>16
+	}
+	return uint64(^uint16(sum))
+}
+
+func identity(b []byte) uint64 {
+	var v uint64
+	for _, x := range b {
+		v = v<<8 | uint64(x)
+	}
+	return v
+}
+
+func algoFunc(alg uint64) func([]byte) uint64 {
+	switch alg {
+	case algCRC32:
+		return func(b []byte) uint64 { return uint64(crc32.ChecksumIEEE(b)) }
+	case algCRC16:
+		return crc16
+	case algIdentity:
+		return identity
+	case algCsum16:
+		return csum16
+	}
+	return nil
+}
+
+func (c *compiler) algo(sc *scope, e expr) func([]byte) uint64 {
+	v := c.expr(sc, e)
+	ha := c.global.m["HashAlgorithm"].t
+	if v.t != ha || !v.isConst {
+		c.fail(e.exprPos(), "expected a HashAlgorithm constant")
+	}
+	f := algoFunc(v.k)
+	if f == nil {
+		c.fail(e.exprPos(), "HashAlgorithm.%s is not supported (crc32, crc16, identity and csum16 are)", ha.members[v.k])
+	}
+	return f
+}
+
+// hashCall: hash(out O result, in HashAlgorithm algo, in T base, in D data, in M max).
+// result = base + (hash(data) mod max), in O's width; max == 0 means no modulo.
+func (c *compiler) hashCall(sc *scope, e *callExpr) stmtFn {
+	if len(e.args) != 5 {
+		c.fail(e.p, "hash takes (out result, algorithm, base, data, max)")
+	}
+	res := c.expr(sc, e.args[0])
+	if res.lv == nil || res.lv.readonly || res.t.kind != kBit {
+		c.fail(e.args[0].exprPos(), "hash result must be an assignable bit<W>")
+	}
+	f := c.algo(sc, e.args[1])
+	base := c.intArg(sc, e.args[2])
+	data := c.dataList(sc, e.args[3])
+	max := c.intArg(sc, e.args[4])
+	l := res.lv
+	return func(s *pktState) flow {
+		h := f(packData(s, data))
+		if m := max(s); m != 0 {
+			h %= m
+		}
+		storeUint(l, s, base(s)+h)
+		return flowNext
+	}
+}
+
+// intArg compiles a generic integer argument (bit<W> or an int constant).
+func (c *compiler) intArg(sc *scope, e expr) exprFn {
+	v := c.expr(sc, e)
+	if v.t != nil && v.t.kind == kInt {
+		k, ok := toBits(v.big, 64)
+		if !ok || v.big.Sign() < 0 {
+			c.fail(e.exprPos(), "constant out of range")
+		}
+		return func(*pktState) uint64 { return k }
+	}
+	v = c.typed(v, e.exprPos())
+	if v.t.kind != kBit {
+		c.fail(e.exprPos(), "expected bit<W>, found %s", v.t)
+	}
+	return v.fn
+}
+
+// checksumCall: verify_checksum(in bool cond, in T data, in O checksum, algo)
+// sets standard_metadata.checksum_error when cond holds and the checksum
+// differs; update_checksum(cond, data, inout checksum, algo) writes it.
+func (c *compiler) checksumCall(sc *scope, e *callExpr, update bool) stmtFn {
+	if len(e.args) != 4 {
+		c.fail(e.p, "checksum functions take (condition, data, checksum, algorithm)")
+	}
+	cond := c.rvalue(sc, e.args[0], boolT).fn
+	data := c.dataList(sc, e.args[1])
+	ck := c.expr(sc, e.args[2])
+	if ck.t == nil || ck.t.kind != kBit || ck.fn == nil {
+		c.fail(e.args[2].exprPos(), "checksum must be a bit<W> field")
+	}
+	f := c.algo(sc, e.args[3])
+	m := mask(ck.t.width)
+	if update {
+		if ck.lv == nil || ck.lv.readonly {
+			c.fail(e.args[2].exprPos(), "update_checksum needs an assignable checksum field")
+		}
+		l := ck.lv
+		return func(s *pktState) flow {
+			if cond(s) != 0 {
+				storeUint(l, s, f(packData(s, data))&m)
+			}
+			return flowNext
+		}
+	}
+	ckf := ck.fn
+	errSlot := c.prog.smChecksumError
+	return func(s *pktState) flow {
+		if cond(s) != 0 && f(packData(s, data))&m != ckf(s) {
+			s.slots[errSlot] = 1
+		}
+		return flowNext
+	}
+}
+
+// verifyCall: verify(bool condition, error err) in a parser.
+func (c *compiler) verifyCall(sc *scope, e *callExpr) stmtFn {
+	if !c.inParser {
+		c.fail(e.p, "verify is only allowed in parsers")
+	}
+	if len(e.args) != 2 {
+		c.fail(e.p, "verify takes (condition, error)")
+	}
+	cond := c.rvalue(sc, e.args[0], boolT).fn
+	ev := c.rvalue(sc, e.args[1], c.errT)
+	if !ev.isConst {
+		c.fail(e.args[1].exprPos(), "verify needs an error constant")
+	}
+	code := ev.k
+	perr := c.prog.smParserError
+	return func(s *pktState) flow {
+		if cond(s) == 0 {
+			s.slots[perr] = code
+			return flowReject
+		}
+		return flowNext
+	}
+}

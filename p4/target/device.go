@@ -1,0 +1,248 @@
+package target
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/swordbox/swordbox/netio"
+)
+
+// Options configure a Device.
+type Options struct {
+	// CPUPort is the port number of the CPU port (simple_switch_grpc's
+	// --cpu-port): frames the program sends there go to PacketIn in Run,
+	// and PacketOut frames enter the pipeline with it as ingress port.
+	CPUPort uint32
+	// PacketIn receives, in Run, every frame the pipeline sends to
+	// CPUPort (with the program's packet_in header in front). The slice is
+	// valid only during the call. Nil drops them.
+	PacketIn func(frame []byte)
+	// Now returns standard_metadata's ingress/egress_global_timestamp in
+	// microseconds (48 bits). Nil: microseconds since NewDevice.
+	Now func() uint64
+}
+
+// counterRT is the runtime state of an indexed counter.
+type counterRT struct {
+	packets, bytes []uint64
+}
+
+// Device is one switch running a Program: the runtime state (table
+// entries, registers, counters, direct counters) and the pipeline.
+//
+// Every method is safe for concurrent use. One mutex orders all packets
+// and control-plane operations: each packet runs through the whole
+// pipeline atomically, so packets from different ports see each other's
+// register updates in one total order, as on a hardware pipeline and in
+// BMv2's single ingress thread. The steering logic of swordbox.p4 relies on
+// that order.
+type Device struct {
+	prog     *Program
+	opts     Options
+	start    time.Time
+	mu       sync.Mutex
+	tables   []*tableRT
+	regs     [][]uint64
+	counters []counterRT
+	pool     sync.Pool
+	stats    Stats
+}
+
+// Stats are the Device's own packet counts.
+type Stats struct {
+	In, Out, Dropped, ParserErrors uint64
+}
+
+// NewDevice makes a device running p, with empty tables (except the
+// program's const/initial entries), zeroed registers and counters.
+func NewDevice(p *Program, o Options) *Device {
+	d := &Device{prog: p, opts: o, start: time.Now()}
+	for _, t := range p.tables {
+		d.tables = append(d.tables, newTableRT(t))
+	}
+	for _, r := range p.registers {
+		d.regs = append(d.regs, make([]uint64, r.size))
+	}
+	for _, c := range p.counters {
+		d.counters = append(d.counters, counterRT{packets: make([]uint64, c.size), bytes: make([]uint64, c.size)})
+	}
+	outCap := netio.MaxFrameSize + p.hdrBytes()
+	d.pool.New = func() any {
+		return &pktState{
+			slots:   make([]uint64, p.nslots),
+			dev:     d,
+			out:     make([]byte, 0, outCap),
+			keyBuf:  make([]byte, 0, 8*16),
+			dataBuf: make([]byte, 0, 256),
+		}
+	}
+	return d
+}
+
+// Program returns the program the device runs.
+func (d *Device) Program() *Program { return d.prog }
+
+// Stats returns a snapshot of the device's packet counts.
+func (d *Device) Stats() Stats {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.stats
+}
+
+func (p *Program) hdrBytes() int {
+	n := 0
+	for _, f := range p.hdrT.fields {
+		n += f.t.bits / 8
+	}
+	return n
+}
+
+func (d *Device) now() uint64 {
+	if d.opts.Now != nil {
+		return d.opts.Now() & mask(48)
+	}
+	return uint64(time.Since(d.start)/time.Microsecond) & mask(48)
+}
+
+// Process runs the v1model pipeline (parser, verifyChecksum, ingress,
+// egress, computeChecksum, deparser) on one frame that arrived on
+// ingressPort. emit is called once for the output frame unless the program
+// drops it; the slice is valid only during the call, and emit must not
+// call back into the Device. Frames the program sends to the CPU port are
+// emitted with egressPort == Options.CPUPort like any other. Process does
+// not allocate in steady state.
+//
+// As in BMv2, a parser error does not drop the packet: ingress runs with
+// standard_metadata.parser_error set, and the unparsed bytes are the payload.
+// Multicast, cloning, resubmission and recirculation are refused at compile
+// time, so every packet leaves on at most one port.
+func (d *Device) Process(ingressPort uint32, frame []byte, emit func(egressPort uint32, frame []byte)) {
+	s := d.pool.Get().(*pktState)
+	d.mu.Lock()
+	port, ok := d.pipeline(s, ingressPort, frame)
+	d.mu.Unlock()
+	if ok && emit != nil {
+		emit(port, s.out)
+	}
+	s.pkt = nil
+	d.pool.Put(s)
+}
+
+func (d *Device) pipeline(s *pktState, in uint32, frame []byte) (uint32, bool) {
+	p := d.prog
+	d.stats.In++
+	if in > 511 {
+		d.stats.Dropped++
+		return 0, false
+	}
+	clear(s.slots)
+	s.pkt, s.off, s.exited = frame, 0, false
+	s.out = s.out[:0]
+	now := d.now()
+	s.slots[p.smIngressPort] = uint64(in)
+	s.slots[p.smPacketLength] = uint64(len(frame)) & mask(32)
+	s.slots[p.smIngressTS] = now
+	if !p.parser.run(s) {
+		d.stats.ParserErrors++
+	}
+	p.verify.run(s)
+	p.ingress.run(s)
+	if s.slots[p.smEgressSpec] == dropPort {
+		d.stats.Dropped++
+		return 0, false
+	}
+	s.slots[p.smEgressPort] = s.slots[p.smEgressSpec]
+	s.slots[p.smEgressTS] = now
+	p.egress.run(s)
+	if s.slots[p.smEgressSpec] == dropPort {
+		d.stats.Dropped++
+		return 0, false
+	}
+	p.compute.run(s)
+	if need := len(frame) + p.hdrBytes(); cap(s.out) < need {
+		s.out = make([]byte, 0, need)
+	}
+	p.deparser.run(s)
+	if s.off < len(frame) {
+		s.out = append(s.out, frame[s.off:]...)
+	}
+	d.stats.Out++
+	return uint32(s.slots[p.smEgressPort]), true
+}
+
+// Run moves frames between the netio ports (keyed by port number) and the
+// pipeline, one goroutine per port, until ctx is done. Frames for the CPU
+// port go to Options.PacketIn; frames for a port not in the map are
+// dropped. When ctx is done Run closes the ports (that is how a blocked
+// Recv is released) and returns ctx.Err() once every goroutine has ended;
+// a port failure ends Run early with that error.
+func (d *Device) Run(ctx context.Context, ports map[uint32]netio.Port) error {
+	if len(ports) == 0 {
+		return errors.New("p4 target: Run needs at least one port")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errc := make(chan error, len(ports))
+	for id, port := range ports {
+		wg.Add(1)
+		go func(id uint32, port netio.Port) {
+			defer wg.Done()
+			if err := d.portLoop(id, port, ports); err != nil && ctx.Err() == nil {
+				errc <- fmt.Errorf("p4 target: port %d (%s): %w", id, port.Name(), err)
+				cancel()
+			}
+		}(id, port)
+	}
+	<-ctx.Done()
+	for _, port := range ports {
+		port.Close()
+	}
+	wg.Wait()
+	select {
+	case err := <-errc:
+		return err
+	default:
+	}
+	return ctx.Err()
+}
+
+func (d *Device) portLoop(id uint32, port netio.Port, ports map[uint32]netio.Port) error {
+	const burst = 32
+	bufs := make([][]byte, burst)
+	for i := range bufs {
+		bufs[i] = make([]byte, netio.MaxFrameSize)
+	}
+	out := make([][]byte, 1)
+	emit := func(eg uint32, frame []byte) {
+		if eg == d.opts.CPUPort {
+			if d.opts.PacketIn != nil {
+				d.opts.PacketIn(frame)
+			}
+			return
+		}
+		if p, ok := ports[eg]; ok {
+			out[0] = frame
+			p.Send(out)
+			out[0] = nil
+		}
+	}
+	for {
+		for i := range bufs {
+			bufs[i] = bufs[i][:cap(bufs[i])]
+		}
+		n, err := port.Recv(bufs)
+		if err != nil {
+			if errors.Is(err, netio.ErrClosed) {
+				return nil
+			}
+			return err
+		}
+		for i := 0; i < n; i++ {
+			d.Process(id, bufs[i], emit)
+		}
+	}
+}

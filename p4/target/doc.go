@@ -1,0 +1,56 @@
+// Package target is a Go v1model target for P4_16: it parses, type-checks
+// and compiles a P4 program written for v1model (the subset that
+// p4/swordbox.p4 and the p4lang tutorial programs use) and executes it on
+// Ethernet frames, with the runtime state a P4Runtime server exposes.
+//
+// It owns: the front end (lexer, parser, type checker), the compilation of
+// parsers, controls, actions and tables to closures over a flat array of
+// 64-bit slots (no tree walk and no allocation per packet), the v1model
+// pipeline (parser, verifyChecksum, ingress, egress, computeChecksum,
+// deparser), the P4Info of a program (p4c's naming and ID rules), and the
+// semantics of P4Runtime's TableEntry, RegisterEntry, CounterEntry and
+// DirectCounterEntry messages on a Device. It does not own the P4Runtime
+// gRPC service (arbitration, streams, pipeline config): that is a server
+// built on top of this package.
+//
+// Decisions where P4, v1model or BMv2 leave room, or where this target is
+// narrower:
+//
+//   - Widths: bit<W> with 1 <= W <= 64, bool, enums (plain and bit<W>
+//     serializable), error. int<W>, varbit, header stacks and unions, tuples
+//     and nested sub-parsers/controls are refused with file:line:col.
+//   - Operator precedence follows p4c's grammar (==, != and the relational
+//     operators bind more loosely than &, ^, |).
+//   - An int literal takes the width of the other operand; a constant that
+//     does not fit is refused (an explicit cast truncates, as in p4c).
+//   - Uninitialised variables and metadata read as zero (all slots are
+//     cleared per packet, as BMv2 does for metadata).
+//   - Division and modulo by zero yield 0.
+//   - A parser error does not drop the packet (BMv2 simple_switch): ingress
+//     runs with standard_metadata.parser_error set; the unparsed bytes are
+//     the payload. A parser runs at most 1024 states (then ParserTimeout).
+//   - Registers: reading an index out of range yields 0; writing one is
+//     ignored. Counters ignore indexes out of range. Counter bytes are the
+//     length of the frame as received.
+//   - hash(result, algo, base, data, max) = base + (h mod max), truncated
+//     to result's width; max == 0 means no modulo. The data fields are
+//     concatenated MSB first into bytes; a trailing partial byte is padded
+//     with zero bits. crc32 is IEEE 802.3 (zlib), crc16 is CRC-16/ARC
+//     (BMv2's crc16), identity is the data as a big-endian integer
+//     (its last 8 bytes), csum16 the Internet checksum.
+//   - Direct counters count every hit of an entry of their table (packets
+//     and bytes); misses (the default action) are not counted.
+//   - A table without default_action gets NoAction; if NoAction is not in
+//     its actions, it is added as @defaultonly.
+//   - Packets are processed one at a time under one mutex per Device, so
+//     that register read-modify-write sequences of one packet are atomic
+//     with respect to other packets (a total order, as a switch pipeline
+//     gives). Control-plane operations take the same mutex.
+//   - P4Runtime: const tables and const default actions refuse writes with
+//     PERMISSION_DENIED; register and counter indexes out of range are
+//     OUT_OF_RANGE; so are values wider than the field's bitwidth; malformed
+//     matches (zero ternary mask, lpm prefix 0, bits outside the mask or
+//     prefix, missing exact fields, wrong priority) are INVALID_ARGUMENT.
+//     Byte strings are accepted padded or canonical and are read back in canonical form
+//     (shortest, at least one byte).
+package target

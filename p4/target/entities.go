@@ -1,0 +1,647 @@
+package target
+
+import (
+	"fmt"
+	"sort"
+
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// P4Runtime entity semantics. Every error is a gRPC status error with the
+// code P4Runtime prescribes. Read callbacks run after the Device's lock is
+// released, on copies, so they may call back into the Device.
+
+func errf(c codes.Code, format string, args ...any) error {
+	return status.Errorf(c, format, args...)
+}
+
+// decodeBits reads a P4Runtime byte string (big-endian, canonical or
+// padded) as a value of w bits.
+func decodeBits(b []byte, w int, what string) (uint64, error) {
+	if len(b) == 0 {
+		return 0, errf(codes.InvalidArgument, "%s: empty byte string", what)
+	}
+	i := 0
+	for i < len(b)-1 && b[i] == 0 {
+		i++
+	}
+	b = b[i:]
+	if len(b) > 8 {
+		return 0, errf(codes.OutOfRange, "%s: value does not fit in %d bits", what, w)
+	}
+	var v uint64
+	for _, x := range b {
+		v = v<<8 | uint64(x)
+	}
+	if v&^mask(w) != 0 {
+		return 0, errf(codes.OutOfRange, "%s: value 0x%x does not fit in %d bits", what, v, w)
+	}
+	return v, nil
+}
+
+// encodeBits writes v in canonical form: the shortest big-endian byte
+// string, at least one byte.
+func encodeBits(v uint64) []byte {
+	n := 1
+	for x := v >> 8; x != 0; x >>= 8 {
+		n++
+	}
+	b := make([]byte, n)
+	for i := n - 1; i >= 0; i-- {
+		b[i] = byte(v)
+		v >>= 8
+	}
+	return b
+}
+
+func (d *Device) tableByID(id uint32) (*tableRT, error) {
+	for _, rt := range d.tables {
+		if rt.c.id == id {
+			return rt, nil
+		}
+	}
+	return nil, errf(codes.NotFound, "no table with id %d", id)
+}
+
+// resolveAction checks a TableAction against the table and returns the
+// action index and its data.
+func (d *Device) resolveAction(t *tableC, ta *p4v1.TableAction, isDefault bool) (int, []uint64, error) {
+	if ta == nil {
+		return 0, nil, errf(codes.InvalidArgument, "table %s: entry has no action", t.name)
+	}
+	a := ta.GetAction()
+	if a == nil {
+		return 0, nil, errf(codes.Unimplemented, "table %s: action profiles are not supported", t.name)
+	}
+	ai := -1
+	for i, r := range t.actions {
+		if r.act.id == a.ActionId {
+			ai = i
+		}
+	}
+	if ai < 0 {
+		return 0, nil, errf(codes.InvalidArgument, "table %s: action id %d is not one of its actions", t.name, a.ActionId)
+	}
+	ref := t.actions[ai]
+	if isDefault && ref.scope.String() == "TABLE_ONLY" {
+		return 0, nil, errf(codes.InvalidArgument, "table %s: action %s is @tableonly", t.name, ref.act.name)
+	}
+	if !isDefault && ref.scope.String() == "DEFAULT_ONLY" {
+		return 0, nil, errf(codes.InvalidArgument, "table %s: action %s is @defaultonly", t.name, ref.act.name)
+	}
+	dp := ref.act.dataParams()
+	params := make([]uint64, len(dp))
+	seen := make([]bool, len(dp))
+	for _, p := range a.Params {
+		i := int(p.ParamId) - 1
+		if i < 0 || i >= len(dp) {
+			return 0, nil, errf(codes.InvalidArgument, "action %s: no parameter with id %d", ref.act.name, p.ParamId)
+		}
+		if seen[i] {
+			return 0, nil, errf(codes.InvalidArgument, "action %s: parameter %s given twice", ref.act.name, dp[i].name)
+		}
+		seen[i] = true
+		v, err := decodeBits(p.Value, widthOf(dp[i].t), "action "+ref.act.name+" parameter "+dp[i].name)
+		if err != nil {
+			return 0, nil, err
+		}
+		params[i] = v
+	}
+	for i, ok := range seen {
+		if !ok {
+			return 0, nil, errf(codes.InvalidArgument, "action %s: parameter %s missing", ref.act.name, dp[i].name)
+		}
+	}
+	return ai, params, nil
+}
+
+// matchEntry builds an entry's match part (values, masks, prefix length,
+// priority) from P4Runtime match fields, with P4Runtime's validity rules.
+func matchEntry(t *tableC, fms []*p4v1.FieldMatch, prio int32) (*entry, error) {
+	e := &entry{vals: make([]uint64, len(t.keys)), masks: make([]uint64, len(t.keys)), prio: prio}
+	seen := make([]bool, len(t.keys))
+	for _, fm := range fms {
+		i := int(fm.FieldId) - 1
+		if i < 0 || i >= len(t.keys) {
+			return nil, errf(codes.InvalidArgument, "table %s: no match field with id %d", t.name, fm.FieldId)
+		}
+		if seen[i] {
+			return nil, errf(codes.InvalidArgument, "table %s: match field %s given twice", t.name, t.keys[i].name)
+		}
+		seen[i] = true
+		k := t.keys[i]
+		what := fmt.Sprintf("table %s field %s", t.name, k.name)
+		switch k.match {
+		case "exact":
+			x := fm.GetExact()
+			if x == nil {
+				return nil, errf(codes.InvalidArgument, "%s: expected an exact match", what)
+			}
+			v, err := decodeBits(x.Value, k.w, what)
+			if err != nil {
+				return nil, err
+			}
+			e.vals[i], e.masks[i] = v, mask(k.w)
+		case "lpm":
+			x := fm.GetLpm()
+			if x == nil {
+				return nil, errf(codes.InvalidArgument, "%s: expected an lpm match", what)
+			}
+			v, err := decodeBits(x.Value, k.w, what)
+			if err != nil {
+				return nil, err
+			}
+			if x.PrefixLen <= 0 || int(x.PrefixLen) > k.w {
+				return nil, errf(codes.InvalidArgument, "%s: prefix length %d out of 1..%d (omit the field for a don't-care)", what, x.PrefixLen, k.w)
+			}
+			m := prefixMask(int(x.PrefixLen), k.w)
+			if v&^m != 0 {
+				return nil, errf(codes.InvalidArgument, "%s: value has bits set beyond the prefix", what)
+			}
+			e.vals[i], e.masks[i], e.plen = v, m, int(x.PrefixLen)
+		case "ternary":
+			x := fm.GetTernary()
+			if x == nil {
+				return nil, errf(codes.InvalidArgument, "%s: expected a ternary match", what)
+			}
+			v, err := decodeBits(x.Value, k.w, what)
+			if err != nil {
+				return nil, err
+			}
+			m, err := decodeBits(x.Mask, k.w, what+" mask")
+			if err != nil {
+				return nil, err
+			}
+			if m == 0 {
+				return nil, errf(codes.InvalidArgument, "%s: all-zero mask (omit the field for a don't-care)", what)
+			}
+			if v&^m != 0 {
+				return nil, errf(codes.InvalidArgument, "%s: value has bits set outside the mask", what)
+			}
+			e.vals[i], e.masks[i] = v, m
+		}
+	}
+	for i, k := range t.keys {
+		if !seen[i] && k.match == "exact" {
+			return nil, errf(codes.InvalidArgument, "table %s: exact match field %s missing", t.name, k.name)
+		}
+	}
+	if t.kind == tkTernary {
+		if prio <= 0 {
+			return nil, errf(codes.InvalidArgument, "table %s: entries need a priority > 0", t.name)
+		}
+	} else if prio != 0 {
+		return nil, errf(codes.InvalidArgument, "table %s: priority must be 0 for a table without ternary fields", t.name)
+	}
+	return e, nil
+}
+
+// WriteTableEntry applies one P4Runtime update to a table: INSERT, MODIFY,
+// DELETE of entries, and MODIFY of the default entry (is_default_action;
+// a MODIFY without action restores the program's default).
+func (d *Device) WriteTableEntry(ut p4v1.Update_Type, te *p4v1.TableEntry) error {
+	if te == nil {
+		return errf(codes.InvalidArgument, "no table entry")
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	rt, err := d.tableByID(te.TableId)
+	if err != nil {
+		return err
+	}
+	t := rt.c
+	if te.MeterConfig != nil || te.IdleTimeoutNs != 0 {
+		return errf(codes.Unimplemented, "table %s: meters and idle timeouts are not supported", t.name)
+	}
+	if te.IsDefaultAction {
+		if ut != p4v1.Update_MODIFY {
+			return errf(codes.InvalidArgument, "table %s: the default entry can only be modified", t.name)
+		}
+		if len(te.Match) > 0 || te.Priority != 0 {
+			return errf(codes.InvalidArgument, "table %s: the default entry has no match or priority", t.name)
+		}
+		if t.defConst {
+			return errf(codes.PermissionDenied, "table %s: the default action is const", t.name)
+		}
+		if te.Action == nil {
+			rt.defAI, rt.defParams = t.defAI, append([]uint64(nil), t.defParams...)
+			return nil
+		}
+		ai, params, err := d.resolveAction(t, te.Action, true)
+		if err != nil {
+			return err
+		}
+		rt.defAI, rt.defParams = ai, params
+		return nil
+	}
+	if t.isConst {
+		return errf(codes.PermissionDenied, "table %s is const", t.name)
+	}
+	if t.kind == tkKeyless {
+		return errf(codes.InvalidArgument, "table %s has no key: only its default entry can be written", t.name)
+	}
+	e, err := matchEntry(t, te.Match, te.Priority)
+	if err != nil {
+		return err
+	}
+	old := rt.byID[rt.identity(e)]
+	switch ut {
+	case p4v1.Update_INSERT:
+		if old != nil {
+			return errf(codes.AlreadyExists, "table %s: entry already exists", t.name)
+		}
+		if len(rt.byID) >= t.size {
+			return errf(codes.ResourceExhausted, "table %s is full (%d entries)", t.name, t.size)
+		}
+		if e.ai, e.params, err = d.resolveAction(t, te.Action, false); err != nil {
+			return err
+		}
+		if cd := te.CounterData; cd != nil && t.counter != nil {
+			e.packets, e.bytes = uint64(cd.PacketCount), uint64(cd.ByteCount)
+		}
+		e.meta = te.ControllerMetadata
+		e.metaBytes = append([]byte(nil), te.Metadata...)
+		rt.insert(e)
+	case p4v1.Update_MODIFY:
+		if old == nil {
+			return errf(codes.NotFound, "table %s: no such entry", t.name)
+		}
+		ai, params, err := d.resolveAction(t, te.Action, false)
+		if err != nil {
+			return err
+		}
+		old.ai, old.params = ai, params
+		if cd := te.CounterData; cd != nil && t.counter != nil {
+			old.packets, old.bytes = uint64(cd.PacketCount), uint64(cd.ByteCount)
+		}
+		old.meta = te.ControllerMetadata
+		old.metaBytes = append([]byte(nil), te.Metadata...)
+	case p4v1.Update_DELETE:
+		if old == nil {
+			return errf(codes.NotFound, "table %s: no such entry", t.name)
+		}
+		rt.remove(old)
+	default:
+		return errf(codes.InvalidArgument, "unknown update type %v", ut)
+	}
+	return nil
+}
+
+func (rt *tableRT) entryProto(e *entry, counters bool) *p4v1.TableEntry {
+	t := rt.c
+	te := &p4v1.TableEntry{TableId: t.id, Priority: e.prio, ControllerMetadata: e.meta}
+	if len(e.metaBytes) > 0 {
+		te.Metadata = append([]byte(nil), e.metaBytes...)
+	}
+	for i, k := range t.keys {
+		fm := &p4v1.FieldMatch{FieldId: uint32(i + 1)}
+		switch k.match {
+		case "exact":
+			fm.FieldMatchType = &p4v1.FieldMatch_Exact_{Exact: &p4v1.FieldMatch_Exact{Value: encodeBits(e.vals[i])}}
+		case "lpm":
+			pl := prefixLen(e.masks[i], k.w)
+			if pl == 0 {
+				continue
+			}
+			fm.FieldMatchType = &p4v1.FieldMatch_Lpm{Lpm: &p4v1.FieldMatch_LPM{Value: encodeBits(e.vals[i]), PrefixLen: int32(pl)}}
+		case "ternary":
+			if e.masks[i] == 0 {
+				continue
+			}
+			fm.FieldMatchType = &p4v1.FieldMatch_Ternary_{Ternary: &p4v1.FieldMatch_Ternary{Value: encodeBits(e.vals[i]), Mask: encodeBits(e.masks[i])}}
+		}
+		te.Match = append(te.Match, fm)
+	}
+	te.Action = actionProto(t, e.ai, e.params)
+	if counters && t.counter != nil {
+		te.CounterData = &p4v1.CounterData{PacketCount: int64(e.packets), ByteCount: int64(e.bytes)}
+	}
+	return te
+}
+
+func actionProto(t *tableC, ai int, params []uint64) *p4v1.TableAction {
+	a := t.actions[ai].act
+	pa := &p4v1.Action{ActionId: a.id}
+	for i, v := range params {
+		pa.Params = append(pa.Params, &p4v1.Action_Param{ParamId: uint32(i + 1), Value: encodeBits(v)})
+	}
+	return &p4v1.TableAction{Type: &p4v1.TableAction_Action{Action: pa}}
+}
+
+// ReadTableEntries calls fn for every entry that filter selects:
+// table_id 0 means all tables; with match fields (and priority) set, only
+// that entry; with is_default_action, the default entries instead. Direct
+// counter data is included when filter.counter_data is set.
+func (d *Device) ReadTableEntries(filter *p4v1.TableEntry, fn func(*p4v1.TableEntry) error) error {
+	if filter == nil {
+		filter = &p4v1.TableEntry{}
+	}
+	var out []*p4v1.TableEntry
+	err := func() error {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		tables := d.tables
+		if filter.TableId != 0 {
+			rt, err := d.tableByID(filter.TableId)
+			if err != nil {
+				return err
+			}
+			tables = []*tableRT{rt}
+		}
+		counters := filter.CounterData != nil
+		for _, rt := range tables {
+			if filter.IsDefaultAction {
+				out = append(out, &p4v1.TableEntry{TableId: rt.c.id, IsDefaultAction: true,
+					Action: actionProto(rt.c, rt.defAI, rt.defParams)})
+				continue
+			}
+			if len(filter.Match) > 0 {
+				if filter.TableId == 0 {
+					return errf(codes.InvalidArgument, "a match filter needs a table_id")
+				}
+				e, err := matchEntry(rt.c, filter.Match, filter.Priority)
+				if err != nil {
+					return err
+				}
+				if x := rt.byID[rt.identity(e)]; x != nil {
+					out = append(out, rt.entryProto(x, counters))
+				}
+				continue
+			}
+			list := make([]*entry, 0, len(rt.byID))
+			for _, e := range rt.byID {
+				list = append(list, e)
+			}
+			sort.Slice(list, func(i, j int) bool { return list[i].seq < list[j].seq })
+			for _, e := range list {
+				out = append(out, rt.entryProto(e, counters))
+			}
+		}
+		return nil
+	}()
+	if err != nil {
+		return err
+	}
+	for _, te := range out {
+		if err := fn(te); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Registers.
+
+func (d *Device) registerByID(id uint32) (*externC, error) {
+	for _, r := range d.prog.registers {
+		if r.id == id {
+			return r, nil
+		}
+	}
+	return nil, errf(codes.NotFound, "no register with id %d", id)
+}
+
+// indexRange turns an optional P4Runtime index into [lo, hi).
+func indexRange(ix *p4v1.Index, size int, what string) (int, int, error) {
+	if ix == nil {
+		return 0, size, nil
+	}
+	if ix.Index < 0 || ix.Index >= int64(size) {
+		return 0, 0, errf(codes.OutOfRange, "%s: index %d out of range [0, %d)", what, ix.Index, size)
+	}
+	return int(ix.Index), int(ix.Index) + 1, nil
+}
+
+// WriteRegisterEntry sets one register cell (or every cell when index is
+// unset) to data, a bitstring.
+func (d *Device) WriteRegisterEntry(re *p4v1.RegisterEntry) error {
+	if re == nil {
+		return errf(codes.InvalidArgument, "no register entry")
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	r, err := d.registerByID(re.RegisterId)
+	if err != nil {
+		return err
+	}
+	lo, hi, err := indexRange(re.Index, r.size, "register "+r.name)
+	if err != nil {
+		return err
+	}
+	bs, ok := re.GetData().GetData().(*p4v1.P4Data_Bitstring)
+	if !ok {
+		return errf(codes.InvalidArgument, "register %s: data must be a bitstring", r.name)
+	}
+	v, err := decodeBits(bs.Bitstring, r.t.width, "register "+r.name)
+	if err != nil {
+		return err
+	}
+	cells := d.regs[r.idx]
+	for i := lo; i < hi; i++ {
+		cells[i] = v
+	}
+	return nil
+}
+
+// ReadRegisterEntries calls fn for the cells filter selects: register_id 0
+// means every register, an unset index every cell.
+func (d *Device) ReadRegisterEntries(filter *p4v1.RegisterEntry, fn func(*p4v1.RegisterEntry) error) error {
+	if filter == nil {
+		filter = &p4v1.RegisterEntry{}
+	}
+	var out []*p4v1.RegisterEntry
+	err := func() error {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		regs := d.prog.registers
+		if filter.RegisterId != 0 {
+			r, err := d.registerByID(filter.RegisterId)
+			if err != nil {
+				return err
+			}
+			regs = []*externC{r}
+		}
+		for _, r := range regs {
+			lo, hi, err := indexRange(filter.Index, r.size, "register "+r.name)
+			if err != nil {
+				return err
+			}
+			cells := d.regs[r.idx]
+			for i := lo; i < hi; i++ {
+				out = append(out, &p4v1.RegisterEntry{RegisterId: r.id, Index: &p4v1.Index{Index: int64(i)},
+					Data: &p4v1.P4Data{Data: &p4v1.P4Data_Bitstring{Bitstring: encodeBits(cells[i])}}})
+			}
+		}
+		return nil
+	}()
+	if err != nil {
+		return err
+	}
+	for _, re := range out {
+		if err := fn(re); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Counters.
+
+func (d *Device) counterByID(id uint32) (*externC, error) {
+	for _, c := range d.prog.counters {
+		if c.id == id {
+			return c, nil
+		}
+	}
+	return nil, errf(codes.NotFound, "no counter with id %d", id)
+}
+
+// WriteCounterEntry sets one counter cell (every cell when index is unset).
+func (d *Device) WriteCounterEntry(ce *p4v1.CounterEntry) error {
+	if ce == nil {
+		return errf(codes.InvalidArgument, "no counter entry")
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c, err := d.counterByID(ce.CounterId)
+	if err != nil {
+		return err
+	}
+	lo, hi, err := indexRange(ce.Index, c.size, "counter "+c.name)
+	if err != nil {
+		return err
+	}
+	if ce.Data == nil {
+		return errf(codes.InvalidArgument, "counter %s: no data", c.name)
+	}
+	if ce.Data.PacketCount < 0 || ce.Data.ByteCount < 0 {
+		return errf(codes.InvalidArgument, "counter %s: negative count", c.name)
+	}
+	ct := &d.counters[c.idx]
+	for i := lo; i < hi; i++ {
+		ct.packets[i], ct.bytes[i] = uint64(ce.Data.PacketCount), uint64(ce.Data.ByteCount)
+	}
+	return nil
+}
+
+func counterData(unit string, packets, bytes uint64) *p4v1.CounterData {
+	cd := &p4v1.CounterData{}
+	if unit != "BYTES" {
+		cd.PacketCount = int64(packets)
+	}
+	if unit != "PACKETS" {
+		cd.ByteCount = int64(bytes)
+	}
+	return cd
+}
+
+// ReadCounterEntries calls fn for the cells filter selects (counter_id 0:
+// all counters; unset index: all cells). Only the counted unit is filled.
+func (d *Device) ReadCounterEntries(filter *p4v1.CounterEntry, fn func(*p4v1.CounterEntry) error) error {
+	if filter == nil {
+		filter = &p4v1.CounterEntry{}
+	}
+	var out []*p4v1.CounterEntry
+	err := func() error {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		cs := d.prog.counters
+		if filter.CounterId != 0 {
+			c, err := d.counterByID(filter.CounterId)
+			if err != nil {
+				return err
+			}
+			cs = []*externC{c}
+		}
+		for _, c := range cs {
+			lo, hi, err := indexRange(filter.Index, c.size, "counter "+c.name)
+			if err != nil {
+				return err
+			}
+			ct := &d.counters[c.idx]
+			for i := lo; i < hi; i++ {
+				out = append(out, &p4v1.CounterEntry{CounterId: c.id, Index: &p4v1.Index{Index: int64(i)},
+					Data: counterData(c.unit.String(), ct.packets[i], ct.bytes[i])})
+			}
+		}
+		return nil
+	}()
+	if err != nil {
+		return err
+	}
+	for _, ce := range out {
+		if err := fn(ce); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ReadDirectCounterEntries calls fn with the direct counter data of the
+// entries filter.table_entry selects (as ReadTableEntries; the table must
+// have a direct counter; table_id 0 means every table that has one).
+func (d *Device) ReadDirectCounterEntries(filter *p4v1.DirectCounterEntry, fn func(*p4v1.DirectCounterEntry) error) error {
+	te := filter.GetTableEntry()
+	if te == nil {
+		te = &p4v1.TableEntry{}
+	}
+	if te.TableId != 0 {
+		d.mu.Lock()
+		rt, err := d.tableByID(te.TableId)
+		d.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		if rt.c.counter == nil {
+			return errf(codes.InvalidArgument, "table %s has no direct counter", rt.c.name)
+		}
+	}
+	if te.IsDefaultAction {
+		return errf(codes.InvalidArgument, "direct counters do not count the default entry on this target")
+	}
+	f := &p4v1.TableEntry{TableId: te.TableId, Match: te.Match, Priority: te.Priority, CounterData: &p4v1.CounterData{}}
+	return d.ReadTableEntries(f, func(e *p4v1.TableEntry) error {
+		rt, _ := d.tableByIDLocked(e.TableId)
+		if rt == nil || rt.c.counter == nil {
+			return nil
+		}
+		cd := counterData(rt.c.counter.unit.String(), uint64(e.CounterData.GetPacketCount()), uint64(e.CounterData.GetByteCount()))
+		e.CounterData = nil
+		return fn(&p4v1.DirectCounterEntry{TableEntry: e, Data: cd})
+	})
+}
+
+func (d *Device) tableByIDLocked(id uint32) (*tableRT, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.tableByID(id)
+}
+
+// WriteDirectCounterEntry sets the direct counter of one entry.
+func (d *Device) WriteDirectCounterEntry(dce *p4v1.DirectCounterEntry) error {
+	te := dce.GetTableEntry()
+	if te == nil || dce.Data == nil {
+		return errf(codes.InvalidArgument, "direct counter entry needs a table entry and data")
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	rt, err := d.tableByID(te.TableId)
+	if err != nil {
+		return err
+	}
+	if rt.c.counter == nil {
+		return errf(codes.InvalidArgument, "table %s has no direct counter", rt.c.name)
+	}
+	e, err := matchEntry(rt.c, te.Match, te.Priority)
+	if err != nil {
+		return err
+	}
+	x := rt.byID[rt.identity(e)]
+	if x == nil {
+		return errf(codes.NotFound, "table %s: no such entry", rt.c.name)
+	}
+	x.packets, x.bytes = uint64(dce.Data.PacketCount), uint64(dce.Data.ByteCount)
+	return nil
+}

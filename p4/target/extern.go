@@ -1,0 +1,173 @@
+package target
+
+import (
+	configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
+)
+
+// externC is a register, counter or direct_counter instance.
+type externC struct {
+	kind  string // "register", "counter", "direct_counter"
+	name  string // fully qualified
+	id    uint32
+	size  int
+	t     *ptype // register cell type
+	unit  configv1.CounterSpec_Unit
+	idx   int     // index in the Device's array of its kind
+	table *tableC // direct_counter: its table
+	anns  []annotation
+	p     pos
+}
+
+func (c *compiler) declareExtern(sc *scope, d *instDecl) *externC {
+	if c.inParser {
+		c.fail(d.p, "extern instances in parsers are not supported")
+	}
+	x := &externC{name: c.fqName(d.name, d.anns), anns: d.anns, p: d.p, kind: d.t.name}
+	p := c.prog
+	switch d.t.name {
+	case "register":
+		if len(d.t.args) < 1 || len(d.t.args) > 2 {
+			c.fail(d.p, "register needs a cell type: register<T>(size) or register<T, I>(size)")
+		}
+		x.t = c.resolveType(sc, d.t.args[0])
+		if x.t.kind != kBit {
+			c.fail(d.p, "register cells must be bit<W>, found %s", x.t)
+		}
+		if len(d.t.args) == 2 {
+			if it := c.resolveType(sc, d.t.args[1]); it != bitT(32) {
+				c.fail(d.p, "register index type must be bit<32>, found %s", it)
+			}
+		}
+		if len(d.args) != 1 {
+			c.fail(d.p, "register takes one constructor argument (its size)")
+		}
+		x.size = c.sizeArg(sc, d.args[0])
+		x.idx = len(p.registers)
+		p.registers = append(p.registers, x)
+	case "counter":
+		if len(d.t.args) != 0 || len(d.args) != 2 {
+			c.fail(d.p, "counter takes (size, CounterType)")
+		}
+		x.size = c.sizeArg(sc, d.args[0])
+		x.unit = c.counterUnit(sc, d.args[1])
+		x.idx = len(p.counters)
+		p.counters = append(p.counters, x)
+	case "direct_counter":
+		if len(d.t.args) != 0 || len(d.args) != 1 {
+			c.fail(d.p, "direct_counter takes (CounterType)")
+		}
+		x.unit = c.counterUnit(sc, d.args[0])
+		x.idx = len(p.directCounters)
+		p.directCounters = append(p.directCounters, x)
+	case "meter", "direct_meter", "action_profile", "action_selector", "Checksum16", "Register":
+		c.fail(d.p, "%s is not supported by this target", d.t.name)
+	default:
+		c.fail(d.p, "unknown extern %s", d.t.name)
+	}
+	return x
+}
+
+func (c *compiler) sizeArg(sc *scope, e expr) int {
+	n := c.constInt(sc, e)
+	if n < 1 || n > 1<<24 {
+		c.fail(e.exprPos(), "size %d out of range (1 to %d)", n, 1<<24)
+	}
+	return int(n)
+}
+
+func (c *compiler) counterUnit(sc *scope, e expr) configv1.CounterSpec_Unit {
+	v := c.expr(sc, e)
+	ct := c.global.m["CounterType"].t
+	if v.t != ct || !v.isConst {
+		c.fail(e.exprPos(), "expected CounterType.packets, .bytes or .packets_and_bytes")
+	}
+	switch v.k {
+	case 0:
+		return configv1.CounterSpec_PACKETS
+	case 1:
+		return configv1.CounterSpec_BYTES
+	}
+	return configv1.CounterSpec_BOTH
+}
+
+func (c *compiler) externCall(sc *scope, x *externC, method string, e *callExpr) stmtFn {
+	if c.inParser {
+		c.fail(e.p, "externs cannot be used in parsers")
+	}
+	idx := x.idx
+	switch x.kind + "." + method {
+	case "register.read":
+		if len(e.args) != 2 {
+			c.fail(e.p, "register.read takes (out result, index)")
+		}
+		res := c.expr(sc, e.args[0])
+		if res.lv == nil || res.lv.readonly {
+			c.fail(e.args[0].exprPos(), "register.read result must be assignable")
+		}
+		if res.t != x.t {
+			c.fail(e.args[0].exprPos(), "type mismatch: register %s holds %s, result is %s", x.name, x.t, res.t)
+		}
+		ix := c.typed(c.rvalue(sc, e.args[1], bitT(32)), e.args[1].exprPos()).fn
+		l := res.lv
+		if !l.sliced {
+			b := l.base
+			return func(s *pktState) flow {
+				cells := s.dev.regs[idx]
+				i := ix(s)
+				if i < uint64(len(cells)) {
+					s.slots[b] = cells[i]
+				} else {
+					s.slots[b] = 0
+				}
+				return flowNext
+			}
+		}
+		return func(s *pktState) flow {
+			cells := s.dev.regs[idx]
+			i := ix(s)
+			v := uint64(0)
+			if i < uint64(len(cells)) {
+				v = cells[i]
+			}
+			storeUint(l, s, v)
+			return flowNext
+		}
+	case "register.write":
+		if len(e.args) != 2 {
+			c.fail(e.p, "register.write takes (index, value)")
+		}
+		ix := c.typed(c.rvalue(sc, e.args[0], bitT(32)), e.args[0].exprPos()).fn
+		v := c.typed(c.rvalue(sc, e.args[1], x.t), e.args[1].exprPos()).fn
+		return func(s *pktState) flow {
+			cells := s.dev.regs[idx]
+			i := ix(s)
+			if i < uint64(len(cells)) {
+				cells[i] = v(s)
+			}
+			return flowNext
+		}
+	case "counter.count":
+		if len(e.args) != 1 {
+			c.fail(e.p, "counter.count takes (index)")
+		}
+		ix := c.typed(c.rvalue(sc, e.args[0], bitT(32)), e.args[0].exprPos()).fn
+		return func(s *pktState) flow {
+			ct := &s.dev.counters[idx]
+			i := ix(s)
+			if i < uint64(len(ct.packets)) {
+				ct.packets[i]++
+				ct.bytes[i] += uint64(len(s.pkt))
+			}
+			return flowNext
+		}
+	case "direct_counter.count":
+		if len(e.args) != 0 {
+			c.fail(e.p, "direct_counter.count takes no arguments")
+		}
+		// Direct counters count every hit of their table's entries; the
+		// explicit call v1model allows in an action adds nothing.
+		return func(*pktState) flow { return flowNext }
+	}
+	c.fail(e.p, "%s has no method %s", x.kind, method)
+	return nil
+}

@@ -1,0 +1,278 @@
+package target
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+
+	configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// P4Info returns the program's P4Info, built with p4c's rules: fully
+// qualified names ("Ingress.table"), the shortest unique suffix as alias,
+// IDs made of the P4Runtime prefix of the entity type in the top byte and
+// the Jenkins one-at-a-time hash of the name in the low 24 bits (probing
+// upwards on collision; @id(n) overrides), match fields and action
+// parameters numbered from 1. The result is a copy the caller may modify.
+func (p *Program) P4Info() *configv1.P4Info {
+	return proto.Clone(p.info).(*configv1.P4Info)
+}
+
+// jenkinsHash is Bob Jenkins' one-at-a-time hash, as p4c uses for IDs.
+func jenkinsHash(s string) uint32 {
+	var h uint32
+	for i := 0; i < len(s); i++ {
+		h += uint32(s[i])
+		h += h << 10
+		h ^= h >> 6
+	}
+	h += h << 3
+	h ^= h >> 11
+	h += h << 15
+	return h
+}
+
+type infoEntity struct {
+	prefix configv1.P4Ids_Prefix
+	name   string
+	anns   []annotation
+	p      pos
+	set    func(uint32)
+}
+
+func (c *compiler) assignIDs(ents []infoEntity) {
+	used := map[uint32]bool{}
+	// explicit @id first
+	for _, e := range ents {
+		for _, a := range e.anns {
+			if a.name != "id" {
+				continue
+			}
+			if len(a.args) != 1 || a.args[0].kind != tInt || !a.args[0].val.IsUint64() {
+				c.fail(a.p, "@id needs an integer")
+			}
+			v := a.args[0].val.Uint64()
+			pre := uint64(e.prefix) << 24
+			switch {
+			case v < 1<<24:
+				v |= pre
+			case v>>24 != uint64(e.prefix):
+				c.fail(a.p, "@id %d does not carry the prefix 0x%02x of its entity type", v, e.prefix)
+			}
+			if used[uint32(v)] {
+				c.fail(a.p, "@id %d used twice", v)
+			}
+			used[uint32(v)] = true
+			e.set(uint32(v))
+			e.anns = nil
+		}
+	}
+	for _, e := range ents {
+		explicit := false
+		for _, a := range e.anns {
+			if a.name == "id" {
+				explicit = true
+			}
+		}
+		if explicit {
+			continue
+		}
+		h := jenkinsHash(e.name) & 0xffffff
+		for {
+			id := uint32(e.prefix)<<24 | h
+			if !used[id] {
+				used[id] = true
+				e.set(id)
+				break
+			}
+			h = (h + 1) & 0xffffff
+		}
+	}
+}
+
+// aliases computes p4c's aliases: the shortest suffix of each name (on '.'
+// boundaries) that is not a suffix of any other name.
+func aliases(names []string) map[string]string {
+	out := map[string]string{}
+	for _, n := range names {
+		parts := strings.Split(n, ".")
+		alias := n
+		for k := 1; k <= len(parts); k++ {
+			suf := strings.Join(parts[len(parts)-k:], ".")
+			unique := true
+			for _, o := range names {
+				if o != n && (o == suf || strings.HasSuffix(o, "."+suf)) {
+					unique = false
+					break
+				}
+			}
+			if unique {
+				alias = suf
+				break
+			}
+		}
+		out[n] = alias
+	}
+	return out
+}
+
+func annStrings(anns []annotation, skip ...string) []string {
+	var out []string
+outer:
+	for _, a := range anns {
+		for _, s := range skip {
+			if a.name == s {
+				continue outer
+			}
+		}
+		if a.body == "" && a.args == nil {
+			out = append(out, "@"+a.name)
+		} else {
+			out = append(out, "@"+a.name+"("+a.body+")")
+		}
+	}
+	return out
+}
+
+func (c *compiler) buildP4Info() *configv1.P4Info {
+	p := c.prog
+	for _, t := range p.tables {
+		for _, r := range t.actions {
+			if !r.act.inInfo {
+				continue
+			}
+			found := false
+			for _, a := range p.actions {
+				if a == r.act {
+					found = true
+				}
+			}
+			if !found {
+				p.actions = append(p.actions, r.act)
+			}
+		}
+	}
+	// Declaration order, as p4c: NoAction (core.p4) first.
+	ordered := append([]*actionC(nil), p.actions...)
+	sort.SliceStable(ordered, func(i, j int) bool {
+		a, b := ordered[i].p, ordered[j].p
+		return a.line < b.line || a.line == b.line && a.col < b.col
+	})
+	p.actions = ordered
+	var ents []infoEntity
+	for _, t := range p.tables {
+		t := t
+		ents = append(ents, infoEntity{configv1.P4Ids_TABLE, t.name, t.anns, t.p, func(id uint32) { t.id = id }})
+	}
+	for _, a := range p.actions {
+		a := a
+		ents = append(ents, infoEntity{configv1.P4Ids_ACTION, a.name, a.anns, a.p, func(id uint32) { a.id = id }})
+	}
+	for _, x := range p.counters {
+		x := x
+		ents = append(ents, infoEntity{configv1.P4Ids_COUNTER, x.name, x.anns, x.p, func(id uint32) { x.id = id }})
+	}
+	for _, x := range p.directCounters {
+		x := x
+		if x.table == nil {
+			c.fail(x.p, "direct_counter %s is not attached to a table", x.name)
+		}
+		ents = append(ents, infoEntity{configv1.P4Ids_DIRECT_COUNTER, x.name, x.anns, x.p, func(id uint32) { x.id = id }})
+	}
+	for _, x := range p.registers {
+		x := x
+		ents = append(ents, infoEntity{configv1.P4Ids_REGISTER, x.name, x.anns, x.p, func(id uint32) { x.id = id }})
+	}
+	var cpmIDs = map[string]*uint32{}
+	var cpmTypes []*ptype
+	var cpmNames []string
+	for _, t := range []*ptype{p.packetIn, p.packetOut} {
+		if t == nil {
+			continue
+		}
+		name := "packet_in"
+		if t == p.packetOut {
+			name = "packet_out"
+		}
+		id := new(uint32)
+		cpmIDs[name] = id
+		cpmTypes = append(cpmTypes, t)
+		cpmNames = append(cpmNames, name)
+		ents = append(ents, infoEntity{configv1.P4Ids_CONTROLLER_HEADER, name, nil, pos{}, func(v uint32) { *id = v }})
+	}
+	c.assignIDs(ents)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.name)
+	}
+	al := aliases(names)
+
+	info := &configv1.P4Info{PkgInfo: &configv1.PkgInfo{Arch: "v1model"}}
+	pre := func(id uint32, name string, anns []string) *configv1.Preamble {
+		return &configv1.Preamble{Id: id, Name: name, Alias: al[name], Annotations: anns}
+	}
+	for _, t := range p.tables {
+		ti := &configv1.Table{Preamble: pre(t.id, t.name, nil), Size: int64(t.size), IsConstTable: t.isConst}
+		for i, k := range t.keys {
+			mt := configv1.MatchField_EXACT
+			switch k.match {
+			case "lpm":
+				mt = configv1.MatchField_LPM
+			case "ternary":
+				mt = configv1.MatchField_TERNARY
+			}
+			ti.MatchFields = append(ti.MatchFields, &configv1.MatchField{Id: uint32(i + 1), Name: k.name, Bitwidth: int32(k.w),
+				Match: &configv1.MatchField_MatchType_{MatchType: mt}})
+		}
+		for _, r := range t.actions {
+			ar := &configv1.ActionRef{Id: r.act.id, Scope: r.scope}
+			switch r.scope {
+			case configv1.ActionRef_DEFAULT_ONLY:
+				ar.Annotations = []string{"@defaultonly"}
+			case configv1.ActionRef_TABLE_ONLY:
+				ar.Annotations = []string{"@tableonly"}
+			}
+			ti.ActionRefs = append(ti.ActionRefs, ar)
+		}
+		if t.defConst {
+			ti.ConstDefaultActionId = t.actions[t.defAI].act.id
+		}
+		if t.counter != nil {
+			ti.DirectResourceIds = append(ti.DirectResourceIds, t.counter.id)
+		}
+		info.Tables = append(info.Tables, ti)
+	}
+	for _, a := range p.actions {
+		ai := &configv1.Action{Preamble: pre(a.id, a.name, annStrings(a.anns, "name", "id"))}
+		for i, pr := range a.dataParams() {
+			ai.Params = append(ai.Params, &configv1.Action_Param{Id: uint32(i + 1), Name: pr.name, Bitwidth: int32(widthOf(pr.t))})
+		}
+		info.Actions = append(info.Actions, ai)
+	}
+	for _, x := range p.counters {
+		info.Counters = append(info.Counters, &configv1.Counter{Preamble: pre(x.id, x.name, nil),
+			Spec: &configv1.CounterSpec{Unit: x.unit}, Size: int64(x.size)})
+	}
+	for _, x := range p.directCounters {
+		info.DirectCounters = append(info.DirectCounters, &configv1.DirectCounter{Preamble: pre(x.id, x.name, nil),
+			Spec: &configv1.CounterSpec{Unit: x.unit}, DirectTableId: x.table.id})
+	}
+	for _, x := range p.registers {
+		info.Registers = append(info.Registers, &configv1.Register{Preamble: pre(x.id, x.name, nil),
+			TypeSpec: &configv1.P4DataTypeSpec{TypeSpec: &configv1.P4DataTypeSpec_Bitstring{
+				Bitstring: &configv1.P4BitstringLikeTypeSpec{TypeSpec: &configv1.P4BitstringLikeTypeSpec_Bit{
+					Bit: &configv1.P4BitTypeSpec{Bitwidth: int32(x.t.width)}}}}},
+			Size: int32(x.size)})
+	}
+	for i, t := range cpmTypes {
+		name := cpmNames[i]
+		cm := &configv1.ControllerPacketMetadata{Preamble: pre(*cpmIDs[name], name,
+			[]string{"@controller_header(" + strconv.Quote(name) + ")"})}
+		for j, f := range t.fields {
+			cm.Metadata = append(cm.Metadata, &configv1.ControllerPacketMetadata_Metadata{Id: uint32(j + 1), Name: f.name, Bitwidth: int32(widthOf(f.t))})
+		}
+		info.ControllerPacketMetadata = append(info.ControllerPacketMetadata, cm)
+	}
+	return info
+}

@@ -1,0 +1,359 @@
+package target
+
+import "encoding/binary"
+
+// parserC is a compiled parser: states as closures that return the index
+// of the next state.
+type parserC struct {
+	states  []*stateC
+	start   int
+	perr    int    // slot of standard_metadata.parser_error
+	timeout uint64 // error.ParserTimeout
+}
+
+type stateC struct {
+	name string
+	body stmtFn
+	next func(*pktState) int
+}
+
+const (
+	stateAccept = -1
+	stateReject = -2
+	// maxParserSteps bounds parser loops (ParserTimeout beyond).
+	maxParserSteps = 1024
+)
+
+// run executes the parser; it reports whether it accepted. On reject,
+// standard_metadata.parser_error holds the error.
+func (p *parserC) run(s *pktState) bool {
+	st := p.start
+	for steps := 0; steps < maxParserSteps; steps++ {
+		state := p.states[st]
+		if state.body(s) == flowReject {
+			return false
+		}
+		st = state.next(s)
+		switch st {
+		case stateAccept:
+			return true
+		case stateReject:
+			return false
+		}
+	}
+	s.slots[p.perr] = p.timeout
+	return false
+}
+
+func (c *compiler) compileParser(d *parserDecl, sc *scope) *parserC {
+	c.ctlName = d.name
+	c.inParser = true
+	defer func() { c.inParser = false }()
+	local := newScope(sc)
+	for _, l := range d.locals {
+		switch l.(type) {
+		case *varDecl, *constDecl:
+			c.localDecl(local, l)
+		default:
+			c.fail(l.declPos(), "only variables and constants can be declared in a parser")
+		}
+	}
+	p := &parserC{start: -1, perr: c.prog.smParserError, timeout: c.prog.errCodes["ParserTimeout"]}
+	index := map[string]int{"accept": stateAccept, "reject": stateReject}
+	for i, st := range d.states {
+		if st.name == "accept" || st.name == "reject" {
+			c.fail(st.p, "state %s is predefined", st.name)
+		}
+		if _, dup := index[st.name]; dup {
+			c.fail(st.p, "state %s declared twice", st.name)
+		}
+		index[st.name] = i
+		if st.name == "start" {
+			p.start = i
+		}
+	}
+	if p.start < 0 {
+		c.fail(d.p, "parser %s has no start state", d.name)
+	}
+	noMatch := c.prog.errCodes["NoMatch"]
+	perr := c.prog.smParserError
+	for _, st := range d.states {
+		ssc := newScope(local)
+		var list []stmtFn
+		for _, s := range st.stmts {
+			if f := c.stmt(ssc, s); f != nil {
+				list = append(list, f)
+			}
+		}
+		sc := &stateC{name: st.name, body: seq(list)}
+		tr := st.trans
+		if tr == nil {
+			c.fail(st.p, "state %s has no transition", st.name)
+		}
+		target := func(name string, at pos) int {
+			i, ok := index[name]
+			if !ok {
+				c.fail(at, "unknown state %s", name)
+			}
+			return i
+		}
+		if tr.sel == nil {
+			n := target(tr.target, tr.p)
+			sc.next = func(*pktState) int { return n }
+		} else {
+			sc.next = c.selectFn(ssc, tr, target, noMatch, perr)
+		}
+		p.states = append(p.states, sc)
+	}
+	return p
+}
+
+type selCase struct {
+	vals, masks []uint64
+	next        int
+}
+
+func (c *compiler) selectFn(sc *scope, tr *transition, target func(string, pos) int, noMatch uint64, perr int) func(*pktState) int {
+	var keys []exprFn
+	var types []*ptype
+	for _, e := range tr.sel {
+		v := c.typed(c.rvalue(sc, e, nil), e.exprPos())
+		keys = append(keys, v.fn)
+		types = append(types, v.t)
+	}
+	var cases []selCase
+	for _, cs := range tr.cases {
+		sc2 := selCase{next: target(cs.target, cs.p)}
+		if len(cs.keys) == 1 && len(keys) > 1 {
+			if _, ok := cs.keys[0].(*defaultExpr); ok {
+				sc2.vals = make([]uint64, len(keys))
+				sc2.masks = make([]uint64, len(keys))
+				cases = append(cases, sc2)
+				continue
+			}
+		}
+		if len(cs.keys) != len(keys) {
+			c.fail(cs.p, "select case has %d values, select has %d", len(cs.keys), len(keys))
+		}
+		for i, k := range cs.keys {
+			v, m := c.keysetValue(sc, k, types[i])
+			sc2.vals = append(sc2.vals, v)
+			sc2.masks = append(sc2.masks, m)
+		}
+		cases = append(cases, sc2)
+	}
+	if len(keys) == 1 {
+		k0 := keys[0]
+		return func(s *pktState) int {
+			v := k0(s)
+			for i := range cases {
+				cs := &cases[i]
+				if v&cs.masks[0] == cs.vals[0] {
+					return cs.next
+				}
+			}
+			s.slots[perr] = noMatch
+			return stateReject
+		}
+	}
+	return func(s *pktState) int {
+	next:
+		for i := range cases {
+			cs := &cases[i]
+			for j, k := range keys {
+				if k(s)&cs.masks[j] != cs.vals[j] {
+					continue next
+				}
+			}
+			return cs.next
+		}
+		s.slots[perr] = noMatch
+		return stateReject
+	}
+}
+
+// keysetValue evaluates a constant keyset element: a value, value &&& mask,
+// or default/_ (mask 0). The value is returned already masked.
+func (c *compiler) keysetValue(sc *scope, e expr, t *ptype) (uint64, uint64) {
+	if _, ok := e.(*defaultExpr); ok {
+		return 0, 0
+	}
+	m := mask(widthOf(t))
+	if b, ok := e.(*binExpr); ok && b.op == "&&&" {
+		v := c.rvalue(sc, b.l, t)
+		mv := c.rvalue(sc, b.r, t)
+		if !v.isConst || !mv.isConst {
+			c.fail(e.exprPos(), "keyset values must be compile-time constants")
+		}
+		return v.k & mv.k, mv.k
+	}
+	v := c.rvalue(sc, e, t)
+	if !v.isConst {
+		c.fail(e.exprPos(), "keyset values must be compile-time constants")
+	}
+	return v.k, m
+}
+
+// Header (de)serialisation. Field values are big-endian bit strings.
+
+func getBits(b []byte, bitOff, w int) uint64 {
+	if bitOff&7 == 0 && w&7 == 0 {
+		i := bitOff >> 3
+		switch w {
+		case 8:
+			return uint64(b[i])
+		case 16:
+			return uint64(binary.BigEndian.Uint16(b[i:]))
+		case 32:
+			return uint64(binary.BigEndian.Uint32(b[i:]))
+		case 64:
+			return binary.BigEndian.Uint64(b[i:])
+		}
+		var v uint64
+		for k := 0; k < w>>3; k++ {
+			v = v<<8 | uint64(b[i+k])
+		}
+		return v
+	}
+	var v uint64
+	pos, need := bitOff, w
+	for need > 0 {
+		bi := pos >> 3
+		inb := pos & 7
+		avail := 8 - inb
+		take := min(avail, need)
+		chunk := uint64(b[bi]>>uint(avail-take)) & mask(take)
+		v = v<<uint(take) | chunk
+		need -= take
+		pos += take
+	}
+	return v
+}
+
+func putBits(b []byte, bitOff, w int, v uint64) {
+	if bitOff&7 == 0 && w&7 == 0 {
+		i := bitOff >> 3
+		switch w {
+		case 8:
+			b[i] = byte(v)
+			return
+		case 16:
+			binary.BigEndian.PutUint16(b[i:], uint16(v))
+			return
+		case 32:
+			binary.BigEndian.PutUint32(b[i:], uint32(v))
+			return
+		case 64:
+			binary.BigEndian.PutUint64(b[i:], v)
+			return
+		}
+		for k := w>>3 - 1; k >= 0; k-- {
+			b[i+k] = byte(v)
+			v >>= 8
+		}
+		return
+	}
+	pos, left := bitOff+w, w
+	for left > 0 {
+		end := pos - 1 // last bit to write (bit index from the start)
+		bi := end >> 3
+		inb := end & 7 // position within the byte, 0 = MSB
+		room := inb + 1
+		take := min(room, left)
+		shift := uint(7 - inb)
+		m := byte(mask(take)) << shift
+		b[bi] = b[bi]&^m | byte(v)<<shift&m
+		v >>= uint(take)
+		left -= take
+		pos -= take
+	}
+}
+
+// headerCodec decodes and encodes one header type.
+type headerCodec struct {
+	bytes  int
+	fields []codecField
+}
+
+type codecField struct {
+	slot   int // relative to the header's base
+	bitOff int
+	w      int
+}
+
+func codecOf(t *ptype) *headerCodec {
+	h := &headerCodec{bytes: t.bits / 8}
+	for _, f := range t.fields {
+		h.fields = append(h.fields, codecField{slot: f.off, bitOff: f.bitOff, w: widthOf(f.t)})
+	}
+	return h
+}
+
+func (c *compiler) extract(sc *scope, e *callExpr) stmtFn {
+	if !c.inParser {
+		c.fail(e.p, "extract is only allowed in parsers")
+	}
+	if len(e.args) != 1 {
+		c.fail(e.p, "only the one-argument extract(hdr) is supported")
+	}
+	v := c.expr(sc, e.args[0])
+	if v.lv == nil || v.t.kind != kHeader || v.lv.readonly {
+		c.fail(e.args[0].exprPos(), "extract needs a header")
+	}
+	h := codecOf(v.t)
+	base := v.lv.base
+	perr := c.prog.smParserError
+	tooShort := c.prog.errCodes["PacketTooShort"]
+	return func(s *pktState) flow {
+		n := h.bytes
+		if s.off+n > len(s.pkt) {
+			s.slots[perr] = tooShort
+			return flowReject
+		}
+		b := s.pkt[s.off : s.off+n]
+		for _, f := range h.fields {
+			s.slots[base+f.slot] = getBits(b, f.bitOff, f.w)
+		}
+		s.slots[base] = 1
+		s.off += n
+		return flowNext
+	}
+}
+
+func (c *compiler) emit(sc *scope, e *callExpr) stmtFn {
+	if len(e.args) != 1 {
+		c.fail(e.p, "emit takes one argument")
+	}
+	v := c.expr(sc, e.args[0])
+	if v.lv == nil || (v.t.kind != kHeader && v.t.kind != kStruct) {
+		c.fail(e.args[0].exprPos(), "emit needs a header or a struct of headers")
+	}
+	var list []stmtFn
+	var walk func(t *ptype, base int, at pos)
+	walk = func(t *ptype, base int, at pos) {
+		if t.kind == kStruct {
+			for _, f := range t.fields {
+				walk(f.t, base+f.off, at)
+			}
+			return
+		}
+		if t.kind != kHeader {
+			c.fail(at, "emit: %s is not a header", t)
+		}
+		h := codecOf(t)
+		list = append(list, func(s *pktState) flow {
+			if s.slots[base] == 0 {
+				return flowNext
+			}
+			o := len(s.out)
+			s.out = s.out[:o+h.bytes]
+			b := s.out[o:]
+			for _, f := range h.fields {
+				putBits(b, f.bitOff, f.w, s.slots[base+f.slot])
+			}
+			return flowNext
+		})
+	}
+	walk(v.t, v.lv.base, e.p)
+	return seq(list)
+}

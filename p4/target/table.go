@@ -1,0 +1,555 @@
+package target
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/big"
+	"sort"
+	"strings"
+
+	configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
+)
+
+// tableKind is how a table is looked up.
+type tableKind uint8
+
+const (
+	tkKeyless tableKind = iota // no key: always the default action
+	tkExact                    // all keys exact: one hash map
+	tkLPM                      // one lpm key, the rest exact: a hash map per prefix length
+	tkTernary                  // any ternary key: priority-ordered scan
+)
+
+type keyC struct {
+	name  string
+	fn    exprFn
+	w     int
+	match string // "exact", "lpm", "ternary"
+}
+
+type tableActionRef struct {
+	act   *actionC
+	scope configv1.ActionRef_Scope
+	anns  []annotation
+}
+
+// tableC is a compiled table.
+type tableC struct {
+	name      string
+	localName string
+	id        uint32
+	keys      []keyC
+	actions   []tableActionRef
+	defAI     int
+	defParams []uint64
+	defConst  bool
+	size      int
+	entries   []*entry // initial entries (const entries or entries)
+	isConst   bool
+	counter   *externC
+	hitSlot   int
+	runSlot   int
+	keySlot   int
+	idx       int
+	kind      tableKind
+	lpmKey    int
+	anns      []annotation
+	p         pos
+}
+
+// entry is one table entry. vals are already masked; for exact keys the
+// mask is all ones, for lpm the prefix mask, for ternary the given mask.
+type entry struct {
+	vals, masks []uint64
+	plen        int // lpm prefix length (tkLPM)
+	prio        int32
+	ai          int // index in the table's actions
+	params      []uint64
+	packets     uint64
+	bytes       uint64
+	meta        uint64 // controller_metadata
+	metaBytes   []byte // metadata
+	seq         uint64 // insertion order (ties between equal priorities)
+}
+
+func (c *compiler) declareTable(sc *scope, d *tableDecl) *tableC {
+	t := &tableC{name: c.fqName(d.name, d.anns), localName: d.name, anns: d.anns, p: d.p, size: 1024, defAI: -1}
+	t.idx = len(c.prog.tables)
+	seen := map[string]bool{}
+	var defProp, entProp *tableProp
+	for i := range d.props {
+		pr := &d.props[i]
+		if seen[pr.name] {
+			c.fail(pr.p, "table property %s given twice", pr.name)
+		}
+		seen[pr.name] = true
+		switch pr.name {
+		case "key":
+			for _, k := range pr.keys {
+				v := c.typed(c.rvalue(sc, k.e, nil), k.e.exprPos())
+				if v.t.kind != kBit && v.t.kind != kBool {
+					c.fail(k.p, "table key of type %s is not supported (bit<W> or bool)", v.t)
+				}
+				switch k.match {
+				case "exact", "lpm", "ternary":
+				case "range", "optional", "selector":
+					c.fail(k.p, "match kind %s is not supported (exact, ternary, lpm are)", k.match)
+				default:
+					c.fail(k.p, "unknown match kind %s", k.match)
+				}
+				name := exprString(k.e)
+				for _, a := range k.anns {
+					if a.name == "name" && len(a.args) == 1 && a.args[0].kind == tString {
+						name = a.args[0].text
+					}
+				}
+				t.keys = append(t.keys, keyC{name: name, fn: v.fn, w: widthOf(v.t), match: k.match})
+			}
+		case "actions":
+			for _, ar := range pr.actions {
+				s := sc.lookup(ar.name)
+				if s == nil || s.kind != sAction {
+					c.fail(ar.p, "unknown action %s", ar.name)
+				}
+				if len(ar.args) > 0 {
+					c.fail(ar.p, "binding action arguments in the actions list is not supported")
+				}
+				for _, p := range s.act.params {
+					if p.dir != "" {
+						c.fail(ar.p, "action %s has directional parameters and cannot be a table action", ar.name)
+					}
+				}
+				for _, prev := range t.actions {
+					if prev.act == s.act {
+						c.fail(ar.p, "action %s listed twice", ar.name)
+					}
+				}
+				ref := tableActionRef{act: s.act, scope: configv1.ActionRef_TABLE_AND_DEFAULT, anns: ar.anns}
+				for _, a := range ar.anns {
+					switch a.name {
+					case "defaultonly":
+						ref.scope = configv1.ActionRef_DEFAULT_ONLY
+					case "tableonly":
+						ref.scope = configv1.ActionRef_TABLE_ONLY
+					}
+				}
+				t.actions = append(t.actions, ref)
+			}
+		case "default_action":
+			defProp = pr
+		case "size":
+			t.size = c.sizeArg(sc, pr.val)
+		case "entries":
+			entProp = pr
+			t.isConst = pr.isConst
+		case "counters":
+			id, ok := pr.val.(*identExpr)
+			var s *symbol
+			if ok {
+				s = sc.lookup(id.name)
+			}
+			if s == nil || s.kind != sExtern || s.ext.kind != "direct_counter" {
+				c.fail(pr.p, "counters must name a direct_counter")
+			}
+			if s.ext.table != nil {
+				c.fail(pr.p, "direct_counter %s is already attached to table %s", id.name, s.ext.table.name)
+			}
+			s.ext.table = t
+			t.counter = s.ext
+		case "support_timeout":
+			v := c.rvalue(sc, pr.val, boolT)
+			if !v.isConst || v.k != 0 {
+				c.fail(pr.p, "idle timeouts are not supported")
+			}
+		default:
+			c.fail(pr.p, "table property %s is not supported", pr.name)
+		}
+	}
+	if !seen["actions"] {
+		c.fail(d.p, "table %s has no actions property", d.name)
+	}
+	// Lookup structure.
+	nl, nt := 0, 0
+	for i, k := range t.keys {
+		switch k.match {
+		case "lpm":
+			nl++
+			t.lpmKey = i
+		case "ternary":
+			nt++
+		}
+	}
+	switch {
+	case len(t.keys) == 0:
+		t.kind = tkKeyless
+	case nt == 0 && nl == 0:
+		t.kind = tkExact
+	case nt == 0 && nl == 1:
+		t.kind = tkLPM
+	default:
+		t.kind = tkTernary
+	}
+	// Default action.
+	if defProp != nil {
+		ai, params := c.actionCall(sc, t, defProp.val, true)
+		t.defAI, t.defParams, t.defConst = ai, params, defProp.isConst
+	} else {
+		na := c.global.m["NoAction"].act
+		for i, r := range t.actions {
+			if r.act == na {
+				t.defAI = i
+			}
+		}
+		if t.defAI < 0 {
+			t.actions = append(t.actions, tableActionRef{act: na, scope: configv1.ActionRef_DEFAULT_ONLY})
+			t.defAI = len(t.actions) - 1
+		}
+	}
+	if entProp != nil {
+		for i, en := range entProp.entries {
+			e := c.constEntry(sc, t, &en)
+			e.prio = int32(len(entProp.entries) - i)
+			e.seq = uint64(i)
+			if t.kind != tkTernary {
+				e.prio = 0
+			}
+			t.entries = append(t.entries, e)
+		}
+		if len(t.entries) > t.size {
+			c.fail(entProp.p, "table %s has %d entries but size %d", d.name, len(t.entries), t.size)
+		}
+	}
+	t.hitSlot = c.alloc(1)
+	t.runSlot = c.alloc(1)
+	t.keySlot = c.alloc(len(t.keys))
+	for _, r := range t.actions {
+		r.act.inInfo = true
+	}
+	c.prog.tables = append(c.prog.tables, t)
+	return t
+}
+
+// actionCall resolves an action invocation a(args) of a table (default
+// action or entry) with constant action data.
+func (c *compiler) actionCall(sc *scope, t *tableC, e expr, isDefault bool) (int, []uint64) {
+	var name string
+	var args []expr
+	at := e.exprPos()
+	switch x := e.(type) {
+	case *identExpr:
+		name = x.name
+	case *callExpr:
+		id, ok := x.fn.(*identExpr)
+		if !ok {
+			c.fail(at, "expected an action call")
+		}
+		name, args = id.name, x.args
+	default:
+		c.fail(at, "expected an action call")
+	}
+	s := sc.lookup(name)
+	if s == nil || s.kind != sAction {
+		c.fail(at, "unknown action %s", name)
+	}
+	ai := -1
+	for i, r := range t.actions {
+		if r.act == s.act {
+			ai = i
+		}
+	}
+	if ai < 0 {
+		c.fail(at, "action %s is not in the actions of table %s", name, t.localName)
+	}
+	scope := t.actions[ai].scope
+	if isDefault && scope == configv1.ActionRef_TABLE_ONLY {
+		c.fail(at, "action %s is @tableonly", name)
+	}
+	if !isDefault && scope == configv1.ActionRef_DEFAULT_ONLY {
+		c.fail(at, "action %s is @defaultonly", name)
+	}
+	dp := s.act.dataParams()
+	if len(args) != len(dp) {
+		c.fail(at, "action %s takes %d arguments, got %d", name, len(dp), len(args))
+	}
+	var params []uint64
+	for i, p := range dp {
+		v := c.rvalue(sc, args[i], p.t)
+		if !v.isConst {
+			c.fail(args[i].exprPos(), "action data must be a compile-time constant")
+		}
+		params = append(params, v.k)
+	}
+	return ai, params
+}
+
+func (c *compiler) constEntry(sc *scope, t *tableC, en *entryAST) *entry {
+	keys := en.keys
+	if len(keys) != len(t.keys) {
+		c.fail(en.p, "entry has %d key values, table %s has %d keys", len(keys), t.localName, len(t.keys))
+	}
+	e := &entry{}
+	for i, k := range t.keys {
+		kt := bitT(k.w)
+		v, m := c.keysetValue(sc, keys[i], kt)
+		switch k.match {
+		case "exact":
+			if m != mask(k.w) {
+				c.fail(keys[i].exprPos(), "exact key %s needs a value", k.name)
+			}
+		case "lpm":
+			pl := prefixLen(m, k.w)
+			if pl < 0 {
+				c.fail(keys[i].exprPos(), "lpm key %s: mask is not a prefix", k.name)
+			}
+			e.plen = pl
+		}
+		e.vals = append(e.vals, v)
+		e.masks = append(e.masks, m)
+	}
+	e.ai, e.params = c.actionCall(sc, t, actionRefExpr(en.action), false)
+	return e
+}
+
+func actionRefExpr(a actionRefAST) expr {
+	if a.args == nil {
+		return &identExpr{p: a.p, name: a.name}
+	}
+	return &callExpr{p: a.p, fn: &identExpr{p: a.p, name: a.name}, args: a.args}
+}
+
+// prefixLen returns the prefix length of mask m over w bits, or -1.
+func prefixLen(m uint64, w int) int {
+	for pl := 0; pl <= w; pl++ {
+		if m == prefixMask(pl, w) {
+			return pl
+		}
+	}
+	return -1
+}
+
+func prefixMask(pl, w int) uint64 {
+	return mask(w) &^ mask(w-pl)
+}
+
+// exprString prints a key expression the way p4c names match fields.
+func exprString(e expr) string {
+	switch e := e.(type) {
+	case *identExpr:
+		return e.name
+	case *memberExpr:
+		return exprString(e.x) + "." + e.name
+	case *callExpr:
+		var args []string
+		for _, a := range e.args {
+			args = append(args, exprString(a))
+		}
+		return exprString(e.fn) + "(" + strings.Join(args, ", ") + ")"
+	case *sliceExpr:
+		return fmt.Sprintf("%s[%s:%s]", exprString(e.x), exprString(e.hi), exprString(e.lo))
+	case *intExpr:
+		return e.text
+	case *castExpr:
+		return "(" + typeString(e.t) + ")" + exprString(e.x)
+	case *binExpr:
+		return exprString(e.l) + " " + e.op + " " + exprString(e.r)
+	}
+	return "key"
+}
+
+func typeString(t *typeRef) string {
+	switch t.kind {
+	case "bit", "int", "varbit":
+		if ie, ok := t.width.(*intExpr); ok {
+			return fmt.Sprintf("%s<%s>", t.kind, ie.val)
+		}
+		return t.kind
+	case "name":
+		return t.name
+	}
+	return t.kind
+}
+
+// Runtime side.
+
+// tableRT is a table's runtime state in a Device.
+type tableRT struct {
+	c         *tableC
+	byID      map[string]*entry // identity (match + priority) -> entry
+	exact     map[string]*entry // tkExact lookup
+	lpm       map[int]map[string]*entry
+	plens     []int // prefix lengths present, longest first
+	tern      []*entry
+	defAI     int
+	defParams []uint64
+	seq       uint64
+}
+
+func newTableRT(t *tableC) *tableRT {
+	rt := &tableRT{c: t}
+	rt.reset()
+	return rt
+}
+
+func (rt *tableRT) reset() {
+	t := rt.c
+	rt.byID = map[string]*entry{}
+	rt.exact = map[string]*entry{}
+	rt.lpm = map[int]map[string]*entry{}
+	rt.plens = nil
+	rt.tern = nil
+	rt.defAI, rt.defParams = t.defAI, append([]uint64(nil), t.defParams...)
+	for _, e := range t.entries {
+		cp := *e
+		cp.vals = append([]uint64(nil), e.vals...)
+		cp.masks = append([]uint64(nil), e.masks...)
+		cp.params = append([]uint64(nil), e.params...)
+		rt.insert(&cp)
+	}
+}
+
+// identity is the key of an entry for P4Runtime (match fields and priority).
+func (rt *tableRT) identity(e *entry) string {
+	b := make([]byte, 0, 16*len(e.vals)+4)
+	for i := range e.vals {
+		b = binary.BigEndian.AppendUint64(b, e.vals[i])
+		b = binary.BigEndian.AppendUint64(b, e.masks[i])
+	}
+	b = binary.BigEndian.AppendUint32(b, uint32(e.prio))
+	return string(b)
+}
+
+func lookupKey(b []byte, vals []uint64, lpmKey int, lpmMask uint64) []byte {
+	for i, v := range vals {
+		if i == lpmKey {
+			v &= lpmMask
+		}
+		b = binary.BigEndian.AppendUint64(b, v)
+	}
+	return b
+}
+
+func (rt *tableRT) insert(e *entry) {
+	rt.seq++
+	e.seq = rt.seq
+	rt.byID[rt.identity(e)] = e
+	t := rt.c
+	switch t.kind {
+	case tkExact:
+		rt.exact[string(lookupKey(nil, e.vals, -1, 0))] = e
+	case tkLPM:
+		m := rt.lpm[e.plen]
+		if m == nil {
+			m = map[string]*entry{}
+			rt.lpm[e.plen] = m
+			rt.plens = append(rt.plens, e.plen)
+			sort.Sort(sort.Reverse(sort.IntSlice(rt.plens)))
+		}
+		m[string(lookupKey(nil, e.vals, t.lpmKey, e.masks[t.lpmKey]))] = e
+	case tkTernary:
+		rt.tern = append(rt.tern, e)
+		sort.SliceStable(rt.tern, func(i, j int) bool {
+			if rt.tern[i].prio != rt.tern[j].prio {
+				return rt.tern[i].prio > rt.tern[j].prio
+			}
+			return rt.tern[i].seq < rt.tern[j].seq
+		})
+	}
+}
+
+func (rt *tableRT) remove(e *entry) {
+	delete(rt.byID, rt.identity(e))
+	t := rt.c
+	switch t.kind {
+	case tkExact:
+		delete(rt.exact, string(lookupKey(nil, e.vals, -1, 0)))
+	case tkLPM:
+		m := rt.lpm[e.plen]
+		delete(m, string(lookupKey(nil, e.vals, t.lpmKey, e.masks[t.lpmKey])))
+		if len(m) == 0 {
+			delete(rt.lpm, e.plen)
+			for i, pl := range rt.plens {
+				if pl == e.plen {
+					rt.plens = append(rt.plens[:i], rt.plens[i+1:]...)
+					break
+				}
+			}
+		}
+	case tkTernary:
+		for i, x := range rt.tern {
+			if x == e {
+				rt.tern = append(rt.tern[:i], rt.tern[i+1:]...)
+				break
+			}
+		}
+	}
+}
+
+// lookup finds the entry matching the key values in s.slots[keySlot:].
+func (rt *tableRT) lookup(s *pktState) *entry {
+	t := rt.c
+	keys := s.slots[t.keySlot : t.keySlot+len(t.keys)]
+	switch t.kind {
+	case tkExact:
+		s.keyBuf = lookupKey(s.keyBuf[:0], keys, -1, 0)
+		return rt.exact[string(s.keyBuf)]
+	case tkLPM:
+		w := t.keys[t.lpmKey].w
+		for _, pl := range rt.plens {
+			s.keyBuf = lookupKey(s.keyBuf[:0], keys, t.lpmKey, prefixMask(pl, w))
+			if e := rt.lpm[pl][string(s.keyBuf)]; e != nil {
+				return e
+			}
+		}
+	case tkTernary:
+	next:
+		for _, e := range rt.tern {
+			for i, k := range keys {
+				if k&e.masks[i] != e.vals[i] {
+					continue next
+				}
+			}
+			return e
+		}
+	}
+	return nil
+}
+
+// applyFn compiles t.apply().
+func (t *tableC) applyFn() stmtFn {
+	keys := t.keys
+	ks, hs, rs, idx := t.keySlot, t.hitSlot, t.runSlot, t.idx
+	acts := make([]*actionC, len(t.actions))
+	slots := make([][]int, len(t.actions))
+	for i, r := range t.actions {
+		acts[i] = r.act
+		for _, p := range r.act.dataParams() {
+			slots[i] = append(slots[i], p.slot)
+		}
+	}
+	return func(s *pktState) flow {
+		for i := range keys {
+			s.slots[ks+i] = keys[i].fn(s)
+		}
+		rt := s.dev.tables[idx]
+		ai, params := rt.defAI, rt.defParams
+		hit := uint64(0)
+		if e := rt.lookup(s); e != nil {
+			hit = 1
+			ai, params = e.ai, e.params
+			e.packets++
+			e.bytes += uint64(len(s.pkt))
+		}
+		s.slots[hs] = hit
+		s.slots[rs] = uint64(ai)
+		for i, sl := range slots[ai] {
+			s.slots[sl] = params[i]
+		}
+		acts[ai].body(s)
+		if s.exited {
+			return flowReturn
+		}
+		return flowNext
+	}
+}
+
+var _ = big.NewInt
