@@ -18,6 +18,9 @@
 //   - Parse uses the IPv4 total length to find the end of the packet; any
 //     Ethernet trailer (minimum-frame padding) is ignored and reported in
 //     Packet.Trailer. Rewrites that change the length drop the trailer.
+//   - Build writes the RoCEv2 frame exactly, without padding it to the
+//     60-byte Ethernet minimum (a bare ACK is 62 bytes, a SEND with an empty
+//     payload 58): padding is the link's business, and Parse ignores it.
 //   - Build always writes UDP checksum 0 (allowed for RoCEv2 over IPv4), and
 //     rewrites clear a non-zero UDP checksum, because they would invalidate it.
 //   - The pad bytes (BTH PadCnt) are written as zeros. Build requires the
