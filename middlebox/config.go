@@ -12,7 +12,7 @@ const (
 	DefaultConnRingSize = 256
 	DefaultWindow       = 256
 	DefaultMaxConns     = 4096
-	DefaultMaxWords     = 1 << 16
+	DefaultMaxWords     = 1 << 14
 	DefaultPMTU         = 4096
 )
 
@@ -42,6 +42,10 @@ type Config struct {
 	Servers []ServerConfig `mapstructure:"servers" yaml:"servers"`
 	// Conns preloads connections (both directions known from the start).
 	Conns []ConnConfig `mapstructure:"conns" yaml:"conns"`
+	// Words seeds the values of tracked words (e.g. Sherman's locks, all 0
+	// at start), so their first CMP_SWAP is already replaced by a WRITE.
+	// Each must lie in a CASToWrite range of some server.
+	Words []WordConfig `mapstructure:"words" yaml:"words"`
 }
 
 // ServerConfig describes one memory node.
@@ -80,6 +84,12 @@ func (r Range) covers(o Range) bool {
 		return false
 	}
 	return o.Lo >= r.Lo && o.Hi <= r.Hi
+}
+
+// WordConfig seeds a tracked 8-byte word (VA 8-aligned) with its value.
+type WordConfig struct {
+	VA    uint64 `mapstructure:"va" yaml:"va"`
+	Value uint64 `mapstructure:"value" yaml:"value"`
 }
 
 // ConnConfig preloads one RC connection. MACs may be left empty (learned
@@ -180,6 +190,19 @@ func (c *Config) Validate() error {
 		if _, err := cc.parse(); err != nil {
 			return fmt.Errorf("middlebox config: conns[%d]: %w", i, err)
 		}
+	}
+	for i, w := range d.Words {
+		ok := w.VA&7 == 0
+		found := false
+		for _, s := range d.Servers {
+			found = found || inRanges(s.CASToWrite, w.VA)
+		}
+		if !ok || !found {
+			return fmt.Errorf("middlebox config: words[%d] VA %#x: must be 8-aligned and inside a cas-to-write range", i, w.VA)
+		}
+	}
+	if len(d.Words) > d.MaxWords {
+		return fmt.Errorf("middlebox config: %d seeded words exceed max-words %d", len(d.Words), d.MaxWords)
 	}
 	if len(d.Conns) > d.MaxConns {
 		return fmt.Errorf("middlebox config: %d preloaded conns exceed max-conns %d", len(d.Conns), d.MaxConns)

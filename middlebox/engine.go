@@ -50,6 +50,16 @@ func New(cfg Config) (*Engine, error) {
 		e.srvIdx[sv.ip] = int32(len(e.servers))
 		e.servers = append(e.servers, sv)
 	}
+	for _, w := range d.Words {
+		for si, s := range e.servers {
+			if !inRanges(s.cas, w.VA) {
+				continue
+			}
+			if wi := e.words.lookup(int32(si), w.VA, true); wi >= 0 {
+				e.words.slots[wi].known, e.words.slots[wi].value = true, w.Value
+			}
+		}
+	}
 	for i, cc := range d.Conns {
 		p, _ := cc.parse()
 		if _, err := e.addConn(p, false); err != nil {
@@ -385,11 +395,11 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 	switch cls {
 	case opAtomic:
 		if inRanges(sv.cas, va) {
-			frame, rewrite = e.atomicOnWord(p, first, va, onShared, rewrite)
+			frame, rewrite = e.atomicOnWord(si, p, first, va, onShared, rewrite)
 		}
 	case opWriteOnly, opMultiFirst:
 		if len(sv.cas) > 0 && inRanges(sv.cas, va) {
-			e.writeOnWords(p, first, va, onShared)
+			e.writeOnWords(si, p, first, va, onShared)
 		}
 	}
 	if remapped {
@@ -413,8 +423,8 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 // atomicOnWord handles a CMP_SWAP or FETCH_ADD on a tracked word: replaced
 // by a WRITE of the outcome when the word's value is known, else sent
 // unchanged and logged so its ATOMIC ACK can teach the value.
-func (e *Engine) atomicOnWord(p *roce.Packet, en *entry, va uint64, onShared, rewrite bool) ([]byte, bool) {
-	wi := e.words.lookup(va&^7, true)
+func (e *Engine) atomicOnWord(si int32, p *roce.Packet, en *entry, va uint64, onShared, rewrite bool) ([]byte, bool) {
+	wi := e.words.lookup(si, va&^7, true)
 	isFA := p.Opcode == roce.OpRCFetchAdd
 	en.fa = isFA
 	if wi < 0 || va&7 != 0 {
@@ -452,14 +462,14 @@ func (e *Engine) atomicOnWord(p *roce.Packet, en *entry, va uint64, onShared, re
 
 // writeOnWords applies a WRITE (its first packet's payload) to the tracked
 // words it covers.
-func (e *Engine) writeOnWords(p *roce.Packet, en *entry, va uint64, onShared bool) {
+func (e *Engine) writeOnWords(si int32, p *roce.Packet, en *entry, va uint64, onShared bool) {
 	pl := p.Payload
 	end := va + uint64(len(pl))
 	if uint64(p.RETH.DMALen()) > uint64(len(pl)) {
 		end = va + uint64(p.RETH.DMALen()) // later packets: unknown bytes
 	}
 	for wva := va &^ 7; wva < end; wva += 8 {
-		wi := e.words.lookup(wva, false)
+		wi := e.words.lookup(si, wva, false)
 		if wi < 0 {
 			continue
 		}

@@ -41,7 +41,7 @@ func testConfig(remapAll, cas bool) Config {
 	if cas {
 		s.CASToWrite = []Range{{Lo: 0x1000, Hi: 0x2000}}
 	}
-	return Config{Servers: []ServerConfig{s}, RingSize: 64, ConnRingSize: 16, Window: 16, PMTU: 1024}
+	return Config{Servers: []ServerConfig{s}, RingSize: 64, ConnRingSize: 16, Window: 16, PMTU: 1024, MaxWords: 64, MaxConns: 64}
 }
 
 func newTestRack(t testing.TB, n int, cfg Config) *testRack {

@@ -48,6 +48,7 @@ func (o wop) apply(v uint64) uint64 {
 }
 
 type word struct {
+	srv     int32
 	va      uint64
 	used    bool
 	known   bool
@@ -83,21 +84,21 @@ func hashVA(va uint64) uint64 {
 	return va
 }
 
-// lookup returns the word at va (8-aligned), creating it if create is set
+// lookup returns the word at va on server srv (8-aligned), creating it if create is set
 // and the table has room; -1 if absent.
-func (t *wordTable) lookup(va uint64, create bool) int32 {
-	i := hashVA(va) & t.mask
+func (t *wordTable) lookup(srv int32, va uint64, create bool) int32 {
+	i := hashVA(va^uint64(srv)<<52) & t.mask
 	for {
 		w := &t.slots[i]
 		if !w.used {
 			if !create || t.used >= t.limit {
 				return -1
 			}
-			*w = word{va: va, used: true}
+			*w = word{srv: srv, va: va, used: true}
 			t.used++
 			return int32(i)
 		}
-		if w.va == va {
+		if w.va == va && w.srv == srv {
 			return int32(i)
 		}
 		i = (i + 1) & t.mask
