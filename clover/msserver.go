@@ -1,0 +1,211 @@
+package clover
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/swordbox/swordbox/roce/verbs"
+)
+
+// MetadataServer is the MS's thin shell: it serves the MetaCore to clients
+// over two-sided SEND/RECV on one RC queue pair per client and pushes a
+// message to every client at each new epoch.
+type MetadataServer struct {
+	core  *MetaCore
+	dev   Registrar
+	cq    verbs.CQ
+	start time.Time
+	tick  time.Duration
+
+	mu      sync.Mutex
+	clients map[uint32]*msClient
+	order   []*msClient
+}
+
+// Registrar registers local memory (verbs.Device satisfies it).
+type Registrar interface {
+	RegisterMR(buf []byte, access verbs.Access) (verbs.MemoryRegion, error)
+}
+
+type msClient struct {
+	qp       verbs.QP
+	mr       verbs.MemoryRegion
+	buf      []byte
+	sendBusy [msSendBuffers]bool
+	next     int
+}
+
+const (
+	msRecvBuffers = 8
+	msSendBuffers = 8
+	msSendTag     = 1 << 62
+)
+
+// NewMetadataServer returns a metadata server whose queue pairs complete on
+// cq (send and receive) and whose buffers dev registers.
+func NewMetadataServer(cfg MSConfig, dev Registrar, cq verbs.CQ) (*MetadataServer, error) {
+	core, err := NewMetaCore(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if dev == nil || cq == nil {
+		return nil, fmt.Errorf("clover: metadata server: need a device and a CQ")
+	}
+	tick := core.cfg.ReadTimeout / 4
+	if e := core.cfg.EpochPeriod / 4; e < tick {
+		tick = e
+	}
+	return &MetadataServer{core: core, dev: dev, cq: cq, start: time.Now(), tick: tick, clients: map[uint32]*msClient{}}, nil
+}
+
+// Stats returns the core's counters (safe while Serve runs).
+func (s *MetadataServer) Stats() MSStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.core.Stats()
+}
+
+// AddClient serves a client's connected queue pair (whose CQs are the
+// server's CQ) and posts its receive buffers.
+func (s *MetadataServer) AddClient(qp verbs.QP) error {
+	c := &msClient{qp: qp}
+	mr, err := s.dev.RegisterMR(make([]byte, (msRecvBuffers+msSendBuffers)*MsgMax), verbs.AccessLocalWrite)
+	if err != nil {
+		return fmt.Errorf("clover: metadata server: register buffers for QP %#x: %w", qp.QPN(), err)
+	}
+	c.mr, c.buf = mr, mr.Bytes()
+	s.mu.Lock()
+	s.clients[qp.QPN()] = c
+	s.order = append(s.order, c)
+	s.mu.Unlock()
+	for i := 0; i < msRecvBuffers; i++ {
+		if err := c.postRecv(i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *msClient) sge(off, n int) verbs.SGE {
+	return verbs.SGE{Addr: c.mr.Addr() + uint64(off), Length: uint32(n), LKey: c.mr.LKey()}
+}
+
+func (c *msClient) postRecv(i int) error {
+	sg := [1]verbs.SGE{c.sge(i*MsgMax, MsgMax)}
+	wr := [1]verbs.RecvWR{{ID: uint64(i), SG: sg[:]}}
+	if err := c.qp.PostRecv(wr[:]); err != nil {
+		return fmt.Errorf("clover: metadata server: post receive on QP %#x: %w", c.qp.QPN(), err)
+	}
+	return nil
+}
+
+// sendBuf returns a free send buffer index, or -1 if all are in flight.
+func (c *msClient) sendBuf() int {
+	for k := 0; k < msSendBuffers; k++ {
+		i := (c.next + k) % msSendBuffers
+		if !c.sendBusy[i] {
+			c.next = i + 1
+			return i
+		}
+	}
+	return -1
+}
+
+func (c *msClient) send(i, n int) error {
+	c.sendBusy[i] = true
+	off := (msRecvBuffers + i) * MsgMax
+	sg := [1]verbs.SGE{c.sge(off, n)}
+	wr := [1]verbs.SendWR{{ID: msSendTag | uint64(c.qp.QPN())<<8 | uint64(i), Op: verbs.OpSend, SG: sg[:], Flags: verbs.Signaled}}
+	if err := c.qp.PostSend(wr[:]); err != nil {
+		c.sendBusy[i] = false
+		return fmt.Errorf("clover: metadata server: reply on QP %#x: %w", c.qp.QPN(), err)
+	}
+	return nil
+}
+
+// Serve runs the server until ctx is done. Errors on one client's queue
+// pair are returned (the rack treats them as fatal).
+func (s *MetadataServer) Serve(ctx context.Context) error {
+	var wcs [32]verbs.WC
+	for ctx.Err() == nil {
+		wctx, cancel := context.WithTimeout(ctx, s.tick)
+		n, err := s.cq.Wait(wctx, wcs[:])
+		cancel()
+		if err != nil && ctx.Err() != nil {
+			return nil
+		}
+		s.mu.Lock()
+		now := time.Since(s.start)
+		for _, wc := range wcs[:n] {
+			if err := s.complete(wc, now); err != nil {
+				s.mu.Unlock()
+				return err
+			}
+		}
+		if s.core.Tick(now) {
+			if err := s.pushEpoch(); err != nil {
+				s.mu.Unlock()
+				return err
+			}
+		}
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+func (s *MetadataServer) complete(wc verbs.WC, now time.Duration) error {
+	c := s.clients[wc.QPN]
+	if wc.ID&msSendTag != 0 {
+		if c == nil {
+			c = s.clients[uint32(wc.ID&^msSendTag>>8)]
+		}
+		if c != nil {
+			c.sendBusy[wc.ID&0xff] = false
+		}
+		if wc.Status != verbs.StatusSuccess {
+			return fmt.Errorf("clover: metadata server: SEND completed with %v", wc.Status)
+		}
+		return nil
+	}
+	if c == nil {
+		return fmt.Errorf("clover: metadata server: receive on unknown QP %#x", wc.QPN)
+	}
+	if wc.Status != verbs.StatusSuccess {
+		return fmt.Errorf("clover: metadata server: receive on QP %#x completed with %v", wc.QPN, wc.Status)
+	}
+	i := int(wc.ID)
+	req := c.buf[i*MsgMax : i*MsgMax+int(wc.ByteLen)]
+	j := c.sendBuf()
+	for j < 0 { // all replies in flight: wait for one
+		var w [1]verbs.WC
+		if s.cq.Poll(w[:]) == 1 {
+			if err := s.complete(w[0], now); err != nil {
+				return err
+			}
+		}
+		j = c.sendBuf()
+	}
+	off := (msRecvBuffers + j) * MsgMax
+	n := s.core.Handle(req, c.buf[off:off+MsgMax], now)
+	if err := c.postRecv(i); err != nil {
+		return err
+	}
+	return c.send(j, n)
+}
+
+func (s *MetadataServer) pushEpoch() error {
+	for _, c := range s.order {
+		j := c.sendBuf()
+		if j < 0 {
+			continue // the client will learn the epoch from the replies in flight
+		}
+		off := (msRecvBuffers + j) * MsgMax
+		n := EncodeEpoch(c.buf[off:off+MsgMax], s.core.Epoch())
+		if err := c.send(j, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}

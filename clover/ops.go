@@ -1,0 +1,640 @@
+package clover
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/swordbox/swordbox/roce/verbs"
+)
+
+// ---- cursor cache ----
+
+func (c *Client) entry(key uint64) *cursorEntry {
+	i, ok := c.index[key]
+	if !ok {
+		return nil
+	}
+	e := &c.ring[i]
+	// Epoch rule: a pointer not known live in this epoch or the previous
+	// one may name a slot whose 8-bit version wrapped; drop it.
+	if !e.ptr.IsZero() && e.epoch+1 < c.epoch {
+		e.ptr, e.valAt = Ptr{}, -1
+	}
+	return e
+}
+
+func (c *Client) insert(key uint64) *cursorEntry {
+	if e := c.entry(key); e != nil {
+		return e
+	}
+	old := &c.ring[c.pos]
+	if old.used {
+		delete(c.index, old.key)
+	}
+	*old = cursorEntry{key: key, used: true, valAt: -1}
+	c.index[key] = int32(c.pos)
+	c.pos = (c.pos + 1) % len(c.ring)
+	return old
+}
+
+func (c *Client) drop(key uint64) {
+	if i, ok := c.index[key]; ok {
+		c.ring[i] = cursorEntry{}
+		delete(c.index, key)
+	}
+}
+
+// validate records that p was seen as the key's tail by a verb posted at t.
+func (c *Client) validate(e *cursorEntry, p Ptr, t time.Duration) {
+	e.ptr, e.valAt, e.epoch = p, t, c.epoch
+}
+
+// fresh reports whether e's cursor was seen as the tail less than T_r before
+// now: its slot cannot have been reclaimed since (a node is retired only
+// after a successor is linked, and waits T_r at the MS before reuse).
+func (c *Client) fresh(e *cursorEntry, now time.Duration) bool {
+	return e.valAt >= 0 && now-e.valAt < c.cfg.ReadTimeout
+}
+
+// cursor returns the key's cache entry, asking the MS on a miss.
+func (c *Client) cursor(ctx context.Context, key uint64) (*cursorEntry, error) {
+	if e := c.entry(key); e != nil && !e.ptr.IsZero() {
+		return e, nil
+	}
+	ki, err := c.lookup(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	e := c.insert(key)
+	e.ptr, e.valAt, e.epoch, e.shortcut, e.class = ki.Latest, -1, c.epoch, ki.Shortcut, ki.Class
+	return e, nil
+}
+
+// ---- reads ----
+
+// read READs n bytes of node p into the local read buffer and returns the
+// view and the post time. Reads that take longer than T_r are retried: their
+// bytes may mix two lives of the slot.
+func (c *Client) read(ctx context.Context, p Ptr, n int, gc bool) (Node, time.Duration, error) {
+	qp, va, rkey, err := c.remote(p.LH)
+	if err != nil {
+		return nil, 0, err
+	}
+	off := c.offNodeR()
+	if n < c.nsize {
+		off = c.offSmall() + smWalk
+	}
+	for {
+		t := c.cfg.Now()
+		sg := [1]verbs.SGE{c.sge(off, n)}
+		id, err := c.post(qp, verbs.SendWR{Op: verbs.OpRead, SG: sg[:], RemoteAddr: va, RKey: rkey, Flags: verbs.Signaled})
+		if err != nil {
+			return nil, 0, err
+		}
+		c.account(verbs.OpRead, n, gc)
+		if !gc {
+			c.m.RoundTrips++
+		}
+		if _, err := c.wait(ctx, id); err != nil {
+			return nil, 0, err
+		}
+		if c.cfg.Now()-t < c.cfg.ReadTimeout {
+			return Node(c.buf[off : off+n]), t, nil
+		}
+		c.m.ReadTimeouts++
+	}
+}
+
+// walk follows next pointers from p with 16-byte header+key READs (which no
+// steering switch touches: they are not node-sized) to the key's tail, and
+// validates e's cursor there. It returns ErrNotFound if the chain ends in a
+// delete mark, errStale if a slot on the way was reclaimed.
+func (c *Client) walk(ctx context.Context, key uint64, e *cursorEntry, p Ptr, limit int) error {
+	for hops := 0; hops <= limit; hops++ {
+		n, t, err := c.read(ctx, p, NodeOverhead, false)
+		if err != nil {
+			return err
+		}
+		h := n.Header()
+		if n.Key() != key || !h.Valid() || h.EntryVersion() != p.Ver {
+			return errStale
+		}
+		switch {
+		case h.Next() == LHDeleted:
+			return ErrNotFound
+		case h.IsTail():
+			c.validate(e, p, t)
+			return nil
+		}
+		p = Ptr{LH: h.Next(), Ver: h.NextVersion()}
+	}
+	return errStale
+}
+
+var errStale = errors.New("clover: stale pointer")
+
+// recover finds the key's tail from its shortcut, then from the MS's latest
+// pointer, and validates the cursor there.
+func (c *Client) recover(ctx context.Context, key uint64, e *cursorEntry) error {
+	c.m.Recoveries++
+	if e.shortcut != 0 {
+		s, err := c.readShortcut(ctx, e.shortcut)
+		if err != nil {
+			return err
+		}
+		if !s.IsZero() {
+			err := c.walk(ctx, key, e, s, 1<<20)
+			if err == nil || !(errors.Is(err, errStale) || errors.Is(err, ErrNotFound)) {
+				return err
+			}
+			// stale, or a delete mark on a chain the key may have left:
+			// ask the MS.
+		}
+	}
+	for try := 0; try < 64; try++ {
+		ki, err := c.lookup(ctx, key)
+		if err != nil {
+			return err
+		}
+		e.shortcut, e.class = ki.Shortcut, ki.Class
+		err = c.walk(ctx, key, e, ki.Latest, 1<<20)
+		if !errors.Is(err, errStale) {
+			return err
+		}
+	}
+	return fmt.Errorf("clover client %d: key %d: no live version found through the MS", c.cfg.ID, key)
+}
+
+func (c *Client) shortcutAddr(s ShortcutRef) (verbs.QP, uint64, uint32, error) {
+	mn := s.MemoryNode()
+	if mn >= len(c.cfg.MemoryNodes) {
+		return nil, 0, 0, fmt.Errorf("clover client %d: shortcut %#x names no memory node", c.cfg.ID, uint32(s))
+	}
+	conn := c.cfg.MemoryNodes[mn]
+	return conn.QP, conn.Region.Addr + uint64(ShortcutAreaOff+ShortcutSize*s.Index()), conn.Region.RKey, nil
+}
+
+func (c *Client) readShortcut(ctx context.Context, s ShortcutRef) (Ptr, error) {
+	qp, va, rkey, err := c.shortcutAddr(s)
+	if err != nil {
+		return Ptr{}, err
+	}
+	off := c.offSmall() + smShortcutR
+	sg := [1]verbs.SGE{c.sge(off, ShortcutSize)}
+	id, err := c.post(qp, verbs.SendWR{Op: verbs.OpRead, SG: sg[:], RemoteAddr: va, RKey: rkey, Flags: verbs.Signaled})
+	if err != nil {
+		return Ptr{}, err
+	}
+	c.account(verbs.OpRead, ShortcutSize, false)
+	c.m.RoundTrips++
+	if _, err := c.wait(ctx, id); err != nil {
+		return Ptr{}, err
+	}
+	return DecodeShortcut(binary.LittleEndian.Uint64(c.buf[off:])), nil
+}
+
+// writeShortcut points the key's shortcut at p, off the critical path (the
+// WRITE is posted, not waited for).
+func (c *Client) writeShortcut(s ShortcutRef, p Ptr) error {
+	if s == 0 {
+		return nil
+	}
+	qp, va, rkey, err := c.shortcutAddr(s)
+	if err != nil {
+		return err
+	}
+	off := c.offSmall() + smShortcutW
+	binary.LittleEndian.PutUint64(c.buf[off:], ShortcutWord(p))
+	sg := [1]verbs.SGE{c.sge(off, ShortcutSize)}
+	_, err = c.post(qp, verbs.SendWR{Op: verbs.OpWrite, SG: sg[:], RemoteAddr: va, RKey: rkey})
+	c.account(verbs.OpWrite, ShortcutSize, false)
+	return err
+}
+
+// Get copies the value of key into dst (which must hold ValueSize bytes)
+// and returns ErrNotFound for a key that does not exist.
+func (c *Client) Get(ctx context.Context, key uint64, dst []byte) error {
+	if len(dst) < c.cfg.ValueSize {
+		return fmt.Errorf("clover client %d: get key %d: %w: buffer %d < %d", c.cfg.ID, key, ErrValueSize, len(dst), c.cfg.ValueSize)
+	}
+	e, err := c.cursor(ctx, key)
+	if err != nil {
+		return c.notFound(err)
+	}
+	hops := 0
+	rechecked := false
+	p := e.ptr
+	for attempt := 0; ; attempt++ {
+		if attempt > 1<<16 {
+			return fmt.Errorf("clover client %d: get key %d: no progress", c.cfg.ID, key)
+		}
+		n, t, err := c.read(ctx, p, c.nsize, false)
+		if err != nil {
+			return err
+		}
+		h := n.Header()
+		done := c.cfg.Now()
+		ours := n.Key() == key && h.Valid()
+		switch {
+		case ours && h.EntryVersion() == p.Ver:
+			// The node the pointer names.
+		case ours && p == e.ptr && c.fresh(e, done):
+			// Another version of the key, at the address of a cursor that
+			// cannot have been reclaimed: a switch steered the READ to its
+			// cached tail. Use it; the cursor stays (its address is all we
+			// know), unvalidated by this read.
+			c.m.ReadsSteered++
+		default:
+			c.m.StaleCursors++
+			if err := c.recover(ctx, key, e); err != nil {
+				return c.notFound(err)
+			}
+			p = e.ptr
+			continue
+		}
+		switch next := h.Next(); {
+		case next == LHDeleted:
+			// Deleted, unless the key was created again since: ask the MS
+			// once for a new chain.
+			if rechecked {
+				return c.notFound(ErrNotFound)
+			}
+			rechecked = true
+			c.drop(key)
+			if e, err = c.cursor(ctx, key); err != nil {
+				return c.notFound(err)
+			}
+			p = e.ptr
+		case next == LHNull:
+			copy(dst, n.Value())
+			if h.EntryVersion() == p.Ver {
+				c.validate(e, p, t)
+			}
+			c.m.Gets++
+			c.chase(hops)
+			return nil
+		default:
+			hops++
+			p = Ptr{LH: next, Ver: h.NextVersion()}
+			if hops%c.cfg.MaxChase == 0 {
+				if err := c.recover(ctx, key, e); err != nil {
+					return c.notFound(err)
+				}
+				p = e.ptr
+			}
+		}
+	}
+}
+
+func (c *Client) chase(hops int) {
+	c.m.ChaseHops += uint64(hops)
+	b := hops
+	if b >= len(c.m.ChaseHist) {
+		b = len(c.m.ChaseHist) - 1
+	}
+	c.m.ChaseHist[b]++
+	if hops > c.m.MaxChase {
+		c.m.MaxChase = hops
+	}
+}
+
+func (c *Client) notFound(err error) error {
+	if errors.Is(err, ErrNotFound) {
+		c.m.NotFound++
+	}
+	return err
+}
+
+// ---- writes ----
+
+// writeNode WRITEs a fresh node for key into slot n, then READs back its
+// last byte (the persistence check), as two round trips.
+func (c *Client) writeNode(ctx context.Context, key uint64, n Ptr, value []byte) error {
+	qp, va, rkey, err := c.remote(n.LH)
+	if err != nil {
+		return err
+	}
+	if err := EncodeNode(c.buf[c.offNodeW():c.offNodeW()+c.nsize], n.Ver, key, value); err != nil {
+		return err
+	}
+	sg := [1]verbs.SGE{c.sge(c.offNodeW(), c.nsize)}
+	id, err := c.post(qp, verbs.SendWR{Op: verbs.OpWrite, SG: sg[:], RemoteAddr: va, RKey: rkey, Flags: verbs.Signaled})
+	if err != nil {
+		return err
+	}
+	c.account(verbs.OpWrite, c.nsize, false)
+	c.m.RoundTrips++
+	if _, err := c.wait(ctx, id); err != nil {
+		return err
+	}
+	rb := [1]verbs.SGE{c.sge(c.offSmall()+smReadBack, 1)}
+	id, err = c.post(qp, verbs.SendWR{Op: verbs.OpRead, SG: rb[:], RemoteAddr: va + uint64(c.nsize) - 1, RKey: rkey, Flags: verbs.Signaled})
+	if err != nil {
+		return err
+	}
+	c.account(verbs.OpRead, 1, false)
+	c.m.RoundTrips++
+	_, err = c.wait(ctx, id)
+	return err
+}
+
+// cas issues CAS(target, TailWord(target.Ver) -> swap) and returns the
+// original value and the post time.
+func (c *Client) cas(ctx context.Context, target Ptr, swap Header) (Header, time.Duration, error) {
+	qp, va, rkey, err := c.remote(target.LH)
+	if err != nil {
+		return 0, 0, err
+	}
+	off := c.offSmall() + smAtomic
+	sg := [1]verbs.SGE{c.sge(off, 8)}
+	t := c.cfg.Now()
+	id, err := c.post(qp, verbs.SendWR{Op: verbs.OpCompareSwap, SG: sg[:], RemoteAddr: va, RKey: rkey,
+		Compare: uint64(TailWord(target.Ver)), SwapAdd: uint64(swap), Flags: verbs.Signaled})
+	if err != nil {
+		return 0, 0, err
+	}
+	c.account(verbs.OpCompareSwap, 8, false)
+	c.m.RoundTrips++
+	c.m.CAS++
+	wc, err := c.wait(ctx, id)
+	if err != nil {
+		return 0, 0, err
+	}
+	// The original value is in the completion and, little-endian, in the
+	// local buffer; both must agree.
+	orig := Header(binary.LittleEndian.Uint64(c.buf[off:]))
+	if wc.Orig != uint64(orig) {
+		orig = Header(wc.Orig)
+	}
+	return orig, t, nil
+}
+
+type linkResult uint8
+
+const (
+	linked linkResult = iota
+	linkedSteered
+	linkDeleted
+)
+
+// link CASes the key's tail header from "tail" to swapFor(tail), chasing
+// and retrying until it succeeds. See the package doc for how a CAS's
+// original value is judged when a switch may have steered it.
+func (c *Client) link(ctx context.Context, key uint64, e *cursorEntry, swapFor func(tail Ptr) Header) (Ptr, linkResult, error) {
+	for try := 0; ; try++ {
+		if try > 1<<16 {
+			return Ptr{}, 0, fmt.Errorf("clover client %d: key %d: CAS made no progress", c.cfg.ID, key)
+		}
+		if try > 0 {
+			c.m.Retries++
+		}
+		// Only CAS on a cursor seen as the tail well within T_r: then the
+		// slot cannot be reused before the CAS lands, and a tail word of
+		// another version can only come from a steered CAS.
+		if !c.fresh(e, c.cfg.Now()+c.cfg.ReadTimeout/2) {
+			if err := c.walk(ctx, key, e, e.ptr, 1<<20); err != nil {
+				if errors.Is(err, ErrNotFound) {
+					return Ptr{}, linkDeleted, nil
+				}
+				if !errors.Is(err, errStale) {
+					return Ptr{}, 0, err
+				}
+				if err := c.recover(ctx, key, e); err != nil {
+					if errors.Is(err, ErrNotFound) {
+						return Ptr{}, linkDeleted, nil
+					}
+					return Ptr{}, 0, err
+				}
+			}
+		}
+		x := e.ptr
+		orig, _, err := c.cas(ctx, x, swapFor(x))
+		if err != nil {
+			return Ptr{}, 0, err
+		}
+		done := c.cfg.Now()
+		switch {
+		case orig == TailWord(x.Ver):
+			return x, linked, nil
+		case orig.IsTailWordModVersion() && c.fresh(e, done):
+			c.m.CASSteered++
+			return x, linkedSteered, nil
+		case orig.IsTailWordModVersion():
+			// The CAS took so long that x may have been reused: check x
+			// itself. If x still holds our version, the CAS cannot have
+			// acted on x, so it was steered and succeeded.
+			n, _, err := c.read(ctx, x, NodeOverhead, false)
+			if err != nil {
+				return Ptr{}, 0, err
+			}
+			if n.Key() == key && n.Header().EntryVersion() == x.Ver {
+				c.m.CASSteered++
+				return x, linkedSteered, nil
+			}
+			c.m.Uncertain++
+			return Ptr{}, 0, fmt.Errorf("clover client %d: key %d: %w", c.cfg.ID, key, ErrUncertain)
+		case orig.Next() == LHDeleted && orig.Valid():
+			c.m.CASFailures++
+			return Ptr{}, linkDeleted, nil
+		case orig.Next().IsSlot() && orig.Valid():
+			// Someone linked after x (or after the tail a switch steered
+			// us to): walk on from its successor.
+			c.m.CASFailures++
+			if err := c.walk(ctx, key, e, Ptr{LH: orig.Next(), Ver: orig.NextVersion()}, 1<<20); err != nil {
+				if errors.Is(err, ErrNotFound) {
+					return Ptr{}, linkDeleted, nil
+				}
+				if !errors.Is(err, errStale) {
+					return Ptr{}, 0, err
+				}
+				e.valAt = -1
+			}
+		default:
+			// Not a header word of ours (a reused slot): start over.
+			c.m.CASFailures++
+			e.valAt = -1
+		}
+	}
+}
+
+// Put writes value (ValueSize bytes) as the new version of key: WRITE the
+// node into a free slot, READ back its last byte, CAS the tail's header.
+func (c *Client) Put(ctx context.Context, key uint64, value []byte) error {
+	if len(value) != c.cfg.ValueSize {
+		return fmt.Errorf("clover client %d: put key %d: %w: %d != %d", c.cfg.ID, key, ErrValueSize, len(value), c.cfg.ValueSize)
+	}
+	e, err := c.cursor(ctx, key)
+	if err != nil {
+		return c.notFound(err)
+	}
+	mn := e.ptr.LH.MemoryNode()
+	n, err := c.takeSlot(ctx, mn)
+	if err != nil {
+		return err
+	}
+	if err := c.writeNode(ctx, key, n, value); err != nil {
+		return err
+	}
+	t0 := c.cfg.Now()
+	x, res, err := c.link(ctx, key, e, func(t Ptr) Header { return MakeHeader(n.LH, n.Ver, t.Ver, false) })
+	if err != nil {
+		return err
+	}
+	if res == linkDeleted {
+		c.drop(key)
+		c.queueRetire(ctx, pendingRetire{key: key, from: n}) // never linked: free it
+		return c.notFound(ErrNotFound)
+	}
+	c.validate(e, n, t0)
+	if err := c.writeShortcut(e.shortcut, n); err != nil {
+		return err
+	}
+	c.m.Puts++
+	return c.queueRetire(ctx, pendingRetire{key: key, from: x, linked: n, steered: res == linkedSteered})
+}
+
+// Create makes a new key with its first value; ErrExists if it exists.
+func (c *Client) Create(ctx context.Context, key uint64, value []byte) error {
+	if len(value) != c.cfg.ValueSize {
+		return fmt.Errorf("clover client %d: create key %d: %w", c.cfg.ID, key, ErrValueSize)
+	}
+	mn := c.home(key)
+	n, err := c.takeSlot(ctx, mn)
+	if err != nil {
+		return err
+	}
+	t0 := c.cfg.Now()
+	if err := c.writeNode(ctx, key, n, value); err != nil {
+		return err
+	}
+	b := c.sendBuf()
+	Request(b).SetType(MsgCreate)
+	Request(b).SetCount(0)
+	clear(b[ReqHeaderSize : ReqHeaderSize+keyBodySize])
+	binary.LittleEndian.PutUint64(b[ReqHeaderSize+keyBodyKeyOff:], key)
+	binary.LittleEndian.PutUint32(b[ReqHeaderSize+keyBodyLHOff:], uint32(n.LH))
+	b[ReqHeaderSize+keyBodyVerOff] = n.Ver
+	b[ReqHeaderSize+keyBodyClassOff] = byte(c.class)
+	rp, err := c.rpc(ctx, ReqHeaderSize+keyBodySize, true)
+	if err != nil {
+		return err
+	}
+	switch rp.Status() {
+	case StatusOK:
+	case StatusExists:
+		if err := c.queueRetire(ctx, pendingRetire{key: key, from: n}); err != nil {
+			return err
+		}
+		return fmt.Errorf("clover client %d: create key %d: %w", c.cfg.ID, key, ErrExists)
+	default:
+		return fmt.Errorf("clover client %d: create key %d: MS status %d", c.cfg.ID, key, rp.Status())
+	}
+	ki := getKeyInfo(rp.Body())
+	e := c.insert(key)
+	e.shortcut, e.class = ki.Shortcut, ki.Class
+	c.validate(e, n, t0)
+	c.m.Creates++
+	return c.writeShortcut(ki.Shortcut, n)
+}
+
+// Delete removes key: it CASes the tail's next pointer to the delete mark
+// (so every client's chase ends there) and tells the MS, which reclaims the
+// tail and the shortcut after T_r.
+func (c *Client) Delete(ctx context.Context, key uint64) error {
+	e, err := c.cursor(ctx, key)
+	if err != nil {
+		return c.notFound(err)
+	}
+	x, res, err := c.link(ctx, key, e, func(t Ptr) Header { return MakeHeader(LHDeleted, 0, t.Ver, false) })
+	if err != nil {
+		return err
+	}
+	c.drop(key)
+	if res == linkDeleted {
+		return c.notFound(ErrNotFound)
+	}
+	if res == linkedSteered {
+		x = Ptr{} // the tail a switch steered us to is unknown
+	}
+	if err := c.flushRetires(ctx); err != nil {
+		return err
+	}
+	b := c.sendBuf()
+	Request(b).SetType(MsgDelete)
+	Request(b).SetCount(0)
+	clear(b[ReqHeaderSize : ReqHeaderSize+keyBodySize])
+	binary.LittleEndian.PutUint64(b[ReqHeaderSize+keyBodyKeyOff:], key)
+	binary.LittleEndian.PutUint32(b[ReqHeaderSize+keyBodyLHOff:], uint32(x.LH))
+	b[ReqHeaderSize+keyBodyVerOff] = x.Ver
+	if _, err := c.rpc(ctx, ReqHeaderSize+keyBodySize, true); err != nil {
+		return err
+	}
+	c.m.Deletes++
+	return nil
+}
+
+// ---- retirement ----
+
+func (c *Client) queueRetire(ctx context.Context, r pendingRetire) error {
+	c.retires = append(c.retires, r)
+	if len(c.retires) >= c.cfg.RetireBatch {
+		return c.flushRetires(ctx)
+	}
+	return nil
+}
+
+// Flush sends the retires queued so far to the MS.
+func (c *Client) Flush(ctx context.Context) error { return c.flushRetires(ctx) }
+
+// flushRetires resolves queued retires and sends them as one RETIRE. A
+// link made by a steered CAS landed on a node other than the one aimed at;
+// its predecessor is found by walking from that node with 16-byte reads
+// (counted as GC traffic).
+func (c *Client) flushRetires(ctx context.Context) error {
+	if len(c.retires) == 0 {
+		return nil
+	}
+	b := c.sendBuf()
+	n := 0
+	for _, r := range c.retires {
+		ent := RetireEntry{Key: r.key, Old: r.from, New: r.linked}
+		if r.steered {
+			ent.Old = c.findPredecessor(ctx, r)
+			if ent.Old.IsZero() {
+				c.m.RetireUnknown++
+			}
+		}
+		putRetire(b[ReqHeaderSize+n*RetireEntrySize:], ent)
+		n++
+	}
+	c.retires = c.retires[:0]
+	Request(b).SetType(MsgRetire)
+	Request(b).SetCount(n)
+	_, err := c.rpc(ctx, ReqHeaderSize+n*RetireEntrySize, false)
+	return err
+}
+
+// findPredecessor walks from r.from to the node whose next pointer is
+// r.linked; zero if not found within MaxRetireWalk hops.
+func (c *Client) findPredecessor(ctx context.Context, r pendingRetire) Ptr {
+	p := r.from
+	for hops := 0; hops < c.cfg.MaxRetireWalk; hops++ {
+		n, _, err := c.read(ctx, p, NodeOverhead, true)
+		if err != nil {
+			return Ptr{}
+		}
+		h := n.Header()
+		if n.Key() != r.key || h.EntryVersion() != p.Ver || !h.Next().IsSlot() {
+			return Ptr{}
+		}
+		next := Ptr{LH: h.Next(), Ver: h.NextVersion()}
+		if next == r.linked {
+			return p
+		}
+		p = next
+	}
+	return Ptr{}
+}
