@@ -183,12 +183,11 @@ func (c *Controller) Run(ctx context.Context) error {
 func (c *Controller) loops(ctx context.Context) {
 	repairT := time.NewTicker(c.Rack.RepairPeriod)
 	defer repairT.Stop()
-	var hotC <-chan time.Time
-	if c.hot != nil {
-		t := time.NewTicker(c.Rack.HotKeysPeriod)
-		defer t.Stop()
-		hotC = t.C
-	}
+	// The hot-keys period also paces the mirroring of the switch's counters,
+	// with or without hot-key steering.
+	hotT := time.NewTicker(c.Rack.HotKeysPeriod)
+	defer hotT.Stop()
+	hotC := hotT.C
 	for {
 		select {
 		case <-ctx.Done():

@@ -330,7 +330,7 @@ func (c Config) Parse() (*Rack, error) {
 	if c.RepairThreshold < c.RepairPeriod {
 		return nil, ferr("repair-threshold", "%s is shorter than repair-period %s", c.RepairThreshold, c.RepairPeriod)
 	}
-	if c.HotKeys > 0 && c.HotKeysPeriod <= 0 {
+	if c.HotKeysPeriod <= 0 { // also the period of counter mirroring
 		return nil, ferr("hot-keys-period", "%s must be positive", c.HotKeysPeriod)
 	}
 	return r, nil
