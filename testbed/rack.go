@@ -1,0 +1,453 @@
+// Package testbed assembles software racks and runs benchmarks on them.
+//
+// A Rack is the in-process software rack: the Go v1model target running
+// p4/swordbox.p4, served over real gRPC on loopback by p4/p4rt and programmed
+// by the real controller (ctrl) exactly as on a hardware rack; a memory node
+// and host RNICs (roce/rnic) joined to the switch's ports by in-memory links
+// (netio) that can inject faults. Every frame between two hosts crosses the
+// switch, where the rack counts it. The memory systems (clover) and the
+// benchmark harness (bench.go) sit on top.
+//
+// It owns assembly, the switch-port byte counters and the harness. It does not
+// own any protocol: the switch, controller, RNIC and memory systems are the
+// project's real components, unmodified.
+package testbed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/swordbox/swordbox/ctrl"
+	"github.com/swordbox/swordbox/ctrl/p4rtc"
+	"github.com/swordbox/swordbox/ctrl/rack"
+	"github.com/swordbox/swordbox/netio"
+	swp4 "github.com/swordbox/swordbox/p4"
+	"github.com/swordbox/swordbox/p4/p4rt"
+	"github.com/swordbox/swordbox/p4/target"
+	"github.com/swordbox/swordbox/roce/rnic"
+	"github.com/swordbox/swordbox/roce/verbs"
+)
+
+// Steering modes of the switch, as the controller names them.
+const (
+	SteerOff       = rack.SteerOff
+	SteerWrite     = "write"
+	SteerReadWrite = "read-write"
+)
+
+// Config describes a rack. The zero value of every field has a sane default.
+type Config struct {
+	// Hosts is the number of host RNICs besides the memory node (clients,
+	// metadata server). Default 2.
+	Hosts int
+	// Steering is the switch's mode: off, write or read-write.
+	Steering string
+	// ObjectSize is the Clover value size the switch's size filter expects
+	// (node WRITEs and READs are 16 + ObjectSize bytes). Default 128.
+	ObjectSize int
+	// TrackedKeys are the Clover keys the switch steers.
+	TrackedKeys []uint64
+	// MemorySize is the size of the memory node's region. Default 64 MiB.
+	MemorySize int
+	// MemoryWorkers shards the memory node's responder (SwordBox Figure 2).
+	MemoryWorkers int
+	// MemoryTiming is the memory node's NIC timing model (nil: untimed).
+	MemoryTiming *rnic.Timing
+	// HostFaults are injected on every host link, both directions (not on
+	// the memory node's link: see MemoryFaults).
+	HostFaults, MemoryFaults netio.Faults
+	// RepairPeriod and RepairThreshold are the controller's CAS repair loop.
+	RepairPeriod, RepairThreshold time.Duration
+	// P4Source is a switch program file to run instead of the swordbox.p4
+	// built into the binary.
+	P4Source string
+	// Logf receives notable events (nil: silent).
+	Logf func(format string, args ...any)
+}
+
+// Port numbers on the switch.
+const (
+	MemoryPort    = 1
+	firstHostPort = 2
+)
+
+// Rack is a running software rack.
+type Rack struct {
+	cfg Config
+
+	Switch *p4rt.Server
+	// SwitchAddr is the P4Runtime gRPC address on loopback.
+	SwitchAddr string
+	Ctrl       *ctrl.Controller
+
+	// Memory is the memory node's RNIC and MemoryMR its registered region.
+	Memory   *rnic.Device
+	MemoryMR *rnic.MR
+	// Hosts are the other RNICs, on switch ports 2, 3, ...
+	Hosts []*rnic.Device
+
+	ports []*countingPort // switch side, by port order: memory node first
+	links []*netio.LinkPort
+
+	grpcSrv *grpc.Server
+	cancel  context.CancelFunc
+	ctrlErr chan error
+	closed  atomic.Bool
+}
+
+// HostMAC and HostIP give a rack member's addresses: member 0 is the memory
+// node, member i>0 is Hosts[i-1].
+func HostMAC(i int) [6]byte { return [6]byte{0x02, 0, 0, 0, byte(i >> 8), byte(i + 1)} }
+func HostIP(i int) [4]byte  { return [4]byte{10, 0, byte(i >> 8), byte(i + 1)} }
+
+// NewRack builds and starts a rack and returns once the controller has
+// programmed the switch (forwarding, steering mode, size filter, tracked
+// keys).
+func NewRack(ctx context.Context, cfg Config) (_ *Rack, err error) {
+	if cfg.Hosts <= 0 {
+		cfg.Hosts = 2
+	}
+	if cfg.Hosts > 250 {
+		return nil, fmt.Errorf("testbed: %d hosts: at most 250", cfg.Hosts)
+	}
+	if cfg.Steering == "" {
+		cfg.Steering = SteerOff
+	}
+	if cfg.ObjectSize <= 0 {
+		cfg.ObjectSize = 128
+	}
+	if cfg.MemorySize <= 0 {
+		cfg.MemorySize = 64 << 20
+	}
+	if cfg.RepairPeriod <= 0 {
+		cfg.RepairPeriod = 50 * time.Millisecond
+	}
+	if cfg.RepairThreshold <= 0 {
+		cfg.RepairThreshold = 200 * time.Millisecond
+	}
+	src, p4src := swp4.SwordboxFile, swp4.SwordboxSource
+	if cfg.P4Source != "" {
+		src = cfg.P4Source
+		if p4src, err = os.ReadFile(src); err != nil {
+			return nil, fmt.Errorf("testbed: switch program: %w", err)
+		}
+	}
+	prog, err := target.Compile(src, p4src)
+	if err != nil {
+		return nil, fmt.Errorf("testbed: switch program: %w", err)
+	}
+
+	r := &Rack{cfg: cfg, ctrlErr: make(chan error, 1)}
+	defer func() {
+		if err != nil {
+			r.Close()
+		}
+	}()
+
+	// Links: switch port p <-> member. Member 0 is the memory node.
+	swPorts := map[uint32]netio.Port{}
+	memberPorts := make([]netio.Port, cfg.Hosts+1)
+	for i := 0; i <= cfg.Hosts; i++ {
+		p := uint32(MemoryPort + i)
+		faults := cfg.HostFaults
+		if i == 0 {
+			faults = cfg.MemoryFaults
+		}
+		f := faults
+		f2 := faults
+		if f.Seed != 0 {
+			f.Seed += int64(2 * i)
+			f2.Seed += int64(2*i + 1)
+		}
+		sw, host, lerr := netio.NewLink(fmt.Sprintf("sw-p%d", p), fmt.Sprintf("member%d", i),
+			netio.LinkConfig{Capacity: 4096, AtoB: f, BtoA: f2})
+		if lerr != nil {
+			return nil, fmt.Errorf("testbed: link to port %d: %w", p, lerr)
+		}
+		cp := &countingPort{Port: sw}
+		r.ports = append(r.ports, cp)
+		r.links = append(r.links, sw, host)
+		swPorts[p] = cp
+		memberPorts[i] = host
+	}
+
+	// The switch and its P4Runtime server on loopback.
+	r.Switch = p4rt.New(p4rt.Options{DeviceID: 1, Ports: swPorts, Logf: cfg.Logf})
+	r.Switch.Start()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("testbed: P4Runtime listener: %w", err)
+	}
+	r.SwitchAddr = lis.Addr().String()
+	r.grpcSrv = grpc.NewServer()
+	r.Switch.Register(r.grpcSrv)
+	go r.grpcSrv.Serve(lis)
+
+	// RNICs. Behind a steering switch memory nodes run with ICRC checking
+	// off (the switch rewrites without recomputing it), as in the paper.
+	r.Memory, err = rnic.New(memberPorts[0], rnic.Config{Name: "mem0", MAC: HostMAC(0), IP: HostIP(0),
+		SkipICRC: true, Workers: cfg.MemoryWorkers, Timing: cfg.MemoryTiming})
+	if err != nil {
+		return nil, fmt.Errorf("testbed: memory node: %w", err)
+	}
+	memBuf := make([]byte, cfg.MemorySize)
+	if r.MemoryMR, err = r.Memory.Register(memBuf, allAccess); err != nil {
+		return nil, fmt.Errorf("testbed: memory node: register region: %w", err)
+	}
+	for i := 1; i <= cfg.Hosts; i++ {
+		d, herr := rnic.New(memberPorts[i], rnic.Config{Name: fmt.Sprintf("host%d", i), MAC: HostMAC(i), IP: HostIP(i)})
+		if herr != nil {
+			return nil, fmt.Errorf("testbed: host %d: %w", i, herr)
+		}
+		r.Hosts = append(r.Hosts, d)
+	}
+
+	// The controller, over gRPC, with the rack's configuration.
+	rc := rack.Defaults()
+	rc.Switch = r.SwitchAddr
+	rc.DeviceID = 1
+	rc.ElectionID = 10
+	rc.Push = true
+	// Named for the record only: ctrl.Options below hands the controller the
+	// P4Info and device config built into this binary.
+	rc.P4Info = "p4/swordbox.p4info.txtpb"
+	rc.DeviceConfig = src
+	rc.Metrics = ""
+	rc.Steering = cfg.Steering
+	rc.ObjectSize = cfg.ObjectSize
+	rc.TrackedKeys = cfg.TrackedKeys
+	rc.RepairPeriod = cfg.RepairPeriod
+	rc.RepairThreshold = cfg.RepairThreshold
+	for i := 0; i <= cfg.Hosts; i++ {
+		mac, ip := HostMAC(i), HostIP(i)
+		name := fmt.Sprintf("host%d", i)
+		if i == 0 {
+			name = "mem0"
+		}
+		rc.Hosts = append(rc.Hosts, rack.Host{Name: name, Port: MemoryPort + i,
+			MAC: fmt.Sprintf("%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]),
+			IP:  fmt.Sprintf("%d.%d.%d.%d", ip[0], ip[1], ip[2], ip[3])})
+	}
+	mr := r.MemoryMR.Remote()
+	rc.MemoryNodes = []rack.MemoryNode{{Host: "mem0", Regions: []rack.Region{{
+		Base: fmt.Sprintf("%#x", mr.Addr), Length: fmt.Sprintf("%#x", mr.Len)}}}}
+	parsed, err := rc.Parse()
+	if err != nil {
+		return nil, fmt.Errorf("testbed: controller configuration: %w", err)
+	}
+	r.Ctrl, err = ctrl.New(parsed, ctrl.Options{P4Info: prog.P4Info(), DeviceConfig: p4src})
+	if err != nil {
+		return nil, fmt.Errorf("testbed: controller: %w", err)
+	}
+	cctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	go func() { r.ctrlErr <- r.Ctrl.Run(cctx) }()
+
+	if err := r.waitProgrammed(ctx, prog); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// waitProgrammed polls the switch, as an observer, until the controller has
+// installed a forward entry per member and the steering mode it was given.
+func (r *Rack) waitProgrammed(ctx context.Context, prog *target.Program) error {
+	obs, err := p4rtc.Dial(p4rtc.Options{Addr: r.SwitchAddr, DeviceID: 1, Observer: true})
+	if err != nil {
+		return fmt.Errorf("testbed: observer: %w", err)
+	}
+	defer obs.Close()
+	schema, err := p4rtc.NewSchema(prog.P4Info())
+	if err != nil {
+		return fmt.Errorf("testbed: observer: %w", err)
+	}
+	wantMode := map[string]uint64{SteerOff: 0, SteerWrite: 1, "read": 2, SteerReadWrite: 3}[r.cfg.Steering]
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	var last error
+	for {
+		last = func() error {
+			if r.Switch.P4Info() == nil {
+				return errors.New("no pipeline yet")
+			}
+			te, err := schema.TableRead("SwordboxIngress.forward")
+			if err != nil {
+				return err
+			}
+			ents, err := obs.Read(ctx, te)
+			if err != nil {
+				return err
+			}
+			if len(ents) < len(r.ports) {
+				return fmt.Errorf("%d of %d forward entries", len(ents), len(r.ports))
+			}
+			re, err := schema.RegisterRead("SwordboxIngress.steer_mode", 0)
+			if err != nil {
+				return err
+			}
+			regs, err := obs.Read(ctx, re)
+			if err != nil {
+				return err
+			}
+			if len(regs) != 1 {
+				return fmt.Errorf("steer_mode: %d entries", len(regs))
+			}
+			v, err := p4rtc.ToUint(regs[0].GetRegisterEntry().GetData().GetBitstring())
+			if err != nil {
+				return err
+			}
+			if v != wantMode {
+				return fmt.Errorf("steer_mode %d, want %d", v, wantMode)
+			}
+			if len(r.cfg.TrackedKeys) > 0 {
+				tk, err := schema.TableRead("SwordboxIngress.tracked_keys")
+				if err != nil {
+					return err
+				}
+				ents, err := obs.Read(ctx, tk)
+				if err != nil {
+					return err
+				}
+				if len(ents) < len(r.cfg.TrackedKeys) {
+					return fmt.Errorf("%d of %d tracked keys", len(ents), len(r.cfg.TrackedKeys))
+				}
+			}
+			return nil
+		}()
+		if last == nil {
+			return nil
+		}
+		select {
+		case err := <-r.ctrlErr:
+			return fmt.Errorf("testbed: controller stopped before programming the switch: %v", err)
+		case <-ctx.Done():
+			return fmt.Errorf("testbed: switch not programmed in time: %v", last)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// ConnectToMemory creates a QP on host h connected to a new QP on the memory
+// node, in process (the rdma_cm exchange without the socket).
+func (r *Rack) ConnectToMemory(h *rnic.Device, depth int) (*rnic.QP, error) {
+	return r.connect(h, r.Memory, depth)
+}
+
+// ConnectHosts connects a QP of host a to a QP of host b (two-sided traffic,
+// for example to a metadata server).
+func (r *Rack) ConnectHosts(a, b *rnic.Device, depth int) (*rnic.QP, *rnic.QP, error) {
+	qa, qb, err := r.pair(a, b, depth)
+	return qa, qb, err
+}
+
+func (r *Rack) connect(h, peer *rnic.Device, depth int) (*rnic.QP, error) {
+	q, _, err := r.pair(h, peer, depth)
+	return q, err
+}
+
+var psnSeed atomic.Uint32
+
+func (r *Rack) pair(a, b *rnic.Device, depth int) (*rnic.QP, *rnic.QP, error) {
+	if depth <= 0 {
+		depth = 64
+	}
+	mk := func(d *rnic.Device) (*rnic.QP, error) {
+		cq := d.NewCQ(4 * depth)
+		return d.NewQP(qpConfig(cq, depth))
+	}
+	qa, err := mk(a)
+	if err != nil {
+		return nil, nil, fmt.Errorf("testbed: %s: create QP: %w", a.Name(), err)
+	}
+	qb, err := mk(b)
+	if err != nil {
+		return nil, nil, fmt.Errorf("testbed: %s: create QP: %w", b.Name(), err)
+	}
+	// Distinct, deterministic starting PSNs per connection.
+	s := psnSeed.Add(0x10001)
+	if err := rnic.Connect(qa, qb, s&0xffffff, (s*7)&0xffffff); err != nil {
+		return nil, nil, fmt.Errorf("testbed: connect %s to %s: %w", a.Name(), b.Name(), err)
+	}
+	return qa, qb, nil
+}
+
+// WireStats is what crossed the switch's ports.
+type WireStats struct {
+	Frames, Bytes uint64
+}
+
+// Wire returns the frames and bytes (Ethernet header to ICRC) the switch
+// received on all its ports since the rack started. Every frame between two
+// members enters the switch exactly once, so this is the traffic on the wire
+// (without preamble, FCS and inter-frame gap).
+func (r *Rack) Wire() WireStats {
+	var w WireStats
+	for _, p := range r.ports {
+		w.Frames += p.frames.Load()
+		w.Bytes += p.bytes.Load()
+	}
+	return w
+}
+
+// Close stops the controller, the switch and every RNIC.
+func (r *Rack) Close() error {
+	if r.closed.Swap(true) {
+		return nil
+	}
+	if r.cancel != nil {
+		r.cancel()
+		select {
+		case <-r.ctrlErr:
+		case <-time.After(5 * time.Second):
+		}
+	}
+	if r.Ctrl != nil {
+		r.Ctrl.Close()
+	}
+	for _, h := range r.Hosts {
+		h.Close()
+	}
+	if r.Memory != nil {
+		r.Memory.Close()
+	}
+	if r.grpcSrv != nil {
+		r.grpcSrv.Stop()
+	}
+	if r.Switch != nil {
+		r.Switch.Close()
+	}
+	for _, l := range r.links {
+		l.Close()
+	}
+	return nil
+}
+
+// countingPort counts the frames and bytes a switch port receives.
+type countingPort struct {
+	netio.Port
+	frames, bytes atomic.Uint64
+}
+
+func (c *countingPort) Recv(bufs [][]byte) (int, error) {
+	n, err := c.Port.Recv(bufs)
+	var b uint64
+	for i := 0; i < n; i++ {
+		b += uint64(len(bufs[i]))
+	}
+	c.frames.Add(uint64(n))
+	c.bytes.Add(b)
+	return n, err
+}
+
+var allAccess = verbs.AccessAll
+
+func qpConfig(cq verbs.CQ, depth int) verbs.QPConfig {
+	return verbs.QPConfig{SendCQ: cq, RecvCQ: cq, MaxSendWR: depth, MaxRecvWR: depth}
+}
