@@ -49,7 +49,8 @@ type ClientConfig struct {
 	// shortcut (default 16).
 	MaxChase int
 	// MaxRetireWalk bounds the walk that finds the predecessor of a
-	// steered link for retirement (default 64).
+	// steered link for retirement (default 64; negative: never walk, and
+	// leave such predecessors unreclaimed, counted in RetireUnknown).
 	MaxRetireWalk int
 	// Now is the client's clock (default: monotonic time since NewClient).
 	Now func() time.Duration
@@ -203,7 +204,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.MaxChase <= 0 {
 		cfg.MaxChase = 16
 	}
-	if cfg.MaxRetireWalk <= 0 {
+	if cfg.MaxRetireWalk == 0 {
 		cfg.MaxRetireWalk = 64
 	}
 	c := &Client{cfg: cfg, nsize: NodeSize(cfg.ValueSize), class: class, start: time.Now()}

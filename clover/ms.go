@@ -161,8 +161,9 @@ func (m *MetaCore) carve(mn int, c int) bool {
 		if err != nil {
 			continue // cannot happen for a validated layout
 		}
-		m.slots[lh] = &slotInfo{ver: MinVersion, state: slotFree, class: uint8(c)}
-		st.free[c] = append(st.free[c], Ptr{LH: lh, Ver: MinVersion})
+		v := initialVersion(lh)
+		m.slots[lh] = &slotInfo{ver: v, state: slotFree, class: uint8(c)}
+		st.free[c] = append(st.free[c], Ptr{LH: lh, Ver: v})
 	}
 	return true
 }
@@ -189,6 +190,15 @@ func (m *MetaCore) Alloc(c, mn, n int, out []Ptr) ([]Ptr, error) {
 		return out, fmt.Errorf("clover: alloc class %d on memory node %d: %w", c, mn, ErrNoSpace)
 	}
 	return out, nil
+}
+
+// initialVersion spreads the first GC versions of fresh slots over
+// 1..255 (by a hash of the slot), instead of starting every slot at 1: a
+// client that a steering switch redirects tells the node it reached from
+// the node it aimed at by their versions (see the package doc), which only
+// works when neighbouring versions of a key do not all coincide.
+func initialVersion(lh LH) uint8 {
+	return uint8(splitmix(uint64(lh))%MaxVersion) + MinVersion
 }
 
 func (m *MetaCore) isAllocated(p Ptr) bool {

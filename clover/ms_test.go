@@ -36,7 +36,7 @@ func TestMSAllocCreateLookup(t *testing.T) {
 	}
 	seen := map[LH]bool{}
 	for _, p := range ptrs {
-		if seen[p.LH] || p.LH.MemoryNode() != 1 || p.Ver != MinVersion || p.LH.Offset()%UnitSize != 0 ||
+		if seen[p.LH] || p.LH.MemoryNode() != 1 || p.Ver != initialVersion(p.LH) || p.Ver < MinVersion || p.LH.Offset()%UnitSize != 0 ||
 			p.LH.Offset() < uint64(m.cfg.Regions[1].DataOff()) || p.LH.Offset()+192 > uint64(m.cfg.Regions[1].Size()) {
 			t.Fatalf("bad or duplicate slot %v", p)
 		}
@@ -104,7 +104,7 @@ func TestMSRetireGCAndLatest(t *testing.T) {
 	if s.ToGC != 0 || s.Free < 3 {
 		t.Fatalf("after T_r: %+v", s)
 	}
-	// The reclaimed slots come back with version 2.
+	// The reclaimed slots come back with their next version.
 	var again []Ptr
 	for len(again) < s.Free {
 		got, err := m.Alloc(c, 0, 1, nil)
@@ -117,8 +117,8 @@ func TestMSRetireGCAndLatest(t *testing.T) {
 	for _, q := range again {
 		if q.LH == x.LH || q.LH == y.LH || q.LH == z.LH {
 			found++
-			if q.Ver != 2 {
-				t.Errorf("reused slot %v has version %d, want 2", q.LH, q.Ver)
+			if want, _ := NextVersion(initialVersion(q.LH)); q.Ver != want {
+				t.Errorf("reused slot %v has version %d, want %d", q.LH, q.Ver, want)
 			}
 		}
 	}
@@ -136,7 +136,7 @@ func TestMSVersionWrapWaitsEpochs(t *testing.T) {
 	slot := p[0]
 	// Reuse one slot until its version wraps; it is the only one we hand
 	// back, so Alloc returns it again after T_r unless it waits.
-	for v := 1; v < MaxVersion; v++ {
+	for v := int(slot.Ver); v < MaxVersion; v++ {
 		m.Free(slot, now)
 		now += 10 * time.Millisecond
 		m.Tick(now)

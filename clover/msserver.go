@@ -22,6 +22,17 @@ type MetadataServer struct {
 	mu      sync.Mutex
 	clients map[uint32]*msClient
 	order   []*msClient
+
+	sendErrors, recvErrors uint64
+}
+
+// Errors counts SENDs (replies, epoch pushes) and receives that completed
+// in error because a client's queue pair broke; the MS stops serving that
+// client and keeps serving the others.
+func (s *MetadataServer) Errors() (send, recv uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sendErrors, s.recvErrors
 }
 
 // Registrar registers local memory (verbs.Device satisfies it).
@@ -35,6 +46,7 @@ type msClient struct {
 	buf      []byte
 	sendBusy [msSendBuffers]bool
 	next     int
+	failed   bool // a SEND to it failed: its QP is in error
 }
 
 const (
@@ -165,15 +177,23 @@ func (s *MetadataServer) complete(wc verbs.WC, now time.Duration) error {
 			c.sendBusy[wc.ID&0xff] = false
 		}
 		if wc.Status != verbs.StatusSuccess {
-			return fmt.Errorf("clover: metadata server: SEND completed with %v", wc.Status)
+			// One client's broken connection must not stop the MS.
+			s.sendErrors++
+			if c != nil {
+				c.failed = true
+			}
 		}
 		return nil
 	}
 	if c == nil {
-		return fmt.Errorf("clover: metadata server: receive on unknown QP %#x", wc.QPN)
+		s.recvErrors++
+		return nil // not one of ours: nothing to answer
 	}
 	if wc.Status != verbs.StatusSuccess {
-		return fmt.Errorf("clover: metadata server: receive on QP %#x completed with %v", wc.QPN, wc.Status)
+		// The client's QP broke (flushed receives): stop serving it.
+		s.recvErrors++
+		c.failed = true
+		return nil
 	}
 	i := int(wc.ID)
 	req := c.buf[i*MsgMax : i*MsgMax+int(wc.ByteLen)]
@@ -197,6 +217,9 @@ func (s *MetadataServer) complete(wc verbs.WC, now time.Duration) error {
 
 func (s *MetadataServer) pushEpoch() error {
 	for _, c := range s.order {
+		if c.failed {
+			continue
+		}
 		j := c.sendBuf()
 		if j < 0 {
 			continue // the client will learn the epoch from the replies in flight

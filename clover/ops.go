@@ -602,7 +602,9 @@ func (c *Client) flushRetires(ctx context.Context) error {
 	for _, r := range c.retires {
 		ent := RetireEntry{Key: r.key, Old: r.from, New: r.linked}
 		if r.steered {
-			ent.Old = c.findPredecessor(ctx, r)
+			if c.cfg.MaxRetireWalk > 0 {
+				ent.Old = c.findPredecessor(ctx, r)
+			}
 			if ent.Old.IsZero() {
 				c.m.RetireUnknown++
 			}

@@ -2,6 +2,7 @@ package clover
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -22,7 +23,11 @@ type hub struct {
 	all    []*netio.LinkPort
 	frames atomic.Uint64
 	bytes  atomic.Uint64
-	wg     sync.WaitGroup
+	// toFrames/toBytes count by the destination MAC's last byte.
+	toFrames, toBytes [256]atomic.Uint64
+	// steer, when set, may rewrite a frame before it is forwarded.
+	steer func(f []byte)
+	wg    sync.WaitGroup
 }
 
 func (h *hub) attach(mac [6]byte, p *netio.LinkPort) {
@@ -57,8 +62,13 @@ func (h *hub) attach(mac [6]byte, p *netio.LinkPort) {
 				if out == nil {
 					continue
 				}
+				if h.steer != nil {
+					h.steer(f)
+				}
 				h.frames.Add(1)
 				h.bytes.Add(uint64(len(f)))
+				h.toFrames[dst[5]].Add(1)
+				h.toBytes[dst[5]].Add(uint64(len(f)))
 				out.Send([][]byte{f})
 			}
 		}
@@ -80,6 +90,7 @@ type rackConfig struct {
 	tr        time.Duration
 	epoch     time.Duration
 	cache     int
+	steer     bool // put the test steering switch in the hub
 }
 
 type testRack struct {
@@ -92,6 +103,7 @@ type testRack struct {
 	clients []*Client
 	cancel  context.CancelFunc
 	msErr   chan error
+	steer   *steering
 }
 
 func mac(i int) [6]byte { return [6]byte{2, 0, 0, 0, byte(i >> 8), byte(i)} }
@@ -108,6 +120,10 @@ func newTestRack(t testing.TB, rc rackConfig) *testRack {
 		rc.epoch = 200 * time.Millisecond
 	}
 	r := &testRack{t: t, hub: &hub{ports: map[[6]byte]*netio.LinkPort{}}, msErr: make(chan error, 1)}
+	if rc.steer {
+		r.steer = newSteering(NodeSize(rc.valueSize), ip(1))
+		r.hub.steer = r.steer.frame
+	}
 	dev := func(i int, name string, f netio.Faults) *rnic.Device {
 		a, b, err := netio.NewLink(name, "hub-"+name, netio.LinkConfig{Capacity: 8192, AtoB: f, BtoA: f})
 		if err != nil {
@@ -188,3 +204,76 @@ func newTestRack(t testing.TB, rc rackConfig) *testRack {
 // mem returns the memory node's region bytes (tests read them only while
 // no client runs).
 func (r *testRack) mem() []byte { return r.region.Bytes() }
+
+// checkChains verifies the chain invariants in memory-node memory, with
+// every client stopped: for each key the MS knows, the chain from the MS's
+// latest pointer, from the shortcut and from every client's cursor reaches
+// one tail without cycles, through nodes of that key with the versions the
+// pointers name; and exactly one live (allocated) node of the key is a tail.
+func (r *testRack) checkChains(t *testing.T, keys []uint64) map[uint64]Ptr {
+	t.Helper()
+	r.ms.mu.Lock()
+	defer r.ms.mu.Unlock()
+	mem := r.mem()
+	node := func(p Ptr) Node { return Node(mem[p.LH.Offset() : p.LH.Offset()+NodeOverhead]) }
+	tails := map[uint64]Ptr{}
+	walk := func(key uint64, p Ptr, from string) Ptr {
+		seen := map[LH]bool{}
+		for {
+			if !p.LH.IsSlot() || seen[p.LH] {
+				t.Fatalf("key %d from %s: chain reaches %v twice or a non-slot", key, from, p)
+			}
+			seen[p.LH] = true
+			n := node(p)
+			if n.Key() != key || n.Header().EntryVersion() != p.Ver || !n.Header().Valid() {
+				t.Fatalf("key %d from %s: node %v holds key %d header %v", key, from, p, n.Key(), n.Header())
+			}
+			if n.Header().IsTail() {
+				return p
+			}
+			p = Ptr{LH: n.Header().Next(), Ver: n.Header().NextVersion()}
+		}
+	}
+	for _, key := range keys {
+		ki, err := r.ms.core.Lookup(key)
+		if err != nil {
+			t.Fatalf("key %d: %v", key, err)
+		}
+		tail := walk(key, ki.Latest, "MS latest")
+		tails[key] = tail
+		sc := DecodeShortcut(binary.LittleEndian.Uint64(mem[ShortcutAreaOff+ShortcutSize*ki.Shortcut.Index():]))
+		if !sc.IsZero() {
+			if got := walk(key, sc, "shortcut"); got != tail {
+				t.Fatalf("key %d: shortcut chain ends at %v, MS chain at %v", key, got, tail)
+			}
+		}
+		for _, c := range r.clients {
+			if e := c.entry(key); e != nil && !e.ptr.IsZero() {
+				si := r.ms.core.slots[e.ptr.LH]
+				if si == nil || si.ver != e.ptr.Ver || si.state != slotAllocated {
+					continue // a cursor to a reclaimed slot: the client detects it by version
+				}
+				if got := walk(key, e.ptr, "client cursor"); got != tail {
+					t.Fatalf("key %d: client %d cursor chain ends at %v, MS chain at %v", key, c.cfg.ID, got, tail)
+				}
+			}
+		}
+	}
+	// One live tail per key: scan every allocated slot.
+	count := map[uint64]int{}
+	for lh, si := range r.ms.core.slots {
+		if si.state != slotAllocated {
+			continue
+		}
+		n := node(Ptr{LH: lh})
+		if n.Header().EntryVersion() == si.ver && n.Header().IsTail() && n.Header().Valid() {
+			count[n.Key()]++
+		}
+	}
+	for _, key := range keys {
+		if count[key] != 1 {
+			t.Fatalf("key %d: %d live tails in memory, want 1", key, count[key])
+		}
+	}
+	return tails
+}

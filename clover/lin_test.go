@@ -1,0 +1,274 @@
+package clover
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/swordbox/swordbox/netio"
+)
+
+// TestRoundTripsPerOp asserts Clover's round-trip budget without contention
+// from the client's counters and from the frames the hub forwarded: a get
+// with a warm cursor is one READ (one request, one response); a put is
+// WRITE, READ of the last byte, CAS (three round trips) plus the shortcut
+// WRITE posted off the critical path.
+func TestRoundTripsPerOp(t *testing.T) {
+	r := newTestRack(t, rackConfig{clients: 1, valueSize: 128, layout: smallLayout()})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c := r.clients[0]
+	c.cfg.RetireBatch = MaxBatch // no RETIRE inside the measured window
+	if err := c.Create(ctx, 5, val(1, 128)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Put(ctx, 5, val(2, 128)); err != nil { // warms the slot bucket and the cursor
+		t.Fatal(err)
+	}
+	out := make([]byte, 128)
+	time.Sleep(20 * time.Millisecond) // let the last shortcut WRITE's ACK pass
+	toMN, fromMN := r.hub.toFrames[1].Load(), r.hub.toFrames[10].Load()
+	m0 := c.Metrics()
+	const gets = 50
+	for i := 0; i < gets; i++ {
+		if err := c.Get(ctx, 5, out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m1 := c.Metrics()
+	if rt, v := m1.RoundTrips-m0.RoundTrips, m1.Verbs-m0.Verbs; rt != gets || v != gets || m1.Reads-m0.Reads != gets {
+		t.Errorf("%d warm gets: %d round trips, %d verbs", gets, rt, v)
+	}
+	if req, rsp := r.hub.toFrames[1].Load()-toMN, r.hub.toFrames[10].Load()-fromMN; req != gets || rsp != gets {
+		t.Errorf("%d warm gets: %d frames to the memory node, %d back; want one READ request and one response each", gets, req, rsp)
+	}
+	const puts = 20
+	toMN = r.hub.toFrames[1].Load()
+	for i := 0; i < puts; i++ {
+		if err := c.Put(ctx, 5, val(uint64(10+i), 128)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(20 * time.Millisecond) // the last shortcut WRITE is not waited for
+	m2 := c.Metrics()
+	if rt := m2.RoundTrips - m1.RoundTrips; rt != 3*puts {
+		t.Errorf("%d puts: %d round trips, want 3 each", puts, rt)
+	}
+	if v := m2.Verbs - m1.Verbs; v != 4*puts || m2.Atomics-m1.Atomics != puts || m2.Writes-m1.Writes != 2*puts || m2.Reads-m1.Reads != puts {
+		t.Errorf("%d puts: %d verbs (%d WRITE, %d READ, %d CAS), want WRITE, READ, CAS and the shortcut WRITE each",
+			puts, v, m2.Writes-m1.Writes, m2.Reads-m1.Reads, m2.Atomics-m1.Atomics)
+	}
+	if req := r.hub.toFrames[1].Load() - toMN; req != 4*puts {
+		t.Errorf("%d puts: %d request frames to the memory node, want 4 each", puts, req)
+	}
+	if m2.MSRequests != m0.MSRequests {
+		t.Errorf("warm operations talked to the MS %d times", m2.MSRequests-m0.MSRequests)
+	}
+}
+
+// kvInput and kvOutput are porcupine's view of one operation.
+type kvInput struct {
+	put   bool
+	key   uint64
+	value uint64
+}
+
+type kvOutput struct {
+	value   uint64
+	unknown bool // the operation failed with an uncertain outcome
+}
+
+var kvModel = porcupine.Model{
+	Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
+		by := map[uint64][]porcupine.Operation{}
+		var keys []uint64
+		for _, op := range h {
+			k := op.Input.(kvInput).key
+			if _, ok := by[k]; !ok {
+				keys = append(keys, k)
+			}
+			by[k] = append(by[k], op)
+		}
+		var out [][]porcupine.Operation
+		for _, k := range keys {
+			out = append(out, by[k])
+		}
+		return out
+	},
+	Init: func() interface{} { return uint64(0) },
+	Step: func(state, input, output interface{}) (bool, interface{}) {
+		in, out := input.(kvInput), output.(kvOutput)
+		if in.put {
+			return true, in.value
+		}
+		return out.value == state.(uint64), state
+	},
+	DescribeOperation: func(input, output interface{}) string {
+		in, out := input.(kvInput), output.(kvOutput)
+		if in.put {
+			return fmt.Sprintf("put(%d, %d)", in.key, in.value)
+		}
+		return fmt.Sprintf("get(%d) -> %d", in.key, out.value)
+	},
+}
+
+// runHistory runs ops operations per client on keys hot keys (50% puts,
+// unique values: client<<32 | sequence) and returns the history.
+func runHistory(t *testing.T, r *testRack, keys, ops int, seed uint64) []porcupine.Operation {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	vs := r.clients[0].ValueSize()
+	for k := 0; k < keys; k++ {
+		if err := r.clients[0].Create(ctx, uint64(k+1), make([]byte, vs)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	var mu sync.Mutex
+	var hist []porcupine.Operation
+	var wg sync.WaitGroup
+	errs := make(chan error, len(r.clients))
+	for i, c := range r.clients {
+		wg.Add(1)
+		go func(i int, c *Client) {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(seed, uint64(i)))
+			buf := make([]byte, vs)
+			local := make([]porcupine.Operation, 0, ops)
+			for s := 0; s < ops; s++ {
+				key := uint64(1 + rng.IntN(keys))
+				in := kvInput{key: key, put: rng.IntN(2) == 0}
+				call := time.Since(start).Nanoseconds()
+				var out kvOutput
+				var err error
+				if in.put {
+					in.value = uint64(i+1)<<32 | uint64(s+1)
+					binary.LittleEndian.PutUint64(buf, in.value)
+					binary.LittleEndian.PutUint64(buf[vs-8:], in.value) // a torn read would mismatch
+					err = c.Put(ctx, key, buf)
+				} else {
+					err = c.Get(ctx, key, buf)
+					out.value = binary.LittleEndian.Uint64(buf)
+					if err == nil && out.value != binary.LittleEndian.Uint64(buf[vs-8:]) {
+						errs <- fmt.Errorf("client %d: torn value %x / %x", i, out.value, binary.LittleEndian.Uint64(buf[vs-8:]))
+						return
+					}
+				}
+				ret := time.Since(start).Nanoseconds()
+				if errors.Is(err, ErrUncertain) {
+					out.unknown, ret = true, 1<<62 // may have taken effect at any time after the call
+				} else if err != nil {
+					errs <- fmt.Errorf("client %d op %d: %w", i, s, err)
+					return
+				}
+				local = append(local, porcupine.Operation{ClientId: i, Input: in, Call: call, Output: out, Return: ret})
+			}
+			if err := c.Flush(ctx); err != nil {
+				errs <- err
+				return
+			}
+			mu.Lock()
+			hist = append(hist, local...)
+			mu.Unlock()
+		}(i, c)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	return hist
+}
+
+func checkLinearizable(t *testing.T, hist []porcupine.Operation) {
+	t.Helper()
+	res, _ := porcupine.CheckOperationsVerbose(kvModel, hist, 60*time.Second)
+	switch res {
+	case porcupine.Ok:
+		t.Logf("porcupine: %d operations linearizable", len(hist))
+	case porcupine.Illegal:
+		t.Fatalf("porcupine: history of %d operations is NOT linearizable", len(hist))
+	default:
+		t.Fatalf("porcupine: check timed out (%v)", res)
+	}
+}
+
+func sumMetrics(cs []*Client) Metrics {
+	var s Metrics
+	for _, c := range cs {
+		m := c.Metrics()
+		s.Gets += m.Gets
+		s.Puts += m.Puts
+		s.CAS += m.CAS
+		s.CASFailures += m.CASFailures
+		s.Retries += m.Retries
+		s.CASSteered += m.CASSteered
+		s.ReadsSteered += m.ReadsSteered
+		s.StaleCursors += m.StaleCursors
+		s.Recoveries += m.Recoveries
+		s.ChaseHops += m.ChaseHops
+		s.Verbs += m.Verbs
+		s.RoundTrips += m.RoundTrips
+		s.WireBytes += m.WireBytes
+		s.GCVerbs += m.GCVerbs
+		s.RetireUnknown += m.RetireUnknown
+		s.Uncertain += m.Uncertain
+		s.ReadTimeouts += m.ReadTimeouts
+		if m.MaxChase > s.MaxChase {
+			s.MaxChase = m.MaxChase
+		}
+	}
+	return s
+}
+
+// TestLinearizableHotKeysFaultyLinks: 32 clients, 50% puts on 4 hot keys,
+// every compute-node link dropping, duplicating and reordering frames.
+func TestLinearizableHotKeysFaultyLinks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: 32 clients with faulty links")
+	}
+	faults := netio.Faults{Drop: 0.01, Duplicate: 0.01, Reorder: 0.02, ReorderDepth: 3, ReorderHold: 200 * time.Microsecond, Seed: 7}
+	r := newTestRack(t, rackConfig{clients: 32, valueSize: 64, layout: smallLayout(), faults: faults})
+	hist := runHistory(t, r, 4, 60, 1)
+	if send, recv := r.ms.Errors(); send+recv != 0 {
+		t.Errorf("MS lost %d/%d sends/receives during the run", send, recv)
+	}
+	checkLinearizable(t, hist)
+	m := sumMetrics(r.clients)
+	t.Logf("metrics: puts %d gets %d CAS %d failures %d retries %d chase hops %d stale %d recoveries %d",
+		m.Puts, m.Gets, m.CAS, m.CASFailures, m.Retries, m.ChaseHops, m.StaleCursors, m.Recoveries)
+	if m.CASFailures == 0 {
+		t.Errorf("no CAS failed with 32 clients on 4 keys: the test did not contend")
+	}
+	r.checkChains(t, []uint64{1, 2, 3, 4})
+	var dropped, dup, reord uint64
+	for _, d := range r.hub.all {
+		s := d.Stats()
+		dropped, dup, reord = dropped+s.Dropped, dup+s.Duplicated, reord+s.Reordered
+	}
+	t.Logf("faults injected on the hub side: dropped %d duplicated %d reordered %d", dropped, dup, reord)
+}
+
+// TestLinearizableWithSteering runs the same history through the test model
+// of the steering switch: CAS and READs are steered to the cached tail, and
+// the client must still be linearizable, count the steered successes as
+// successes, and keep its chains well formed.
+func TestLinearizableWithSteering(t *testing.T) {
+	r := newTestRack(t, rackConfig{clients: 16, valueSize: 64, layout: smallLayout(), steer: true})
+	hist := runHistory(t, r, 4, 80, 2)
+	checkLinearizable(t, hist)
+	m := sumMetrics(r.clients)
+	t.Logf("switch: CAS steered %d, READs steered %d; clients: puts %d CAS %d failures %d steered-success %d reads-steered %d stale %d recoveries %d gc verbs %d retire-unknown %d",
+		r.steer.casSteered.Load(), r.steer.readsSteered.Load(), m.Puts, m.CAS, m.CASFailures, m.CASSteered, m.ReadsSteered, m.StaleCursors, m.Recoveries, m.GCVerbs, m.RetireUnknown)
+	if r.steer.casSteered.Load() == 0 || m.CASSteered == 0 {
+		t.Errorf("nothing was steered: the test does not exercise steering")
+	}
+	r.checkChains(t, []uint64{1, 2, 3, 4})
+}
