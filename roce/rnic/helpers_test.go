@@ -88,5 +88,8 @@ func lossy(seed int64) netio.Faults {
 }
 
 func fastCfg() Config {
+	if raceEnabled {
+		return Config{Timeout: 100 * time.Millisecond, RetryCount: 7}
+	}
 	return Config{Timeout: 10 * time.Millisecond, RetryCount: 7}
 }

@@ -39,6 +39,8 @@ func TestRandomOpsAgainstModel(t *testing.T) {
 		counters = 16
 		maxLen   = 3000
 	)
+	debugRetryExceeded = func(s string) { t.Log("retry exceeded:", s) }
+	defer func() { debugRetryExceeded = nil }()
 	faults := netio.Faults{Drop: 0.01, Reorder: 0.01, ReorderDepth: 3, ReorderHold: 200 * time.Microsecond, Seed: 42}
 	cfg := fastCfg()
 	cfg.MaxSendWR = 64
@@ -255,7 +257,7 @@ func drive(p *pair, q *QP, cq *CQ, rmr *MR, qi, n, depth, area, counters, maxLen
 		}
 		for _, wc := range wcs[:k] {
 			if wc.Status != verbs.StatusSuccess {
-				return fmt.Errorf("completion %+v", wc)
+				return fmt.Errorf("completion %+v; peer %v", wc, p.srv.QP(q.path.RemoteQPN))
 			}
 			if wc.ID < doneID {
 				return fmt.Errorf("completion %d out of order (expected >= %d)", wc.ID, doneID)
