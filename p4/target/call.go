@@ -248,8 +248,9 @@ const dropPort = 511
 
 // dataField is one element of hash or checksum data.
 type dataField struct {
-	fn exprFn
-	w  int
+	fn   exprFn
+	w    int
+	slot int // >= 0: the value is slots[slot]
 }
 
 func (c *compiler) dataList(sc *scope, e expr) []dataField {
@@ -269,53 +270,34 @@ func (c *compiler) dataList(sc *scope, e expr) []dataField {
 		if v.t.kind != kBit && v.t.kind != kBool {
 			c.fail(el.exprPos(), "hash/checksum data must be bit<W> fields, found %s", v.t)
 		}
-		out = append(out, dataField{fn: v.fn, w: widthOf(v.t)})
+		df := dataField{fn: v.fn, w: widthOf(v.t), slot: -1}
+		if v.isSlot {
+			df.slot = v.slot
+		}
+		out = append(out, df)
 	}
 	if len(out) == 0 {
 		c.fail(e.exprPos(), "empty hash/checksum data")
 	}
+	bits := 0
+	for _, f := range out {
+		bits += f.w
+	}
+	if bits > 8*maxDataBytes {
+		c.fail(e.exprPos(), "hash/checksum data of %d bits; this target supports up to %d", bits, 8*maxDataBytes)
+	}
 	return out
 }
 
-// packData serialises fields MSB first into buf; a trailing partial byte
-// is padded with zero bits on the right.
+// packData serialises the fields MSB first into the state's data buffer;
+// a trailing partial byte is padded with zero bits on the right.
 func packData(s *pktState, fields []dataField) []byte {
-	buf := s.dataBuf[:0]
-	var acc uint64
-	n := 0
-	for _, f := range fields {
-		v := f.fn(s)
-		w := f.w
-		for n >= 8 {
-			buf = append(buf, byte(acc>>uint(n-8)))
-			n -= 8
-		}
-		acc &= mask(n)
-		if w > 56 {
-			hw := w - 32
-			acc = acc<<uint(hw) | v>>32
-			n += hw
-			for n >= 8 {
-				buf = append(buf, byte(acc>>uint(n-8)))
-				n -= 8
-			}
-			acc &= mask(n)
-			v &= 0xffffffff
-			w = 32
-		}
-		acc = acc<<uint(w) | v
-		n += w
-	}
-	for n >= 8 {
-		buf = append(buf, byte(acc>>uint(n-8)))
-		n -= 8
-	}
-	if n > 0 {
-		buf = append(buf, byte(acc<<uint(8-n)))
-	}
-	s.dataBuf = buf
-	return buf
+	n := packBits(s.dataBuf[:cap(s.dataBuf)], s, fields)
+	return s.dataBuf[:n]
 }
+
+// maxDataBytes bounds hash and checksum data (the buffer has 8 bytes more).
+const maxDataBytes = 120
 
 // Hash algorithms (values of HashAlgorithm, in declaration order).
 const (

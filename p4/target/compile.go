@@ -42,6 +42,8 @@ type Program struct {
 	packetIn, packetOut *ptype // @controller_header types (nil when absent)
 	info                *configv1.P4Info
 	errCodes            map[string]uint64
+	outSlack            int // bytes the output may need beyond the input frame
+	tsSlots             [2]int
 }
 
 // pktState is the per-packet working state: the slots every compiled
@@ -56,7 +58,8 @@ type pktState struct {
 	exited  bool
 	keyBuf  []byte
 	dataBuf []byte
-	args    []uint64
+	ts      uint64 // timestamp of this packet (lazy: tsSet)
+	tsSet   bool
 }
 
 // flow is what a compiled statement tells its enclosing block.
@@ -162,6 +165,7 @@ func Compile(filename string, src []byte) (prog *Program, err error) {
 	}
 	c.assemble(mainInst, blocks)
 	c.prog.nslots = c.nslots
+	c.prog.outSlack = c.prog.hdrBytes() + 8
 	c.prog.info = c.buildP4Info()
 	return c.prog, nil
 }
@@ -442,6 +446,7 @@ func (c *compiler) assemble(m *instDecl, blocks map[string]decl) {
 	p.smPacketLength = smSlot("packet_length")
 	p.smIngressTS = smSlot("ingress_global_timestamp")
 	p.smEgressTS = smSlot("egress_global_timestamp")
+	p.tsSlots = [2]int{p.smIngressTS, p.smEgressTS}
 	p.smParserError = smSlot("parser_error")
 	p.smInstanceType = smSlot("instance_type")
 	p.smChecksumError = smSlot("checksum_error")

@@ -63,20 +63,24 @@ func NewDevice(p *Program, o Options) *Device {
 	for _, t := range p.tables {
 		d.tables = append(d.tables, newTableRT(t))
 	}
-	for _, r := range p.registers {
-		d.regs = append(d.regs, make([]uint64, r.size))
+	for i, r := range p.registers {
+		// Skew each array by i cache lines: same-index cells of registers
+		// whose sizes are powers of two would otherwise all fall into one
+		// L1 cache set.
+		skew := 8 * (i % 64)
+		d.regs = append(d.regs, make([]uint64, r.size+skew)[skew:][:r.size:r.size])
 	}
 	for _, c := range p.counters {
 		d.counters = append(d.counters, counterRT{packets: make([]uint64, c.size), bytes: make([]uint64, c.size)})
 	}
-	outCap := netio.MaxFrameSize + p.hdrBytes()
+	outCap := netio.MaxFrameSize + p.outSlack
 	d.pool.New = func() any {
 		return &pktState{
 			slots:   make([]uint64, p.nslots),
 			dev:     d,
 			out:     make([]byte, 0, outCap),
 			keyBuf:  make([]byte, 0, 8*16),
-			dataBuf: make([]byte, 0, 256),
+			dataBuf: make([]byte, 0, maxDataBytes+8),
 		}
 	}
 	return d
@@ -92,6 +96,8 @@ func (d *Device) Stats() Stats {
 	return d.stats
 }
 
+// hdrBytes is the size of all headers; the output buffer needs that much
+// beyond the frame, plus 8 bytes of slack for the word-wide encoder.
 func (p *Program) hdrBytes() int {
 	n := 0
 	for _, f := range p.hdrT.fields {
@@ -141,10 +147,9 @@ func (d *Device) pipeline(s *pktState, in uint32, frame []byte) (uint32, bool) {
 	clear(s.slots)
 	s.pkt, s.off, s.exited = frame, 0, false
 	s.out = s.out[:0]
-	now := d.now()
+	s.tsSet = false
 	s.slots[p.smIngressPort] = uint64(in)
 	s.slots[p.smPacketLength] = uint64(len(frame)) & mask(32)
-	s.slots[p.smIngressTS] = now
 	if !p.parser.run(s) {
 		d.stats.ParserErrors++
 	}
@@ -155,14 +160,13 @@ func (d *Device) pipeline(s *pktState, in uint32, frame []byte) (uint32, bool) {
 		return 0, false
 	}
 	s.slots[p.smEgressPort] = s.slots[p.smEgressSpec]
-	s.slots[p.smEgressTS] = now
 	p.egress.run(s)
 	if s.slots[p.smEgressSpec] == dropPort {
 		d.stats.Dropped++
 		return 0, false
 	}
 	p.compute.run(s)
-	if need := len(frame) + p.hdrBytes(); cap(s.out) < need {
+	if need := len(frame) + p.outSlack; cap(s.out) < need {
 		s.out = make([]byte, 0, need)
 	}
 	p.deparser.run(s)

@@ -21,6 +21,33 @@ type val struct {
 	method  string  // method name, with recv or sym
 	st      stmtFn  // effect of a call
 	applied *tableC // the result of t.apply()
+	isSlot  bool    // fn just reads slots[slot] (lets hot paths skip the call)
+	slot    int
+}
+
+// operand describes a scalar for specialised closures: a constant, a slot
+// read, or a general closure.
+type operand struct {
+	kind uint8 // opConst, opSlot, opFn
+	k    uint64
+	slot int
+	fn   exprFn
+}
+
+const (
+	opConst = iota
+	opSlot
+	opFn
+)
+
+func operandOf(v *val) operand {
+	switch {
+	case v.isConst:
+		return operand{kind: opConst, k: v.k, fn: v.fn}
+	case v.isSlot:
+		return operand{kind: opSlot, slot: v.slot, fn: v.fn}
+	}
+	return operand{kind: opFn, fn: v.fn}
 }
 
 // lval is a location in the slots: a whole value (scalar or composite) at
@@ -125,6 +152,7 @@ func (c *compiler) locVal(l *lval) *val {
 	} else if l.t.scalar() {
 		b := l.base
 		v.fn = func(s *pktState) uint64 { return s.slots[b] }
+		v.isSlot, v.slot = true, b
 	}
 	return v
 }
@@ -167,7 +195,18 @@ func (c *compiler) member(sc *scope, e *memberExpr) *val {
 	case x.lv != nil && (x.t.kind == kHeader || x.t.kind == kStruct):
 		if f := x.t.field(e.name); f != nil {
 			// header fields' offsets already skip slot 0, the validity bit
-			return c.locVal(&lval{base: x.lv.base + f.off, t: f.t, readonly: x.lv.readonly})
+			slot := x.lv.base + f.off
+			if x.t == c.smT && (slot == c.prog.tsSlots[0] || slot == c.prog.tsSlots[1]) {
+				// Timestamps are read lazily (the clock costs more than
+				// most statements) and cannot be written.
+				return &val{t: f.t, lv: &lval{base: slot, t: f.t, readonly: true}, fn: func(s *pktState) uint64 {
+					if !s.tsSet {
+						s.ts, s.tsSet = s.dev.now(), true
+					}
+					return s.ts
+				}}
+			}
+			return c.locVal(&lval{base: slot, t: f.t, readonly: x.lv.readonly})
 		}
 		if x.t.kind == kHeader {
 			switch e.name {
@@ -337,17 +376,17 @@ func (c *compiler) binary(sc *scope, e *binExpr) *val {
 		if !t.scalar() {
 			c.fail(e.p, "%s on %s is not supported", e.op, t)
 		}
-		v = &val{t: boolT, fn: cmpFn(e.op, lf, rf, r)}
+		v = &val{t: boolT, fn: cmpFn(e.op, lf, rf, l, r)}
 	case "<", ">", "<=", ">=":
 		if t.kind != kBit {
 			c.fail(e.p, "%s needs bit<W> operands, found %s", e.op, t)
 		}
-		v = &val{t: boolT, fn: cmpFn(e.op, lf, rf, r)}
+		v = &val{t: boolT, fn: cmpFn(e.op, lf, rf, l, r)}
 	default:
 		if t.kind != kBit {
 			c.fail(e.p, "%s needs bit<W> operands, found %s", e.op, t)
 		}
-		fn := arithFn(e.op, t.width, lf, rf, r)
+		fn := arithFn(e.op, t.width, lf, rf, l, r)
 		if fn == nil {
 			c.fail(e.p, "operator %s is not supported", e.op)
 		}
@@ -356,12 +395,31 @@ func (c *compiler) binary(sc *scope, e *binExpr) *val {
 	return c.fold(v, l, r)
 }
 
-func cmpFn(op string, lf, rf exprFn, r *val) exprFn {
-	b2u := func(b bool) uint64 {
-		if b {
-			return 1
+func b2u(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func cmpFn(op string, lf, rf exprFn, l, r *val) exprFn {
+	if l.isSlot && r.isConst {
+		a, k := l.slot, r.k
+		switch op {
+		case "==":
+			return func(s *pktState) uint64 { return b2u(s.slots[a] == k) }
+		case "!=":
+			return func(s *pktState) uint64 { return b2u(s.slots[a] != k) }
 		}
-		return 0
+	}
+	if l.isSlot && r.isSlot {
+		a, b := l.slot, r.slot
+		switch op {
+		case "==":
+			return func(s *pktState) uint64 { return b2u(s.slots[a] == s.slots[b]) }
+		case "!=":
+			return func(s *pktState) uint64 { return b2u(s.slots[a] != s.slots[b]) }
+		}
 	}
 	if r.isConst {
 		k := r.k
@@ -389,8 +447,19 @@ func cmpFn(op string, lf, rf exprFn, r *val) exprFn {
 }
 
 // arithFn implements P4's unsigned arithmetic modulo 2^w.
-func arithFn(op string, w int, lf, rf exprFn, r *val) exprFn {
+func arithFn(op string, w int, lf, rf exprFn, l, r *val) exprFn {
 	m := mask(w)
+	if l.isSlot && r.isConst {
+		a, k := l.slot, r.k
+		switch op {
+		case "+":
+			return func(s *pktState) uint64 { return (s.slots[a] + k) & m }
+		case "-":
+			return func(s *pktState) uint64 { return (s.slots[a] - k) & m }
+		case "&":
+			return func(s *pktState) uint64 { return s.slots[a] & k }
+		}
+	}
 	if r.isConst {
 		k := r.k
 		switch op {

@@ -107,8 +107,21 @@ func (c *compiler) externCall(sc *scope, x *externC, method string, e *callExpr)
 		if res.t != x.t {
 			c.fail(e.args[0].exprPos(), "type mismatch: register %s holds %s, result is %s", x.name, x.t, res.t)
 		}
-		ix := c.typed(c.rvalue(sc, e.args[1], bitT(32)), e.args[1].exprPos()).fn
+		ixv := c.typed(c.rvalue(sc, e.args[1], bitT(32)), e.args[1].exprPos())
+		ix := ixv.fn
 		l := res.lv
+		if !l.sliced && ixv.isSlot {
+			b, is := l.base, ixv.slot
+			return func(s *pktState) flow {
+				cells := s.dev.regs[idx]
+				if i := s.slots[is]; i < uint64(len(cells)) {
+					s.slots[b] = cells[i]
+				} else {
+					s.slots[b] = 0
+				}
+				return flowNext
+			}
+		}
 		if !l.sliced {
 			b := l.base
 			return func(s *pktState) flow {
@@ -136,8 +149,38 @@ func (c *compiler) externCall(sc *scope, x *externC, method string, e *callExpr)
 		if len(e.args) != 2 {
 			c.fail(e.p, "register.write takes (index, value)")
 		}
-		ix := c.typed(c.rvalue(sc, e.args[0], bitT(32)), e.args[0].exprPos()).fn
-		v := c.typed(c.rvalue(sc, e.args[1], x.t), e.args[1].exprPos()).fn
+		ixv := c.typed(c.rvalue(sc, e.args[0], bitT(32)), e.args[0].exprPos())
+		vv := c.typed(c.rvalue(sc, e.args[1], x.t), e.args[1].exprPos())
+		ix, v := ixv.fn, vv.fn
+		switch {
+		case ixv.isSlot && vv.isSlot:
+			is, vs := ixv.slot, vv.slot
+			return func(s *pktState) flow {
+				cells := s.dev.regs[idx]
+				if i := s.slots[is]; i < uint64(len(cells)) {
+					cells[i] = s.slots[vs]
+				}
+				return flowNext
+			}
+		case ixv.isSlot && vv.isConst:
+			is, k := ixv.slot, vv.k
+			return func(s *pktState) flow {
+				cells := s.dev.regs[idx]
+				if i := s.slots[is]; i < uint64(len(cells)) {
+					cells[i] = k
+				}
+				return flowNext
+			}
+		case ixv.isSlot:
+			is := ixv.slot
+			return func(s *pktState) flow {
+				cells := s.dev.regs[idx]
+				if i := s.slots[is]; i < uint64(len(cells)) {
+					cells[i] = v(s)
+				}
+				return flowNext
+			}
+		}
 		return func(s *pktState) flow {
 			cells := s.dev.regs[idx]
 			i := ix(s)
@@ -150,7 +193,19 @@ func (c *compiler) externCall(sc *scope, x *externC, method string, e *callExpr)
 		if len(e.args) != 1 {
 			c.fail(e.p, "counter.count takes (index)")
 		}
-		ix := c.typed(c.rvalue(sc, e.args[0], bitT(32)), e.args[0].exprPos()).fn
+		ixv := c.typed(c.rvalue(sc, e.args[0], bitT(32)), e.args[0].exprPos())
+		ix := ixv.fn
+		if ixv.isConst {
+			k := ixv.k
+			return func(s *pktState) flow {
+				ct := &s.dev.counters[idx]
+				if k < uint64(len(ct.packets)) {
+					ct.packets[k]++
+					ct.bytes[k] += uint64(len(s.pkt))
+				}
+				return flowNext
+			}
+		}
 		return func(s *pktState) flow {
 			ct := &s.dev.counters[idx]
 			i := ix(s)

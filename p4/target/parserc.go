@@ -269,7 +269,10 @@ func putBits(b []byte, bitOff, w int, v uint64) {
 	}
 }
 
-// headerCodec decodes and encodes one header type.
+// headerCodec decodes and encodes one header type. Each field is read or
+// written as one 64-bit big-endian word load/store (fast path) when 8 bytes
+// are available from the field's first byte and the field does not
+// straddle that word; otherwise bit by bit.
 type headerCodec struct {
 	bytes  int
 	fields []codecField
@@ -279,14 +282,103 @@ type codecField struct {
 	slot   int // relative to the header's base
 	bitOff int
 	w      int
+	byteIx int    // first byte of the field
+	shift  uint   // right shift of the 64-bit word at byteIx
+	m      uint64 // mask of w bits
+	fast   bool   // fits in the word at byteIx
 }
 
 func codecOf(t *ptype) *headerCodec {
 	h := &headerCodec{bytes: t.bits / 8}
 	for _, f := range t.fields {
-		h.fields = append(h.fields, codecField{slot: f.off, bitOff: f.bitOff, w: widthOf(f.t)})
+		w := widthOf(f.t)
+		cf := codecField{slot: f.off, bitOff: f.bitOff, w: w, byteIx: f.bitOff >> 3, m: mask(w)}
+		inb := f.bitOff & 7
+		if inb+w <= 64 {
+			cf.fast = true
+			cf.shift = uint(64 - inb - w)
+		}
+		h.fields = append(h.fields, cf)
 	}
 	return h
+}
+
+// decode reads the header at b (len(b) >= h.bytes; room is how many bytes
+// of b are readable) into slots.
+func (h *headerCodec) decode(slots []uint64, b []byte) {
+	room := len(b)
+	for i := range h.fields {
+		f := &h.fields[i]
+		if f.fast && f.byteIx+8 <= room {
+			slots[f.slot] = binary.BigEndian.Uint64(b[f.byteIx:]) >> f.shift & f.m
+		} else {
+			slots[f.slot] = getBits(b, f.bitOff, f.w)
+		}
+	}
+}
+
+// encode appends the header, built from slots, to b, which must have
+// capacity for the header plus 8 bytes of slack.
+func (h *headerCodec) encode(b []byte, slots []uint64) []byte {
+	o := len(b)
+	dst := b[o : o+h.bytes+8]
+	var acc uint64
+	var n uint
+	at := 0
+	for i := range h.fields {
+		f := &h.fields[i]
+		v, w := slots[f.slot], uint(f.w)
+		if n+w <= 64 {
+			acc = acc<<w | v
+			n += w
+			continue
+		}
+		r := 64 - n
+		acc = acc<<r | v>>(w-r)
+		binary.BigEndian.PutUint64(dst[at:], acc)
+		at += 8
+		n = w - r
+		acc = v & (1<<n - 1)
+	}
+	if n > 0 {
+		binary.BigEndian.PutUint64(dst[at:], acc<<(64-n))
+	}
+	return b[:o+h.bytes]
+}
+
+// packBits writes fields MSB first into dst (which needs 8 bytes of slack
+// beyond the data) and returns the number of bytes used; a trailing
+// partial byte is padded with zero bits.
+func packBits(dst []byte, s *pktState, fields []dataField) int {
+	var acc uint64
+	var n uint
+	at := 0
+	for i := range fields {
+		f := &fields[i]
+		var v uint64
+		if f.slot >= 0 {
+			v = s.slots[f.slot]
+		} else {
+			v = f.fn(s)
+		}
+		w := uint(f.w)
+		if n+w <= 64 {
+			acc = acc<<w | v
+			n += w
+			continue
+		}
+		r := 64 - n
+		acc = acc<<r | v>>(w-r)
+		binary.BigEndian.PutUint64(dst[at:], acc)
+		at += 8
+		n = w - r
+		acc = v & (1<<n - 1)
+	}
+	if n > 0 {
+		binary.BigEndian.PutUint64(dst[at:], acc<<(64-n))
+		at += int(n+7) / 8
+	}
+	return at
 }
 
 func (c *compiler) extract(sc *scope, e *callExpr) stmtFn {
@@ -310,10 +402,7 @@ func (c *compiler) extract(sc *scope, e *callExpr) stmtFn {
 			s.slots[perr] = tooShort
 			return flowReject
 		}
-		b := s.pkt[s.off : s.off+n]
-		for _, f := range h.fields {
-			s.slots[base+f.slot] = getBits(b, f.bitOff, f.w)
-		}
+		h.decode(s.slots[base:], s.pkt[s.off:])
 		s.slots[base] = 1
 		s.off += n
 		return flowNext
@@ -345,12 +434,7 @@ func (c *compiler) emit(sc *scope, e *callExpr) stmtFn {
 			if s.slots[base] == 0 {
 				return flowNext
 			}
-			o := len(s.out)
-			s.out = s.out[:o+h.bytes]
-			b := s.out[o:]
-			for _, f := range h.fields {
-				putBits(b, f.bitOff, f.w, s.slots[base+f.slot])
-			}
+			s.out = h.encode(s.out, s.slots[base:])
 			return flowNext
 		})
 	}
