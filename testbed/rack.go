@@ -56,6 +56,9 @@ type Config struct {
 	TrackedKeys []uint64
 	// MemorySize is the size of the memory node's region. Default 64 MiB.
 	MemorySize int
+	// MemoryInit, if set, lays out the memory node's region before it is
+	// registered (a memory system's initialiser).
+	MemoryInit func(buf []byte) error
 	// MemoryWorkers shards the memory node's responder (SwordBox Figure 2).
 	MemoryWorkers int
 	// MemoryTiming is the memory node's NIC timing model (nil: untimed).
@@ -198,6 +201,11 @@ func NewRack(ctx context.Context, cfg Config) (_ *Rack, err error) {
 		return nil, fmt.Errorf("testbed: memory node: %w", err)
 	}
 	memBuf := make([]byte, cfg.MemorySize)
+	if cfg.MemoryInit != nil {
+		if err := cfg.MemoryInit(memBuf); err != nil {
+			return nil, fmt.Errorf("testbed: memory node: lay out region: %w", err)
+		}
+	}
 	if r.MemoryMR, err = r.Memory.Register(memBuf, allAccess); err != nil {
 		return nil, fmt.Errorf("testbed: memory node: register region: %w", err)
 	}

@@ -2,50 +2,175 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+
+	"github.com/swordbox/swordbox/testbed"
+	"github.com/swordbox/swordbox/testbed/report"
+	"github.com/swordbox/swordbox/testbed/ycsb"
 )
 
-// benchConfig is the typed configuration of `swordbox bench`.
+// benchConfig is the typed configuration of `swordbox bench` (section
+// "bench" of the config file, SWORDBOX_BENCH_* variables, flags).
 type benchConfig struct {
-	Scenario string        `mapstructure:"scenario"`
-	Keys     int           `mapstructure:"keys"`
-	Value    int           `mapstructure:"value-size"`
-	Zipf     float64       `mapstructure:"zipf"`
-	Duration time.Duration `mapstructure:"duration"`
-	Seed     int64         `mapstructure:"seed"`
-	JSON     bool          `mapstructure:"json"`
+	Scenario    string        `mapstructure:"scenario"`
+	Keys        int           `mapstructure:"keys"`
+	ValueSize   int           `mapstructure:"value-size"`
+	Zipf        float64       `mapstructure:"zipf"`
+	Workloads   []string      `mapstructure:"workloads"`
+	Modes       []string      `mapstructure:"modes"`
+	Sweep       []string      `mapstructure:"sweep"`
+	Threads     int           `mapstructure:"threads"`
+	ClientHosts int           `mapstructure:"client-hosts"`
+	Duration    time.Duration `mapstructure:"duration"`
+	Warmup      time.Duration `mapstructure:"warmup"`
+	Seed        uint64        `mapstructure:"seed"`
+	Timing      string        `mapstructure:"timing"`
+	MemWorkers  int           `mapstructure:"memory-workers"`
+	Results     string        `mapstructure:"results"`
+	JSON        bool          `mapstructure:"json"`
+	Netns       bool          `mapstructure:"netns"`
+	NoProgress  bool          `mapstructure:"no-progress"`
 }
 
 var benchCmd = &cobra.Command{
 	Use:   "bench",
 	Short: "Run the A/B benchmark of swordbox on the in-process software rack",
-	Long: `bench assembles a software rack (memory nodes, Clover metadata server,
-clients, the switch target running swordbox.p4 under the controller) and runs
-the same workload with swordbox off, with write steering, and with write and
-read steering, side by side.`,
+	Long: `bench assembles a software rack for every cell (one memory node, Clover's
+metadata server, client hosts, and the Go switch target running swordbox.p4
+under the real controller over gRPC) and runs the same workload, with the same
+seed, with swordbox off, with write steering, and with write and read steering.
+
+With no arguments it runs the paper's Figures 11-13: Clover, 1,024 keys,
+128-byte values, zipf 0.99, YCSB C, B, A and write-only, each in the three
+modes. It prints a table on stdout and writes results/<run>/ with the JSON, a
+CSV, a Markdown report and PNG plots.
+
+Scenarios:
+  default   Figures 11-13 (workloads x modes)
+  partial   Figure 14: hottest 0, 8, 16, 32, 64 and all keys steered, zipf 1.5, YCSB A
+  zipf      Figure 16: zipf 0.6, 0.8, 0.99, 1.2, 1.5, YCSB A, every mode
+  size      Figure 15: objects of 64 to 1,024 bytes, YCSB A, every mode
+  cas-mux   Figure 10: lock CAS through the middlebox (see 'swordbox middlebox bench')
+
+--sweep replaces a scenario's swept values (e.g. --sweep 0,8,all for partial).`,
 	Args: cobra.NoArgs,
-	RunE: func(cmd *cobra.Command, _ []string) error {
-		var cfg benchConfig
-		if err := loadConfig(cmd, "bench", &cfg); err != nil {
-			return err
-		}
-		fmt.Fprintf(cmd.OutOrStdout(), "swordbox bench: scenario %q, Clover, %d keys, %d-byte values, zipf %.2f, %s per cell, seed %d\n",
-			cfg.Scenario, cfg.Keys, cfg.Value, cfg.Zipf, cfg.Duration, cfg.Seed)
-		fmt.Fprintln(cmd.OutOrStdout(), "the software rack is not assembled yet (issue 8): nothing was measured")
-		return nil
-	},
+	RunE: runBench,
 }
 
 func init() {
 	f := benchCmd.Flags()
-	f.String("scenario", "default", "default | partial | zipf | size | cas-mux")
-	f.Int("keys", 1024, "number of Clover keys")
-	f.Int("value-size", 128, "value size in bytes")
-	f.Float64("zipf", 0.99, "zipfian constant of key popularity")
-	f.Duration("duration", 5*time.Second, "measured time per cell")
-	f.Int64("seed", 1, "seed of every random choice")
-	f.Bool("json", false, "print the results as JSON on stdout")
+	f.String("scenario", testbed.ScenarioDefault, "one of "+strings.Join(testbed.Scenarios, ", "))
+	f.Int("keys", 1024, "number of Clover keys (YCSB record count)")
+	f.Int("value-size", 128, "object (value) size in bytes")
+	f.Float64("zipf", 0, "zipfian constant of key popularity (0: 0.99, or 1.5 for partial)")
+	f.StringSlice("workloads", []string{"c", "b", "a", "write-only"}, "YCSB workloads of the default scenario (a, b, c, d, f, write-only)")
+	f.StringSlice("modes", []string{testbed.ModeOff, testbed.ModeWrite, testbed.ModeWriteRead}, "steering modes to compare")
+	f.StringSlice("sweep", nil, "values of the scenario's swept parameter (tracked keys, zipf constants, sizes)")
+	f.Int("threads", 32, "client threads in all, each with its own QPs")
+	f.Int("client-hosts", 4, "client hosts (RNICs) the threads are spread over")
+	f.Duration("duration", 8*time.Second, "measured time per cell")
+	f.Duration("warmup", time.Second, "unmeasured time per cell before measuring")
+	f.Uint64("seed", 1, "seed of every random choice (same seed, same operation sequence)")
+	f.String("timing", "none", "NIC timing model of the memory node: none")
+	f.Int("memory-workers", 0, "responder workers of the memory node (0: apply in arrival order)")
+	f.String("results", "results", "directory under which results/<run>/ is written (empty: none)")
+	f.Bool("json", false, "print the cells as a JSON array on stdout instead of the table")
+	f.Bool("netns", false, "run every host in its own network namespace (root; not available yet)")
+	f.Bool("no-progress", false, "do not draw the progress bar on stderr")
 	rootCmd.AddCommand(benchCmd)
+}
+
+func runBench(cmd *cobra.Command, _ []string) error {
+	var cfg benchConfig
+	if err := loadConfig(cmd, "bench", &cfg); err != nil {
+		return err
+	}
+	if cfg.Netns {
+		return fmt.Errorf("bench: --netns: namespace mode is not implemented yet; run without it for the in-process rack")
+	}
+	if cfg.Scenario == testbed.ScenarioCASMux {
+		return fmt.Errorf("bench: scenario cas-mux: not wired into bench yet; run 'swordbox middlebox bench'")
+	}
+	sc := testbed.SuiteConfig{Scenario: cfg.Scenario, Keys: cfg.Keys, ValueSize: cfg.ValueSize, Zipf: cfg.Zipf,
+		Modes: cfg.Modes, Sweep: cfg.Sweep, Threads: cfg.Threads, ClientHosts: cfg.ClientHosts, Duration: cfg.Duration,
+		Warmup: cfg.Warmup, Seed: cfg.Seed, Timing: cfg.Timing, MemoryWorkers: cfg.MemWorkers}
+	for _, w := range cfg.Workloads {
+		if _, _, err := ycsb.Preset(ycsb.Kind(w)); err != nil {
+			return fmt.Errorf("bench: --workloads: %w", err)
+		}
+		sc.Workloads = append(sc.Workloads, ycsb.Kind(w))
+	}
+	specs, err := sc.Cells()
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	errOut := cmd.ErrOrStderr()
+	per := cfg.Duration + cfg.Warmup + time.Second
+	fmt.Fprintf(errOut, "swordbox bench: scenario %s, %d cells, about %s\n", sc.Scenario, len(specs), (time.Duration(len(specs)) * per).Round(time.Second))
+
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
+	defer stop()
+	var bar *progressbar.ProgressBar
+	if !cfg.NoProgress {
+		bar = progressbar.NewOptions(len(specs), progressbar.OptionSetWriter(errOut), progressbar.OptionSetWidth(30),
+			progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true), progressbar.OptionClearOnFinish())
+	}
+	run, err := testbed.RunSuite(ctx, sc, func(i, n int, label string) {
+		if bar != nil {
+			bar.Describe(label)
+			bar.Set(i)
+		}
+	})
+	if bar != nil {
+		bar.Finish()
+	}
+	if run != nil && len(run.Cells) > 0 {
+		if werr := emit(cmd, cfg, run); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("bench: interrupted: %w", err)
+		}
+		return fmt.Errorf("bench: %w", err)
+	}
+	return nil
+}
+
+// emit prints the table (or JSON) and writes the results directory.
+func emit(cmd *cobra.Command, cfg benchConfig, run *report.Run) error {
+	out := cmd.OutOrStdout()
+	if cfg.JSON {
+		if err := report.WriteJSON(out, run.Cells); err != nil {
+			return err
+		}
+	} else {
+		if err := report.WriteTable(out, run.Cells); err != nil {
+			return err
+		}
+		if rs := report.Ratios(run.Cells, testbed.ModeOff); len(rs) > 0 {
+			fmt.Fprintln(out)
+			fmt.Fprintln(out, "against off (same workload and seed): throughput x, bytes/op ÷, p99 read ÷, p99 write ÷")
+			for _, r := range rs {
+				fmt.Fprintf(out, "  %-10s %-12s %-10s %6.2f  %6.2f  %6.2f  %6.2f\n", r.Workload, r.Param, r.Mode, r.Throughput, r.BytesReduction, r.ReadP99Reduction, r.WriteP99Reduction)
+			}
+		}
+	}
+	if cfg.Results == "" {
+		return nil
+	}
+	dir := filepath.Join(cfg.Results, run.ID)
+	if _, err := report.Save(dir, run); err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "results in %s\n", dir)
+	return nil
 }

@@ -28,7 +28,7 @@ func loadConfig(cmd *cobra.Command, section string, out any) error {
 		if f.Name == "config" || f.Name == "help" {
 			return
 		}
-		v.SetDefault(f.Name, f.Value.String())
+		v.SetDefault(f.Name, flagValue(f))
 	})
 
 	if path, _ := cmd.Flags().GetString("config"); path != "" {
@@ -58,7 +58,7 @@ func loadConfig(cmd *cobra.Command, section string, out any) error {
 			v.Set(f.Name, val)
 		}
 		if f.Changed {
-			v.Set(f.Name, f.Value.String())
+			v.Set(f.Name, flagValue(f))
 		}
 	})
 
@@ -89,4 +89,13 @@ func hasField(out any, name string) bool {
 	}
 	_, ok := m[name]
 	return ok
+}
+
+// flagValue is a flag's value for viper: slices as slices (their String()
+// form, "[a,b]", would otherwise arrive as one element).
+func flagValue(f *pflag.Flag) any {
+	if sv, ok := f.Value.(pflag.SliceValue); ok {
+		return sv.GetSlice()
+	}
+	return f.Value.String()
 }

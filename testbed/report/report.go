@@ -56,6 +56,8 @@ type Cell struct {
 	Seconds  float64           `json:"seconds"`
 	Clients  int               `json:"clients"`
 	Steering map[string]uint64 `json:"steering,omitempty"`
+	// Note says what went wrong in the cell, if anything.
+	Note string `json:"note,omitempty"`
 }
 
 // Run is a whole benchmark run.
@@ -113,9 +115,10 @@ func (c Cell) MarshalJSON() ([]byte, error) {
 		Seconds        *float64          `json:"seconds"`
 		Clients        int               `json:"clients"`
 		Steering       map[string]uint64 `json:"steering,omitempty"`
+		Note           string            `json:"note,omitempty"`
 	}{c.System, c.Scenario, c.Mode, c.Workload, c.Param, n(c.OpsPerSec), n(c.P50us), n(c.P99us), n(c.P999us),
 		n(c.ReadP99us), n(c.WriteP99us), n(c.BytesPerOp), n(c.VerbsPerOp), n(c.CASSuccessRate), n(c.RetriesPerOp),
-		c.Ops, c.Errors, n(c.Seconds), c.Clients, c.Steering})
+		c.Ops, c.Errors, n(c.Seconds), c.Clients, c.Steering, c.Note})
 }
 
 // WriteJSON writes the cells as a JSON array (what `bench --json` prints).

@@ -1,0 +1,214 @@
+package testbed
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/swordbox/swordbox/roce/rnic"
+	"github.com/swordbox/swordbox/testbed/report"
+	"github.com/swordbox/swordbox/testbed/ycsb"
+)
+
+// Scenarios `swordbox bench` knows.
+const (
+	ScenarioDefault = "default" // Figures 11-13: YCSB C, B, A, write-only x off, write, write+read
+	ScenarioPartial = "partial" // Figure 14: hottest 0, 8, 16, 32, 64, all keys steered, zipf 1.5
+	ScenarioZipf    = "zipf"    // Figure 16: zipf constant sweep, 50% writes
+	ScenarioSize    = "size"    // Figure 15: object size sweep, 50% writes
+	ScenarioCASMux  = "cas-mux" // Figure 10: lock CAS through the middlebox
+)
+
+// Scenarios lists the scenario names in the order --help shows them.
+var Scenarios = []string{ScenarioDefault, ScenarioPartial, ScenarioZipf, ScenarioSize, ScenarioCASMux}
+
+// SuiteConfig is everything a benchmark run is made of. The zero value of a
+// field takes the default noted beside it.
+type SuiteConfig struct {
+	Scenario    string        // default
+	Keys        int           // 1024
+	ValueSize   int           // 128
+	Zipf        float64       // 0.99 (1.5 for partial)
+	Workloads   []ycsb.Kind   // default scenario: c, b, a, write-only
+	Modes       []string      // off, write, write+read
+	Threads     int           // client threads (each its own QPs): 32
+	ClientHosts int           // client RNICs the threads share: 4
+	Duration    time.Duration // measured time per cell: 8s
+	Warmup      time.Duration // unmeasured time per cell: 1s
+	Seed        uint64        // 1
+	// Sweep overrides the scenario's swept values (tracked keys, zipf
+	// constants, object sizes, client QPs).
+	Sweep []string
+	// Timing names the memory node's NIC timing model: "none" or "cx5".
+	Timing        string
+	MemoryWorkers int
+}
+
+func (c *SuiteConfig) defaults() {
+	if c.Scenario == "" {
+		c.Scenario = ScenarioDefault
+	}
+	if c.Keys <= 0 {
+		c.Keys = 1024
+	}
+	if c.ValueSize <= 0 {
+		c.ValueSize = 128
+	}
+	if c.Zipf <= 0 {
+		c.Zipf = 0.99
+		if c.Scenario == ScenarioPartial {
+			c.Zipf = 1.5
+		}
+	}
+	if len(c.Workloads) == 0 {
+		c.Workloads = []ycsb.Kind{ycsb.WorkloadC, ycsb.WorkloadB, ycsb.WorkloadA, ycsb.WorkloadWriteOnly}
+	}
+	if len(c.Modes) == 0 {
+		c.Modes = []string{ModeOff, ModeWrite, ModeWriteRead}
+	}
+	if c.Threads <= 0 {
+		c.Threads = 32
+	}
+	if c.ClientHosts <= 0 {
+		c.ClientHosts = 4
+	}
+	if c.Duration <= 0 {
+		c.Duration = 8 * time.Second
+	}
+	if c.Warmup < 0 {
+		c.Warmup = 0
+	}
+	if c.Seed == 0 {
+		c.Seed = 1
+	}
+	if c.Timing == "" {
+		c.Timing = "none"
+	}
+}
+
+// Cells expands the configuration into the cells to run, in order.
+func (c SuiteConfig) Cells() ([]CellSpec, error) {
+	c.defaults()
+	for _, m := range c.Modes {
+		if _, err := steeringFor(m); err != nil {
+			return nil, err
+		}
+	}
+	timing, err := TimingModel(c.Timing)
+	if err != nil {
+		return nil, err
+	}
+	base := CellSpec{Scenario: c.Scenario, Keys: c.Keys, ValueSize: c.ValueSize, Zipf: c.Zipf, Tracked: -1, Threads: c.Threads,
+		ClientHosts: c.ClientHosts, Warmup: c.Warmup, Duration: c.Duration, Seed: c.Seed, Timing: timing, MemoryWorkers: c.MemoryWorkers}
+	var out []CellSpec
+	sweep := func(def []string) []string {
+		if len(c.Sweep) > 0 {
+			return c.Sweep
+		}
+		return def
+	}
+	switch c.Scenario {
+	case ScenarioDefault:
+		for _, w := range c.Workloads {
+			for _, m := range c.Modes {
+				s := base
+				s.Workload, s.Mode = w, m
+				out = append(out, s)
+			}
+		}
+	case ScenarioPartial:
+		for _, v := range sweep([]string{"0", "8", "16", "32", "64", "all"}) {
+			n := -1
+			if v != "all" {
+				if n, err = strconv.Atoi(v); err != nil || n < 0 {
+					return nil, fmt.Errorf("testbed: partial: tracked keys %q: want a count or all", v)
+				}
+			}
+			s := base
+			s.Workload, s.Mode, s.Tracked, s.Param = ycsb.WorkloadA, ModeWriteRead, n, "tracked="+v
+			out = append(out, s)
+		}
+	case ScenarioZipf:
+		for _, v := range sweep([]string{"0.6", "0.8", "0.99", "1.2", "1.5"}) {
+			z, err := strconv.ParseFloat(v, 64)
+			if err != nil || z <= 0 {
+				return nil, fmt.Errorf("testbed: zipf: constant %q: want a positive number", v)
+			}
+			for _, m := range c.Modes {
+				s := base
+				s.Workload, s.Mode, s.Zipf, s.Param = ycsb.WorkloadA, m, z, "zipf="+v
+				out = append(out, s)
+			}
+		}
+	case ScenarioSize:
+		for _, v := range sweep([]string{"64", "128", "256", "512", "1024"}) {
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 || n > 3000 {
+				return nil, fmt.Errorf("testbed: size: object size %q: want 1..3000 bytes", v)
+			}
+			for _, m := range c.Modes {
+				s := base
+				s.Workload, s.Mode, s.ValueSize, s.Param = ycsb.WorkloadA, m, n, "size="+v
+				out = append(out, s)
+			}
+		}
+	case ScenarioCASMux:
+		return nil, fmt.Errorf("testbed: scenario cas-mux runs through RunCASMux, not as Clover cells")
+	default:
+		return nil, fmt.Errorf("testbed: unknown scenario %q (want one of %v)", c.Scenario, Scenarios)
+	}
+	return out, nil
+}
+
+// TimingModel resolves a timing model name: "none" (untimed).
+func TimingModel(name string) (*rnic.Timing, error) {
+	switch name {
+	case "", "none":
+		return nil, nil
+	}
+	return nil, fmt.Errorf("testbed: timing model %q: want none", name)
+}
+
+// RunSuite runs every cell of the configuration on a fresh rack each and
+// returns the run. progress, if set, is called before each cell with its
+// index, the total and a label.
+func RunSuite(ctx context.Context, c SuiteConfig, progress func(i, n int, label string)) (*report.Run, error) {
+	c.defaults()
+	specs, err := c.Cells()
+	if err != nil {
+		return nil, err
+	}
+	host, _ := os.Hostname()
+	started := time.Now()
+	run := &report.Run{ID: started.UTC().Format("20060102-150405"), Started: started, Scenario: c.Scenario, Config: [][2]string{
+		{"system", "Clover (clover/) on the in-process software rack (testbed)"},
+		{"rack", fmt.Sprintf("1 memory node, 1 metadata server, %d client hosts with %d client threads in all (each its own QPs), Go v1model switch running p4/swordbox.p4 under the ctrl controller over gRPC", c.ClientHosts, c.Threads)},
+		{"links", "in-memory, no faults; bytes counted at the switch's ingress (Ethernet header to ICRC)"},
+		{"RNIC timing model (memory node)", c.Timing},
+		{"memory node responder workers", strconv.Itoa(c.MemoryWorkers)},
+		{"keys", strconv.Itoa(c.Keys)},
+		{"value size", strconv.Itoa(c.ValueSize) + " bytes"},
+		{"zipf", strconv.FormatFloat(c.Zipf, 'g', -1, 64) + " (scrambled zipfian, YCSB)"},
+		{"duration per cell", fmt.Sprintf("%s measured after %s warm-up", c.Duration, c.Warmup)},
+		{"seed", strconv.FormatUint(c.Seed, 10)},
+		{"machine", fmt.Sprintf("%s, %d CPUs, %s/%s, %s", host, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())},
+	}}
+	for i, s := range specs {
+		label := fmt.Sprintf("%s %s %s", s.Workload, s.Param, s.Mode)
+		if progress != nil {
+			progress(i, len(specs), label)
+		}
+		cell, err := RunCell(ctx, s)
+		if err != nil {
+			return run, fmt.Errorf("cell %d (%s): %w", i+1, label, err)
+		}
+		run.Cells = append(run.Cells, cell)
+	}
+	if progress != nil {
+		progress(len(specs), len(specs), "done")
+	}
+	return run, nil
+}
