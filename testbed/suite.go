@@ -163,13 +163,17 @@ func (c SuiteConfig) Cells() ([]CellSpec, error) {
 	return out, nil
 }
 
-// TimingModel resolves a timing model name: "none" (untimed).
+// TimingModel resolves a timing model name: "none" (untimed) or "cx5" (the
+// RNIC's ConnectX-5 preset, from the SwordBox paper's Figures 3 and 4).
 func TimingModel(name string) (*rnic.Timing, error) {
 	switch name {
 	case "", "none":
 		return nil, nil
+	case "cx5":
+		t := rnic.ConnectX5()
+		return &t, nil
 	}
-	return nil, fmt.Errorf("testbed: timing model %q: want none", name)
+	return nil, fmt.Errorf("testbed: timing model %q: want none or cx5", name)
 }
 
 // RunSuite runs every cell of the configuration on a fresh rack each and
