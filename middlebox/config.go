@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"time"
 )
 
 // Defaults of Config's sizes.
@@ -14,6 +15,12 @@ const (
 	DefaultMaxConns     = 4096
 	DefaultMaxWords     = 1 << 14
 	DefaultPMTU         = 4096
+)
+
+// NAK recovery modes (Config.NAKRecovery).
+const (
+	NAKReplay    = "replay"
+	NAKBroadcast = "broadcast"
 )
 
 // Config configures an Engine. The zero value of every size means its
@@ -37,6 +44,17 @@ type Config struct {
 	// PMTU is the path MTU of the RC connections (256..4096): a READ of L
 	// bytes takes max(1, ceil(L/PMTU)) PSNs.
 	PMTU int `mapstructure:"pmtu" yaml:"pmtu"`
+	// NAKRecovery chooses what the engine does when a server answers a
+	// shared connection with NAK PSN sequence error (a request was lost
+	// between the middlebox and the server): "replay" (default) resends,
+	// in order, its own copies of the requests from the NAK's PSN on;
+	// "broadcast" sends each client with operations outstanding on the
+	// connection a NAK at its own oldest PSN, as the paper does (section
+	// 4.5). See the package documentation for why replay is the default.
+	NAKRecovery string `mapstructure:"nak-recovery" yaml:"nak-recovery"`
+	// ReplayHoldoff is the least time between two replays of one
+	// connection triggered by client retransmissions (default 1ms).
+	ReplayHoldoff time.Duration `mapstructure:"replay-holdoff" yaml:"replay-holdoff"`
 	// Servers are the memory nodes whose traffic the engine manages.
 	// Traffic to or from any other address passes through unchanged.
 	Servers []ServerConfig `mapstructure:"servers" yaml:"servers"`
@@ -131,6 +149,12 @@ func (c *Config) withDefaults() Config {
 	if d.PMTU == 0 {
 		d.PMTU = DefaultPMTU
 	}
+	if d.NAKRecovery == "" {
+		d.NAKRecovery = NAKReplay
+	}
+	if d.ReplayHoldoff == 0 {
+		d.ReplayHoldoff = time.Millisecond
+	}
 	return d
 }
 
@@ -147,6 +171,9 @@ func (c *Config) Validate() error {
 	}
 	if d.PMTU < 256 || d.PMTU > 4096 || !pow2(d.PMTU) {
 		return fmt.Errorf("middlebox config: pmtu %d: want 256, 512, 1024, 2048 or 4096", d.PMTU)
+	}
+	if d.NAKRecovery != NAKReplay && d.NAKRecovery != NAKBroadcast {
+		return fmt.Errorf("middlebox config: nak-recovery %q: want %q or %q", d.NAKRecovery, NAKReplay, NAKBroadcast)
 	}
 	if d.MaxConns < 1 || d.MaxConns > 1<<20 {
 		return fmt.Errorf("middlebox config: max-conns %d out of range", d.MaxConns)

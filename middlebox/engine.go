@@ -21,6 +21,7 @@ type Engine struct {
 	pkt     roce.Packet
 	epoch   uint32
 	touched []int32 // scratch: clients touched by one response
+	replay  bool
 	pmtu    uint32
 }
 
@@ -39,6 +40,7 @@ func New(cfg Config) (*Engine, error) {
 		words:   newWordTable(d.MaxWords),
 		touched: make([]int32, 0, d.MaxConns),
 		pmtu:    uint32(d.PMTU),
+		replay:  d.NAKRecovery == NAKReplay,
 	}
 	for _, s := range d.Servers {
 		ip, _ := parseIP4(s.IP)
@@ -279,7 +281,7 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 	d := psnDiff(psn, c.inNext)
 	switch {
 	case d < 0:
-		e.retransmit(ci, psn, p, out)
+		e.retransmit(now, ci, psn, p, out)
 		return
 	case d > 0:
 		e.c.Drops[DropPSNGap]++
@@ -360,15 +362,19 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 	// Accepted: record, transform, forward.
 	outPSN := o.outNext
 	first := o.slot(outPSN)
-	*first = entry{client: ci, inPSN: psn, outPSN: outPSN, valid: true, word: -1, msgEnd: true, kind: kPlain}
+	keep := first.frame[:0]
+	*first = entry{client: ci, inPSN: psn, outPSN: outPSN, valid: true, word: -1, msgEnd: true, kind: kPlain, frame: keep}
 	switch cls {
 	case opMultiFirst, opMultiMid:
 		first.msgEnd = false
+	case opAtomic:
+		first.kind, first.fa = kAtomicPass, p.Opcode == roce.OpRCFetchAdd
 	case opRead:
 		first.kind, first.npkts = kRead, npkts
 		for i := uint32(1); i < npkts; i++ {
 			op := psnAdd(outPSN, int(i))
-			*o.slot(op) = entry{client: ci, inPSN: psnAdd(psn, int(i)), outPSN: op, valid: true, word: -1, kind: kReadCont, npkts: i}
+			cs := o.slot(op)
+			*cs = entry{client: ci, inPSN: psnAdd(psn, int(i)), outPSN: op, valid: true, word: -1, kind: kReadCont, npkts: i, frame: cs.frame[:0]}
 			c.inRing[(psn+i)&uint32(len(c.inRing)-1)] = inRef{out: home, outPSN: op}
 		}
 	}
@@ -411,6 +417,9 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 		p.IP.UpdateChecksum()
 		p.SetICRC()
 		frame = p.Frame
+	}
+	if e.replay && onShared {
+		first.frame = append(first.frame[:0], frame...)
 	}
 	if !out.addInput(ServerSide, frame) {
 		e.c.Drops[DropOutOverflow]++
@@ -489,7 +498,7 @@ func (e *Engine) writeOnWords(si int32, p *roce.Packet, en *entry, va uint64, on
 // retransmit maps a client's retransmission to the outgoing connection and
 // PSN of the original, and sends it again exactly as it was sent the first
 // time.
-func (e *Engine) retransmit(ci int32, psn uint32, p *roce.Packet, out *Out) {
+func (e *Engine) retransmit(now int64, ci int32, psn uint32, p *roce.Packet, out *Out) {
 	c := &e.conns[ci]
 	ref := c.inRing[psn&uint32(len(c.inRing)-1)]
 	if ref.out < 0 || int(ref.out) >= len(e.conns) {
@@ -500,6 +509,25 @@ func (e *Engine) retransmit(ci int32, psn uint32, p *roce.Packet, out *Out) {
 	en := o.slot(ref.outPSN)
 	if !en.valid || en.client != ci || en.inPSN != psn || en.outPSN != ref.outPSN {
 		e.c.Drops[DropStaleRetransmit]++
+		return
+	}
+	// Answered here, not by the server: a duplicate of an operation already
+	// acknowledged to the client (its answer was lost on the way back), and
+	// one the server has acknowledged but that waits for an earlier
+	// operation of the client. (A server answers a duplicate WRITE with a
+	// cumulative ACK for its newest PSN, which may belong to another client.)
+	switch {
+	case en.done && (en.kind == kPlain || en.kind == kAtomicConv || en.kind == kAtomicPass && en.respSeen):
+		if en.kind == kPlain {
+			e.emitAck(out, c, psn, roce.ACKSyndrome(roce.CreditInvalid), c.msn)
+		} else {
+			e.emitAtomicAck(out, c, psn, en.prior, c.msn)
+		}
+		e.c.RetransmitsAnswered++
+		return
+	case !en.done && (en.kind == kPlain || en.kind == kAtomicConv) && en.srvAcked,
+		!en.done && en.kind == kAtomicPass && en.respSeen:
+		e.c.RetransmitsAbsorbed++
 		return
 	}
 	if en.kind == kAtomicConv {
@@ -521,6 +549,37 @@ func (e *Engine) retransmit(ci int32, psn uint32, p *roce.Packet, out *Out) {
 	}
 	e.c.Retransmits++
 	e.c.TxServer++
+	// The oldest request the server has not acknowledged is being resent:
+	// the server may be waiting for it, and will then want every later
+	// one, which their own clients may have resent too early (the server
+	// discarded them) and will not resend before their timers expire.
+	if e.replay && ref.out == e.servers[o.srv].shared && en.outPSN == psnAdd(o.ackedTo, 1) &&
+		(!o.replaying || now-o.lastReplay >= int64(e.cfg.ReplayHoldoff)) {
+		next := psnAdd(en.outPSN, 1)
+		if en.kind == kRead {
+			next = psnAdd(en.outPSN, int(en.npkts))
+		}
+		e.replayFrom(ref.out, next, now, out)
+	}
+}
+
+// replayFrom resends, in order, the middlebox's copies of the requests on
+// connection oi from outgoing PSN from on.
+func (e *Engine) replayFrom(oi int32, from uint32, now int64, out *Out) {
+	o := &e.conns[oi]
+	o.replaying, o.lastReplay = true, now
+	for q := from; q != o.outNext; q = psnAdd(q, 1) {
+		en := o.slot(q)
+		if !en.valid || en.outPSN != q || en.kind == kReadCont || en.done || len(en.frame) == 0 {
+			continue
+		}
+		if !out.addRef(ServerSide, en.frame) {
+			e.c.Drops[DropOutOverflow]++
+			return
+		}
+		e.c.Replayed++
+		e.c.TxServer++
+	}
 }
 
 // gap handles a client request the engine cannot accept in order: like a

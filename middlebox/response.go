@@ -35,7 +35,7 @@ func (e *Engine) response(now int64, p *roce.Packet, out *Out) {
 			e.c.ServerNAKs++
 			if syn.NAKCode() == roce.NAKPSNSequenceError {
 				e.c.ServerSeqNAKs++
-				e.seqNAK(oi, psn, out)
+				e.seqNAK(now, oi, psn, out)
 			} else {
 				e.otherNAK(oi, psn, syn, true, out)
 			}
@@ -131,6 +131,7 @@ func (e *Engine) ackRange(oi int32, upto uint32) bool {
 	if psnDiff(upto, o.ackedTo) <= 0 {
 		return true
 	}
+	o.replaying = false
 	for q := psnAdd(o.ackedTo, 1); ; q = psnAdd(q, 1) {
 		en := o.slot(q)
 		if en.valid && en.outPSN == q && !en.done {
@@ -225,7 +226,10 @@ func (e *Engine) flush(ci int32, out *Out) {
 func (e *Engine) serverAck(oi int32, psn uint32, out *Out) {
 	o := &e.conns[oi]
 	if psnDiff(psn, o.ackedTo) <= 0 {
-		e.dupResponse(oi, psn, 0, false, out)
+		// A cumulative ACK again (the server's answer to a duplicate):
+		// nothing new is acknowledged, and duplicates of completed
+		// operations are answered by the middlebox itself (retransmit).
+		e.c.Drops[DropDupIgnored]++
 		return
 	}
 	if !e.ackRange(oi, psn) {
@@ -269,13 +273,17 @@ func (e *Engine) dupResponse(oi int32, psn uint32, orig uint64, atomic bool, out
 // everything before psn is acknowledged, and every client with operations
 // outstanding on the connection gets its own NAK at its oldest outstanding
 // PSN, so that it resends from there.
-func (e *Engine) seqNAK(oi int32, psn uint32, out *Out) {
+func (e *Engine) seqNAK(now int64, oi int32, psn uint32, out *Out) {
 	if !e.ackRange(oi, psnAdd(psn, -1)) {
 		e.c.Drops[DropUnknownResponse]++
 		return
 	}
 	e.flushTouched(out)
 	o := &e.conns[oi]
+	if e.replay && oi == e.servers[o.srv].shared {
+		e.replayFrom(oi, psn, now, out)
+		return
+	}
 	e.epoch++
 	n := len(o.ring)
 	for q, i := psnAdd(o.outNext, -n), 0; i < n; q, i = psnAdd(q, 1), i+1 {

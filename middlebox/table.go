@@ -53,6 +53,7 @@ type entry struct {
 	prior    uint64 // kAtomicConv: the value before; kAtomicPass: from the ATOMIC ACK
 	written  uint64 // kAtomicConv: the value the WRITE stores
 	cmp, swp uint64 // kAtomicPass: compare and swap/add (to learn the word)
+	frame    []byte // NAKReplay: the request as forwarded (buffer reused by the slot)
 }
 
 type inRef struct {
@@ -101,7 +102,9 @@ type conn struct {
 	ring     []entry
 	rmask    uint32
 
-	lastSeen int64
+	lastSeen   int64
+	lastReplay int64 // when the middlebox last replayed this connection's requests
+	replaying  bool
 }
 
 func (c *conn) ready() bool { return c.bound && c.macKnown && c.outKnown }
