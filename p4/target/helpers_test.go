@@ -2,6 +2,8 @@ package target
 
 import (
 	"os"
+
+	"google.golang.org/grpc/status"
 	"strings"
 	"testing"
 
@@ -120,3 +122,5 @@ func wantErrAt(tb testing.TB, err error, want string) {
 		tb.Fatalf("error %q, want it to contain %q", err, want)
 	}
 }
+
+func statusCode(err error) string { return status.Code(err).String() }

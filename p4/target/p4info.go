@@ -199,13 +199,18 @@ func (c *compiler) buildP4Info() *configv1.P4Info {
 		cpmIDs[name] = id
 		cpmTypes = append(cpmTypes, t)
 		cpmNames = append(cpmNames, name)
-		ents = append(ents, infoEntity{configv1.P4Ids_CONTROLLER_HEADER, name, nil, pos{}, func(v uint32) { *id = v }})
+		// p4c hashes the header type's name; the P4Info name is the
+		// annotation's (e.g. packet_in_header_t -> 81826293 "packet_in").
+		ents = append(ents, infoEntity{configv1.P4Ids_CONTROLLER_HEADER, t.name, t.anns, pos{}, func(v uint32) { *id = v }})
 	}
 	c.assignIDs(ents)
 	var names []string
 	for _, e := range ents {
-		names = append(names, e.name)
+		if e.prefix != configv1.P4Ids_CONTROLLER_HEADER {
+			names = append(names, e.name)
+		}
 	}
+	names = append(names, cpmNames...)
 	al := aliases(names)
 
 	info := &configv1.P4Info{PkgInfo: &configv1.PkgInfo{Arch: "v1model"}}
