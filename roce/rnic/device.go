@@ -383,7 +383,7 @@ func (d *Device) putBatch(b *txBatch) {
 	d.batches.Put(b)
 }
 
-func (b *txBatch) emit(q *QP, p *txPkt) {
+func (b *txBatch) emit(q *QP, p txPkt) {
 	if b.n == len(b.bufs) {
 		b.flush()
 	}

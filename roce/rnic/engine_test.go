@@ -14,8 +14,8 @@ import (
 
 type capture struct{ pkts []txPkt }
 
-func (c *capture) emit(_ *QP, p *txPkt) {
-	cp := *p
+func (c *capture) emit(_ *QP, p txPkt) {
+	cp := p
 	cp.payload = append([]byte(nil), p.payload...)
 	c.pkts = append(c.pkts, cp)
 }

@@ -251,7 +251,7 @@ func (d *Device) checkSG(sg []verbs.SGE, need verbs.Access) bool {
 // emitter receives the packets the engines produce. The device's transmit
 // batch implements it; tests can capture packets directly.
 type emitter interface {
-	emit(q *QP, p *txPkt)
+	emit(q *QP, p txPkt)
 }
 
 // txPkt is one packet to transmit, in terms of the fields the engines set.

@@ -283,7 +283,7 @@ func (s *sendQueue) transmit(q *QP, w *wqe, k uint32, em emitter) bool {
 		p.ackReq = last
 		p.se = last && w.wr.Flags&verbs.Solicited != 0
 	}
-	em.emit(q, &p)
+	em.emit(q, p)
 	return true
 }
 

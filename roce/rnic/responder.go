@@ -300,7 +300,7 @@ func (rs *recvSide) onRequest(q *QP, r *rxReq, em emitter) {
 		rs.msn = psnAdd(rs.msn, 1)
 		rs.ePSN = psnAdd(rs.ePSN, 1)
 		rs.ackPending, rs.unacked = false, 0
-		em.emit(q, &txPkt{op: roce.OpRCAtomicAcknowledge, psn: r.psn, syndrome: synACK | creditsInvalid, msn: rs.msn, orig: orig})
+		em.emit(q, txPkt{op: roce.OpRCAtomicAcknowledge, psn: r.psn, syndrome: synACK | creditsInvalid, msn: rs.msn, orig: orig})
 		return
 	default:
 		return
@@ -348,7 +348,7 @@ func (rs *recvSide) readResponses(q *QP, m *MR, b []byte, psn uint32, em emitter
 			p.op = roce.OpRCReadResponseMiddle
 		}
 		p.syndrome, p.msn = synACK|creditsInvalid, rs.msn
-		em.emit(q, &p)
+		em.emit(q, p)
 	}
 	m.mu.Unlock()
 }
@@ -367,7 +367,7 @@ func (rs *recvSide) duplicate(q *QP, r *rxReq, em emitter) {
 		for i := range rs.atomics {
 			a := &rs.atomics[i]
 			if a.valid && a.psn == r.psn {
-				em.emit(q, &txPkt{op: roce.OpRCAtomicAcknowledge, psn: r.psn, syndrome: synACK | creditsInvalid, msn: rs.msn, orig: a.orig})
+				em.emit(q, txPkt{op: roce.OpRCAtomicAcknowledge, psn: r.psn, syndrome: synACK | creditsInvalid, msn: rs.msn, orig: a.orig})
 				return
 			}
 		}
@@ -391,7 +391,7 @@ func (rs *recvSide) completeRecv(q *QP, wc verbs.WC) {
 
 func (rs *recvSide) sendAETH(q *QP, psn uint32, syn uint8, em emitter) {
 	rs.ackPending, rs.unacked = false, 0
-	em.emit(q, &txPkt{op: roce.OpRCAcknowledge, psn: psn, syndrome: syn, msn: rs.msn})
+	em.emit(q, txPkt{op: roce.OpRCAcknowledge, psn: psn, syndrome: syn, msn: rs.msn})
 }
 
 // sendAck emits a cumulative ACK for everything before ePSN.
