@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/swordbox/swordbox/middlebox"
+	"github.com/swordbox/swordbox/netio"
+)
+
+// mboxRunConfig is the typed configuration of `swordbox middlebox run`
+// (YAML section "middlebox"): the I/O settings as flags, and the engine's
+// configuration (servers, conns, words, sizes) inline.
+type mboxRunConfig struct {
+	IO          string        `mapstructure:"io"`
+	ClientIface string        `mapstructure:"client-iface"`
+	ServerIface string        `mapstructure:"server-iface"`
+	DPDKArgs    []string      `mapstructure:"dpdk-args"`
+	Cores       int           `mapstructure:"cores"`
+	StatsPeriod time.Duration `mapstructure:"stats-period"`
+	Burst       int           `mapstructure:"burst"`
+
+	Engine middlebox.Config `mapstructure:",squash"`
+}
+
+// mboxBenchConfig is the typed configuration of `swordbox middlebox bench`
+// (YAML section "middlebox-bench").
+type mboxBenchConfig struct {
+	IO       string        `mapstructure:"io"`
+	Cores    int           `mapstructure:"cores"`
+	JSON     bool          `mapstructure:"json"`
+	Duration time.Duration `mapstructure:"duration"`
+	Clients  int           `mapstructure:"clients"`
+	CASPct   int           `mapstructure:"cas-pct"`
+	ReadPct  int           `mapstructure:"read-pct"`
+	Coalesce int           `mapstructure:"coalesce"`
+	Seed     uint64        `mapstructure:"seed"`
+	DPDKArgs []string      `mapstructure:"dpdk-args"`
+	Vdevs    []string      `mapstructure:"vdevs"`
+}
+
+var middleboxCmd = &cobra.Command{
+	Use:   "middlebox",
+	Short: "The multiplexing middlebox: RC connection remapping, CAS to WRITE, ACK de-coalescing",
+	Long: `middlebox runs SwordBox's full-featured data plane (paper sections 4.1-4.5):
+operations on configured address ranges move onto one shared RC connection per
+memory server, CMP_SWAP and FETCH_ADD on tracked words become WRITEs, and the
+server's coalesced ACKs are split back per client. See docs/middlebox.md.`,
+}
+
+var middleboxRunCmd = &cobra.Command{
+	Use:   "run",
+	Short: "Run the middlebox between a client-side and a server-side port",
+	Long: `run moves frames between the client side and the server side through the
+engine until interrupted, printing the counters every --stats-period and at exit.
+--io afpacket binds two network interfaces (root); --io dpdk needs a binary built
+with -tags dpdk. The engine's settings (servers with their remap and cas-to-write
+ranges, preloaded conns, seeded words, ring sizes) come from the "middlebox"
+section of the --config file.`,
+	Args: cobra.NoArgs,
+	RunE: func(cmd *cobra.Command, _ []string) error {
+		var cfg mboxRunConfig
+		if err := loadConfig(cmd, "middlebox", &cfg); err != nil {
+			return err
+		}
+		if err := cfg.Engine.Validate(); err != nil {
+			return err
+		}
+		s, err := middlebox.NewSharded(cfg.Engine, cfg.Cores)
+		if err != nil {
+			return err
+		}
+		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		w := cmd.OutOrStdout()
+		go func() {
+			if cfg.StatsPeriod <= 0 {
+				return
+			}
+			t := time.NewTicker(cfg.StatsPeriod)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					c := s.Counters()
+					fmt.Fprintf(w, "middlebox: %s\n", c.String())
+				}
+			}
+		}()
+		switch cfg.IO {
+		case "afpacket":
+			if cfg.ClientIface == "" || cfg.ServerIface == "" {
+				return fmt.Errorf("middlebox run: --io afpacket needs --client-iface and --server-iface")
+			}
+			cp, err := netio.NewAFPacketPort(netio.AFPacketConfig{Interface: cfg.ClientIface})
+			if err != nil {
+				return fmt.Errorf("middlebox run: client side: %w", err)
+			}
+			sp, err := netio.NewAFPacketPort(netio.AFPacketConfig{Interface: cfg.ServerIface})
+			if err != nil {
+				cp.Close()
+				return fmt.Errorf("middlebox run: server side: %w", err)
+			}
+			l := &middlebox.Loop{S: s, Ports: [2]netio.Port{cp, sp}, Burst: cfg.Burst}
+			err = l.Run(ctx)
+			c := s.Counters()
+			fmt.Fprintf(w, "middlebox: %s\n", c.String())
+			return err
+		case "dpdk":
+			err := middlebox.RunDPDK(ctx, s, middlebox.DPDKConfig{EAL: cfg.DPDKArgs, ClientPort: cfg.ClientIface, ServerPort: cfg.ServerIface, Burst: cfg.Burst})
+			c := s.Counters()
+			fmt.Fprintf(w, "middlebox: %s\n", c.String())
+			return err
+		}
+		return fmt.Errorf("middlebox run: --io %q: want afpacket or dpdk", cfg.IO)
+	},
+}
+
+var middleboxBenchCmd = &cobra.Command{
+	Use:   "bench",
+	Short: "Replay a recorded mix of client CAS, WRITE, READ and server ACK traffic and print Mpps per core",
+	Long: `bench replays a synthetic recorded mix (--clients client connections issuing
+--cas-pct % CMP_SWAP on a lock word, --read-pct % 64-byte READs, the rest small
+WRITEs; the server answering every --coalesce requests with one coalesced ACK)
+through the middlebox: every request remapped onto one shared connection, every
+CMP_SWAP replaced by a WRITE, every ACK de-coalesced.
+  --io engine   the engine alone (time inside Engine.Process only)
+  --io ring     the engine in its I/O loop between DPDK net_ring vdevs (build tag dpdk)
+  --io dpdk     the same over the vdevs named by --vdevs (build tag dpdk)
+Each core runs its own engine and memory server (all traffic of one server-side
+connection stays on one core).`,
+	Args: cobra.NoArgs,
+	RunE: func(cmd *cobra.Command, _ []string) error {
+		var cfg mboxBenchConfig
+		if err := loadConfig(cmd, "middlebox-bench", &cfg); err != nil {
+			return err
+		}
+		mix := middlebox.MixConfig{Clients: cfg.Clients, CASPct: cfg.CASPct, ReadPct: cfg.ReadPct, Coalesce: cfg.Coalesce, Seed: cfg.Seed}
+		var res middlebox.BenchResult
+		var err error
+		switch cfg.IO {
+		case "engine":
+			res, err = middlebox.BenchEngine(mix, cfg.Cores, cfg.Duration)
+		case "ring", "dpdk":
+			res, err = middlebox.BenchDPDK(middlebox.DPDKBenchConfig{Mix: mix, Cores: cfg.Cores, Duration: cfg.Duration,
+				EAL: cfg.DPDKArgs, Vdevs: cfg.Vdevs, Ring: cfg.IO == "ring"})
+		default:
+			return fmt.Errorf("middlebox bench: --io %q: want engine, ring or dpdk", cfg.IO)
+		}
+		if err != nil {
+			return err
+		}
+		w := cmd.OutOrStdout()
+		if cfg.JSON {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			return enc.Encode(res)
+		}
+		fmt.Fprintf(w, "middlebox bench --io %s: %d clients, %d%% CAS, %d%% READ, ACK every %d requests, %d core(s), %.1fs\n",
+			res.IO, mix.Clients, mix.CASPct, mix.ReadPct, mix.Coalesce, res.Cores, res.Wall)
+		for k, c := range res.PerCore {
+			fmt.Fprintf(w, "  core %d: %.2f Mpps (%d frames in, %d out, %.2fs busy, %d drops)\n", k, c.Mpps, c.FramesIn, c.FramesOut, c.Busy, c.Drops)
+		}
+		fmt.Fprintf(w, "  total: %.2f Mpps\n", res.TotalMpp)
+		return nil
+	},
+}
+
+func init() {
+	f := middleboxRunCmd.Flags()
+	f.String("io", "afpacket", "afpacket | dpdk")
+	f.String("client-iface", "", "client-side interface (afpacket) or DPDK port name (dpdk)")
+	f.String("server-iface", "", "server-side interface (afpacket) or DPDK port name (dpdk)")
+	f.StringSlice("dpdk-args", nil, "EAL arguments (--io dpdk)")
+	f.Int("cores", 1, "engines (shards by memory server)")
+	f.Duration("stats-period", 0, "print the counters this often (0: only at exit)")
+	f.Int("burst", 32, "frames received at once")
+
+	b := middleboxBenchCmd.Flags()
+	b.String("io", "engine", "engine | ring | dpdk")
+	b.Int("cores", 1, "cores (one engine and one memory server each)")
+	b.Bool("json", false, "print the result as JSON")
+	b.Duration("duration", 3*time.Second, "measured time per core")
+	b.Int("clients", 16, "client connections per memory server")
+	b.Int("cas-pct", 60, "percent of requests that are CMP_SWAP")
+	b.Int("read-pct", 20, "percent of requests that are READs")
+	b.Int("coalesce", 8, "requests per server ACK")
+	b.Uint64("seed", 1, "seed of the mix")
+	b.StringSlice("dpdk-args", nil, "EAL arguments (default: --no-huge -m 512 --no-pci -l 0-<cores> --file-prefix swordbox-mbox-<pid>)")
+	b.StringSlice("vdevs", nil, "--io dpdk: two vdevs per core, client side then server side (default: net_ring pairs)")
+
+	middleboxCmd.AddCommand(middleboxRunCmd, middleboxBenchCmd)
+	rootCmd.AddCommand(middleboxCmd)
+}
+
+var _ = context.Background

@@ -1,0 +1,18 @@
+//go:build !dpdk
+
+package middlebox
+
+import (
+	"context"
+	"errors"
+)
+
+// ErrNoDPDK is returned by the DPDK entry points of a binary built without
+// the dpdk build tag.
+var ErrNoDPDK = errors.New("middlebox: built without DPDK (rebuild with -tags dpdk)")
+
+// RunDPDK runs the engine on DPDK ports (build tag dpdk).
+func RunDPDK(ctx context.Context, s *Sharded, cfg DPDKConfig) error { return ErrNoDPDK }
+
+// BenchDPDK replays the mix through the engine on DPDK vdevs (build tag dpdk).
+func BenchDPDK(cfg DPDKBenchConfig) (BenchResult, error) { return BenchResult{}, ErrNoDPDK }
