@@ -25,7 +25,7 @@
  * compare and swap values but does NOT recompute the RoCEv2 ICRC, exactly as
  * the paper's Tofino program (section 5.1): the memory nodes behind the
  * switch run with ICRC checking off. The IPv4 header is never changed by
- * steering, so its checksum stays valid.
+ * steering, so its checksum stays valid (and is not recomputed).
  *
  * Registers are one value per index; 64-bit quantities the data plane
  * compares (cached tail VA, pending VA, address map VA) are kept as two
@@ -50,7 +50,7 @@ const bit<8> OP_COMPARE_SWAP    = 0x13;
 const bit<8> OP_FETCH_ADD       = 0x14;
 
 /* Register and table sizes. */
-const bit<32> CONN_SLOTS = 1024;   /* tracked RC connections (hash of the 4-tuple) */
+const bit<32> CONN_SLOTS = 1024;   /* tracked RC connections (hash of the 4-tuple); a power of two */
 const bit<32> KEY_SLOTS  = 4096;   /* tracked Clover keys (slot given by the controller) */
 const bit<32> ADDR_SLOTS = 16384;  /* address-to-key map for READ steering (hash of the VA) */
 const bit<32> ACK_SLOTS  = 4096;   /* (client IP, server IP, PSN) -> connection, for ATOMIC ACKs */
@@ -326,17 +326,14 @@ parser SwordboxParser(packet_in packet,
     }
 }
 
+/*
+ * The program never changes the IPv4 header (steering rewrites RoCEv2
+ * extension headers only), so it neither verifies nor recomputes the IPv4
+ * checksum: a frame is forwarded with the checksum it came with, as a bridge
+ * would.
+ */
 control SwordboxVerifyChecksum(inout headers_t hdr, inout metadata_t meta) {
-    apply {
-        verify_checksum(
-            hdr.ipv4.isValid(),
-            { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.diffserv,
-              hdr.ipv4.total_len, hdr.ipv4.identification,
-              hdr.ipv4.flags, hdr.ipv4.frag_offset, hdr.ipv4.ttl,
-              hdr.ipv4.protocol, hdr.ipv4.src_addr, hdr.ipv4.dst_addr },
-            hdr.ipv4.hdr_checksum,
-            HashAlgorithm.csum16);
-    }
+    apply { }
 }
 
 control SwordboxIngress(inout headers_t hdr,
@@ -347,8 +344,8 @@ control SwordboxIngress(inout headers_t hdr,
     register<bit<8>>(1)  steer_mode;  /* 0 off, 1 write, 2 read, 3 write and read */
     register<bit<32>>(1) node_size;   /* DMA length of a node WRITE/READ: 16 + object size */
 
-    /* ---- per connection (index: crc16 of the 4-tuple mod CONN_SLOTS) ---- */
-    register<bit<32>>(CONN_SLOTS) conn_tag;           /* 1 + crc32 of the 4-tuple; 0 = free */
+    /* ---- per connection (index: conn_tag mod CONN_SLOTS) ---- */
+    register<bit<32>>(CONN_SLOTS) conn_tag;           /* 1 + crc32 of the 4-tuple mod 2^32-1; 0 = free */
     register<bit<32>>(CONN_SLOTS) conn_last_psn;      /* bit 24: valid; bits 23..0: last request PSN */
     register<bit<8>>(CONN_SLOTS)  conn_flags;         /* CONN_HAS_KEY | CONN_PENDING */
     register<bit<64>>(CONN_SLOTS) conn_key;           /* key of the last node WRITE */
@@ -504,13 +501,13 @@ control SwordboxIngress(inout headers_t hdr,
                  hdr.bth.opcode == OP_FETCH_ADD)) {
                 stats.count(STAT_ROCE);
 
-                /* Connection slot; a different 4-tuple hashing here takes it over. */
-                hash(meta.conn, HashAlgorithm.crc16, 32w0,
-                     { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.udp.src_port, hdr.bth.dst_qp },
-                     CONN_SLOTS);
+                /* Connection slot and tag from one hash of the 4-tuple: the tag
+                 * (never 0) is kept in the slot; a different 4-tuple hashing to the
+                 * same slot takes it over. */
                 hash(meta.conn_tag, HashAlgorithm.crc32, 32w1,
                      { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.udp.src_port, hdr.bth.dst_qp },
                      32w0xFFFFFFFF);
+                meta.conn = meta.conn_tag & (CONN_SLOTS - 1);
                 conn_tag.read(meta.old_tag, meta.conn);
                 if (meta.old_tag != meta.conn_tag) {
                     conn_tag.write(meta.conn, meta.conn_tag);
@@ -647,16 +644,7 @@ control SwordboxEgress(inout headers_t hdr,
 }
 
 control SwordboxComputeChecksum(inout headers_t hdr, inout metadata_t meta) {
-    apply {
-        update_checksum(
-            hdr.ipv4.isValid(),
-            { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.diffserv,
-              hdr.ipv4.total_len, hdr.ipv4.identification,
-              hdr.ipv4.flags, hdr.ipv4.frag_offset, hdr.ipv4.ttl,
-              hdr.ipv4.protocol, hdr.ipv4.src_addr, hdr.ipv4.dst_addr },
-            hdr.ipv4.hdr_checksum,
-            HashAlgorithm.csum16);
-    }
+    apply { }
 }
 
 control SwordboxDeparser(packet_out packet, in headers_t hdr) {

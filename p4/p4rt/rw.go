@@ -74,6 +74,11 @@ func (s *Server) apply(u *p4v1.Update) error {
 			return grpcstatus.Errorf(codes.InvalidArgument, "counter entries can only be modified, not %v", u.GetType())
 		}
 		return s.dev.WriteCounterEntry(e.CounterEntry)
+	case *p4v1.Entity_DirectCounterEntry:
+		if u.GetType() != p4v1.Update_MODIFY {
+			return grpcstatus.Errorf(codes.InvalidArgument, "direct counter entries can only be modified, not %v", u.GetType())
+		}
+		return s.dev.WriteDirectCounterEntry(e.DirectCounterEntry)
 	case nil:
 		return grpcstatus.Error(codes.InvalidArgument, "update has no entity")
 	default:

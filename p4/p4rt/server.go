@@ -100,8 +100,6 @@ type pipeline struct {
 	source    []byte           // the P4 source (p4_device_config)
 	cookie    *p4v1.ForwardingPipelineConfig_Cookie
 	prog      *target.Program
-	packetIn  *ctrlHeader // nil when the program has no packet_in header
-	packetOut *ctrlHeader
 }
 
 // Server is a P4Runtime server and the data plane of one switch.
@@ -218,14 +216,7 @@ func (s *Server) build(filename string, src []byte, info *configv1.P4Info, cooki
 	} else if err := sameP4Info(info, derived); err != nil {
 		return nil, grpcstatus.Errorf(codes.InvalidArgument, "p4info does not match the P4 program: %v", err)
 	}
-	p := &pipeline{info: info, source: append([]byte(nil), src...), cookie: cookie, prog: prog}
-	if p.packetIn, err = newCtrlHeader(derived, "packet_in"); err != nil {
-		return nil, grpcstatus.Error(codes.InvalidArgument, err.Error())
-	}
-	if p.packetOut, err = newCtrlHeader(derived, "packet_out"); err != nil {
-		return nil, grpcstatus.Error(codes.InvalidArgument, err.Error())
-	}
-	return p, nil
+	return &pipeline{info: info, source: append([]byte(nil), src...), cookie: cookie, prog: prog}, nil
 }
 
 // commit installs p with fresh runtime state (empty tables, zero registers
@@ -301,11 +292,11 @@ func (s *Server) emit(port uint32, frame []byte) {
 // packetIn turns a CPU-port frame into PacketIn messages to the primaries
 // (called with s.mu held).
 func (s *Server) packetIn(frame []byte) {
-	if s.pipe == nil || s.pipe.packetIn == nil {
+	if s.pipe == nil {
 		s.stats.pinDrop.Add(1)
 		return
 	}
-	md, payload, err := s.pipe.packetIn.decode(frame)
+	md, payload, err := s.pipe.prog.SplitPacketIn(frame)
 	if err != nil {
 		s.stats.pinDrop.Add(1)
 		return
@@ -334,12 +325,12 @@ func (s *Server) packetOut(po *p4v1.PacketOut) error {
 	if s.pipe == nil {
 		return grpcstatus.Error(codes.FailedPrecondition, "no forwarding pipeline is set")
 	}
-	if s.pipe.packetOut == nil {
-		return grpcstatus.Error(codes.FailedPrecondition, "the program has no @controller_header(\"packet_out\")")
-	}
-	frame, err := s.pipe.packetOut.encode(s.pout[:0], po.GetMetadata(), po.GetPayload())
+	// The target frames the controller header (status errors:
+	// INVALID_ARGUMENT for bad metadata, FAILED_PRECONDITION without a
+	// packet_out header).
+	frame, err := s.pipe.prog.PacketOutFrame(s.pout[:0], po.GetMetadata(), po.GetPayload())
 	if err != nil {
-		return grpcstatus.Error(codes.InvalidArgument, err.Error())
+		return err
 	}
 	s.pout = frame
 	s.stats.pout.Add(1)

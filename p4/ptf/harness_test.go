@@ -28,6 +28,7 @@ const (
 // rig is one switch running swordbox.p4 behind a P4Runtime server, with a
 // primary controller stream and the host ends of its ports.
 type rig struct {
+	*names
 	t      *testing.T
 	info   *configv1.P4Info
 	cl     p4v1.P4RuntimeClient
@@ -56,7 +57,7 @@ func loadProgram(t testing.TB) ([]byte, *configv1.P4Info) {
 func newRig(t *testing.T, ports ...uint32) *rig {
 	t.Helper()
 	src, info := loadProgram(t)
-	r := &rig{t: t, info: info, hosts: map[uint32]*netio.LinkPort{}, rx: map[uint32]chan []byte{}, pktIn: make(chan *p4v1.PacketIn, 64)}
+	r := &rig{names: &names{t: t, info: info}, t: t, info: info, hosts: map[uint32]*netio.LinkPort{}, rx: map[uint32]chan []byte{}, pktIn: make(chan *p4v1.PacketIn, 64)}
 	swPorts := map[uint32]netio.Port{}
 	for _, p := range ports {
 		a, b := netio.Pipe()
@@ -135,7 +136,13 @@ func newRig(t *testing.T, ports ...uint32) *rig {
 
 // ---- P4Info name resolution ----
 
-func (r *rig) tableID(name string) uint32 {
+// names resolves swordbox.p4's objects by their P4Info names.
+type names struct {
+	t    testing.TB
+	info *configv1.P4Info
+}
+
+func (r *names) tableID(name string) uint32 {
 	for _, x := range r.info.GetTables() {
 		if x.GetPreamble().GetName() == name {
 			return x.GetPreamble().GetId()
@@ -145,7 +152,7 @@ func (r *rig) tableID(name string) uint32 {
 	return 0
 }
 
-func (r *rig) matchFieldID(table, field string) uint32 {
+func (r *names) matchFieldID(table, field string) uint32 {
 	for _, x := range r.info.GetTables() {
 		if x.GetPreamble().GetName() == table {
 			for _, f := range x.GetMatchFields() {
@@ -159,7 +166,7 @@ func (r *rig) matchFieldID(table, field string) uint32 {
 	return 0
 }
 
-func (r *rig) actionID(name string) uint32 {
+func (r *names) actionID(name string) uint32 {
 	for _, x := range r.info.GetActions() {
 		if x.GetPreamble().GetName() == name {
 			return x.GetPreamble().GetId()
@@ -169,7 +176,7 @@ func (r *rig) actionID(name string) uint32 {
 	return 0
 }
 
-func (r *rig) paramID(action, param string) uint32 {
+func (r *names) paramID(action, param string) uint32 {
 	for _, x := range r.info.GetActions() {
 		if x.GetPreamble().GetName() == action {
 			for _, p := range x.GetParams() {
@@ -183,7 +190,7 @@ func (r *rig) paramID(action, param string) uint32 {
 	return 0
 }
 
-func (r *rig) registerID(name string) uint32 {
+func (r *names) registerID(name string) uint32 {
 	for _, x := range r.info.GetRegisters() {
 		if x.GetPreamble().GetName() == prefix+name {
 			return x.GetPreamble().GetId()
@@ -193,7 +200,7 @@ func (r *rig) registerID(name string) uint32 {
 	return 0
 }
 
-func (r *rig) counterID(name string) uint32 {
+func (r *names) counterID(name string) uint32 {
 	for _, x := range r.info.GetCounters() {
 		if x.GetPreamble().GetName() == prefix+name {
 			return x.GetPreamble().GetId()

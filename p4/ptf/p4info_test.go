@@ -1,6 +1,7 @@
 package ptf
 
 import (
+	"bytes"
 	"flag"
 	"os"
 	"testing"
@@ -8,6 +9,8 @@ import (
 	configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/swordbox/swordbox/p4/target"
 )
 
 var update = flag.Bool("update", false, "rewrite p4/swordbox.p4info.txtpb from the program")
@@ -15,16 +18,13 @@ var update = flag.Bool("update", false, "rewrite p4/swordbox.p4info.txtpb from t
 const p4infoPath = "../swordbox.p4info.txtpb"
 
 // TestP4InfoUpToDate fails when the committed P4Info is not the one the
-// target derives from swordbox.p4 (the comparison is on the parsed message:
-// prototext output is deliberately not byte-stable).
+// target derives from swordbox.p4, in the byte-stable text format that
+// `swordbox p4info p4/swordbox.p4 -o p4/swordbox.p4info.txtpb` writes.
 func TestP4InfoUpToDate(t *testing.T) {
 	_, info := loadProgram(t)
+	text := target.FormatText(info)
 	if *update {
-		b, err := prototext.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(info)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p4infoPath, b, 0o644); err != nil {
+		if err := os.WriteFile(p4infoPath, text, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -37,6 +37,9 @@ func TestP4InfoUpToDate(t *testing.T) {
 		t.Fatalf("%s: %v", p4infoPath, err)
 	}
 	if !proto.Equal(&committed, info) {
-		t.Fatalf("%s is stale: regenerate it with go test ./p4/ptf -run P4Info -update", p4infoPath)
+		t.Fatalf("%s is stale: its P4Info differs from the program's; regenerate it with go test ./p4/ptf -run P4Info -update", p4infoPath)
+	}
+	if !bytes.Equal(b, text) {
+		t.Fatalf("%s has the program's P4Info but not in the stable text format; regenerate it with go test ./p4/ptf -run P4Info -update", p4infoPath)
 	}
 }
