@@ -96,10 +96,10 @@ type Stats struct {
 
 // pipeline is one compiled, verified forwarding pipeline.
 type pipeline struct {
-	info      *configv1.P4Info // as the client sent it (returned by Get)
-	source    []byte           // the P4 source (p4_device_config)
-	cookie    *p4v1.ForwardingPipelineConfig_Cookie
-	prog      *target.Program
+	info   *configv1.P4Info // as the client sent it (returned by Get)
+	source []byte           // the P4 source (p4_device_config)
+	cookie *p4v1.ForwardingPipelineConfig_Cookie
+	prog   *target.Program
 }
 
 // Server is a P4Runtime server and the data plane of one switch.
