@@ -215,6 +215,7 @@ func sumMetrics(cs []*Client) Metrics {
 		s.Recoveries += m.Recoveries
 		s.ChaseHops += m.ChaseHops
 		s.Verbs += m.Verbs
+		s.MSRequests += m.MSRequests
 		s.RoundTrips += m.RoundTrips
 		s.WireBytes += m.WireBytes
 		s.GCVerbs += m.GCVerbs

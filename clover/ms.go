@@ -17,7 +17,7 @@ type MSConfig struct {
 	ReadTimeout time.Duration
 	// EpochPeriod is T_e: the MS starts a new epoch (and pushes it to
 	// clients) this often; a slot whose 8-bit version wrapped waits
-	// EpochWaits epochs before reuse (default 200ms).
+	// EpochWaits epochs before reuse (default 5s: a cursor idle for two epochs is dropped, so T_e must exceed the time between two uses of a key that should stay cached).
 	EpochPeriod time.Duration
 }
 
@@ -106,7 +106,7 @@ func NewMetaCore(cfg MSConfig) (*MetaCore, error) {
 		cfg.ReadTimeout = 50 * time.Millisecond
 	}
 	if cfg.EpochPeriod <= 0 {
-		cfg.EpochPeriod = 200 * time.Millisecond
+		cfg.EpochPeriod = 5 * time.Second
 	}
 	m := &MetaCore{cfg: cfg, slots: map[LH]*slotInfo{}, succ: map[LH]Ptr{}, keys: map[uint64]*keyMeta{}, mns: make([]mnState, len(cfg.Regions))}
 	for i, l := range cfg.Regions {

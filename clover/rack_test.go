@@ -91,6 +91,7 @@ type rackConfig struct {
 	epoch     time.Duration
 	cache     int
 	steer     bool // put the test steering switch in the hub
+	timeout   time.Duration // RNIC ACK timeout (default 10ms)
 }
 
 type testRack struct {
@@ -117,7 +118,10 @@ func newTestRack(t testing.TB, rc rackConfig) *testRack {
 		rc.tr = 50 * time.Millisecond
 	}
 	if rc.epoch == 0 {
-		rc.epoch = 200 * time.Millisecond
+		rc.epoch = 5 * time.Second
+	}
+	if rc.timeout == 0 {
+		rc.timeout = 10 * time.Millisecond
 	}
 	r := &testRack{t: t, hub: &hub{ports: map[[6]byte]*netio.LinkPort{}}, msErr: make(chan error, 1)}
 	if rc.steer {
@@ -129,7 +133,7 @@ func newTestRack(t testing.TB, rc rackConfig) *testRack {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := rnic.New(a, rnic.Config{Name: name, MAC: mac(i), IP: ip(i), Timeout: 5 * time.Millisecond})
+		d, err := rnic.New(a, rnic.Config{Name: name, MAC: mac(i), IP: ip(i), Timeout: rc.timeout})
 		if err != nil {
 			t.Fatal(err)
 		}
