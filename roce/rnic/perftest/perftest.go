@@ -138,7 +138,7 @@ func NewInProcess(regionSize, mtu, workers int, f netio.Faults, timing *rnic.Tim
 	if err != nil {
 		return nil, err
 	}
-	timeout := 10 * time.Millisecond
+	timeout := 25 * time.Millisecond // above scheduling stalls of a loaded machine
 	cli, err := rnic.New(a, rnic.Config{MAC: [6]byte{2, 0, 0, 0, 0, 1}, IP: [4]byte{10, 0, 0, 1}, MTU: mtu, Timeout: timeout})
 	if err != nil {
 		return nil, err
