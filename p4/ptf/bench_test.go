@@ -1,12 +1,15 @@
 package ptf
 
 import (
+	"runtime"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 
+	"github.com/swordbox/swordbox/netio"
 	"github.com/swordbox/swordbox/p4/p4rt"
 	"github.com/swordbox/swordbox/p4/target"
 	"github.com/swordbox/swordbox/roce"
@@ -110,6 +113,79 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkSwitchDataPlane is BenchmarkCASPath through the whole switch:
+// frames enter an in-memory port, cross the P4Runtime server's receive loop
+// and the target, and leave on the memory node's port, with at most 256
+// frames in flight. allocs/op counts every goroutine of the process, and
+// cpu-ns/pkt includes the host side (the sender polls for window room).
+func BenchmarkSwitchDataPlane(b *testing.B) {
+	r := newRigReaders(b, false, 1, 3)
+	r.forward(memnode.mac, 3)
+	r.setRegister("node_size", 0, nodeSize)
+	r.setRegister("steer_mode", 0, modeWrite|modeRead)
+	r.track(hotKey, keySlot)
+	const conns, window = 64, 256
+	frames := make([][]byte, 0, 2*conns)
+	for i := 0; i < conns; i++ {
+		q := qp{clientA, memnode, uint16(40000 + i), uint32(0x100 + i)}
+		frames = append(frames, nodeWrite(b, q, 0, vaA1+uint64(i)<<12, hotKey, 1, valueSize), cas(b, q, 1, vaT0, hw(0, 0, 5), hw(0xA1, 1, 5)))
+	}
+	psns := make([]uint32, conns)
+	bthPSN := roce.EthernetLen + 20 + 8 + 9
+	var received atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		bufs := make([][]byte, 32)
+		for i := range bufs {
+			bufs[i] = make([]byte, netio.MaxFrameSize)
+		}
+		for {
+			for i := range bufs {
+				bufs[i] = bufs[i][:cap(bufs[i])]
+			}
+			n, err := r.hosts[3].Recv(bufs)
+			if err != nil {
+				return
+			}
+			received.Add(int64(n))
+		}
+	}()
+	total := int64(2 * b.N)
+	one := make([][]byte, 2)
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	for i := 0; i < b.N; i++ {
+		c := i % conns
+		psns[c] = (psns[c] + 2) & 0xffffff
+		w, x := frames[2*c], frames[2*c+1]
+		w[bthPSN], w[bthPSN+1], w[bthPSN+2] = byte(psns[c]>>16), byte(psns[c]>>8), byte(psns[c])
+		p := psns[c] + 1
+		x[bthPSN], x[bthPSN+1], x[bthPSN+2] = byte(p>>16), byte(p>>8), byte(p)
+		for int64(2*i)-received.Load() > window {
+			runtime.Gosched()
+		}
+		one[0], one[1] = w, x
+		if n, err := r.hosts[1].Send(one); n != 2 || err != nil {
+			b.Fatalf("send: %d, %v", n, err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for received.Load() < total && time.Now().Before(deadline) {
+		runtime.Gosched()
+	}
+	b.StopTimer()
+	cpu := cpuTime() - cpu0
+	if got := received.Load(); got != total {
+		b.Fatalf("%d frames out of %d", got, total)
+	}
+	pkts := float64(total)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/pkts, "ns/pkt")
+	b.ReportMetric(pkts/b.Elapsed().Seconds()/1e6, "Mpps")
+	b.ReportMetric(float64(cpu.Nanoseconds())/pkts, "cpu-ns/pkt")
 }
 
 // FuzzSwordboxFrames feeds mutated RoCEv2 frames to swordbox.p4 (steering

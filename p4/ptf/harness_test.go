@@ -29,7 +29,7 @@ const (
 // primary controller stream and the host ends of its ports.
 type rig struct {
 	*names
-	t      *testing.T
+	t      testing.TB
 	info   *configv1.P4Info
 	cl     p4v1.P4RuntimeClient
 	stream p4v1.P4Runtime_StreamChannelClient
@@ -54,7 +54,14 @@ func loadProgram(t testing.TB) ([]byte, *configv1.P4Info) {
 
 // newRig starts a switch with the given front-panel ports, becomes primary
 // and pushes swordbox.p4 with VERIFY_AND_COMMIT.
-func newRig(t *testing.T, ports ...uint32) *rig {
+func newRig(t testing.TB, ports ...uint32) *rig {
+	t.Helper()
+	return newRigReaders(t, true, ports...)
+}
+
+// newRigReaders is newRig; without readers the host ends of the ports are
+// left to the caller (benchmarks read them without copying).
+func newRigReaders(t testing.TB, readers bool, ports ...uint32) *rig {
 	t.Helper()
 	src, info := loadProgram(t)
 	r := &rig{names: &names{t: t, info: info}, t: t, info: info, hosts: map[uint32]*netio.LinkPort{}, rx: map[uint32]chan []byte{}, pktIn: make(chan *p4v1.PacketIn, 64)}
@@ -64,6 +71,9 @@ func newRig(t *testing.T, ports ...uint32) *rig {
 		swPorts[p], r.hosts[p] = a, b
 		ch := make(chan []byte, 256)
 		r.rx[p] = ch
+		if !readers {
+			continue
+		}
 		go func(h *netio.LinkPort) {
 			bufs := [][]byte{make([]byte, netio.MaxFrameSize)}
 			for {

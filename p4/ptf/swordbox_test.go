@@ -116,7 +116,7 @@ func le64(b []byte, v uint64) {
 
 // newSteerRig is a switch with the four hosts forwarded, the size filter
 // set to the node size, hotKey tracked at keySlot and the given mode.
-func newSteerRig(t *testing.T, mode uint64) *rig {
+func newSteerRig(t testing.TB, mode uint64) *rig {
 	r := newRig(t, 1, 2, 3, 4)
 	for _, h := range []host{clientA, clientB, memnode, clientC} {
 		r.forward(h.mac, h.port)
