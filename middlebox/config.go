@@ -55,6 +55,12 @@ type Config struct {
 	// ReplayHoldoff is the least time between two replays of one
 	// connection triggered by client retransmissions (default 1ms).
 	ReplayHoldoff time.Duration `mapstructure:"replay-holdoff" yaml:"replay-holdoff"`
+	// SkipICRCCheck turns off the verification of the ICRC of received
+	// frames, for NICs that drop frames with a bad Ethernet FCS (the
+	// links of the software rack can corrupt frames without one). Frames
+	// rewritten in place keep a wrong ICRC wrong either way (incremental
+	// update); CMP_SWAP replaced by WRITE and generated ACKs get a fresh one.
+	SkipICRCCheck bool `mapstructure:"skip-icrc-check" yaml:"skip-icrc-check"`
 	// Servers are the memory nodes whose traffic the engine manages.
 	// Traffic to or from any other address passes through unchanged.
 	Servers []ServerConfig `mapstructure:"servers" yaml:"servers"`

@@ -22,6 +22,7 @@ type Engine struct {
 	epoch   uint32
 	touched []int32 // scratch: clients touched by one response
 	replay  bool
+	verify  bool
 	pmtu    uint32
 }
 
@@ -41,6 +42,7 @@ func New(cfg Config) (*Engine, error) {
 		touched: make([]int32, 0, d.MaxConns),
 		pmtu:    uint32(d.PMTU),
 		replay:  d.NAKRecovery == NAKReplay,
+		verify:  !d.SkipICRCCheck,
 	}
 	for _, s := range d.Servers {
 		ip, _ := parseIP4(s.IP)
@@ -158,7 +160,7 @@ func (e *Engine) Process(now int64, in Side, frame []byte, out *Out) {
 			e.pass(in, frame, out)
 			return
 		}
-		if !p.ICRCOK() {
+		if e.verify && !p.ICRCOK() {
 			e.c.Drops[DropBadICRC]++
 			return
 		}
@@ -170,7 +172,7 @@ func (e *Engine) Process(now int64, in Side, frame []byte, out *Out) {
 		e.pass(in, frame, out)
 		return
 	}
-	if !p.ICRCOK() {
+	if e.verify && !p.ICRCOK() {
 		e.c.Drops[DropBadICRC]++
 		return
 	}
@@ -398,6 +400,8 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 
 	frame := p.Frame
 	rewrite := remapped || outPSN != psn
+	var sp icrcSpan
+	spanOK := saveSpan(&sp, p, p.BTHOff+roce.BTHLen)
 	switch cls {
 	case opAtomic:
 		if inRanges(sv.cas, va) {
@@ -414,8 +418,7 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 	}
 	if rewrite {
 		p.BTH.SetPSN(outPSN)
-		p.IP.UpdateChecksum()
-		p.SetICRC()
+		finish(p, &sp, spanOK && p.Opcode == roce.Opcode(p.Frame[p.BTHOff]) && len(frame) == len(p.Frame) && !first.converted())
 		frame = p.Frame
 	}
 	if e.replay && onShared {
@@ -530,19 +533,21 @@ func (e *Engine) retransmit(now int64, ci int32, psn uint32, p *roce.Packet, out
 		e.c.RetransmitsAbsorbed++
 		return
 	}
+	var sp icrcSpan
+	spanOK := saveSpan(&sp, p, p.BTHOff+roce.BTHLen)
 	if en.kind == kAtomicConv {
 		if p.AtomicETH == nil {
 			e.c.Drops[DropStaleRetransmit]++
 			return
 		}
 		casToWrite(p, en.written)
+		spanOK = false
 	}
 	if ref.out != ci {
 		retargetRequest(p, o)
 	}
 	p.BTH.SetPSN(en.outPSN)
-	p.IP.UpdateChecksum()
-	p.SetICRC()
+	finish(p, &sp, spanOK)
 	if !out.addInput(ServerSide, p.Frame) {
 		e.c.Drops[DropOutOverflow]++
 		return
@@ -598,4 +603,48 @@ func (e *Engine) gap(c *conn, out *Out) {
 	e.emitAck(out, c, c.inNext, roce.NAKSyndrome(roce.NAKPSNSequenceError), c.msn)
 	c.nakSent, c.nakPending = true, false
 	e.c.GapNAKs++
+}
+
+// saveSpan snapshots the bytes of p from the IPv4 source address to end
+// (exclusive) before a rewrite, for an incremental ICRC update.
+func saveSpan(sp *icrcSpan, p *roce.Packet, end int) bool {
+	a := p.L3Off + roce.IPv4SrcOff
+	if end-a > spanMax || end > p.ICRCOff {
+		return false
+	}
+	sp.save(p.Frame, a, end)
+	return true
+}
+
+// finish fixes the IPv4 checksum and the ICRC of a rewritten packet:
+// incrementally when only the saved span changed, else in full.
+func finish(p *roce.Packet, sp *icrcSpan, incremental bool) {
+	ipChecksum(p.IP)
+	if incremental {
+		sp.update(p.Frame, p.L3Off, p.ICRCOff, []int{p.L4Off + roce.UDPChecksumOff, p.L4Off + roce.UDPChecksumOff + 1, p.BTHOff + roce.BTHFBOff})
+		return
+	}
+	p.SetICRC()
+}
+
+// ipChecksum recomputes an IPv4 header checksum.
+func ipChecksum(ip roce.IPv4) {
+	n := ip.HeaderLen()
+	if n != roce.IPv4MinLen {
+		ip.UpdateChecksum()
+		return
+	}
+	_ = ip[19]
+	sum := uint32(ip[0])<<8 | uint32(ip[1])
+	sum += uint32(ip[2])<<8 | uint32(ip[3])
+	sum += uint32(ip[4])<<8 | uint32(ip[5])
+	sum += uint32(ip[6])<<8 | uint32(ip[7])
+	sum += uint32(ip[8])<<8 | uint32(ip[9])
+	sum += uint32(ip[12])<<8 | uint32(ip[13])
+	sum += uint32(ip[14])<<8 | uint32(ip[15])
+	sum += uint32(ip[16])<<8 | uint32(ip[17])
+	sum += uint32(ip[18])<<8 | uint32(ip[19])
+	sum = sum&0xffff + sum>>16
+	sum = sum&0xffff + sum>>16
+	ip.SetChecksum(^uint16(sum))
 }

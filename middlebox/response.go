@@ -404,6 +404,12 @@ func (e *Engine) readResp(oi int32, psn uint32, p *roce.Packet, out *Out) {
 	if completes {
 		msn = (msn + 1) & psnMask
 	}
+	var sp icrcSpan
+	end := p.BTHOff + roce.BTHLen
+	if p.AETH != nil {
+		end += roce.AETHLen
+	}
+	spanOK := saveSpan(&sp, p, end)
 	if oi != ci {
 		retargetResponse(p, c)
 	}
@@ -411,8 +417,7 @@ func (e *Engine) readResp(oi int32, psn uint32, p *roce.Packet, out *Out) {
 	if p.AETH != nil {
 		p.AETH.SetMSN(msn)
 	}
-	p.IP.UpdateChecksum()
-	p.SetICRC()
+	finish(p, &sp, spanOK)
 	if !out.addInput(ClientSide, p.Frame) {
 		e.c.Drops[DropOutOverflow]++
 		return

@@ -56,6 +56,8 @@ type entry struct {
 	frame    []byte // NAKReplay: the request as forwarded (buffer reused by the slot)
 }
 
+func (en *entry) converted() bool { return en.kind == kAtomicConv }
+
 type inRef struct {
 	out    int32
 	outPSN uint32

@@ -1,0 +1,136 @@
+package middlebox
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+)
+
+// Incremental ICRC updates.
+//
+// The ICRC is CRC-32 (IEEE, reflected) with initial value and final XOR of
+// all ones, which makes it affine: for two messages A and B of equal length,
+// ICRC(A) xor ICRC(B) = raw(A xor B), where raw is the bare CRC register
+// with initial value 0 and no final XOR, a linear function. When a rewrite
+// changes only the bytes of one span [a, b) of an n-byte message, the new
+// ICRC is the old one xor raw(D[a:b]) advanced over the n-b zero bytes that
+// follow, with D = old xor new (the masked ICRC fields count as equal).
+// Advancing over z zero bytes is a linear map M^z; it is applied with one
+// set of four 256-entry tables per power of two in z, so updating the ICRC
+// of a rewritten request costs a few dozen table lookups whatever the
+// payload's length, where recomputing it would read the whole packet.
+//
+// An incremental update also keeps a corrupted frame corrupted: a frame
+// whose ICRC was wrong before the rewrite is still wrong after it, so the
+// receiver drops it as it would have without the middlebox. Only rewrites
+// that change the length (CMP_SWAP to WRITE) and frames the engine consumes
+// (server ACKs, which drive what the clients are told) are verified and
+// recomputed in full.
+
+var (
+	crcTab   [8][256]uint32
+	zeroTabs [16][4][256]uint32 // zeroTabs[k]: advance over 2^k zero bytes
+)
+
+func init() {
+	crcTab[0] = *crc32.IEEETable
+	for i := 0; i < 256; i++ {
+		c := crcTab[0][i]
+		for j := 1; j < 8; j++ {
+			c = crcTab[0][c&0xff] ^ c>>8
+			crcTab[j][i] = c
+		}
+	}
+	// Columns of M^(2^k): images of each register bit.
+	var col [32]uint32
+	for i := range col {
+		s := uint32(1) << i
+		col[i] = crcTab[0][s&0xff] ^ s>>8 // one zero byte
+	}
+	for k := 0; k < len(zeroTabs); k++ {
+		for j := 0; j < 4; j++ {
+			for v := 0; v < 256; v++ {
+				var r uint32
+				for b := 0; b < 8; b++ {
+					if v&(1<<b) != 0 {
+						r ^= col[8*j+b]
+					}
+				}
+				zeroTabs[k][j][v] = r
+			}
+		}
+		var next [32]uint32
+		for i := range col {
+			next[i] = applyCols(&col, col[i])
+		}
+		col = next
+	}
+}
+
+func applyCols(col *[32]uint32, s uint32) uint32 {
+	var r uint32
+	for i := 0; s != 0; i, s = i+1, s>>1 {
+		if s&1 != 0 {
+			r ^= col[i]
+		}
+	}
+	return r
+}
+
+// rawCRC returns the bare CRC-32 register after p, from register s.
+func rawCRC(s uint32, p []byte) uint32 {
+	for len(p) >= 8 {
+		s ^= binary.LittleEndian.Uint32(p)
+		s = crcTab[0][p[7]] ^ crcTab[1][p[6]] ^ crcTab[2][p[5]] ^ crcTab[3][p[4]] ^
+			crcTab[4][s>>24] ^ crcTab[5][s>>16&0xff] ^ crcTab[6][s>>8&0xff] ^ crcTab[7][s&0xff]
+		p = p[8:]
+	}
+	for _, v := range p {
+		s = crcTab[0][byte(s)^v] ^ s>>8
+	}
+	return s
+}
+
+// zeroAdvance advances register s over z zero bytes.
+func zeroAdvance(s uint32, z int) uint32 {
+	for k := 0; z != 0 && s != 0; k, z = k+1, z>>1 {
+		if z&1 == 0 {
+			continue
+		}
+		t := &zeroTabs[k]
+		s = t[0][s&0xff] ^ t[1][s>>8&0xff] ^ t[2][s>>16&0xff] ^ t[3][s>>24]
+	}
+	return s
+}
+
+// spanMax is the longest span icrcSpan snapshots.
+const spanMax = 48
+
+// icrcSpan remembers the bytes of one span of a frame before a rewrite.
+type icrcSpan struct {
+	a, b int // frame offsets
+	old  [spanMax]byte
+}
+
+func (s *icrcSpan) save(f []byte, a, b int) {
+	s.a, s.b = a, b
+	copy(s.old[:b-a], f[a:b])
+}
+
+// update fixes the ICRC of frame f (ICRC at icrcOff, IPv4 header of ihl
+// bytes at l3) after the bytes of the saved span changed. masked lists
+// frame offsets inside the span that the ICRC treats as all ones.
+func (s *icrcSpan) update(f []byte, l3, icrcOff int, masked []int) {
+	var d [spanMax]byte
+	n := s.b - s.a
+	for i := 0; i < n; i++ {
+		d[i] = s.old[i] ^ f[s.a+i]
+	}
+	for _, m := range masked {
+		if m >= s.a && m < s.b {
+			d[m-s.a] = 0
+		}
+	}
+	delta := zeroAdvance(rawCRC(0, d[:n]), icrcOff-s.b)
+	old := binary.LittleEndian.Uint32(f[icrcOff:])
+	binary.LittleEndian.PutUint32(f[icrcOff:], old^delta)
+}
