@@ -488,6 +488,10 @@ func (d *Device) rxLoop() {
 
 // handleFrame decodes one frame and runs the engine it belongs to.
 func (d *Device) handleFrame(frame []byte, now int64, st *rxState) {
+	d.handleFrameTo(frame, now, st, st.b)
+}
+
+func (d *Device) handleFrameTo(frame []byte, now int64, st *rxState, em emitter) {
 	d.stats.rxFrames.Add(1)
 	p := &st.pkt
 	if err := roce.ParseInto(p, frame); err != nil {
@@ -532,7 +536,7 @@ func (d *Device) handleFrame(frame []byte, now int64, st *rxState) {
 			return
 		}
 		q.rq.mu.Lock()
-		q.rq.onRequest(q, &r, st.b)
+		q.rq.onRequest(q, &r, em)
 		q.rq.mu.Unlock()
 		st.touch(q)
 		return
@@ -547,7 +551,7 @@ func (d *Device) handleFrame(frame []byte, now int64, st *rxState) {
 	}
 	r.payload = p.Payload
 	q.sq.mu.Lock()
-	q.sq.onResponse(q, &r, now, st.b)
+	q.sq.onResponse(q, &r, now, em)
 	q.sq.mu.Unlock()
 }
 
