@@ -1,6 +1,9 @@
 package roce
 
-import "fmt"
+import (
+	"encoding/binary"
+	"fmt"
+)
 
 // Fields is the plain description of a RoCEv2 frame that Build writes. Only
 // the fields of the extension headers the opcode carries are used (see
@@ -9,6 +12,8 @@ import "fmt"
 // checksum always 0.
 type Fields struct {
 	DstMAC, SrcMAC [6]byte
+	VLAN           bool   // add an IEEE 802.1Q tag
+	VLANTCI        uint16 // its tag control information (PCP, DEI, VID)
 
 	SrcIP, DstIP [4]byte
 	TOS          uint8
@@ -55,8 +60,15 @@ type Fields struct {
 
 // FrameLen returns the length of the frame Build writes for f.
 func FrameLen(f *Fields) int {
-	return EthernetLen + IPv4MinLen + UDPLen + BTHLen + f.Opcode.Ext().Len() +
+	return ethLen(f) + IPv4MinLen + UDPLen + BTHLen + f.Opcode.Ext().Len() +
 		len(f.Payload) + int(f.PadCnt) + ICRCLen
+}
+
+func ethLen(f *Fields) int {
+	if f.VLAN {
+		return EthernetLen + VLANTagLen
+	}
+	return EthernetLen
 }
 
 func buildErr(field, format string, args ...any) error {
@@ -89,20 +101,26 @@ func Build(buf []byte, f *Fields) (int, error) {
 		return 0, buildErr("deth.srcqp", "0x%x exceeds 24 bits", f.SrcQP)
 	}
 	n := FrameLen(f)
-	if n-EthernetLen > 0xffff {
-		return 0, buildErr("ipv4.total_length", "%d exceeds 65535", n-EthernetLen)
+	l3 := ethLen(f)
+	if n-l3 > 0xffff {
+		return 0, buildErr("ipv4.total_length", "%d exceeds 65535", n-l3)
 	}
 	if len(buf) < n {
 		return 0, buildErr("buffer", "%d bytes, frame needs %d", len(buf), n)
 	}
 	b := buf[:n]
 
-	eth := Ethernet(b[:EthernetLen])
+	eth := Ethernet(b[:l3])
 	eth.SetDst(f.DstMAC)
 	eth.SetSrc(f.SrcMAC)
-	eth.SetEtherType(EtherTypeIPv4)
+	if f.VLAN {
+		eth.SetEtherType(EtherTypeVLAN)
+		eth.SetTCI(f.VLANTCI)
+		binary.BigEndian.PutUint16(eth[EthInnerTypeOff:], EtherTypeIPv4)
+	} else {
+		eth.SetEtherType(EtherTypeIPv4)
+	}
 
-	l3 := EthernetLen
 	ip := IPv4(b[l3 : l3+IPv4MinLen])
 	ip.SetVersionIHL(5)
 	ip.SetTOS(f.TOS)
@@ -203,6 +221,7 @@ func FieldsOf(p *Packet) Fields {
 	f := Fields{
 		DstMAC:       p.Eth.Dst(),
 		SrcMAC:       p.Eth.Src(),
+		VLAN:         p.Eth.Tagged(),
 		SrcIP:        p.IP.Src(),
 		DstIP:        p.IP.Dst(),
 		TOS:          p.IP.TOS(),
@@ -222,6 +241,9 @@ func FieldsOf(p *Packet) Fields {
 		AckReq:       p.BTH.AckReq(),
 		PSN:          p.BTH.PSN(),
 		Payload:      p.Payload,
+	}
+	if f.VLAN {
+		f.VLANTCI = p.Eth.TCI()
 	}
 	if p.DETH != nil {
 		f.QKey, f.SrcQP = p.DETH.QKey(), p.DETH.SrcQP()

@@ -12,8 +12,9 @@
 //
 // Decisions where the specifications leave room:
 //
-//   - Only IPv4 RoCEv2 (UDP destination port 4791) without VLAN tags is
-//     parsed and built; IPv4 options are accepted by Parse and covered by the
+//   - Only IPv4 RoCEv2 (UDP destination port 4791) is parsed and built,
+//     untagged or with one IEEE 802.1Q tag (PFC deployments often tag RoCE
+//     traffic); stacked tags (QinQ) are reported as not RoCEv2. IPv4 options are accepted by Parse and covered by the
 //     ICRC, but Build emits a 20-byte header. Fragmented IPv4 is rejected.
 //   - Parse uses the IPv4 total length to find the end of the packet; any
 //     Ethernet trailer (minimum-frame padding) is ignored and reported in

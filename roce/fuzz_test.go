@@ -94,12 +94,13 @@ func FuzzLayers(f *testing.F) {
 	addSeeds(f)
 	var (
 		eth     layers.Ethernet
+		dot1q   layers.Dot1Q
 		ip4     layers.IPv4
 		udp     layers.UDP
 		payload gopacket.Payload
 		set     LayerSet
 	)
-	parser := gopacket.NewDecodingLayerParser(layers.LayerTypeEthernet, &eth, &ip4, &udp, &payload)
+	parser := gopacket.NewDecodingLayerParser(layers.LayerTypeEthernet, &eth, &dot1q, &ip4, &udp, &payload)
 	all := set.DecodingLayers()
 	for _, l := range all {
 		parser.AddDecodingLayer(l)

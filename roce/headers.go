@@ -14,6 +14,7 @@ const IPProtoUDP = 17
 // Header sizes in bytes.
 const (
 	EthernetLen     = 14
+	VLANTagLen      = 4
 	IPv4MinLen      = 20
 	IPv4MaxLen      = 60
 	UDPLen          = 8
@@ -29,15 +30,43 @@ const (
 	CNPPayloadLen   = 16
 )
 
-// Ethernet is a view of an Ethernet II header (no VLAN tag).
+// Ethernet is a view of an Ethernet II header: 14 bytes, or 18 with one
+// IEEE 802.1Q tag.
 type Ethernet []byte
 
-// Ethernet field offsets.
+// Ethernet field offsets. With a VLAN tag, EthTypeOff holds EtherTypeVLAN,
+// the tag control information follows, and the inner EtherType is at
+// EthInnerTypeOff.
 const (
-	EthDstOff  = 0
-	EthSrcOff  = 6
-	EthTypeOff = 12
+	EthDstOff       = 0
+	EthSrcOff       = 6
+	EthTypeOff      = 12
+	EthTCIOff       = 14
+	EthInnerTypeOff = 16
 )
+
+// EtherTypeVLAN is the EtherType of an IEEE 802.1Q tag.
+const EtherTypeVLAN = 0x8100
+
+// Tagged reports whether the header carries an 802.1Q tag.
+func (e Ethernet) Tagged() bool {
+	return len(e) >= EthernetLen+VLANTagLen && e.EtherType() == EtherTypeVLAN
+}
+
+// TCI returns the 802.1Q tag control information (PCP 3 bits, DEI 1, VID
+// 12) of a tagged header.
+func (e Ethernet) TCI() uint16 { return binary.BigEndian.Uint16(e[EthTCIOff:]) }
+
+// SetTCI sets the tag control information of a tagged header.
+func (e Ethernet) SetTCI(v uint16) { binary.BigEndian.PutUint16(e[EthTCIOff:], v) }
+
+// PayloadType returns the EtherType of the payload: the inner one when tagged.
+func (e Ethernet) PayloadType() uint16 {
+	if e.Tagged() {
+		return binary.BigEndian.Uint16(e[EthInnerTypeOff:])
+	}
+	return e.EtherType()
+}
 
 // Dst returns the destination MAC address.
 func (e Ethernet) Dst() (m [6]byte) { copy(m[:], e[EthDstOff:EthDstOff+6]); return }

@@ -552,7 +552,7 @@ func (l *DETHLayer) SerializeTo(b gopacket.SerializeBuffer, _ gopacket.Serialize
 // gopacket.DecodingLayerParser:
 //
 //	var s roce.LayerSet
-//	parser := gopacket.NewDecodingLayerParser(layers.LayerTypeEthernet, &eth, &ip4, &udp, &payload)
+//	parser := gopacket.NewDecodingLayerParser(layers.LayerTypeEthernet, &eth, &dot1q, &ip4, &udp, &payload)
 //	for _, l := range s.DecodingLayers() { parser.AddDecodingLayer(l) }
 type LayerSet struct {
 	BTH          BTHLayer

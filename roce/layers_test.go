@@ -9,7 +9,11 @@ import (
 )
 
 func wantLayerTypes(f *Fields) []gopacket.LayerType {
-	ts := []gopacket.LayerType{layers.LayerTypeEthernet, layers.LayerTypeIPv4, layers.LayerTypeUDP, LayerTypeBTH}
+	ts := []gopacket.LayerType{layers.LayerTypeEthernet}
+	if f.VLAN {
+		ts = append(ts, layers.LayerTypeDot1Q)
+	}
+	ts = append(ts, layers.LayerTypeIPv4, layers.LayerTypeUDP, LayerTypeBTH)
 	for _, x := range ExtOrder {
 		if f.Opcode.Ext()&x != 0 {
 			ts = append(ts, extLayerType(x))
@@ -124,12 +128,13 @@ func equalTypes(a, b []gopacket.LayerType) bool {
 func TestGopacketDecodingLayerParser(t *testing.T) {
 	var (
 		eth     layers.Ethernet
+		dot1q   layers.Dot1Q
 		ip4     layers.IPv4
 		udp     layers.UDP
 		payload gopacket.Payload
 		set     LayerSet
 	)
-	parser := gopacket.NewDecodingLayerParser(layers.LayerTypeEthernet, &eth, &ip4, &udp, &payload)
+	parser := gopacket.NewDecodingLayerParser(layers.LayerTypeEthernet, &eth, &dot1q, &ip4, &udp, &payload)
 	for _, l := range set.DecodingLayers() {
 		parser.AddDecodingLayer(l)
 	}

@@ -30,6 +30,7 @@ func (e *ParseError) NotRoCE() bool { return e.notRoCE }
 
 var (
 	errEtherType = &ParseError{Field: "ethernet.ethertype", Reason: "not IPv4", notRoCE: true}
+	errVLANType  = &ParseError{Field: "vlan.ethertype", Reason: "not IPv4", notRoCE: true}
 	errProto     = &ParseError{Field: "ipv4.protocol", Reason: "not UDP", notRoCE: true}
 	errFragment  = &ParseError{Field: "ipv4.fragment_offset", Reason: "non-first fragment", notRoCE: true}
 	errPort      = &ParseError{Field: "udp.dst_port", Reason: "not 4791", notRoCE: true}
@@ -88,11 +89,21 @@ func ParseInto(p *Packet, frame []byte) error {
 	if len(frame) < EthernetLen {
 		return malformed("ethernet", "truncated: %d bytes, need %d", len(frame), EthernetLen)
 	}
-	p.Eth = Ethernet(frame[:EthernetLen])
-	if p.Eth.EtherType() != EtherTypeIPv4 {
+	l3 := EthernetLen
+	switch Ethernet(frame).EtherType() {
+	case EtherTypeIPv4:
+	case EtherTypeVLAN:
+		if len(frame) < EthernetLen+VLANTagLen {
+			return malformed("vlan", "truncated: %d bytes, need %d", len(frame), EthernetLen+VLANTagLen)
+		}
+		if Ethernet(frame).PayloadType() != EtherTypeIPv4 {
+			return errVLANType
+		}
+		l3 += VLANTagLen
+	default:
 		return errEtherType
 	}
-	l3 := EthernetLen
+	p.Eth = Ethernet(frame[:l3])
 	p.L3Off = l3
 	rest := len(frame) - l3
 	if rest < IPv4MinLen {

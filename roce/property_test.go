@@ -20,6 +20,9 @@ func genFields(t *rapid.T) Fields {
 	copy(f.SrcMAC[:], rapid.SliceOfN(rapid.Byte(), 6, 6).Draw(t, "smac"))
 	copy(f.SrcIP[:], rapid.SliceOfN(rapid.Byte(), 4, 4).Draw(t, "sip"))
 	copy(f.DstIP[:], rapid.SliceOfN(rapid.Byte(), 4, 4).Draw(t, "dip"))
+	if f.VLAN = rapid.Bool().Draw(t, "vlan"); f.VLAN {
+		f.VLANTCI = rapid.Uint16().Draw(t, "tci")
+	}
 	f.TOS = rapid.Uint8().Draw(t, "tos")
 	f.IPID = rapid.Uint16().Draw(t, "id")
 	f.DontFragment = rapid.Bool().Draw(t, "df")

@@ -244,6 +244,8 @@ func TestParseErrors(t *testing.T) {
 		{"empty", nil, "ethernet", false},
 		{"ethertype", mod(func(b []byte) []byte { b[12] = 0x86; b[13] = 0xdd; return b }), "ethernet.ethertype", true},
 		{"short ip", good[:30], "ipv4", false},
+		{"vlan short", mod(func(b []byte) []byte { b[12] = 0x81; b[13] = 0; return b[:16] }), "vlan", false},
+		{"vlan inner type", mod(func(b []byte) []byte { b[12] = 0x81; b[13] = 0; return b }), "vlan.ethertype", true},
 		{"version", mod(func(b []byte) []byte { b[14] = 0x65; return b }), "ipv4.version", false},
 		{"ihl", mod(func(b []byte) []byte { b[14] = 0x44; return b }), "ipv4.ihl", false},
 		{"proto", mod(func(b []byte) []byte { b[23] = 6; return b }), "ipv4.protocol", true},
@@ -324,9 +326,13 @@ func TestNoAllocs(t *testing.T) {
 // refICRC is the platform.md recipe, literally: copy IPv4 header..payload,
 // mask the variant fields, CRC-32 over 8 x 0xFF followed by the copy.
 func refICRC(frame []byte) uint32 {
-	ihl := int(frame[14]&0x0f) * 4
-	total := int(frame[16])<<8 | int(frame[17])
-	data := append([]byte(nil), frame[14:14+total-4]...)
+	l3 := 14
+	if frame[12] == 0x81 && frame[13] == 0x00 {
+		l3 = 18
+	}
+	ihl := int(frame[l3]&0x0f) * 4
+	total := int(frame[l3+2])<<8 | int(frame[l3+3])
+	data := append([]byte(nil), frame[l3:l3+total-4]...)
 	data[1], data[8], data[10], data[11] = 0xff, 0xff, 0xff, 0xff
 	data[ihl+6], data[ihl+7] = 0xff, 0xff
 	data[ihl+8+4] = 0xff
@@ -371,4 +377,36 @@ func withIPOptions(frame []byte, n int) []byte {
 	ip.SetTotalLen(ip.TotalLen() + uint16(n))
 	ip.UpdateChecksum()
 	return out
+}
+
+func TestVLAN(t *testing.T) {
+	f := workedExampleFields()
+	f.VLAN, f.VLANTCI = true, 3<<13|100 // PCP 3, VID 100
+	buf := make([]byte, 128)
+	n, err := Build(buf, &f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := mustHex(t, workedExampleHex)
+	want = append(append(append([]byte(nil), want[:12]...), 0x81, 0x00, 0x60, 0x64), want[12:]...)
+	if !bytes.Equal(buf[:n], want) {
+		t.Fatalf("tagged worked example:\n got %x\nwant %x", buf[:n], want)
+	}
+	p, err := Parse(buf[:n])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Eth.Tagged() || p.Eth.TCI() != f.VLANTCI || p.Eth.PayloadType() != EtherTypeIPv4 || p.L3Off != 18 || !p.ICRCOK() {
+		t.Errorf("tagged: tagged %v tci %#x l3 %d icrc %v", p.Eth.Tagged(), p.Eth.TCI(), p.L3Off, p.ICRCOK())
+	}
+	if g := FieldsOf(&p); g.VLAN != true || g.VLANTCI != f.VLANTCI {
+		t.Errorf("FieldsOf: vlan %v tci %#x", g.VLAN, g.VLANTCI)
+	}
+	out, err := AtomicToWrite(buf[:n], 9, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q, err := Parse(out); err != nil || !q.ICRCOK() || q.IP.TotalLen() != 68 || len(out) != n-4 {
+		t.Errorf("tagged CAS to WRITE: %v", err)
+	}
 }

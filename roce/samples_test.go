@@ -149,6 +149,12 @@ func samples() []sample {
 	f.Payload = make([]byte, CNPPayloadLen)
 	add("cnp", f)
 
+	f = base(OpRCReadResponseOnly, 204)
+	f.VLAN, f.VLANTCI = true, 5<<13|42
+	f.Syndrome, f.MSN = ACKSyndrome(CreditInvalid), 9
+	f.Payload = seq(16)
+	add("read response only, 802.1Q tag", f)
+
 	f = base(OpRCWriteOnly, MaxPSN)
 	f.VA, f.RKey, f.DMALen = 0xffffffffffffffff, 0xffffffff, 8
 	f.DestQP = MaxQP
