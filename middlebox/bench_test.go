@@ -1,6 +1,7 @@
 package middlebox
 
 import (
+	"runtime"
 	"testing"
 )
 
@@ -51,21 +52,37 @@ var benchMix = MixConfig{Clients: 16, CASPct: 60, ReadPct: 20, Coalesce: 8, Seed
 // server ACKs de-coalesced into per-client ACKs and ATOMIC ACKs, READ
 // responses mapped back. One op is one frame into the engine.
 func BenchmarkEngineMix(b *testing.B) {
+	b.Run("icrc-check", func(b *testing.B) { benchEngineMix(b, benchMix) })
+	m := benchMix
+	m.SkipICRCCheck = true
+	b.Run("no-icrc-check", func(b *testing.B) { benchEngineMix(b, m) })
+}
+
+func benchEngineMix(b *testing.B, mix MixConfig) {
 	const batch = 1 << 16
-	r := newMixRun(b, benchMix, batch)
+	r := newMixRun(b, mix, batch)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	b.ReportAllocs()
 	b.ResetTimer()
 	var outFrames int
+	var cpu int64
+	c0 := threadCPU()
 	for i := 0; i < b.N; i++ {
 		if !r.step() {
+			cpu += threadCPU() - c0
 			b.StopTimer()
 			r.refill(batch)
 			b.StartTimer()
+			c0 = threadCPU()
 			r.step()
 		}
 		outFrames += r.out.Len()
 	}
+	cpu += threadCPU() - c0
 	b.StopTimer()
+	b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(b.N)/(float64(cpu)/1e9)/1e6, "Mpps-cpu")
 	c := r.e.Counters()
 	if c.TotalDrops() != 0 {
 		b.Fatalf("drops: %s", c.String())

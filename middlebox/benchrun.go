@@ -15,6 +15,7 @@ type BenchResult struct {
 	Mix      MixConfig   `json:"mix"`
 	PerCore  []CoreStats `json:"per_core"`
 	TotalMpp float64     `json:"total_mpps"`
+	TotalCPU float64     `json:"total_mpps_cpu"`
 	Wall     float64     `json:"wall_seconds"`
 }
 
@@ -22,8 +23,10 @@ type BenchResult struct {
 type CoreStats struct {
 	FramesIn  uint64  `json:"frames_in"`
 	FramesOut uint64  `json:"frames_out"`
-	Busy      float64 `json:"busy_seconds"` // time inside the engine (or the I/O loop)
+	Busy      float64 `json:"busy_seconds"` // wall time inside the engine (or the I/O loop)
+	CPU       float64 `json:"cpu_seconds"`  // thread CPU time inside the engine (or the I/O loop)
 	Mpps      float64 `json:"mpps"`         // FramesIn / Busy / 1e6
+	MppsCPU   float64 `json:"mpps_cpu"`     // FramesIn / CPU / 1e6: per core of CPU time
 	Drops     uint64  `json:"drops"`
 	Counters  string  `json:"counters"`
 }
@@ -63,22 +66,25 @@ func BenchEngine(mix MixConfig, cores int, dur time.Duration) (BenchResult, erro
 			const batch = 1 << 15
 			tr, out := NewTrace(batch), NewOut(1024, 1<<17)
 			var busy time.Duration
+			var cpu int64
 			var in, outN uint64
 			deadline := time.Now().Add(dur)
 			for time.Now().Before(deadline) {
 				m.Fill(tr, batch)
-				t0 := time.Now()
+				t0, c0 := time.Now(), threadCPU()
 				for i, f := range tr.Frames {
 					out.Reset()
 					e.Process(0, tr.Sides[i], f, out)
 					outN += uint64(out.Len())
 				}
 				busy += time.Since(t0)
+				cpu += threadCPU() - c0
 				in += uint64(len(tr.Frames))
 			}
 			c := e.Counters()
-			res.PerCore[k] = CoreStats{FramesIn: in, FramesOut: outN, Busy: busy.Seconds(),
-				Mpps: float64(in) / busy.Seconds() / 1e6, Drops: c.TotalDrops(), Counters: c.String()}
+			res.PerCore[k] = CoreStats{FramesIn: in, FramesOut: outN, Busy: busy.Seconds(), CPU: float64(cpu) / 1e9,
+				Mpps: float64(in) / busy.Seconds() / 1e6, MppsCPU: float64(in) / (float64(cpu) / 1e9) / 1e6,
+				Drops: c.TotalDrops(), Counters: c.String()}
 		}(k)
 	}
 	wg.Wait()
@@ -90,6 +96,7 @@ func BenchEngine(mix MixConfig, cores int, dur time.Duration) (BenchResult, erro
 	}
 	for _, c := range res.PerCore {
 		res.TotalMpp += c.Mpps
+		res.TotalCPU += c.MppsCPU
 	}
 	return res, nil
 }

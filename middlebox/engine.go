@@ -12,10 +12,10 @@ import (
 type Engine struct {
 	cfg     Config
 	servers []server
-	srvIdx  map[[4]byte]int32
+	srvIPs  []uint32 // servers[i].ip, for a linear scan (few servers)
 	conns   []conn
-	req     map[reqKey]int32
-	rev     map[revKey]int32
+	req     connTable
+	rev     connTable
 	words   wordTable
 	c       Counters
 	pkt     roce.Packet
@@ -34,10 +34,9 @@ func New(cfg Config) (*Engine, error) {
 	d := cfg.withDefaults()
 	e := &Engine{
 		cfg:     d,
-		srvIdx:  map[[4]byte]int32{},
 		conns:   make([]conn, 0, d.MaxConns),
-		req:     make(map[reqKey]int32, d.MaxConns),
-		rev:     make(map[revKey]int32, d.MaxConns),
+		req:     newConnTable(d.MaxConns),
+		rev:     newConnTable(d.MaxConns),
 		words:   newWordTable(d.MaxWords),
 		touched: make([]int32, 0, d.MaxConns),
 		pmtu:    uint32(d.PMTU),
@@ -51,7 +50,7 @@ func New(cfg Config) (*Engine, error) {
 			a, _ := parseIP4(s.SharedClientIP)
 			sv.wantCli, sv.wantQP, sv.wantSet = a.As4(), s.SharedServerQP, true
 		}
-		e.srvIdx[sv.ip] = int32(len(e.servers))
+		e.srvIPs = append(e.srvIPs, uint32(ip4(sv.ip)))
 		e.servers = append(e.servers, sv)
 	}
 	for _, w := range d.Words {
@@ -87,12 +86,12 @@ func (e *Engine) AddConn(cc ConnConfig) error {
 func (e *Engine) Counters() Counters { return e.c }
 
 func (e *Engine) addConn(p connParams, learned bool) (int32, error) {
-	si, ok := e.srvIdx[p.srvIP]
+	si, ok := e.serverOf(p.srvIP[:])
 	if !ok {
 		return -1, fmt.Errorf("middlebox: connection to %v: not a configured server", p.srvIP)
 	}
 	k := reqKey{cli: p.cliIP, srv: p.srvIP, port: p.cliPort, qp: p.srvQP}
-	if _, dup := e.req[k]; dup {
+	if _, dup := e.req.get(k.words()); dup {
 		return -1, fmt.Errorf("middlebox: connection %v:%d -> %v QP %#x: already known", p.cliIP, p.cliPort, p.srvIP, p.srvQP)
 	}
 	if len(e.conns) == cap(e.conns) {
@@ -127,9 +126,11 @@ func (e *Engine) addConn(p connParams, learned bool) (int32, error) {
 	if isShared {
 		sv.shared = ci
 	}
-	e.req[k] = ci
+	k0, k1 := k.words()
+	e.req.put(k0, k1, ci)
 	if !learned {
-		e.rev[revKey{srv: p.srvIP, cli: p.cliIP, qp: p.cliQP}] = ci
+		r0, r1 := revKey{srv: p.srvIP, cli: p.cliIP, qp: p.cliQP}.words()
+		e.rev.put(r0, r1, ci)
 	}
 	return ci, nil
 }
@@ -155,7 +156,7 @@ func (e *Engine) Process(now int64, in Side, frame []byte, out *Out) {
 		return
 	}
 	if in == ClientSide {
-		si, ok := e.srvIdx[[4]byte(p.IP[roce.IPv4DstOff:roce.IPv4DstOff+4])]
+		si, ok := e.serverOf(p.IP[roce.IPv4DstOff : roce.IPv4DstOff+4])
 		if !ok || !isRequest(p.Opcode) {
 			e.pass(in, frame, out)
 			return
@@ -167,7 +168,7 @@ func (e *Engine) Process(now int64, in Side, frame []byte, out *Out) {
 		e.request(now, si, p, out)
 		return
 	}
-	_, ok := e.srvIdx[[4]byte(p.IP[roce.IPv4SrcOff:roce.IPv4SrcOff+4])]
+	_, ok := e.serverOf(p.IP[roce.IPv4SrcOff : roce.IPv4SrcOff+4])
 	if !ok || !isResponse(p.Opcode) {
 		e.pass(in, frame, out)
 		return
@@ -248,7 +249,7 @@ func (e *Engine) lookupReq(si int32, p *roce.Packet) (int32, bool) {
 		port: p.UDP.SrcPort(),
 		qp:   p.BTH.DestQP(),
 	}
-	if ci, ok := e.req[k]; ok {
+	if ci, ok := e.req.get(k.words()); ok {
 		return ci, true
 	}
 	ci, err := e.addConn(connParams{cliIP: k.cli, srvIP: k.srv, cliPort: k.port, srvQP: k.qp}, true)
@@ -269,9 +270,11 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 	c.lastSeen = now
 	if !c.macKnown {
 		c.cliMAC, c.srvMAC, c.macKnown = p.Eth.Src(), p.Eth.Dst(), true
+		c.tmpl.ok = false
 	}
 	if !c.pkeyKnown {
 		c.pkey, c.pkeyKnown = p.BTH.PKey(), true
+		c.tmpl.ok = false
 	}
 	psn := p.BTH.PSN()
 	if !c.inKnown {
@@ -647,4 +650,15 @@ func ipChecksum(ip roce.IPv4) {
 	sum = sum&0xffff + sum>>16
 	sum = sum&0xffff + sum>>16
 	ip.SetChecksum(^uint16(sum))
+}
+
+// serverOf returns the index of the managed server with IPv4 address a.
+func (e *Engine) serverOf(a []byte) (int32, bool) {
+	v := uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3])
+	for i, ip := range e.srvIPs {
+		if ip == v {
+			return int32(i), true
+		}
+	}
+	return -1, false
 }

@@ -21,6 +21,9 @@ type MixConfig struct {
 	Coalesce int    // requests per server ACK (>= 1)
 	Seed     uint64 // random choices
 	Server   byte   // last byte of the server's IP (10.0.<Server>.100), to run several mixes side by side
+	// SkipICRCCheck configures the engine not to verify received ICRCs
+	// (Config.SkipICRCCheck), as behind a NIC that checks the FCS.
+	SkipICRCCheck bool
 }
 
 // Mix generates the frames of a MixConfig, batch after batch, consistent
@@ -75,7 +78,7 @@ func NewMix(cfg MixConfig) (*Mix, error) {
 func (m *Mix) EngineConfig() Config {
 	ip := fmt.Sprintf("%d.%d.%d.%d", m.srvIP[0], m.srvIP[1], m.srvIP[2], m.srvIP[3])
 	cfg := Config{Servers: []ServerConfig{{IP: ip, Remap: []Range{{}}, CASToWrite: []Range{{Lo: MixLockVA, Hi: MixLockVA + 8}}}},
-		Words: []WordConfig{{VA: MixLockVA, Value: 0}}, PMTU: 4096}
+		Words: []WordConfig{{VA: MixLockVA, Value: 0}}, PMTU: 4096, SkipICRCCheck: m.cfg.SkipICRCCheck}
 	for _, h := range m.clients {
 		cfg.Conns = append(cfg.Conns, ConnConfig{
 			ClientIP: fmt.Sprintf("%d.%d.%d.%d", h.ip[0], h.ip[1], h.ip[2], h.ip[3]), ServerIP: ip,

@@ -155,6 +155,34 @@ func writeResponseHeaders(f []byte, c *conn, op roce.Opcode, psn uint32) {
 	binary.BigEndian.PutUint32(f[genBTH+roce.BTHAckPSNOff:], psn&psnMask)
 }
 
+// ackTemplate is a prebuilt ACK and ATOMIC ACK towards one client, with
+// PSN, syndrome, MSN and original value zero, and the ICRC of each: an
+// answer is the template with those bytes filled in and its ICRC updated
+// incrementally (the bytes that differ are the last ones before the ICRC).
+type ackTemplate struct {
+	ok        bool
+	port      uint16
+	ack       [ackLen]byte
+	atomic    [atomicAckLn]byte
+	ackICRC   uint32
+	atomicICR uint32
+}
+
+func (e *Engine) template(c *conn) *ackTemplate {
+	t := &c.tmpl
+	if t.ok && t.port == c.srvPort {
+		return t
+	}
+	writeResponseHeaders(t.ack[:], c, roce.OpRCAcknowledge, 0)
+	setICRC(t.ack[:])
+	t.ackICRC = binary.LittleEndian.Uint32(t.ack[genAtomic:])
+	writeResponseHeaders(t.atomic[:], c, roce.OpRCAtomicAcknowledge, 0)
+	setICRC(t.atomic[:])
+	t.atomicICR = binary.LittleEndian.Uint32(t.atomic[genAtomic+roce.AtomicAckETHLen:])
+	t.ok, t.port = true, c.srvPort
+	return t
+}
+
 // emitAck appends an ACK (or NAK: any syndrome) to client c.
 func (e *Engine) emitAck(out *Out, c *conn, psn uint32, syn roce.Syndrome, msn uint32) {
 	f := out.alloc(ClientSide, ackLen)
@@ -162,11 +190,17 @@ func (e *Engine) emitAck(out *Out, c *conn, psn uint32, syn roce.Syndrome, msn u
 		e.c.Drops[DropOutOverflow]++
 		return
 	}
-	writeResponseHeaders(f, c, roce.OpRCAcknowledge, psn)
-	a := roce.AETH(f[genAETH:genAtomic])
-	a.SetSyndrome(syn)
-	a.SetMSN(msn)
-	setICRC(f)
+	t := e.template(c)
+	copy(f, t.ack[:])
+	f[genBTH+roce.BTHAckPSNOff+1] = byte(psn >> 16)
+	f[genBTH+roce.BTHAckPSNOff+2] = byte(psn >> 8)
+	f[genBTH+roce.BTHAckPSNOff+3] = byte(psn)
+	f[genAETH] = byte(syn)
+	f[genAETH+1] = byte(msn >> 16)
+	f[genAETH+2] = byte(msn >> 8)
+	f[genAETH+3] = byte(msn)
+	d := rawCRC(0, f[genBTH+roce.BTHAckPSNOff+1:genAtomic])
+	binary.LittleEndian.PutUint32(f[genAtomic:], t.ackICRC^d)
 	e.c.TxClient++
 	if syn.IsACK() {
 		e.c.ACKsOut++
@@ -182,12 +216,19 @@ func (e *Engine) emitAtomicAck(out *Out, c *conn, psn uint32, orig uint64, msn u
 		e.c.Drops[DropOutOverflow]++
 		return
 	}
-	writeResponseHeaders(f, c, roce.OpRCAtomicAcknowledge, psn)
-	a := roce.AETH(f[genAETH:genAtomic])
-	a.SetSyndrome(roce.ACKSyndrome(roce.CreditInvalid))
-	a.SetMSN(msn)
-	roce.AtomicAckETH(f[genAtomic : genAtomic+roce.AtomicAckETHLen]).SetOrig(orig)
-	setICRC(f)
+	t := e.template(c)
+	copy(f, t.atomic[:])
+	f[genBTH+roce.BTHAckPSNOff+1] = byte(psn >> 16)
+	f[genBTH+roce.BTHAckPSNOff+2] = byte(psn >> 8)
+	f[genBTH+roce.BTHAckPSNOff+3] = byte(psn)
+	f[genAETH] = byte(roce.ACKSyndrome(roce.CreditInvalid))
+	f[genAETH+1] = byte(msn >> 16)
+	f[genAETH+2] = byte(msn >> 8)
+	f[genAETH+3] = byte(msn)
+	binary.BigEndian.PutUint64(f[genAtomic:], orig)
+	end := genAtomic + roce.AtomicAckETHLen
+	d := rawCRC(0, f[genBTH+roce.BTHAckPSNOff+1:end])
+	binary.LittleEndian.PutUint32(f[end:], t.atomicICR^d)
 	e.c.TxClient++
 	e.c.AtomicACKsOut++
 }

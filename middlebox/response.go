@@ -13,7 +13,7 @@ func (e *Engine) response(now int64, p *roce.Packet, out *Out) {
 		qp:  p.BTH.DestQP(),
 	}
 	psn := p.BTH.PSN()
-	oi, ok := e.rev[k]
+	oi, ok := e.rev.get(k.words())
 	if !ok {
 		if oi, ok = e.bind(k, psn, p, out); !ok {
 			return
@@ -82,13 +82,14 @@ func (e *Engine) bind(k revKey, psn uint32, p *roce.Packet, out *Out) (int32, bo
 		return -1, false
 	}
 	c := &e.conns[found]
-	c.cliQP, c.bound = k.qp, true
+	c.cliQP, c.bound, c.tmpl.ok = k.qp, true, false
 	if p.AETH == nil {
 		c.msn = 0
 	} else {
 		c.msn = e.msnBefore(c, psn, p)
 	}
-	e.rev[k] = found
+	r0, r1 := k.words()
+	e.rev.put(r0, r1, found)
 	e.c.Bound++
 	return found, true
 }

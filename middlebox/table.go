@@ -104,6 +104,7 @@ type conn struct {
 	ring     []entry
 	rmask    uint32
 
+	tmpl       ackTemplate
 	lastSeen   int64
 	lastReplay int64 // when the middlebox last replayed this connection's requests
 	replaying  bool
