@@ -99,6 +99,8 @@ type Metrics struct {
 	// RetireUnknown: links whose predecessor could not be found (its slot
 	// is not reclaimed).
 	RetireUnknown uint64
+	// AllocWaits: ALLOCs answered "no space" and retried after T_r/4.
+	AllocWaits uint64
 }
 
 // Ops is the number of completed operations.
@@ -155,12 +157,12 @@ type Client struct {
 	buckets [][]Ptr
 
 	// MS RPC state
-	reqID     uint32
-	rpcWant   uint32
-	rpcGot    bool
-	rpcReply  []byte
-	retires   []pendingRetire
-	retireBuf []RetireEntry
+	reqID    uint32
+	rpcWant  uint32
+	rpcGot   bool
+	rpcReply []byte
+	retires  []pendingRetire
+	retireAt time.Duration // when the oldest queued retire was queued
 
 	m Metrics
 }
@@ -437,7 +439,7 @@ func (c *Client) lookup(ctx context.Context, key uint64) (KeyInfo, error) {
 // takeSlot returns a free slot on memory node mn, fetching a batch from the
 // MS when the bucket is empty.
 func (c *Client) takeSlot(ctx context.Context, mn int) (Ptr, error) {
-	if len(c.buckets[mn]) == 0 {
+	for wait := 0; len(c.buckets[mn]) == 0; wait++ {
 		b := c.sendBuf()
 		Request(b).SetType(MsgAlloc)
 		Request(b).SetCount(c.cfg.AllocBatch)
@@ -447,6 +449,20 @@ func (c *Client) takeSlot(ctx context.Context, mn int) (Ptr, error) {
 		rp, err := c.rpc(ctx, ReqHeaderSize+allocBodySize, true)
 		if err != nil {
 			return Ptr{}, err
+		}
+		if rp.Status() == StatusNoSpace && wait < 64 {
+			// Memory is full until retired slots age past T_r: hand in
+			// our own retires and wait.
+			c.m.AllocWaits++
+			if err := c.flushRetires(ctx); err != nil {
+				return Ptr{}, err
+			}
+			select {
+			case <-time.After(c.cfg.ReadTimeout / 4):
+			case <-ctx.Done():
+				return Ptr{}, ctx.Err()
+			}
+			continue
 		}
 		if rp.Status() != StatusOK || rp.Count() == 0 {
 			return Ptr{}, fmt.Errorf("clover client %d: alloc on memory node %d: MS status %d: %w", c.cfg.ID, mn, rp.Status(), ErrNoSpace)

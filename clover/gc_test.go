@@ -7,7 +7,7 @@ import (
 
 // TestGCSafetyUnderSlotReuse runs contended puts and gets on a pool of
 // slots small enough that every slot is reclaimed and reused many times
-// (T_r 5ms), with some versions wrapping through the overflow list, and
+// (T_r 20ms), with some versions wrapping through the overflow list, and
 // checks linearizability (no read of a reused slot's data passes for the
 // key's value), the chain invariants, and the MS's slot accounting.
 func TestGCSafetyUnderSlotReuse(t *testing.T) {
@@ -15,18 +15,21 @@ func TestGCSafetyUnderSlotReuse(t *testing.T) {
 		t.Skip("long")
 	}
 	layout := RegionLayout{Shortcuts: 64, Chunks: 2, ChunkSize: 1 << 14} // 256 slots of 128 bytes
-	r := newTestRack(t, rackConfig{clients: 8, valueSize: 64, layout: layout, tr: 5 * time.Millisecond, epoch: 20 * time.Millisecond})
+	r := newTestRack(t, rackConfig{clients: 8, valueSize: 64, layout: layout, tr: 20 * time.Millisecond, epoch: 50 * time.Millisecond})
 	for _, c := range r.clients {
 		c.cfg.AllocBatch = 8
 		c.cfg.RetireBatch = 4
 	}
 	hist := runHistory(t, r, 4, 600, 3)
 	checkLinearizable(t, hist)
-	time.Sleep(30 * time.Millisecond) // let the last retires age out
+	time.Sleep(200 * time.Millisecond) // let the last retires age out
 	st := r.ms.Stats()
 	m := sumMetrics(r.clients)
 	t.Logf("puts %d, slots carved %d, ToGC %d overflow %d, wrapped %d, bad retires %d, unknown predecessors %d; client stale cursors %d recoveries %d read timeouts %d",
 		m.Puts, st.Carved, st.ToGC, st.Overflow, st.Wrapped, st.BadRetire, st.UnknownPredecessor, m.StaleCursors, m.Recoveries, m.ReadTimeouts)
+	if m.CASSteered != 0 || m.ReadsSteered != 0 || m.Uncertain != 0 {
+		t.Errorf("no switch, yet %d CAS and %d READs judged steered, %d uncertain: a reused slot passed for a fresh cursor", m.CASSteered, m.ReadsSteered, m.Uncertain)
+	}
 	if reuse := float64(m.Puts) / float64(st.Carved); reuse < 5 {
 		t.Errorf("each slot reused %.1f times on average: the pool is too large for this test", reuse)
 	}

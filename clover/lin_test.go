@@ -31,6 +31,9 @@ func TestRoundTripsPerOp(t *testing.T) {
 	if err := c.Put(ctx, 5, val(2, 128)); err != nil { // warms the slot bucket and the cursor
 		t.Fatal(err)
 	}
+	if err := c.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
 	out := make([]byte, 128)
 	time.Sleep(20 * time.Millisecond) // let the last shortcut WRITE's ACK pass
 	toMN, fromMN := r.hub.toFrames[1].Load(), r.hub.toFrames[10].Load()

@@ -271,22 +271,25 @@ func (m *MetaCore) Retire(e RetireEntry, now time.Duration) bool {
 	if k == nil {
 		return ok
 	}
-	// Move the latest pointer forward only from the node being retired (or
-	// from a pointer that is no longer live), following successors of
-	// retired nodes to a live one: retires arrive in any order, and the
-	// pointer must neither regress nor rest on a slot that can be reused.
-	if k.latest == e.Old || e.Old.LH == LHNull || !m.isAllocated(k.latest) {
-		c := e.New
-		for i := 0; i < 1<<16 && !m.isAllocated(c); i++ {
-			next, known := m.succ[c.LH]
-			if !known || m.slots[c.LH] == nil || m.slots[c.LH].ver != c.Ver {
-				break
-			}
-			c = next
+	// The latest pointer advances only along known links (old -> new
+	// pairs) from where it is: it never regresses and never skips a node,
+	// so it rests on the first node of the chain whose retire has not
+	// arrived, which is live. Clients hand in retires well within T_r
+	// (Client flushes them at T_r/4), so that node's successors are not
+	// reclaimed while it is the latest.
+	for i := 0; i < 1<<16; i++ {
+		next, known := m.succ[k.latest.LH]
+		si := m.slots[k.latest.LH]
+		if !known || si == nil || si.ver != k.latest.Ver {
+			break
 		}
-		if m.isAllocated(c) {
-			k.latest = c
-		}
+		k.latest = next
+	}
+	// Links of unknown predecessor (steered, not found) cannot be
+	// followed; if the pointer is stuck on a slot no longer live, take the
+	// newest live node announced.
+	if !m.isAllocated(k.latest) && m.isAllocated(e.New) {
+		k.latest = e.New
 	}
 	return ok
 }

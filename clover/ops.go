@@ -155,6 +155,17 @@ func (c *Client) recover(ctx context.Context, key uint64, e *cursorEntry) error 
 		}
 	}
 	for try := 0; try < 64; try++ {
+		// Our own pending retires may be what holds the MS's pointer back.
+		if err := c.flushRetires(ctx); err != nil {
+			return err
+		}
+		if try > 0 {
+			select {
+			case <-time.After(c.cfg.ReadTimeout / 16):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
 		ki, err := c.lookup(ctx, key)
 		if err != nil {
 			return err
@@ -217,6 +228,9 @@ func (c *Client) writeShortcut(s ShortcutRef, p Ptr) error {
 // Get copies the value of key into dst (which must hold ValueSize bytes)
 // and returns ErrNotFound for a key that does not exist.
 func (c *Client) Get(ctx context.Context, key uint64, dst []byte) error {
+	if err := c.maybeFlush(ctx); err != nil {
+		return err
+	}
 	if len(dst) < c.cfg.ValueSize {
 		return fmt.Errorf("clover client %d: get key %d: %w: buffer %d < %d", c.cfg.ID, key, ErrValueSize, len(dst), c.cfg.ValueSize)
 	}
@@ -463,6 +477,9 @@ func (c *Client) link(ctx context.Context, key uint64, e *cursorEntry, swapFor f
 // Put writes value (ValueSize bytes) as the new version of key: WRITE the
 // node into a free slot, READ back its last byte, CAS the tail's header.
 func (c *Client) Put(ctx context.Context, key uint64, value []byte) error {
+	if err := c.maybeFlush(ctx); err != nil {
+		return err
+	}
 	if len(value) != c.cfg.ValueSize {
 		return fmt.Errorf("clover client %d: put key %d: %w: %d != %d", c.cfg.ID, key, ErrValueSize, len(value), c.cfg.ValueSize)
 	}
@@ -498,6 +515,9 @@ func (c *Client) Put(ctx context.Context, key uint64, value []byte) error {
 
 // Create makes a new key with its first value; ErrExists if it exists.
 func (c *Client) Create(ctx context.Context, key uint64, value []byte) error {
+	if err := c.maybeFlush(ctx); err != nil {
+		return err
+	}
 	if len(value) != c.cfg.ValueSize {
 		return fmt.Errorf("clover client %d: create key %d: %w", c.cfg.ID, key, ErrValueSize)
 	}
@@ -544,6 +564,9 @@ func (c *Client) Create(ctx context.Context, key uint64, value []byte) error {
 // (so every client's chase ends there) and tells the MS, which reclaims the
 // tail and the shortcut after T_r.
 func (c *Client) Delete(ctx context.Context, key uint64) error {
+	if err := c.maybeFlush(ctx); err != nil {
+		return err
+	}
 	e, err := c.cursor(ctx, key)
 	if err != nil {
 		return c.notFound(err)
@@ -579,6 +602,9 @@ func (c *Client) Delete(ctx context.Context, key uint64) error {
 // ---- retirement ----
 
 func (c *Client) queueRetire(ctx context.Context, r pendingRetire) error {
+	if len(c.retires) == 0 {
+		c.retireAt = c.cfg.Now()
+	}
 	c.retires = append(c.retires, r)
 	if len(c.retires) >= c.cfg.RetireBatch {
 		return c.flushRetires(ctx)
@@ -586,7 +612,18 @@ func (c *Client) queueRetire(ctx context.Context, r pendingRetire) error {
 	return nil
 }
 
-// Flush sends the retires queued so far to the MS.
+// maybeFlush sends queued retires once the oldest has waited T_r/4: the MS
+// must learn every link well within T_r (see MetaCore.Retire).
+func (c *Client) maybeFlush(ctx context.Context) error {
+	if len(c.retires) > 0 && c.cfg.Now()-c.retireAt >= c.cfg.ReadTimeout/4 {
+		return c.flushRetires(ctx)
+	}
+	return nil
+}
+
+// Flush sends the retires queued so far to the MS. Every operation flushes
+// retires older than T_r/4; a client that stops issuing operations must call
+// Flush (or Close) so that the MS learns its last links.
 func (c *Client) Flush(ctx context.Context) error { return c.flushRetires(ctx) }
 
 // flushRetires resolves queued retires and sends them as one RETIRE. A

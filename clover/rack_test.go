@@ -90,7 +90,7 @@ type rackConfig struct {
 	tr        time.Duration
 	epoch     time.Duration
 	cache     int
-	steer     bool // put the test steering switch in the hub
+	steer     bool          // put the test steering switch in the hub
 	timeout   time.Duration // RNIC ACK timeout (default 10ms)
 }
 
@@ -121,7 +121,9 @@ func newTestRack(t testing.TB, rc rackConfig) *testRack {
 		rc.epoch = 5 * time.Second
 	}
 	if rc.timeout == 0 {
-		rc.timeout = 10 * time.Millisecond
+		// Generous: the machine is shared, and a starved ACK must not
+		// exhaust the retries (the faults are what the tests inject).
+		rc.timeout = 50 * time.Millisecond
 	}
 	r := &testRack{t: t, hub: &hub{ports: map[[6]byte]*netio.LinkPort{}}, msErr: make(chan error, 1)}
 	if rc.steer {
@@ -221,7 +223,10 @@ func (r *testRack) checkChains(t *testing.T, keys []uint64) map[uint64]Ptr {
 	mem := r.mem()
 	node := func(p Ptr) Node { return Node(mem[p.LH.Offset() : p.LH.Offset()+NodeOverhead]) }
 	tails := map[uint64]Ptr{}
-	walk := func(key uint64, p Ptr, from string) Ptr {
+	// walk follows a chain to its tail; with lenient, a slot that was
+	// reclaimed on the way (version or key mismatch, which a client detects)
+	// ends the walk with a zero Ptr instead of failing.
+	walkL := func(key uint64, p Ptr, from string, lenient bool) Ptr {
 		seen := map[LH]bool{}
 		for {
 			if !p.LH.IsSlot() || seen[p.LH] {
@@ -230,6 +235,9 @@ func (r *testRack) checkChains(t *testing.T, keys []uint64) map[uint64]Ptr {
 			seen[p.LH] = true
 			n := node(p)
 			if n.Key() != key || n.Header().EntryVersion() != p.Ver || !n.Header().Valid() {
+				if lenient {
+					return Ptr{}
+				}
 				t.Fatalf("key %d from %s: node %v holds key %d header %v", key, from, p, n.Key(), n.Header())
 			}
 			if n.Header().IsTail() {
@@ -238,6 +246,7 @@ func (r *testRack) checkChains(t *testing.T, keys []uint64) map[uint64]Ptr {
 			p = Ptr{LH: n.Header().Next(), Ver: n.Header().NextVersion()}
 		}
 	}
+	walk := func(key uint64, p Ptr, from string) Ptr { return walkL(key, p, from, false) }
 	for _, key := range keys {
 		ki, err := r.ms.core.Lookup(key)
 		if err != nil {
@@ -257,7 +266,11 @@ func (r *testRack) checkChains(t *testing.T, keys []uint64) map[uint64]Ptr {
 				if si == nil || si.ver != e.ptr.Ver || si.state != slotAllocated {
 					continue // a cursor to a reclaimed slot: the client detects it by version
 				}
-				if got := walk(key, e.ptr, "client cursor"); got != tail {
+				// A cursor may rest on a node that is not reclaimed yet but
+				// whose successors are (its retire is late, or unknown after
+				// a steered link): the client sees the version mismatch and
+				// recovers. What must never happen is another tail or a cycle.
+				if got := walkL(key, e.ptr, "client cursor", true); !got.IsZero() && got != tail {
 					t.Fatalf("key %d: client %d cursor chain ends at %v, MS chain at %v", key, c.cfg.ID, got, tail)
 				}
 			}
