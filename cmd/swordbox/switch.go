@@ -94,7 +94,15 @@ PacketOut on the P4Runtime StreamChannel.`,
 		for {
 			select {
 			case <-ctx.Done():
-				gs.GracefulStop()
+				// Open StreamChannels never end on their own: give RPCs in
+				// flight a moment, then cut the rest.
+				stopped := make(chan struct{})
+				go func() { gs.GracefulStop(); close(stopped) }()
+				select {
+				case <-stopped:
+				case <-time.After(2 * time.Second):
+					gs.Stop()
+				}
 				return nil
 			case err := <-errc:
 				return fmt.Errorf("switch: grpc: %w", err)

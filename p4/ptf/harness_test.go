@@ -33,7 +33,7 @@ type rig struct {
 	info   *configv1.P4Info
 	cl     p4v1.P4RuntimeClient
 	stream p4v1.P4Runtime_StreamChannelClient
-	hosts  map[uint32]*netio.LinkPort
+	hosts  map[uint32]netio.Port
 	rx     map[uint32]chan []byte
 	pktIn  chan *p4v1.PacketIn
 	srv    *p4rt.Server
@@ -63,18 +63,25 @@ func newRig(t testing.TB, ports ...uint32) *rig {
 // left to the caller (benchmarks read them without copying).
 func newRigReaders(t testing.TB, readers bool, ports ...uint32) *rig {
 	t.Helper()
-	src, info := loadProgram(t)
-	r := &rig{names: &names{t: t, info: info}, t: t, info: info, hosts: map[uint32]*netio.LinkPort{}, rx: map[uint32]chan []byte{}, pktIn: make(chan *p4v1.PacketIn, 64)}
-	swPorts := map[uint32]netio.Port{}
+	sw, hosts := map[uint32]netio.Port{}, map[uint32]netio.Port{}
 	for _, p := range ports {
-		a, b := netio.Pipe()
-		swPorts[p], r.hosts[p] = a, b
+		sw[p], hosts[p] = netio.Pipe()
+	}
+	return newRigPorts(t, readers, sw, hosts)
+}
+
+// newRigPorts builds the rig on given switch ports and their host ends.
+func newRigPorts(t testing.TB, readers bool, swPorts, hosts map[uint32]netio.Port) *rig {
+	t.Helper()
+	src, info := loadProgram(t)
+	r := &rig{names: &names{t: t, info: info}, t: t, info: info, hosts: hosts, rx: map[uint32]chan []byte{}, pktIn: make(chan *p4v1.PacketIn, 64)}
+	for p, h := range hosts {
 		ch := make(chan []byte, 256)
 		r.rx[p] = ch
 		if !readers {
 			continue
 		}
-		go func(h *netio.LinkPort) {
+		go func(h netio.Port) {
 			bufs := [][]byte{make([]byte, netio.MaxFrameSize)}
 			for {
 				bufs[0] = bufs[0][:cap(bufs[0])]
@@ -83,7 +90,7 @@ func newRigReaders(t testing.TB, readers bool, ports ...uint32) *rig {
 				}
 				ch <- append([]byte(nil), bufs[0]...)
 			}
-		}(b)
+		}(h)
 	}
 	r.srv = p4rt.New(p4rt.Options{DeviceID: deviceID, Ports: swPorts})
 	r.srv.Start()

@@ -117,7 +117,10 @@ func le64(b []byte, v uint64) {
 // newSteerRig is a switch with the four hosts forwarded, the size filter
 // set to the node size, hotKey tracked at keySlot and the given mode.
 func newSteerRig(t testing.TB, mode uint64) *rig {
-	r := newRig(t, 1, 2, 3, 4)
+	return programSteer(newRig(t, 1, 2, 3, 4), mode)
+}
+
+func programSteer(r *rig, mode uint64) *rig {
 	for _, h := range []host{clientA, clientB, memnode, clientC} {
 		r.forward(h.mac, h.port)
 	}
