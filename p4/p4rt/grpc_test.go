@@ -559,3 +559,84 @@ func TestPacketInGoesToPrimaryOnly(t *testing.T) {
 		t.Errorf("PacketOut with an unknown metadata id: %v", se)
 	}
 }
+
+func TestWriteModifyDeleteAndCounters(t *testing.T) {
+	e := newEnv(t)
+	c := e.connect(1)
+	c.expectArbitration(codes.OK, 1)
+	if err := e.setPipeline(1, p4v1.SetForwardingPipelineConfigRequest_VERIFY_AND_COMMIT, e.config()); err != nil {
+		t.Fatal(err)
+	}
+	const mac = 0x020000000002
+	if err := e.write(1, update(p4v1.Update_INSERT, e.forwardEntry(mac, 1))); err != nil {
+		t.Fatal(err)
+	}
+	// A frame to mac leaves on port 1.
+	frame := make([]byte, 60)
+	copy(frame, []byte{2, 0, 0, 0, 0, 2})
+	recv := func(p uint32) []byte {
+		got := make(chan []byte, 1)
+		go func() {
+			bufs := [][]byte{make([]byte, netio.MaxFrameSize)}
+			if n, err := e.hosts[p].Recv(bufs); err == nil && n == 1 {
+				got <- bufs[0]
+			}
+		}()
+		select {
+		case f := <-got:
+			return f
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no frame on port %d", p)
+			return nil
+		}
+	}
+	e.hosts[2].Send([][]byte{frame})
+	if !bytes.Equal(recv(1), frame) {
+		t.Fatal("frame not forwarded to port 1")
+	}
+	// MODIFY moves it to port 2 (hairpin).
+	if err := e.write(1, update(p4v1.Update_MODIFY, e.forwardEntry(mac, 2))); err != nil {
+		t.Fatalf("MODIFY: %v", err)
+	}
+	e.hosts[2].Send([][]byte{frame})
+	if !bytes.Equal(recv(2), frame) {
+		t.Fatal("frame not forwarded to port 2 after MODIFY")
+	}
+	es, err := e.read(&p4v1.Entity{Entity: &p4v1.Entity_DirectCounterEntry{DirectCounterEntry: &p4v1.DirectCounterEntry{
+		TableEntry: &p4v1.TableEntry{TableId: e.tableID("SwordboxIngress.forward")}}}})
+	if err != nil || len(es) != 1 || es[0].GetDirectCounterEntry().GetData().GetPacketCount() != 2 {
+		t.Fatalf("direct counter read = %v, %v; want one entry with 2 packets", es, err)
+	}
+	// Counters can be reset by the primary.
+	dce := es[0].GetDirectCounterEntry()
+	dce.Data = &p4v1.CounterData{}
+	if err := e.write(1, &p4v1.Update{Type: p4v1.Update_MODIFY, Entity: &p4v1.Entity{Entity: &p4v1.Entity_DirectCounterEntry{DirectCounterEntry: dce}}}); err != nil {
+		t.Fatalf("direct counter reset: %v", err)
+	}
+	var statsID uint32
+	for _, x := range e.info.GetCounters() {
+		if x.GetPreamble().GetName() == "SwordboxIngress.stats" {
+			statsID = x.GetPreamble().GetId()
+		}
+	}
+	if err := e.write(1, &p4v1.Update{Type: p4v1.Update_MODIFY, Entity: &p4v1.Entity{Entity: &p4v1.Entity_CounterEntry{CounterEntry: &p4v1.CounterEntry{
+		CounterId: statsID, Index: &p4v1.Index{Index: 3}, Data: &p4v1.CounterData{PacketCount: 5}}}}}); err != nil {
+		t.Fatalf("counter write: %v", err)
+	}
+	es, err = e.read(&p4v1.Entity{Entity: &p4v1.Entity_CounterEntry{CounterEntry: &p4v1.CounterEntry{CounterId: statsID}}})
+	if err != nil || len(es) != 16 || es[3].GetCounterEntry().GetData().GetPacketCount() != 5 {
+		t.Fatalf("counter wildcard read: %d entries, %v", len(es), err)
+	}
+	es, _ = e.read(&p4v1.Entity{Entity: &p4v1.Entity_DirectCounterEntry{DirectCounterEntry: &p4v1.DirectCounterEntry{
+		TableEntry: &p4v1.TableEntry{TableId: e.tableID("SwordboxIngress.forward")}}}})
+	if len(es) != 1 || es[0].GetDirectCounterEntry().GetData().GetPacketCount() != 0 {
+		t.Errorf("direct counter after reset = %v", es)
+	}
+	// DELETE removes the entry; the frame is then dropped.
+	if err := e.write(1, update(p4v1.Update_DELETE, e.forwardEntry(mac, 2))); err != nil {
+		t.Fatalf("DELETE: %v", err)
+	}
+	if es, err := e.read(&p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: &p4v1.TableEntry{}}}); err != nil || len(es) != 0 {
+		t.Errorf("entries after DELETE: %v, %v", es, err)
+	}
+}
