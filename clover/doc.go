@@ -4,9 +4,141 @@
 // memory, linked by CAS on the tail's header word, with a metadata server
 // (MS) off the data path.
 //
-// It owns the memory-node layout (layout.go, the contract in
-// docs/clover-layout.md), the metadata server, and the client. It programs
+// It owns the memory-node layout (layout.go; the contract with the switch is
+// docs/clover-layout.md), the metadata server (MetaCore, the deterministic
+// core; MetadataServer, its shell over verbs) and the client. It programs
 // only against roce/verbs, so it runs unchanged on the software RNIC or on an
 // RDMA NIC, and with or without a steering switch in the path. It does not
 // assemble racks, run benchmarks or know about the switch (testbed does).
+//
+// # Using it
+//
+//	region, _ := clover.SetupMemoryNode(mnDevice, 0, layout)    // each memory node
+//	ms, _ := clover.NewMetadataServer(clover.MSConfig{Regions: layouts}, msDevice, msCQ)
+//	ms.AddClient(msSideQP)                                       // per client, before or while serving
+//	go ms.Serve(ctx)
+//	c, _ := clover.NewClient(clover.ClientConfig{ValueSize: 128, Device: cnDevice, CQ: cq,
+//		MS: qpToMS, MemoryNodes: []clover.MemoryNodeConn{{QP: qpToMN0, Region: clover.Remote(region)}}})
+//	c.Create(ctx, key, value); c.Put(ctx, key, value); c.Get(ctx, key, buf); c.Delete(ctx, key)
+//	c.Flush(ctx)                                                 // when the client goes idle
+//	m := c.Metrics()                                             // ops, CAS, retries, verbs, bytes, chases
+//
+// A Client is one compute-node thread: not safe for concurrent use, and the
+// only consumer of its CQ, on which both its memory-node queue pairs and its
+// MS queue pair complete (send and receive). The MS's queue pairs complete on
+// the MS's CQ. The memory nodes run nothing: their RNIC serves one-sided
+// verbs on the region SetupMemoryNode registered. Every client and the MS
+// must use the same T_r (ClientConfig.ReadTimeout, MSConfig.ReadTimeout).
+//
+// # What follows the paper and the authors' code
+//
+//   - Node: 8-byte header word (next LH, next version, entry version,
+//     transaction bits, B_w, per mitsume_parameter.h), then the key, then the
+//     value; slots padded to slab classes; the MS hands out slots in batches
+//     (ALLOC, 32 per batch), never touches memory-node memory, and reclaims
+//     retired slots after T_r (ToGCList), bumping their 8-bit GC version;
+//     slots whose version wraps wait in an OverflowList for epochs, and the
+//     MS pushes an epoch message every T_e (its only unsolicited message).
+//   - get: READ the node at the cursor; NULL next means the tail (1 round
+//     trip); otherwise chase next pointers, checking each slot's version and
+//     key; on a mismatch (the slot was reclaimed) fall back to the shortcut,
+//     then to the MS.
+//   - put: WRITE the node (header NULL, own version), READ its last byte
+//     (persistence), CAS the tail's header from {NULL, 0, v_t} to {N, v_n,
+//     v_t}: three round trips; on failure follow the returned next pointer
+//     with header reads and CAS again, never rewriting the node. Then the
+//     shortcut WRITE (posted, not waited for) and a retire of the old tail,
+//     batched (16 per RETIRE, as the authors' code).
+//   - The MS is reached with two-sided SEND/RECV on one RC queue pair per
+//     client (msg.go documents the formats; every message is a view over
+//     []byte with named offsets).
+//
+// # Decisions where the papers are silent
+//
+//   - Logical handles: 8 bits of memory node, 24 bits of offset in 64-byte
+//     units (1 GiB per node, 255 nodes); unit 0 is the region header, so LH 0
+//     is NULL. LH 0xFFFFFFFF is the delete mark (below).
+//   - Slab classes: 64-byte steps to 256 B, then powers of two and midpoints
+//     to 16 KiB (a 128-byte value's 144-byte node takes 192 bytes).
+//   - Versions run 1..255 (0 never names a live node, so zeroed memory never
+//     passes for one), and a fresh slot's first version is a hash of its
+//     handle rather than 1: see steering below.
+//   - Delete: a CAS that swaps the tail's next pointer to the delete mark
+//     (every chase ends there, a concurrent put's CAS fails on it), then
+//     DELETE to the MS, which drops the key and reclaims the tail and the
+//     shortcut after T_r. The header bits keep their meaning; only an LH value
+//     is reserved. A reader who meets the mark asks the MS once whether the
+//     key was created again.
+//   - Create: WRITE the first node into a slot from the client's batch, then
+//     CREATE to the MS, which registers the key with a shortcut on the same
+//     memory node (the authors' "open"); a losing creator's slot is retired.
+//   - Placement: all versions of a key live on its home memory node (chosen
+//     by hashing the key at create), because a steering switch never moves a
+//     request across memory nodes. Clover's cross-node load balancing of
+//     versions is not implemented.
+//   - Shortcut: read lazily (on a stale cursor, or every MaxChase hops), not
+//     in parallel with every get, so a warm get is exactly one READ; written
+//     after every put.
+//   - Read timeout: a READ that completes more than T_r after it was posted
+//     is discarded and reissued (the bytes may span two lives of the slot).
+//   - Epochs: a cursor not confirmed live in the current or the previous
+//     epoch is dropped, and a wrapped slot waits EpochWaits (3) epochs, one
+//     more than the two a cursor may idle, for the push in flight. T_e
+//     defaults to 5 s: a cursor idle for two epochs is lost, so T_e must
+//     exceed the interval between two uses of a key that should stay cached.
+//   - The MS's latest pointer advances only along the (old, new) links that
+//     retires report, from where it is: it never regresses and never points
+//     at a retired slot. For that, every client hands in its retires within
+//     T_r/4 of queueing them (each operation checks) and before it falls
+//     back to the MS; an idle client must call Flush.
+//   - Full memory: an ALLOC answered "no space" is retried every T_r/4 (up
+//     to 64 times) after handing in the client's own retires.
+//   - Replication (R > 1, B_w) is not implemented: B_w is always 0.
+//
+// # Steering (SwordBox section 4.4.2): one client for both worlds
+//
+// A steering switch may redirect a node READ, or a put's CAS, aimed at a
+// stale tail X to its cached tail T of the same key, rewriting a CAS's
+// compare and swap entry-version bits to T's. The client cannot see that it
+// happened: a completion carries no address. It therefore judges results by
+// what they contain, with one fact to lean on: a slot seen as a key's tail
+// (READ or CAS) at time t cannot be reused before t + T_r, because it is
+// retired only after a successor is linked and the MS holds retired slots
+// for T_r. A cursor so seen less than T_r ago is "fresh".
+//
+//   - CAS original value == compare: success (on X, or steered to a T that
+//     happens to carry X's version; either way our node is linked). X is
+//     retired as the predecessor.
+//   - Original value a tail word of another version ({NULL, 0, v'}) on a
+//     fresh cursor: X cannot have been reused, so the CAS did not act on X:
+//     it was steered, the switch made compare match T's word, and it
+//     succeeded. Success; the cursor becomes our node. The predecessor T is
+//     unknown: before the retire is sent, a walk of 16-byte header READs from
+//     X (which no switch steers: they are not node-sized) finds the node
+//     whose next pointer is ours (GC traffic, counted apart:
+//     Metrics.GCVerbs, GCWireBytes). A put never CASes on a cursor older
+//     than T_r/2 (it re-reads the header first), so the window holds unless
+//     the CAS itself takes over T_r/2; then X's header is read: if X still
+//     holds its version the CAS was steered (success), otherwise the put
+//     returns ErrUncertain rather than risk linking its node twice.
+//   - Original value with a next pointer: failure; walk on from that
+//     successor (of X, or of T if steered) and CAS again (the switch passes a
+//     connection's second CAS for one WRITE untouched).
+//   - A node READ that returns a node of the key with another version while
+//     the cursor is fresh: the switch returned its cached tail. Its value is
+//     used (if its next is NULL) and the cursor stays where it was, not
+//     re-confirmed. With a stale cursor the same bytes could be a reused
+//     slot, so the client recovers through shortcut and MS instead.
+//
+// Why versions start hashed: with every slot starting at version 1, a
+// steered CAS or READ lands on a T with X's version almost always, is taken
+// for an unsteered one, and the wrong node is retired or confirmed. With
+// spread versions that coincidence has probability about 1/255 per steered
+// operation; its cost is a double retire (ignored by the MS) and a leaked
+// predecessor, or a cursor confirmed that was not: the latter could matter
+// only if the slot were then reused within T_r and a later CAS on it were
+// not steered. That residual risk exists only with a switch in the path.
+//
+// Metrics.WireBytes estimates RoCEv2 bytes per verb (request and one
+// response or ACK, IPv4, no VLAN); racks that can count link bytes should.
 package clover

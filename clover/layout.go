@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/swordbox/swordbox/roce/verbs"
 )
 
 // Header word layout (docs/clover-layout.md, after the authors'
@@ -352,4 +354,29 @@ func NextVersion(v uint8) (uint8, bool) {
 		return MinVersion, true
 	}
 	return v + 1, false
+}
+
+// SetupMemoryNode allocates a region for layout l, registers it on dev with
+// every remote right, and initialises it as memory node mn: the memory
+// node's whole job in Clover (it runs no code on the data path). Clients
+// address it through the returned region's Addr, RKey and length.
+func SetupMemoryNode(dev interface {
+	RegisterMR(buf []byte, access verbs.Access) (verbs.MemoryRegion, error)
+}, mn int, l RegionLayout) (verbs.MemoryRegion, error) {
+	if err := l.Validate(); err != nil {
+		return nil, err
+	}
+	mr, err := dev.RegisterMR(make([]byte, l.Size()), verbs.AccessAll)
+	if err != nil {
+		return nil, fmt.Errorf("clover: memory node %d: register region: %w", mn, err)
+	}
+	if err := InitRegion(mr.Bytes(), mn, l); err != nil {
+		return nil, err
+	}
+	return mr, nil
+}
+
+// Remote describes a registered region to clients.
+func Remote(mr verbs.MemoryRegion) verbs.RemoteRegion {
+	return verbs.RemoteRegion{Addr: mr.Addr(), RKey: mr.RKey(), Len: uint64(len(mr.Bytes()))}
 }
