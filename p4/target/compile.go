@@ -88,6 +88,7 @@ type compiler struct {
 	locals   *scope
 	ids      map[uint32]string
 	smT      *ptype
+	cells    int // register and counter cells so far
 }
 
 func (c *compiler) fail(at pos, format string, args ...any) {

@@ -41,14 +41,14 @@ func (c *compiler) declareExtern(sc *scope, d *instDecl) *externC {
 		if len(d.args) != 1 {
 			c.fail(d.p, "register takes one constructor argument (its size)")
 		}
-		x.size = c.sizeArg(sc, d.args[0])
+		x.size = c.cellsArg(sc, d.args[0])
 		x.idx = len(p.registers)
 		p.registers = append(p.registers, x)
 	case "counter":
 		if len(d.t.args) != 0 || len(d.args) != 2 {
 			c.fail(d.p, "counter takes (size, CounterType)")
 		}
-		x.size = c.sizeArg(sc, d.args[0])
+		x.size = c.cellsArg(sc, d.args[0])
 		x.unit = c.counterUnit(sc, d.args[1])
 		x.idx = len(p.counters)
 		p.counters = append(p.counters, x)
@@ -67,10 +67,30 @@ func (c *compiler) declareExtern(sc *scope, d *instDecl) *externC {
 	return x
 }
 
+// Size limits: one extern array holds at most maxCells cells, a program
+// at most maxTotalCells (each cell is 8 bytes, or 16 for counters).
+const (
+	maxCells      = 1 << 20
+	maxTotalCells = 1 << 22
+	maxTableSize  = 1 << 24
+)
+
 func (c *compiler) sizeArg(sc *scope, e expr) int {
 	n := c.constInt(sc, e)
-	if n < 1 || n > 1<<24 {
-		c.fail(e.exprPos(), "size %d out of range (1 to %d)", n, 1<<24)
+	if n < 1 || n > maxTableSize {
+		c.fail(e.exprPos(), "size %d out of range (1 to %d)", n, maxTableSize)
+	}
+	return int(n)
+}
+
+func (c *compiler) cellsArg(sc *scope, e expr) int {
+	n := c.constInt(sc, e)
+	if n < 1 || n > maxCells {
+		c.fail(e.exprPos(), "size %d out of range (1 to %d)", n, maxCells)
+	}
+	c.cells += int(n)
+	if c.cells > maxTotalCells {
+		c.fail(e.exprPos(), "registers and counters hold more than %d cells in total", maxTotalCells)
 	}
 	return int(n)
 }

@@ -54,6 +54,12 @@ var puncts = []string{
 	"&", "|", "^", "~", "!", "?", "@",
 }
 
+// Limits that keep hostile input from exhausting memory.
+const (
+	maxMacroTokens = 4096
+	maxTokens      = 1 << 20
+)
+
 // lexer turns source text into tokens. It handles comments, the
 // preprocessor lines this target understands (#include of the built-in
 // core.p4/v1model.p4, object-like #define) and refuses every other
@@ -98,12 +104,18 @@ func lex(file string, src []byte) ([]token, error) {
 					b.p = t.p
 					out = append(out, b)
 				}
+				if len(out) > maxTokens {
+					return nil, lx.errf(t.p, "program too long (more than %d tokens)", maxTokens)
+				}
 				continue
 			}
 		}
 		out = append(out, t)
 		if t.kind == tEOF {
 			return out, nil
+		}
+		if len(out) > maxTokens {
+			return nil, lx.errf(t.p, "program too long (more than %d tokens)", maxTokens)
 		}
 	}
 }
@@ -215,6 +227,12 @@ func (lx *lexer) directive() ([]token, error) {
 				}
 			}
 			body = append(body, t)
+			if len(body) > maxMacroTokens {
+				return nil, lx.errf(p, "#define %s expands to more than %d tokens", name, maxMacroTokens)
+			}
+		}
+		if len(body) > maxMacroTokens {
+			return nil, lx.errf(p, "#define %s expands to more than %d tokens", name, maxMacroTokens)
 		}
 		lx.macros[name] = body
 		lx.advance(end)

@@ -1,0 +1,82 @@
+package target
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+)
+
+// FuzzCompile: the front end never panics and never fails internally; it
+// either compiles or refuses with "file:line:col: reason".
+func FuzzCompile(f *testing.F) {
+	for _, path := range []string{"../testdata/basic_router.p4", "../swordbox.p4"} {
+		if src, err := os.ReadFile(path); err == nil {
+			f.Add(string(src))
+		}
+	}
+	f.Add(infoProg)
+	f.Add(fmt.Sprintf(featureTmpl, tableDecls, "tern.apply(); hdr.h.a = hdr.h.b ++ 4w1 ++ 4w2;"))
+	f.Add(fmt.Sprintf(featureTmpl, "register<bit<32>>(4) r;", "bit<32> v; r.read(v, 1); hash(v, HashAlgorithm.crc16, 32w0, {hdr.h.a}, 32w7);"))
+	f.Add("#define X 5\nconst bit<8> A = X;")
+	f.Fuzz(func(t *testing.T, src string) {
+		p, err := Compile("fuzz.p4", []byte(src))
+		if err != nil {
+			if strings.Contains(err.Error(), "internal error") {
+				t.Fatalf("internal error: %v", err)
+			}
+			if !strings.HasPrefix(err.Error(), "fuzz.p4:") {
+				t.Fatalf("error without position: %v", err)
+			}
+			return
+		}
+		// A program that compiles must run on a frame without panicking.
+		d := NewDevice(p, Options{})
+		d.Process(1, []byte(src), func(uint32, []byte) {})
+		d.Process(2, nil, func(uint32, []byte) {})
+	})
+}
+
+// FuzzProcess: the pipeline never panics on any frame from any port, and
+// what comes out is the deparsed headers plus the unparsed payload.
+func FuzzProcess(f *testing.F) {
+	router := mustCompileFile(f, "../testdata/basic_router.p4")
+	rd := NewDevice(router, Options{})
+	if err := rd.WriteTableEntry(p4v1.Update_INSERT, &p4v1.TableEntry{
+		TableId: tableID(f, router, "MyIngress.ipv4_lpm"),
+		Match:   []*p4v1.FieldMatch{lpm(1, []byte{10, 0, 0, 0}, 8)},
+		Action:  act(actionID(f, router, "MyIngress.ipv4_forward"), []byte{2, 0, 0, 0, 0, 9}, []byte{2}),
+	}); err != nil {
+		f.Fatal(err)
+	}
+	devs := []*Device{rd}
+	if _, err := os.Stat("../swordbox.p4"); err == nil {
+		sb := mustCompileFile(f, "../swordbox.p4")
+		sd := NewDevice(sb, Options{CPUPort: 255})
+		for _, r := range []string{"SwordboxIngress.steer_mode"} {
+			if err := sd.WriteRegisterEntry(&p4v1.RegisterEntry{RegisterId: registerID(f, sb, r), Index: &p4v1.Index{Index: 0},
+				Data: &p4v1.P4Data{Data: &p4v1.P4Data_Bitstring{Bitstring: []byte{3}}}}); err != nil {
+				f.Fatal(err)
+			}
+		}
+		devs = append(devs, sd)
+		f.Add(uint16(1), swordboxCASFrame(f, 7, 0x7f0000001000))
+	}
+	f.Add(uint16(1), ipv4Frame(f, "10.1.2.3", 64))
+	f.Add(uint16(255), []byte{0x01, 0x00, 2, 0, 0, 0, 0, 2})
+	f.Add(uint16(600), []byte{})
+	f.Fuzz(func(t *testing.T, port uint16, frame []byte) {
+		for _, d := range devs {
+			d.Process(uint32(port), frame, func(eg uint32, out []byte) {
+				if eg > 511 {
+					t.Fatalf("egress port %d", eg)
+				}
+				if len(out) > len(frame)+d.prog.hdrBytes() {
+					t.Fatalf("output of %d bytes from a %d-byte frame", len(out), len(frame))
+				}
+			})
+		}
+	})
+}
