@@ -26,6 +26,15 @@ var (
 	poolSeq atomic.Int32
 )
 
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if err := Cleanup(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
+	os.Exit(code)
+}
+
 func needEAL(t testing.TB) {
 	t.Helper()
 	if os.Geteuid() != 0 {

@@ -12,6 +12,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
 	"sync"
@@ -26,7 +27,8 @@ const Available = true
 
 var eal struct {
 	mu   sync.Mutex
-	args []string // nil until Init succeeded
+	args    []string // nil until Init succeeded
+	cleaned bool     // Cleanup ran: Init must not run again
 }
 
 // ErrNotInitialized is returned by functions that need the EAL before Init.
@@ -46,6 +48,9 @@ func errno(rc C.int) error {
 func Init(args []string) error {
 	eal.mu.Lock()
 	defer eal.mu.Unlock()
+	if eal.cleaned {
+		return errors.New("dpdk: EAL cleaned up; it cannot be initialised again in this process")
+	}
 	if eal.args != nil {
 		if slices.Equal(eal.args, args) {
 			return nil
@@ -79,6 +84,28 @@ func Init(args []string) error {
 	eal.args = slices.Clone(args)
 	if eal.args == nil {
 		eal.args = []string{}
+	}
+	return nil
+}
+
+// Cleanup releases the EAL (rte_eal_cleanup) and removes its runtime
+// directory when empty. Call it last, once every port is closed: no DPDK
+// function may be used afterwards, and the EAL cannot be initialised again
+// in this process.
+func Cleanup() error {
+	eal.mu.Lock()
+	defer eal.mu.Unlock()
+	if eal.args == nil {
+		return nil
+	}
+	dir := C.GoString(C.rte_eal_get_runtime_dir())
+	if rc := C.rte_eal_cleanup(); rc != 0 {
+		return fmt.Errorf("dpdk: rte_eal_cleanup: %w", errno(rc))
+	}
+	eal.args = nil
+	eal.cleaned = true
+	if dir != "" {
+		os.Remove(dir) // only if empty: never another process's files
 	}
 	return nil
 }
