@@ -63,4 +63,3 @@ func BenchmarkRepairLatency(b *testing.B) {
 		})
 	}
 }
-
