@@ -201,13 +201,18 @@ func TestEngineRetryExceeded(t *testing.T) {
 	e := newEngine(t, Config{Timeout: time.Millisecond, RetryCount: 3}, 0, 0)
 	e.post(e.write(1, 0, 0, 8), e.write(2, 0, 8, 8))
 	sent := len(e.cOut.take())
-	for i := 0; i < 3; i++ {
-		e.tick(2 * time.Millisecond)
+	// Timeouts back off: 1ms, then 2, 4, 8ms (adaptive retransmission).
+	for i, wait := range []time.Duration{1, 2, 4} {
+		e.tick(wait*time.Millisecond - 1)
+		if re := e.cOut.take(); len(re) != 0 {
+			t.Fatalf("retry %d came early", i)
+		}
+		e.tick(1)
 		if re := e.cOut.take(); len(re) != 2 || re[0].psn != 0 {
 			t.Fatalf("retry %d resent %+v", i, re)
 		}
 	}
-	e.tick(2 * time.Millisecond)
+	e.tick(8 * time.Millisecond)
 	w := e.wcs(e.ccq)
 	if sent != 2 || len(w) != 2 || w[0].Status != verbs.StatusRetryExceeded || w[1].Status != verbs.StatusFlushed || e.c.State() != verbs.StateErr {
 		t.Fatalf("after retries: %+v state %s", w, e.c.State())

@@ -39,6 +39,9 @@
 //     retry; a NAK sequence error, or a response that reveals a lost READ
 //     response or atomic ACK, rewinds to that PSN (go-back-N) without
 //     costing a retry; any forward progress restores the retry budgets.
+//     Consecutive timeouts back off exponentially (Timeout, 2x, 4x, ... up
+//     to 64x), like mlx5's adaptive retransmission: a host that stalls for
+//     a few hundred milliseconds (a loaded machine) does not kill its QPs.
 //     After RetryCount timeouts without progress the QP enters ERR: the
 //     oldest request completes RETRY_EXC_ERR and the rest WR_FLUSH_ERR. A
 //     retried READ asks only for the data not yet received.

@@ -2,6 +2,9 @@ package rnic
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
+	"runtime"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -39,7 +42,15 @@ func TestRandomOpsAgainstModel(t *testing.T) {
 		counters = 16
 		maxLen   = 3000
 	)
-	debugRetryExceeded = func(s string) { t.Log("retry exceeded:", s) }
+	var dumpOnce sync.Once
+	debugRetryExceeded = func(s string) {
+		t.Log("retry exceeded:", s)
+		dumpOnce.Do(func() {
+			buf := make([]byte, 1<<20)
+			n := runtime.Stack(buf, true)
+			os.WriteFile(filepath.Join(os.TempDir(), "rnic-retry-exceeded-goroutines.txt"), buf[:n], 0o644)
+		})
+	}
 	defer func() { debugRetryExceeded = nil }()
 	faults := netio.Faults{Drop: 0.01, Reorder: 0.01, ReorderDepth: 3, ReorderHold: 200 * time.Microsecond, Seed: 42}
 	cfg := fastCfg()

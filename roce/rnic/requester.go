@@ -55,6 +55,7 @@ type sendQueue struct {
 	timerOn    bool
 	deadline   int64
 	retryLeft  int
+	backoff    uint // consecutive timeouts without progress
 	rnrLeft    int
 	rnrUntil   int64
 	recovering bool
@@ -482,6 +483,7 @@ func (s *sendQueue) ackBelow(q *QP, upto uint32, now int64) {
 // progress resets the retry budget and the timer after forward progress.
 func (s *sendQueue) progress(q *QP, now int64) {
 	s.retryLeft = q.dev.cfg.RetryCount
+	s.backoff = 0
 	s.rnrLeft = q.dev.cfg.RNRRetry
 	if s.recovering && psnLT(s.recoverPSN, s.una) {
 		s.recovering = false
@@ -556,7 +558,12 @@ func (s *sendQueue) tick(q *QP, now int64, em emitter) {
 				return
 			}
 			s.forceRewind(q, s.una)
-			s.deadline = now + int64(q.dev.cfg.Timeout)
+			// Adaptive retransmission (as mlx5 does): each consecutive
+			// timeout doubles the next one, up to 64 times the base.
+			if s.backoff < 6 {
+				s.backoff++
+			}
+			s.deadline = now + int64(q.dev.cfg.Timeout)<<s.backoff
 		}
 	}
 	s.pump(q, now, em)
