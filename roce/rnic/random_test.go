@@ -2,13 +2,13 @@ package rnic
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
-	"runtime"
 	"context"
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
 	"sort"
 	"sync"
 	"testing"
