@@ -172,3 +172,31 @@ func BenchmarkContendedZipf(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkClientOps measures one client's warm get and put on the software
+// RNIC (one memory node, no contention) with allocations per operation.
+func BenchmarkClientOps(b *testing.B) {
+	r := newTestRack(b, rackConfig{clients: 1, valueSize: 128, layout: smallLayout(), timeout: 100 * time.Millisecond, epoch: time.Minute})
+	c := r.clients[0]
+	ctx := context.Background()
+	v := make([]byte, 128)
+	if err := c.Create(ctx, 1, v); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("get", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := c.Get(ctx, 1, v); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("put", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := c.Put(ctx, 1, v); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

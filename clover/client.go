@@ -143,8 +143,13 @@ type Client struct {
 	class int
 	start time.Time
 
-	wrID  uint64
-	wcs   [16]verbs.WC
+	wrID uint64
+	wcs  [16]verbs.WC
+	// Scratch work requests: the RNIC (like ibverbs) copies a work request
+	// and its SGEs when it is posted, so one of each serves every post.
+	swr   [1]verbs.SendWR
+	sgs   [1]verbs.SGE
+	rwr   [1]verbs.RecvWR
 	done  []verbs.WC
 	epoch uint32
 
@@ -253,9 +258,9 @@ func (c *Client) sge(off, n int) verbs.SGE {
 }
 
 func (c *Client) postRecv(i int) error {
-	sg := [1]verbs.SGE{c.sge(c.offRecv(i), MsgMax)}
-	wr := [1]verbs.RecvWR{{ID: recvTag | uint64(i), SG: sg[:]}}
-	if err := c.cfg.MS.PostRecv(wr[:]); err != nil {
+	c.sgs[0] = c.sge(c.offRecv(i), MsgMax)
+	c.rwr[0] = verbs.RecvWR{ID: recvTag | uint64(i), SG: c.sgs[:]}
+	if err := c.cfg.MS.PostRecv(c.rwr[:]); err != nil {
 		return fmt.Errorf("clover client %d: post receive: %w", c.cfg.ID, err)
 	}
 	return nil
@@ -274,12 +279,19 @@ func (c *Client) remote(l LH) (verbs.QP, uint64, uint32, error) {
 	return conn.QP, conn.Region.Addr + l.Offset(), conn.Region.RKey, nil
 }
 
-// post posts one work request and returns its ID.
-func (c *Client) post(qp verbs.QP, wr verbs.SendWR) (uint64, error) {
+// post posts one work request whose single SGE covers n bytes at local
+// offset off (n = 0: no SGE) and returns its ID.
+func (c *Client) post(qp verbs.QP, off, n int, wr verbs.SendWR) (uint64, error) {
 	c.wrID++
 	wr.ID = c.wrID
-	wrs := [1]verbs.SendWR{wr}
-	if err := qp.PostSend(wrs[:]); err != nil {
+	if n > 0 {
+		c.sgs[0] = c.sge(off, n)
+		wr.SG = c.sgs[:]
+	}
+	c.swr[0] = wr
+	err := qp.PostSend(c.swr[:])
+	c.swr[0] = verbs.SendWR{}
+	if err != nil {
 		return 0, fmt.Errorf("clover client %d: post %v: %w", c.cfg.ID, wr.Op, err)
 	}
 	return wr.ID, nil
@@ -394,8 +406,7 @@ func (c *Client) rpc(ctx context.Context, n int, wantReply bool) (Reply, error) 
 	if wantReply {
 		c.rpcWant, c.rpcGot = c.reqID, false
 	}
-	sg := [1]verbs.SGE{c.sge(c.offSend(), n)}
-	id, err := c.post(c.cfg.MS, verbs.SendWR{Op: verbs.OpSend, SG: sg[:], Flags: verbs.Signaled})
+	id, err := c.post(c.cfg.MS, c.offSend(), n, verbs.SendWR{Op: verbs.OpSend, Flags: verbs.Signaled})
 	if err != nil {
 		return nil, err
 	}

@@ -137,3 +137,29 @@ func TestSlabClassesAndRegion(t *testing.T) {
 		t.Error("NextVersion(255) must wrap to 1")
 	}
 }
+
+func FuzzReadRegionHeader(f *testing.F) {
+	good := make([]byte, 64)
+	l := RegionLayout{Shortcuts: 10, Chunks: 1, ChunkSize: 1 << 14}
+	buf := make([]byte, l.Size())
+	InitRegion(buf, 3, l)
+	copy(good, buf)
+	f.Add(good)
+	f.Add(make([]byte, 64))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		mn, got, err := ReadRegionHeader(b)
+		if err != nil {
+			return
+		}
+		if got.Validate() != nil || mn < 0 {
+			t.Fatalf("accepted invalid header: %d %+v", mn, got)
+		}
+		// A decoded node view never reads outside its bytes.
+		if len(b) >= NodeOverhead {
+			n := Node(b)
+			_ = n.Header().String()
+			_ = n.Key()
+			_ = n.Value()
+		}
+	})
+}

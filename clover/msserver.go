@@ -47,6 +47,11 @@ type msClient struct {
 	sendBusy [msSendBuffers]bool
 	next     int
 	failed   bool // a SEND to it failed: its QP is in error
+	// scratch work requests (copied by the RNIC when posted; guarded by
+	// the server's mutex)
+	sg  [1]verbs.SGE
+	swr [1]verbs.SendWR
+	rwr [1]verbs.RecvWR
 }
 
 const (
@@ -105,9 +110,9 @@ func (c *msClient) sge(off, n int) verbs.SGE {
 }
 
 func (c *msClient) postRecv(i int) error {
-	sg := [1]verbs.SGE{c.sge(i*MsgMax, MsgMax)}
-	wr := [1]verbs.RecvWR{{ID: uint64(i), SG: sg[:]}}
-	if err := c.qp.PostRecv(wr[:]); err != nil {
+	c.sg[0] = c.sge(i*MsgMax, MsgMax)
+	c.rwr[0] = verbs.RecvWR{ID: uint64(i), SG: c.sg[:]}
+	if err := c.qp.PostRecv(c.rwr[:]); err != nil {
 		return fmt.Errorf("clover: metadata server: post receive on QP %#x: %w", c.qp.QPN(), err)
 	}
 	return nil
@@ -128,9 +133,9 @@ func (c *msClient) sendBuf() int {
 func (c *msClient) send(i, n int) error {
 	c.sendBusy[i] = true
 	off := (msRecvBuffers + i) * MsgMax
-	sg := [1]verbs.SGE{c.sge(off, n)}
-	wr := [1]verbs.SendWR{{ID: msSendTag | uint64(c.qp.QPN())<<8 | uint64(i), Op: verbs.OpSend, SG: sg[:], Flags: verbs.Signaled}}
-	if err := c.qp.PostSend(wr[:]); err != nil {
+	c.sg[0] = c.sge(off, n)
+	c.swr[0] = verbs.SendWR{ID: msSendTag | uint64(c.qp.QPN())<<8 | uint64(i), Op: verbs.OpSend, SG: c.sg[:], Flags: verbs.Signaled}
+	if err := c.qp.PostSend(c.swr[:]); err != nil {
 		c.sendBusy[i] = false
 		return fmt.Errorf("clover: metadata server: reply on QP %#x: %w", c.qp.QPN(), err)
 	}
@@ -138,33 +143,59 @@ func (c *msClient) send(i, n int) error {
 }
 
 // Serve runs the server until ctx is done. Errors on one client's queue
-// pair are returned (the rack treats them as fatal).
+// pair do not stop it (see Errors). A ticker advances the core's clock every
+// T_r/4 (at most T_e/4) to reclaim slots and start epochs.
 func (s *MetadataServer) Serve(ctx context.Context) error {
+	tctx, stop := context.WithCancel(ctx)
+	defer stop()
+	ticked := make(chan error, 1)
+	go func() {
+		t := time.NewTicker(s.tick)
+		defer t.Stop()
+		for {
+			select {
+			case <-tctx.Done():
+				ticked <- nil
+				return
+			case <-t.C:
+				s.mu.Lock()
+				var err error
+				if s.core.Tick(time.Since(s.start)) {
+					err = s.pushEpoch()
+				}
+				s.mu.Unlock()
+				if err != nil {
+					ticked <- err
+					return
+				}
+			}
+		}
+	}()
 	var wcs [32]verbs.WC
-	for ctx.Err() == nil {
-		wctx, cancel := context.WithTimeout(ctx, s.tick)
-		n, err := s.cq.Wait(wctx, wcs[:])
-		cancel()
-		if err != nil && ctx.Err() != nil {
-			return nil
+	for {
+		n, err := s.cq.Wait(ctx, wcs[:])
+		if err != nil {
+			stop()
+			if terr := <-ticked; terr != nil {
+				return terr
+			}
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("clover: metadata server: wait for completions: %w", err)
 		}
 		s.mu.Lock()
 		now := time.Since(s.start)
 		for _, wc := range wcs[:n] {
 			if err := s.complete(wc, now); err != nil {
 				s.mu.Unlock()
-				return err
-			}
-		}
-		if s.core.Tick(now) {
-			if err := s.pushEpoch(); err != nil {
-				s.mu.Unlock()
+				stop()
+				<-ticked
 				return err
 			}
 		}
 		s.mu.Unlock()
 	}
-	return nil
 }
 
 func (s *MetadataServer) complete(wc verbs.WC, now time.Duration) error {

@@ -89,8 +89,7 @@ func (c *Client) read(ctx context.Context, p Ptr, n int, gc bool) (Node, time.Du
 	}
 	for {
 		t := c.cfg.Now()
-		sg := [1]verbs.SGE{c.sge(off, n)}
-		id, err := c.post(qp, verbs.SendWR{Op: verbs.OpRead, SG: sg[:], RemoteAddr: va, RKey: rkey, Flags: verbs.Signaled})
+		id, err := c.post(qp, off, n, verbs.SendWR{Op: verbs.OpRead, RemoteAddr: va, RKey: rkey, Flags: verbs.Signaled})
 		if err != nil {
 			return nil, 0, err
 		}
@@ -194,8 +193,7 @@ func (c *Client) readShortcut(ctx context.Context, s ShortcutRef) (Ptr, error) {
 		return Ptr{}, err
 	}
 	off := c.offSmall() + smShortcutR
-	sg := [1]verbs.SGE{c.sge(off, ShortcutSize)}
-	id, err := c.post(qp, verbs.SendWR{Op: verbs.OpRead, SG: sg[:], RemoteAddr: va, RKey: rkey, Flags: verbs.Signaled})
+	id, err := c.post(qp, off, ShortcutSize, verbs.SendWR{Op: verbs.OpRead, RemoteAddr: va, RKey: rkey, Flags: verbs.Signaled})
 	if err != nil {
 		return Ptr{}, err
 	}
@@ -219,8 +217,7 @@ func (c *Client) writeShortcut(s ShortcutRef, p Ptr) error {
 	}
 	off := c.offSmall() + smShortcutW
 	binary.LittleEndian.PutUint64(c.buf[off:], ShortcutWord(p))
-	sg := [1]verbs.SGE{c.sge(off, ShortcutSize)}
-	_, err = c.post(qp, verbs.SendWR{Op: verbs.OpWrite, SG: sg[:], RemoteAddr: va, RKey: rkey})
+	_, err = c.post(qp, off, ShortcutSize, verbs.SendWR{Op: verbs.OpWrite, RemoteAddr: va, RKey: rkey})
 	c.account(verbs.OpWrite, ShortcutSize, false)
 	return err
 }
@@ -334,8 +331,7 @@ func (c *Client) writeNode(ctx context.Context, key uint64, n Ptr, value []byte)
 	if err := EncodeNode(c.buf[c.offNodeW():c.offNodeW()+c.nsize], n.Ver, key, value); err != nil {
 		return err
 	}
-	sg := [1]verbs.SGE{c.sge(c.offNodeW(), c.nsize)}
-	id, err := c.post(qp, verbs.SendWR{Op: verbs.OpWrite, SG: sg[:], RemoteAddr: va, RKey: rkey, Flags: verbs.Signaled})
+	id, err := c.post(qp, c.offNodeW(), c.nsize, verbs.SendWR{Op: verbs.OpWrite, RemoteAddr: va, RKey: rkey, Flags: verbs.Signaled})
 	if err != nil {
 		return err
 	}
@@ -344,8 +340,7 @@ func (c *Client) writeNode(ctx context.Context, key uint64, n Ptr, value []byte)
 	if _, err := c.wait(ctx, id); err != nil {
 		return err
 	}
-	rb := [1]verbs.SGE{c.sge(c.offSmall()+smReadBack, 1)}
-	id, err = c.post(qp, verbs.SendWR{Op: verbs.OpRead, SG: rb[:], RemoteAddr: va + uint64(c.nsize) - 1, RKey: rkey, Flags: verbs.Signaled})
+	id, err = c.post(qp, c.offSmall()+smReadBack, 1, verbs.SendWR{Op: verbs.OpRead, RemoteAddr: va + uint64(c.nsize) - 1, RKey: rkey, Flags: verbs.Signaled})
 	if err != nil {
 		return err
 	}
@@ -363,9 +358,8 @@ func (c *Client) cas(ctx context.Context, target Ptr, swap Header) (Header, time
 		return 0, 0, err
 	}
 	off := c.offSmall() + smAtomic
-	sg := [1]verbs.SGE{c.sge(off, 8)}
 	t := c.cfg.Now()
-	id, err := c.post(qp, verbs.SendWR{Op: verbs.OpCompareSwap, SG: sg[:], RemoteAddr: va, RKey: rkey,
+	id, err := c.post(qp, off, 8, verbs.SendWR{Op: verbs.OpCompareSwap, RemoteAddr: va, RKey: rkey,
 		Compare: uint64(TailWord(target.Ver)), SwapAdd: uint64(swap), Flags: verbs.Signaled})
 	if err != nil {
 		return 0, 0, err
@@ -394,10 +388,10 @@ const (
 	linkDeleted
 )
 
-// link CASes the key's tail header from "tail" to swapFor(tail), chasing
+// link CASes the key's tail header from "tail" to point at next, chasing
 // and retrying until it succeeds. See the package doc for how a CAS's
 // original value is judged when a switch may have steered it.
-func (c *Client) link(ctx context.Context, key uint64, e *cursorEntry, swapFor func(tail Ptr) Header) (Ptr, linkResult, error) {
+func (c *Client) link(ctx context.Context, key uint64, e *cursorEntry, next Ptr) (Ptr, linkResult, error) {
 	for try := 0; ; try++ {
 		if try > 1<<16 {
 			return Ptr{}, 0, fmt.Errorf("clover client %d: key %d: CAS made no progress", c.cfg.ID, key)
@@ -425,7 +419,7 @@ func (c *Client) link(ctx context.Context, key uint64, e *cursorEntry, swapFor f
 			}
 		}
 		x := e.ptr
-		orig, _, err := c.cas(ctx, x, swapFor(x))
+		orig, _, err := c.cas(ctx, x, MakeHeader(next.LH, next.Ver, x.Ver, false))
 		if err != nil {
 			return Ptr{}, 0, err
 		}
@@ -496,7 +490,7 @@ func (c *Client) Put(ctx context.Context, key uint64, value []byte) error {
 		return err
 	}
 	t0 := c.cfg.Now()
-	x, res, err := c.link(ctx, key, e, func(t Ptr) Header { return MakeHeader(n.LH, n.Ver, t.Ver, false) })
+	x, res, err := c.link(ctx, key, e, n)
 	if err != nil {
 		return err
 	}
@@ -571,7 +565,7 @@ func (c *Client) Delete(ctx context.Context, key uint64) error {
 	if err != nil {
 		return c.notFound(err)
 	}
-	x, res, err := c.link(ctx, key, e, func(t Ptr) Header { return MakeHeader(LHDeleted, 0, t.Ver, false) })
+	x, res, err := c.link(ctx, key, e, Ptr{LH: LHDeleted})
 	if err != nil {
 		return err
 	}
