@@ -579,15 +579,10 @@ control SwordboxIngress(inout headers_t hdr,
                         }
                     } else {
                         stats.count(STAT_CAS);
-                        if (meta.tracked == 1 && (meta.conn_flags & CONN_PENDING) != 0) {
-                            conn_pending_ver.read(meta.pend_ver, meta.conn);
-                        }
-                        /* Only the CAS that links the pending node counts: it appends
-                         * (compare has next LH 0 and next version 0) and its swap names
-                         * the pending node's entry version as next version (bits 26..19). */
+                        /* Only an append CAS links the pending node: its compare has
+                         * next LH 0 and next version 0 (bits 63..19 zero). */
                         if (meta.tracked == 1 && (meta.conn_flags & CONN_PENDING) != 0 &&
-                            hdr.atomic_eth.compare[63:19] == 0 &&
-                            hdr.atomic_eth.swap[26:19] == meta.pend_ver) {
+                            hdr.atomic_eth.compare[63:19] == 0) {
                             read_tail();
                             if ((meta.mode & MODE_WRITE) != 0 && meta.tail_valid == 1 &&
                                 meta.tail_dst_ip == hdr.ipv4.dst_addr &&
@@ -604,6 +599,7 @@ control SwordboxIngress(inout headers_t hdr,
                             /* The connection's pending node becomes the key's tail. */
                             conn_pending_va_hi.read(meta.pend_va_hi, meta.conn);
                             conn_pending_va_lo.read(meta.pend_va_lo, meta.conn);
+                            conn_pending_ver.read(meta.pend_ver, meta.conn);
                             tail_valid.write(meta.key_slot, 1);
                             tail_va_hi.write(meta.key_slot, meta.pend_va_hi);
                             tail_va_lo.write(meta.key_slot, meta.pend_va_lo);

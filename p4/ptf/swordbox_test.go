@@ -485,22 +485,21 @@ func TestNoSteeringAcrossMemoryNodes(t *testing.T) {
 	}
 }
 
-// Only the CAS that links the connection's pending node is steered and
-// advances the tail: an append CAS whose swap names another next version,
-// or a CAS that is not an append (non-NULL next in compare), passes
-// untouched and leaves the pending node for the real one.
-func TestOnlyTheLinkingCASIsSteered(t *testing.T) {
+// Only an append CAS links the connection's pending node: a CAS whose
+// compare has a non-NULL next (not an append) passes untouched and leaves
+// the pending node for the real one.
+func TestOnlyAnAppendCASIsSteered(t *testing.T) {
 	r := newSteerRig(t, modeWrite)
 	appendA(t, r)
 	r.expectSame(2, 3, nodeWrite(t, qpB, 200, vaB1, hotKey, 2, valueSize), "B's node WRITE (entry version 2)")
-	r.expectSame(2, 3, cas(t, qpB, 201, vaT0, hw(0, 0, 5), hw(0xB1, 7, 5)), "CAS linking a node of version 7")
-	r.expectSame(2, 3, cas(t, qpB, 202, vaT0, hw(0x99, 0, 5), hw(0xB1, 2, 5)), "CAS that is not an append")
+	r.expectSame(2, 3, cas(t, qpB, 201, vaT0, hw(0x99, 0, 5), hw(0xB1, 2, 5)), "CAS that is not an append (next LH set)")
+	r.expectSame(2, 3, cas(t, qpB, 202, vaT0, hw(0, 3, 5), hw(0xB1, 2, 5)), "CAS that is not an append (next version set)")
 	if va, _ := r.tail(keySlot); va != vaA1 {
 		t.Fatalf("tail = %#x after unrelated CAS, want %#x", va, vaA1)
 	}
 	r.send(2, cas(t, qpB, 203, vaT0, hw(0, 0, 5), hw(0xB1, 2, 5)))
 	if p, _ := roce.Parse(r.expect(3)); p.AtomicETH.VA() != vaA1 {
-		t.Fatalf("the linking CAS was not steered: VA %#x", p.AtomicETH.VA())
+		t.Fatalf("the append CAS was not steered: VA %#x", p.AtomicETH.VA())
 	}
 	if va, ver := r.tail(keySlot); va != vaB1 || ver != 2 {
 		t.Errorf("tail = %#x ev %d, want %#x ev 2", va, ver, vaB1)
