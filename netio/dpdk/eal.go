@@ -26,7 +26,7 @@ import (
 const Available = true
 
 var eal struct {
-	mu   sync.Mutex
+	mu      sync.Mutex
 	args    []string // nil until Init succeeded
 	cleaned bool     // Cleanup ran: Init must not run again
 }
