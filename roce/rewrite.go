@@ -6,7 +6,7 @@ import (
 )
 
 // In-place rewrites for the data path. Field setters (SetVA, SetRKey,
-// SetMSN, and BTH.SetDestQP / BTH.SetPSN on p.BTH) change no length and leave
+// SetDestQP, SetPSN, SetMSN, and every view setter) change no length and leave
 // the IPv4 checksum valid; call SetICRC afterwards if the ICRC must be right.
 // The length-changing rewrites fix the IPv4 total length and header
 // checksum and the UDP length, clear a non-zero UDP checksum, drop any
@@ -65,6 +65,12 @@ func (p *Packet) RKey() (uint32, bool) {
 	}
 	return 0, false
 }
+
+// SetDestQP sets the BTH destination QP (low 24 bits of qp).
+func (p *Packet) SetDestQP(qp uint32) { p.BTH.SetDestQP(qp) }
+
+// SetPSN sets the BTH PSN (low 24 bits of psn).
+func (p *Packet) SetPSN(psn uint32) { p.BTH.SetPSN(psn) }
 
 // SetMSN sets the MSN of a packet carrying an AETH.
 func (p *Packet) SetMSN(msn uint32) error {

@@ -138,8 +138,8 @@ func TestFieldSetters(t *testing.T) {
 		if err := p.SetRKey(0x99); err != nil {
 			t.Fatal(err)
 		}
-		p.BTH.SetDestQP(0xabcdef)
-		p.BTH.SetPSN(0xfffffe)
+		p.SetDestQP(0xabcdef)
+		p.SetPSN(0xfffffe)
 		if p.ICRCOK() {
 			t.Errorf("%v: ICRC still valid after rewriting", tc.op)
 		}

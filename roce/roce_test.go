@@ -310,7 +310,33 @@ func TestNoAllocs(t *testing.T) {
 	var p Packet
 	notRoCE := append([]byte(nil), frame...)
 	notRoCE[36] = 0 // UDP port
+	ackF := baseFields(OpRCAcknowledge)
+	ack := build(t, &ackF, AtomicAckETHLen)
+	ackBuf := make([]byte, len(ack), len(ack)+AtomicAckETHLen)
+	casBuf := make([]byte, len(frame))
 	for name, fn := range map[string]func(){
+		"AtomicToWrite": func() {
+			copy(casBuf, frame)
+			_ = ParseInto(&p, casBuf)
+			_ = p.AtomicToWrite(1, true)
+		},
+		"AckToAtomicAck": func() {
+			ackBuf = ackBuf[:len(ack)]
+			copy(ackBuf, ack)
+			_ = ParseInto(&p, ackBuf)
+			_ = p.AckToAtomicAck(1, true)
+		},
+		"setters": func() {
+			copy(casBuf, frame)
+			if err := ParseInto(&p, casBuf); err != nil {
+				t.Fatal(err)
+			}
+			_ = p.SetVA(1)
+			_ = p.SetRKey(2)
+			p.SetDestQP(3)
+			p.SetPSN(4)
+			p.SetICRC()
+		},
 		"Parse":         func() { _, _ = Parse(frame) },
 		"ParseInto":     func() { _ = ParseInto(&p, frame) },
 		"Parse foreign": func() { _, _ = Parse(notRoCE) },
