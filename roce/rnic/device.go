@@ -150,6 +150,7 @@ type Device struct {
 type devCounters struct {
 	rxFrames, rxNotRoCE, rxBadICRC, rxNotMine, rxUnknownQP atomic.Uint64
 	txFrames, txDropped, txErrors                          atomic.Uint64
+	stalls                                                 atomic.Uint64
 }
 
 // Stats are a device's counters.
@@ -160,6 +161,9 @@ type Stats struct {
 	Retransmits, Timeouts, SeqNAKsReceived, RNRNAKsReceived uint64
 	Duplicates, SeqNAKsSent, RNRNAKsSent, ACKsSent          uint64
 	AtomicsExecuted                                         uint64
+	// TimerStalls counts timer ticks that came so late that the host must
+	// have stalled; retransmission deadlines were pushed back by the stall.
+	TimerStalls uint64
 }
 
 var _ verbs.Device = (*Device)(nil)
@@ -338,6 +342,7 @@ func (d *Device) Stats() Stats {
 		RxFrames: d.stats.rxFrames.Load(), RxNotRoCE: d.stats.rxNotRoCE.Load(), RxBadICRC: d.stats.rxBadICRC.Load(),
 		RxNotForUs: d.stats.rxNotMine.Load(), RxUnknownQP: d.stats.rxUnknownQP.Load(),
 		TxFrames: d.stats.txFrames.Load(), TxDropped: d.stats.txDropped.Load(), TxBuildErrors: d.stats.txErrors.Load(),
+		TimerStalls: d.stats.stalls.Load(),
 	}
 	if p := d.qps.Load(); p != nil {
 		for _, q := range *p {
@@ -598,6 +603,7 @@ func (d *Device) timerLoop() {
 	t := time.NewTicker(period)
 	defer t.Stop()
 	b := newTxBatch(d, 32)
+	var prev int64
 	for {
 		select {
 		case <-d.stop:
@@ -605,6 +611,16 @@ func (d *Device) timerLoop() {
 		case <-t.C:
 		}
 		now := d.now()
+		// A tick far later than its period means the whole process did
+		// not run (a loaded host): the responses that would have stopped
+		// the timers are still queued, unprocessed. Timers measure time the
+		// host ran, so they are pushed back by the stall.
+		var stall int64
+		if prev != 0 && now-prev > 4*int64(period) {
+			stall = now - prev - int64(period)
+			d.stats.stalls.Add(1)
+		}
+		prev = now
 		p := d.qps.Load()
 		if p == nil {
 			continue
@@ -612,6 +628,9 @@ func (d *Device) timerLoop() {
 		for _, q := range *p {
 			q.sq.mu.Lock()
 			if q.sq.n > 0 {
+				if stall > 0 && q.sq.timerOn {
+					q.sq.deadline += stall
+				}
 				q.sq.tick(q, now, b)
 			}
 			q.sq.mu.Unlock()

@@ -20,6 +20,7 @@ package perftest
 import (
 	"context"
 	"fmt"
+	"syscall"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -81,11 +82,17 @@ type Result struct {
 	Latency     Latency `json:"latency_us"`
 	Errors      uint64  `json:"errors"`
 	Retransmits uint64  `json:"retransmits"`
+	// CPUSeconds is the CPU time (user and system) the whole process used
+	// during the run: client, memory node (when in-process) and load
+	// generator. CPUNsPerOp divides it by Ops: the cost of an operation
+	// independent of what else runs on the machine.
+	CPUSeconds float64 `json:"cpu_seconds"`
+	CPUNsPerOp float64 `json:"cpu_ns_per_op"`
 }
 
 func (r Result) String() string {
-	return fmt.Sprintf("%-10s qps %-3d depth %-3d size %-5d  %10.0f ops/s  %9.2f MB/s  lat us p50 %.2f p99 %.2f p99.9 %.2f max %.2f  (ops %d, errors %d, retransmits %d)",
-		r.Test, r.QPs, r.Depth, r.Size, r.OpsPerSec, r.MBPerSec, r.Latency.P50, r.Latency.P99, r.Latency.P999, r.Latency.Max, r.Ops, r.Errors, r.Retransmits)
+	return fmt.Sprintf("%-10s qps %-3d depth %-3d size %-5d  %10.0f ops/s  %9.2f MB/s  lat us p50 %.2f p99 %.2f p99.9 %.2f max %.2f  cpu %.0f ns/op  (ops %d, errors %d, retransmits %d)",
+		r.Test, r.QPs, r.Depth, r.Size, r.OpsPerSec, r.MBPerSec, r.Latency.P50, r.Latency.P99, r.Latency.P999, r.Latency.Max, r.CPUNsPerOp, r.Ops, r.Errors, r.Retransmits)
 }
 
 func (c *Config) check() (verbs.Opcode, error) {
@@ -293,6 +300,7 @@ func (s *Session) Run(ctx context.Context) (Result, error) {
 	before := s.dev.Stats()
 	res := Result{Test: cfg.Test, QPs: cfg.QPs, Depth: cfg.Depth, Size: cfg.Size}
 	s.hist.Reset()
+	cpu0 := cpuTime()
 	epoch := time.Now()
 	now := func() int64 { return int64(time.Since(epoch)) }
 	warm := int64(0)
@@ -385,5 +393,18 @@ func (s *Session) Run(ctx context.Context) (Result, error) {
 			P99: us(h.ValueAtQuantile(99)), P999: us(h.ValueAtQuantile(99.9)), Max: us(h.Max())}
 	}
 	res.Retransmits = s.dev.Stats().Retransmits - before.Retransmits
+	res.CPUSeconds = (cpuTime() - cpu0).Seconds()
+	if res.Ops > 0 {
+		res.CPUNsPerOp = res.CPUSeconds * 1e9 / float64(res.Ops)
+	}
 	return res, firstErr
+}
+
+// cpuTime returns the CPU time the process has used (user and system).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -86,6 +86,7 @@ func benchmarkPerf(b *testing.B, test string, qps int) {
 	}
 	b.ReportMetric(r.OpsPerSec/1e6, "Mops/s")
 	b.ReportMetric(r.Latency.P50, "p50-us")
+	b.ReportMetric(r.CPUNsPerOp, "cpu-ns/op")
 }
 
 func BenchmarkWrite64QP1(b *testing.B)   { benchmarkPerf(b, "write_bw", 1) }
