@@ -69,6 +69,9 @@ func FuzzParse(f *testing.F) {
 		case OpRCCompareSwap, OpRCFetchAdd:
 			out, err = AtomicToWrite(c, 42, true)
 		case OpRCAcknowledge:
+			if !p.AETH.Syndrome().IsACK() {
+				return
+			}
 			out, err = AckToAtomicAck(c, 42, true)
 		default:
 			return

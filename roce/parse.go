@@ -106,6 +106,9 @@ func ParseInto(p *Packet, frame []byte) error {
 	p.Eth = Ethernet(frame[:l3])
 	p.L3Off = l3
 	rest := len(frame) - l3
+	if rest > IPv4ProtocolOff && frame[l3+IPv4ProtocolOff] != IPProtoUDP {
+		return errProto // even when truncated: not ours
+	}
 	if rest < IPv4MinLen {
 		return malformed("ipv4", "truncated: %d bytes, need %d", rest, IPv4MinLen)
 	}
@@ -121,9 +124,6 @@ func ParseInto(p *Packet, frame []byte) error {
 		return malformed("ipv4", "truncated: %d bytes, IHL says %d", rest, ihl)
 	}
 	p.IP = IPv4(frame[l3 : l3+ihl])
-	if p.IP.Protocol() != IPProtoUDP {
-		return errProto
-	}
 	ff := p.IP.FlagsFrag()
 	if ff&IPv4FragOffMask != 0 {
 		return errFragment

@@ -129,12 +129,16 @@ func (p *Packet) AtomicToWrite(store uint64, fixICRC bool) error {
 	return nil
 }
 
-// AckToAtomicAck turns a parsed RC ACK into an ATOMIC ACK carrying orig as
-// the original remote data. The packet grows by 8 bytes, which must fit in
+// AckToAtomicAck turns a parsed positive RC ACK (a NAK or RNR NAK is
+// refused: an ATOMIC ACK always acknowledges) into an ATOMIC ACK carrying
+// orig as the original remote data. The packet grows by 8 bytes, which must fit in
 // cap(p.Frame); p is updated to describe the new frame (p.Frame).
 func (p *Packet) AckToAtomicAck(orig uint64, fixICRC bool) error {
 	if p.Opcode != OpRCAcknowledge {
 		return rewriteErr(p.Opcode, "AckToAtomicAck needs RC_ACK")
+	}
+	if s := p.AETH.Syndrome(); !s.IsACK() {
+		return rewriteErr(p.Opcode, "AckToAtomicAck needs a positive ACK, not "+s.String())
 	}
 	if cap(p.Frame) < p.End+AtomicAckETHLen {
 		return rewriteErr(p.Opcode, fmt.Sprintf("buffer capacity %d, need %d", cap(p.Frame), p.End+AtomicAckETHLen))

@@ -103,6 +103,11 @@ func TestRewriteErrors(t *testing.T) {
 	if _, err := AtomicToWrite(frame, 1, true); err == nil {
 		t.Error("AtomicToWrite on an ACK succeeded")
 	}
+	nak := baseFields(OpRCAcknowledge)
+	nak.Syndrome = NAKSyndrome(NAKPSNSequenceError)
+	if _, err := AckToAtomicAck(build(t, &nak, 8), 1, true); err == nil {
+		t.Error("AckToAtomicAck on a NAK succeeded")
+	}
 	cas := baseFields(OpRCCompareSwap)
 	frame = build(t, &cas, 8)
 	if _, err := AckToAtomicAck(frame, 1, true); err == nil {
