@@ -14,8 +14,14 @@
 //
 //   - Only IPv4 RoCEv2 (UDP destination port 4791) is parsed and built,
 //     untagged or with one IEEE 802.1Q tag (PFC deployments often tag RoCE
-//     traffic); stacked tags (QinQ) are reported as not RoCEv2. IPv4 options are accepted by Parse and covered by the
-//     ICRC, but Build emits a 20-byte header. Fragmented IPv4 is rejected.
+//     traffic); stacked tags (QinQ) are reported as not RoCEv2. IPv4 options
+//     are accepted by Parse and covered by the ICRC, but Build emits a
+//     20-byte header. Fragmented IPv4 is rejected.
+//   - Opcode names are the transport followed by the IBA operation, shortened
+//     the way RDMA tools print them: RC_SEND_ONLY_IMM, RC_WRITE_FIRST,
+//     RC_READ_RESPONSE_LAST, RC_ACK, RC_ATOMIC_ACK, RC_CMP_SWAP,
+//     RC_FETCH_ADD, RC_SEND_LAST_INV, UD_SEND_ONLY, CNP; unknown opcodes
+//     print as OPCODE_0xNN and do not parse.
 //   - Parse uses the IPv4 total length to find the end of the packet; any
 //     Ethernet trailer (minimum-frame padding) is ignored and reported in
 //     Packet.Trailer. Rewrites that change the length drop the trailer.
@@ -34,5 +40,12 @@
 //   - CMP_SWAP/FETCH_ADD to WRITE stores the 8-byte value in little-endian
 //     order, the order in which atomics operate on host memory (see
 //     roce/verbs), so that the WRITE leaves memory exactly as the atomic
-//     would have.
+//     would have. ACK to ATOMIC ACK only accepts a positive ACK: an ATOMIC
+//     ACK always acknowledges, so turning a NAK into one would hide an error.
+//   - Rewrites asked not to fix the ICRC move the old ICRC bytes to the new
+//     end of the packet unchanged, which is what a switch that does not
+//     recompute the ICRC (Tofino) emits.
+//   - gopacket: an extension header cannot tell alone whether another one
+//     follows it, so extension layers are linked to the BTH layer decoded
+//     before them (see LayerSet); gopacket.NewPacket links them itself.
 package roce
