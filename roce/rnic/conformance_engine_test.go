@@ -379,3 +379,68 @@ func TestEngineQPStateMachine(t *testing.T) {
 		t.Fatal("RESET from ERR")
 	}
 }
+
+func TestEngineFence(t *testing.T) {
+	e := newEngine(t, Config{}, 0, 0)
+	fenced := e.write(3, 0, 0, 8)
+	fenced.Flags |= verbs.Fence
+	e.post(e.read(1, 0, 0, 8), e.write(2, 0, 8, 8), fenced)
+	pk := e.cOut.take()
+	if !slices.Equal(ops(pk), []roce.Opcode{roce.OpRCReadRequest, roce.OpRCWriteOnly}) {
+		t.Fatalf("before the READ completed: %v", ops(pk))
+	}
+	e.toServer(pk...)
+	e.toClient(e.sOut.take()...)
+	if pk := e.cOut.take(); len(pk) != 1 || pk[0].op != roce.OpRCWriteOnly || pk[0].psn != 2 {
+		t.Fatalf("fenced WRITE after the READ completed: %+v", pk)
+	}
+}
+
+func TestEngineWriteImmAndSolicited(t *testing.T) {
+	e := newEngine(t, Config{}, 0, 0)
+	wr := e.write(1, 0, 0, 8)
+	wr.Op, wr.Imm, wr.Flags = verbs.OpWriteImm, 0xfeed, verbs.Signaled|verbs.Solicited
+	e.post(wr)
+	pk := e.cOut.take()
+	if len(pk) != 1 || pk[0].op != roce.OpRCWriteOnlyImm || pk[0].imm != 0xfeed || !pk[0].se {
+		t.Fatalf("%+v", pk)
+	}
+	e.toServer(pk...) // no receive posted: RNR
+	if r := e.sOut.take(); len(r) != 1 || r[0].syndrome&synKindMask != synRNR {
+		t.Fatalf("WRITE with immediate and no receive: %+v", r)
+	}
+	if err := e.s.PostRecv([]verbs.RecvWR{{ID: 4}}); err != nil {
+		t.Fatal(err)
+	}
+	e.toServer(pk...)
+	w := e.wcs(e.scq)
+	if len(w) != 1 || w[0].Op != verbs.OpRecvImm || w[0].Imm != 0xfeed || !w[0].HasImm || w[0].ByteLen != 8 || w[0].ID != 4 {
+		t.Fatalf("receive completion %+v", w)
+	}
+}
+
+func TestEngineUnsignaledAndLocalErrors(t *testing.T) {
+	e := newEngine(t, Config{}, 0, 0)
+	un := e.write(1, 0, 0, 8)
+	un.Flags = 0
+	e.post(un, e.write(2, 0, 8, 8))
+	e.toServer(e.cOut.take()...)
+	e.toClient(e.sOut.take()...)
+	if w := e.wcs(e.ccq); len(w) != 1 || w[0].ID != 2 {
+		t.Fatalf("unsignaled WRITE produced %+v", w)
+	}
+	// An SGE outside its region: LOC_PROT_ERR, QP in ERR.
+	bad := e.write(3, 1<<16-4, 0, 8)
+	e.post(bad)
+	if w := e.wcs(e.ccq); len(w) != 1 || w[0].Status != verbs.StatusLocalProtectionError || e.c.State() != verbs.StateErr {
+		t.Fatalf("%+v %s", w, e.c.State())
+	}
+	// Malformed requests are refused at post time.
+	e2 := newEngine(t, Config{}, 0, 0)
+	if err := e2.c.sq.post(e2.c, []verbs.SendWR{{Op: verbs.OpFetchAdd, SG: e2.sge(0, 4)}}, 0, &e2.cOut); err == nil {
+		t.Fatal("4-byte atomic accepted")
+	}
+	if err := e2.c.sq.post(e2.c, []verbs.SendWR{{Op: verbs.OpRecv}}, 0, &e2.cOut); err == nil {
+		t.Fatal("RECV accepted as a send opcode")
+	}
+}

@@ -145,6 +145,10 @@ type Device struct {
 	closed atomic.Bool
 
 	stats devCounters
+
+	// onRetryExceeded, when set (by tests), sees the send queue of a QP
+	// that is about to fail with RETRY_EXC_ERR.
+	onRetryExceeded atomic.Pointer[func(state string)]
 }
 
 type devCounters struct {

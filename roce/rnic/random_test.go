@@ -43,7 +43,7 @@ func TestRandomOpsAgainstModel(t *testing.T) {
 		maxLen   = 3000
 	)
 	var dumpOnce sync.Once
-	debugRetryExceeded = func(s string) {
+	hook := func(s string) {
 		t.Log("retry exceeded:", s)
 		dumpOnce.Do(func() {
 			buf := make([]byte, 1<<20)
@@ -51,13 +51,13 @@ func TestRandomOpsAgainstModel(t *testing.T) {
 			os.WriteFile(filepath.Join(os.TempDir(), "rnic-retry-exceeded-goroutines.txt"), buf[:n], 0o644)
 		})
 	}
-	defer func() { debugRetryExceeded = nil }()
 	faults := netio.Faults{Drop: 0.01, Reorder: 0.01, ReorderDepth: 3, ReorderHold: 200 * time.Microsecond, Seed: 42}
 	cfg := fastCfg()
 	cfg.MaxSendWR = 64
 	srvCfg := cfg
 	srvCfg.Workers = 2
 	p := newPair(t, faults, cfg, srvCfg)
+	p.cli.onRetryExceeded.Store(&hook)
 	remote := make([]byte, nQP*area+counters*8)
 	rmr, err := p.srv.Register(remote, verbs.AccessAll)
 	if err != nil {

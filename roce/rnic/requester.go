@@ -21,10 +21,6 @@ import (
 // highest PSN ever sent: a response whose PSN is outside [una, sentPSN) is a
 // duplicate or bogus and is ignored.
 
-// debugRetryExceeded, when set (by tests), sees the send queue of a QP that
-// is about to fail with RETRY_EXC_ERR.
-var debugRetryExceeded func(state string)
-
 // wqe is a posted send work request.
 type wqe struct {
 	wr         verbs.SendWR // wr.SG is nil; the SGEs live in sg
@@ -549,9 +545,9 @@ func (s *sendQueue) tick(q *QP, now int64, em emitter) {
 			s.timeouts++
 			s.retryLeft--
 			if s.retryLeft < 0 {
-				if debugRetryExceeded != nil {
+				if hook := q.dev.onRetryExceeded.Load(); hook != nil {
 					w := s.at(0)
-					debugRetryExceeded(fmt.Sprintf("qp %#x n=%d cur=%d curPkt=%d una=%#x sent=%#x post=%#x rdOut=%d rec=%v/%#x head{%s first=%#x npkts=%d got=%d len=%d}",
+					(*hook)(fmt.Sprintf("qp %#x n=%d cur=%d curPkt=%d una=%#x sent=%#x post=%#x rdOut=%d rec=%v/%#x head{%s first=%#x npkts=%d got=%d len=%d}",
 						q.qpn, s.n, s.cur, s.curPkt, s.una, s.sentPSN, s.postPSN, s.rdOut, s.recovering, s.recoverPSN, w.wr.Op, w.first, w.npkts, w.got, w.length))
 				}
 				s.failAt(q, 0, verbs.StatusRetryExceeded)
