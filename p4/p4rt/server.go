@@ -188,7 +188,7 @@ func (s *Server) Stats() Stats {
 func (s *Server) LoadPipeline(filename string, src []byte) error {
 	p, err := s.build(filename, src, nil, nil)
 	if err != nil {
-		return err
+		return errors.New(grpcstatus.Convert(err).Message())
 	}
 	s.commit(p)
 	return nil
@@ -208,7 +208,7 @@ func (s *Server) P4Info() *configv1.P4Info {
 func (s *Server) build(filename string, src []byte, info *configv1.P4Info, cookie *p4v1.ForwardingPipelineConfig_Cookie) (*pipeline, error) {
 	prog, err := target.Compile(filename, src)
 	if err != nil {
-		return nil, grpcstatus.Errorf(codes.InvalidArgument, "p4_device_config: %v", err)
+		return nil, grpcstatus.Error(codes.InvalidArgument, err.Error())
 	}
 	derived := prog.P4Info()
 	if info == nil {
