@@ -505,3 +505,37 @@ func TestOnlyAnAppendCASIsSteered(t *testing.T) {
 		t.Errorf("tail = %#x ev %d, want %#x ev 2", va, ver, vaB1)
 	}
 }
+
+// The mode register: off forwards everything untouched and learns nothing;
+// read-only steering learns tails at the CAS but rewrites only READs.
+func TestSteeringModes(t *testing.T) {
+	t.Run("off", func(t *testing.T) {
+		r := newSteerRig(t, 0)
+		appendA(t, r)
+		r.expectSame(2, 3, nodeWrite(t, qpB, 200, vaB1, hotKey, 2, valueSize), "B's node WRITE")
+		r.expectSame(2, 3, cas(t, qpB, 201, vaT0, hw(0, 0, 5), hw(0xB1, 2, 5)), "stale CAS with steering off")
+		r.expectSame(4, 3, readReq(t, qpC, 300, vaA1, nodeSize), "stale READ with steering off")
+		if got := r.register("tail_valid", keySlot); got != 0 {
+			t.Errorf("tail_valid = %d with steering off, want 0", got)
+		}
+		if got := r.registerNonZero("cas_out_valid"); len(got) != 0 {
+			t.Errorf("outstanding CAS recorded with steering off: %v", got)
+		}
+	})
+	t.Run("read only", func(t *testing.T) {
+		r := newSteerRig(t, modeRead)
+		readSetup(t, r)
+		r.expectSame(2, 3, nodeWrite(t, qpB, 200, vaB1, hotKey, 2, valueSize), "B's node WRITE")
+		r.expectSame(2, 3, cas(t, qpB, 201, vaA1, hw(0, 0, 1), hw(0xB1, 2, 1)), "stale CAS with write steering off")
+		if va, _ := r.tail(keySlot); va != vaB1 {
+			t.Fatalf("tail = %#x, want %#x (learned without write steering)", va, vaB1)
+		}
+		r.send(4, readReq(t, qpC, 300, vaA1, nodeSize))
+		if p, _ := roce.Parse(r.expect(3)); p.RETH.VA() != vaB1 {
+			t.Errorf("READ VA = %#x, want the tail %#x", p.RETH.VA(), vaB1)
+		}
+		if got := r.registerNonZero("cas_out_valid"); len(got) != 0 {
+			t.Errorf("outstanding CAS recorded without write steering: %v", got)
+		}
+	})
+}
