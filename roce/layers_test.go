@@ -113,6 +113,20 @@ func TestGopacketNewPacket(t *testing.T) {
 	}
 }
 
+func TestGopacketLazy(t *testing.T) {
+	for _, s := range samples() {
+		frame := build(t, &s.f, 0)
+		pkt := gopacket.NewPacket(frame, layers.LayerTypeEthernet, gopacket.DecodeOptions{Lazy: true, NoCopy: true})
+		want := wantLayerTypes(&s.f)
+		// Ask for the last layer first: lazy decoding must reach it.
+		if pkt.Layer(want[len(want)-1]) == nil {
+			t.Errorf("%s: lazy decode did not reach %v", s.name, want[len(want)-1])
+			continue
+		}
+		checkLayerFields(t, s.name, &s.f, pkt.Layer)
+	}
+}
+
 func equalTypes(a, b []gopacket.LayerType) bool {
 	if len(a) != len(b) {
 		return false
