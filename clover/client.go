@@ -49,7 +49,7 @@ type ClientConfig struct {
 	// shortcut (default 16).
 	MaxChase int
 	// MaxRetireWalk bounds the walk that finds the predecessor of a
-	// steered link for retirement (default 64; negative: never walk, and
+	// steered link for retirement (default 256; negative: never walk, and
 	// leave such predecessors unreclaimed, counted in RetireUnknown).
 	MaxRetireWalk int
 	// Now is the client's clock (default: monotonic time since NewClient).
@@ -126,10 +126,9 @@ type cursorEntry struct {
 }
 
 type pendingRetire struct {
-	key     uint64
-	from    Ptr // node the linking CAS was aimed at
-	linked  Ptr // the node linked
-	steered bool
+	key    uint64
+	from   Ptr // the predecessor (zero: unknown), or an unlinked node to free
+	linked Ptr // the node linked after it (zero when freeing)
 }
 
 // Client is one Clover client (a compute-node thread). It is not safe for
@@ -212,7 +211,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		cfg.MaxChase = 16
 	}
 	if cfg.MaxRetireWalk == 0 {
-		cfg.MaxRetireWalk = 64
+		cfg.MaxRetireWalk = 256
 	}
 	c := &Client{cfg: cfg, nsize: NodeSize(cfg.ValueSize), class: class, start: time.Now()}
 	if c.cfg.Now == nil {

@@ -113,10 +113,14 @@
 //     fresh cursor: X cannot have been reused, so the CAS did not act on X:
 //     it was steered, the switch made compare match T's word, and it
 //     succeeded. Success; the cursor becomes our node. The predecessor T is
-//     unknown: before the retire is sent, a walk of 16-byte header READs from
-//     X (which no switch steers: they are not node-sized) finds the node
-//     whose next pointer is ours (GC traffic, counted apart:
-//     Metrics.GCVerbs, GCWireBytes). A put never CASes on a cursor older
+//     unknown: right after the CAS, while X is still fresh (so no node
+//     between X and ours can have been reclaimed), a walk of 16-byte header
+//     READs from X (which no switch steers: they are not node-sized) finds
+//     the node whose next pointer is ours (GC traffic, counted apart:
+//     Metrics.GCVerbs, GCWireBytes). If the walk fails (MaxRetireWalk hops,
+//     or a reclaimed slot on the way), T is never retired: the slot leaks
+//     (RetireUnknown) and the MS's latest pointer cannot pass T, so later
+//     MS fallbacks for that key may fail. A put never CASes on a cursor older
 //     than T_r/2 (it re-reads the header first), so the window holds unless
 //     the CAS itself takes over T_r/2; then X's header is read: if X still
 //     holds its version the CAS was steered (success), otherwise the put

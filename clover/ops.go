@@ -491,6 +491,7 @@ func (c *Client) Put(ctx context.Context, key uint64, value []byte) error {
 	}
 	t0 := c.cfg.Now()
 	x, res, err := c.link(ctx, key, e, n)
+	e0 := x // the node the successful CAS was aimed at
 	if err != nil {
 		return err
 	}
@@ -503,8 +504,20 @@ func (c *Client) Put(ctx context.Context, key uint64, value []byte) error {
 	if err := c.writeShortcut(e.shortcut, n); err != nil {
 		return err
 	}
+	if res == linkedSteered {
+		// The CAS landed on an unknown T after x. Find T now, while x is
+		// fresh: every node between x and n was linked after x was seen
+		// as the tail, so none can be reclaimed for T_r after that.
+		x = Ptr{}
+		if c.cfg.MaxRetireWalk > 0 {
+			x = c.findPredecessor(ctx, pendingRetire{key: key, from: e0, linked: n})
+		}
+		if x.IsZero() {
+			c.m.RetireUnknown++
+		}
+	}
 	c.m.Puts++
-	return c.queueRetire(ctx, pendingRetire{key: key, from: x, linked: n, steered: res == linkedSteered})
+	return c.queueRetire(ctx, pendingRetire{key: key, from: x, linked: n})
 }
 
 // Create makes a new key with its first value; ErrExists if it exists.
@@ -620,10 +633,7 @@ func (c *Client) maybeFlush(ctx context.Context) error {
 // Flush (or Close) so that the MS learns its last links.
 func (c *Client) Flush(ctx context.Context) error { return c.flushRetires(ctx) }
 
-// flushRetires resolves queued retires and sends them as one RETIRE. A
-// link made by a steered CAS landed on a node other than the one aimed at;
-// its predecessor is found by walking from that node with 16-byte reads
-// (counted as GC traffic).
+// flushRetires sends the queued retires as one RETIRE.
 func (c *Client) flushRetires(ctx context.Context) error {
 	if len(c.retires) == 0 {
 		return nil
@@ -631,16 +641,7 @@ func (c *Client) flushRetires(ctx context.Context) error {
 	b := c.sendBuf()
 	n := 0
 	for _, r := range c.retires {
-		ent := RetireEntry{Key: r.key, Old: r.from, New: r.linked}
-		if r.steered {
-			if c.cfg.MaxRetireWalk > 0 {
-				ent.Old = c.findPredecessor(ctx, r)
-			}
-			if ent.Old.IsZero() {
-				c.m.RetireUnknown++
-			}
-		}
-		putRetire(b[ReqHeaderSize+n*RetireEntrySize:], ent)
+		putRetire(b[ReqHeaderSize+n*RetireEntrySize:], RetireEntry{Key: r.key, Old: r.from, New: r.linked})
 		n++
 	}
 	c.retires = c.retires[:0]
@@ -651,7 +652,8 @@ func (c *Client) flushRetires(ctx context.Context) error {
 }
 
 // findPredecessor walks from r.from to the node whose next pointer is
-// r.linked; zero if not found within MaxRetireWalk hops.
+// r.linked, with 16-byte header READs that no switch steers (counted as GC
+// traffic); zero if not found within MaxRetireWalk hops.
 func (c *Client) findPredecessor(ctx context.Context, r pendingRetire) Ptr {
 	p := r.from
 	for hops := 0; hops < c.cfg.MaxRetireWalk; hops++ {
