@@ -48,6 +48,7 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
@@ -250,10 +251,14 @@ func (s *Server) portLoop(id uint32, p netio.Port) {
 		}
 		n, err := p.Recv(bufs)
 		if err != nil {
-			if !errors.Is(err, netio.ErrClosed) && !s.closed.Load() {
-				s.logf("p4rt: port %d (%s): receive: %v", id, p.Name(), err)
+			if errors.Is(err, netio.ErrClosed) || s.closed.Load() {
+				return
 			}
-			return
+			// A transient error (an interface going down) must not stop
+			// the port for good.
+			s.logf("p4rt: port %d (%s): receive: %v", id, p.Name(), err)
+			time.Sleep(10 * time.Millisecond)
+			continue
 		}
 		s.stats.rx.Add(uint64(n))
 		s.mu.Lock()
