@@ -3,6 +3,10 @@ package ctrl
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"reflect"
 	"slices"
 	"testing"
@@ -352,5 +356,32 @@ func TestHotKeyTrackingMovesTheTrackedSet(t *testing.T) {
 	}
 	if len(got) > 4 {
 		t.Fatalf("tracked_keys holds %d keys, more than hot + probes", len(got))
+	}
+
+	// What the controller saw is on /metrics.
+	srv := httptest.NewServer(c.Metrics.Handler())
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	text := string(body)
+	for _, want := range []string{
+		"swordbox_ctrl_arbitration_role 2",
+		`swordbox_ctrl_entries_installed_total{table="SwordboxIngress.forward"} 2`,
+		"swordbox_ctrl_tracked_keys ",
+		"swordbox_ctrl_hot_key_changes_total ",
+		`swordbox_ctrl_switch_counter_packets{counter="stats",index="cas_steered"} `,
+		`swordbox_ctrl_key_counter_packets{counter="activity",key="6"} `,
+		"swordbox_ctrl_repairs_sent_total 0",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	if strings.Contains(text, `index="cas_steered"} 0`+"\n") {
+		t.Error("the switch's cas_steered counter was not mirrored")
 	}
 }
