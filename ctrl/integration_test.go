@@ -6,9 +6,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
