@@ -168,3 +168,114 @@ func FuzzBuild(f *testing.F) {
 		}
 	})
 }
+
+// FuzzViews reads every field of every view over arbitrary bytes, writes the
+// values into a zeroed header with the setters and reads them back: getters
+// and setters must agree bit for bit, and a setter must not touch any other
+// field.
+func FuzzViews(f *testing.F) {
+	addSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) < 64 {
+			return
+		}
+		d := data[len(data)-64:]
+
+		b, nb := BTH(d), BTH(make([]byte, BTHLen))
+		nb.SetOpcode(b.Opcode())
+		nb.SetSE(b.SE())
+		nb.SetMigReq(b.MigReq())
+		nb.SetPadCnt(b.PadCnt())
+		nb.SetTVer(b.TVer())
+		nb.SetPKey(b.PKey())
+		nb.SetFECN(b.FECN())
+		nb.SetBECN(b.BECN())
+		nb.SetDestQP(b.DestQP())
+		nb.SetAckReq(b.AckReq())
+		nb.SetPSN(b.PSN())
+		// Everything but the reserved bits (byte 4 bits 5-0, byte 8 bits 6-0).
+		mask := []byte{0xff, 0xff, 0xff, 0xff, 0xc0, 0xff, 0xff, 0xff, 0x80, 0xff, 0xff, 0xff}
+		for i := range mask {
+			if nb[i] != b[i]&mask[i] {
+				t.Fatalf("BTH byte %d: %02x, want %02x", i, nb[i], b[i]&mask[i])
+			}
+		}
+
+		ip, nip := IPv4(d), IPv4(make([]byte, IPv4MinLen))
+		nip.SetVersionIHL(5)
+		nip.SetTOS(ip.TOS())
+		nip.SetTotalLen(ip.TotalLen())
+		nip.SetID(ip.ID())
+		nip.SetFlagsFrag(ip.FlagsFrag())
+		nip.SetTTL(ip.TTL())
+		nip.SetProtocol(ip.Protocol())
+		nip.SetSrc(ip.Src())
+		nip.SetDst(ip.Dst())
+		nip.UpdateChecksum()
+		if string(nip[1:10]) != string(ip[1:10]) || string(nip[12:20]) != string(ip[12:20]) || !nip.ChecksumOK() {
+			t.Fatalf("IPv4 %x from %x", []byte(nip), d[:20])
+		}
+		var sum uint32 // the stored checksum makes the one's complement sum 0xffff
+		for i := 0; i < IPv4MinLen; i += 2 {
+			sum += uint32(nip[i])<<8 | uint32(nip[i+1])
+		}
+		for sum > 0xffff {
+			sum = sum&0xffff + sum>>16
+		}
+		if sum != 0xffff {
+			t.Fatalf("IPv4 checksum %04x does not verify (sum %04x)", nip.Checksum(), sum)
+		}
+
+		r, nr := RETH(d), RETH(make([]byte, RETHLen))
+		nr.SetVA(r.VA())
+		nr.SetRKey(r.RKey())
+		nr.SetDMALen(r.DMALen())
+		a, na := AtomicETH(d), AtomicETH(make([]byte, AtomicETHLen))
+		na.SetVA(a.VA())
+		na.SetRKey(a.RKey())
+		na.SetSwapAdd(a.SwapAdd())
+		na.SetCompare(a.Compare())
+		ae, nae := AETH(d), AETH(make([]byte, AETHLen))
+		nae.SetSyndrome(ae.Syndrome())
+		nae.SetMSN(ae.MSN())
+		aa, naa := AtomicAckETH(d), AtomicAckETH(make([]byte, AtomicAckETHLen))
+		naa.SetOrig(aa.Orig())
+		im, nim := ImmDt(d[:4]), ImmDt(make([]byte, ImmDtLen))
+		nim.SetImm(im.Imm())
+		ie, nie := IETH(d[:4]), IETH(make([]byte, IETHLen))
+		nie.SetRKey(ie.RKey())
+		u, nu := UDP(d), UDP(make([]byte, UDPLen))
+		nu.SetSrcPort(u.SrcPort())
+		nu.SetDstPort(u.DstPort())
+		nu.SetLength(u.Length())
+		nu.SetChecksum(u.Checksum())
+		e, ne := Ethernet(d), Ethernet(make([]byte, EthernetLen+VLANTagLen))
+		ne.SetDst(e.Dst())
+		ne.SetSrc(e.Src())
+		ne.SetEtherType(e.EtherType())
+		ne.SetTCI(e.TCI())
+		copy(ne[EthInnerTypeOff:], e[EthInnerTypeOff:EthInnerTypeOff+2])
+		for _, c := range []struct {
+			name      string
+			got, want []byte
+		}{
+			{"RETH", nr, d[:RETHLen]}, {"AtomicETH", na, d[:AtomicETHLen]}, {"AETH", nae, d[:AETHLen]},
+			{"AtomicAckETH", naa, d[:AtomicAckETHLen]}, {"ImmDt", nim, d[:ImmDtLen]}, {"IETH", nie, d[:IETHLen]},
+			{"UDP", nu, d[:UDPLen]}, {"Ethernet", ne, d[:EthernetLen+VLANTagLen]},
+		} {
+			if string(c.got) != string(c.want) {
+				t.Fatalf("%s: %x, want %x", c.name, c.got, c.want)
+			}
+		}
+		if e.Tagged() != (e.EtherType() == EtherTypeVLAN) || (e.Tagged() && e.PayloadType() != uint16(d[16])<<8|uint16(d[17])) {
+			t.Fatal("Ethernet tag accessors disagree")
+		}
+
+		de, nde := DETH(d), DETH(make([]byte, DETHLen))
+		nde.SetQKey(de.QKey())
+		nde.SetSrcQP(de.SrcQP())
+		if string(nde[:4]) != string(d[:4]) || nde[4] != 0 || string(nde[5:8]) != string(d[5:8]) {
+			t.Fatalf("DETH %x from %x", []byte(nde), d[:8])
+		}
+	})
+}

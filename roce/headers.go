@@ -2,6 +2,12 @@ package roce
 
 import "encoding/binary"
 
+// Every view is a []byte that starts at its header and is at least the
+// header's length (Parse and Build guarantee it; a shorter view is a
+// programming error and its accessors panic). Multi-byte fields are
+// big-endian, as on the wire; 24-bit fields (QP, PSN, MSN) are uint32 and
+// their setters keep the low 24 bits.
+
 // UDPPort is the IANA destination port of RoCEv2.
 const UDPPort = 4791
 
