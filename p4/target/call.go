@@ -95,10 +95,10 @@ func (c *compiler) callAction(sc *scope, a *actionC, e *callExpr) stmtFn {
 					return flowNext
 				})
 			}
-			outs = append(outs, func(s *pktState) flow {
+			outs = append(outs, c.dirtying(func(s *pktState) flow {
 				copy(s.slots[src:src+n], s.slots[dst:dst+n])
 				return flowNext
-			})
+			}, src, n))
 		}
 	}
 	in, body, out := seq(ins), a.body, seq(outs)
@@ -395,14 +395,14 @@ func (c *compiler) hashCall(sc *scope, e *callExpr) stmtFn {
 	data := c.dataList(sc, e.args[3])
 	max := c.intArg(sc, e.args[4])
 	l := res.lv
-	return func(s *pktState) flow {
+	return c.dirtying(func(s *pktState) flow {
 		h := f(packData(s, data))
 		if m := max(s); m != 0 {
 			h %= m
 		}
 		storeUint(l, s, base(s)+h)
 		return flowNext
-	}
+	}, l.base, 1)
 }
 
 // intArg compiles a generic integer argument (bit<W> or an int constant).
@@ -442,12 +442,12 @@ func (c *compiler) checksumCall(sc *scope, e *callExpr, update bool) stmtFn {
 			c.fail(e.args[2].exprPos(), "update_checksum needs an assignable checksum field")
 		}
 		l := ck.lv
-		return func(s *pktState) flow {
+		return c.dirtying(func(s *pktState) flow {
 			if cond(s) != 0 {
 				storeUint(l, s, f(packData(s, data))&m)
 			}
 			return flowNext
-		}
+		}, l.base, 1)
 	}
 	ckf := ck.fn
 	errSlot := c.prog.smChecksumError

@@ -44,6 +44,7 @@ type Program struct {
 	errCodes            map[string]uint64
 	outSlack            int // bytes the output may need beyond the input frame
 	tsSlots             [2]int
+	hdrBases            []int // base slot of each header of hdr, in order
 }
 
 // pktState is the per-packet working state: the slots every compiled
@@ -58,7 +59,9 @@ type pktState struct {
 	exited  bool
 	keyBuf  []byte
 	dataBuf []byte
-	ts      uint64 // timestamp of this packet (lazy: tsSet)
+	hoff1   []int32 // per header of hdr: 1 + offset where it was extracted (0: not extracted)
+	dirty   []bool  // per header of hdr: a field was written since extraction
+	ts      uint64  // timestamp of this packet (lazy: tsSet)
 	tsSet   bool
 }
 
@@ -456,6 +459,7 @@ func (c *compiler) assemble(m *instDecl, blocks map[string]decl) {
 		p.errCodes[m] = uint64(i)
 	}
 	for _, f := range hdrT.fields {
+		p.hdrBases = append(p.hdrBases, p.hdrBase+f.off)
 		if f.t.kind != kHeader {
 			c.fail(pd.params[1].p, "headers struct %s: member %s must be a header (nested structs and stacks are not supported)", hdrT.name, f.name)
 		}

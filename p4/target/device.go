@@ -81,6 +81,8 @@ func NewDevice(p *Program, o Options) *Device {
 			out:     make([]byte, 0, outCap),
 			keyBuf:  make([]byte, 0, 8*16),
 			dataBuf: make([]byte, 0, maxDataBytes+8),
+			hoff1:   make([]int32, len(p.hdrBases)),
+			dirty:   make([]bool, len(p.hdrBases)),
 		}
 	}
 	return d
@@ -145,6 +147,7 @@ func (d *Device) pipeline(s *pktState, in uint32, frame []byte) (uint32, bool) {
 		return 0, false
 	}
 	clear(s.slots)
+	clear(s.hoff1)
 	s.pkt, s.off, s.exited = frame, 0, false
 	s.out = s.out[:0]
 	s.tsSet = false

@@ -111,6 +111,15 @@ func (c *compiler) counterUnit(sc *scope, e expr) configv1.CounterSpec_Unit {
 }
 
 func (c *compiler) externCall(sc *scope, x *externC, method string, e *callExpr) stmtFn {
+	st := c.externCall0(sc, x, method, e)
+	if x.kind == "register" && method == "read" {
+		res := c.expr(sc, e.args[0])
+		return c.dirtying(st, res.lv.base, 1)
+	}
+	return st
+}
+
+func (c *compiler) externCall0(sc *scope, x *externC, method string, e *callExpr) stmtFn {
 	if c.inParser {
 		c.fail(e.p, "externs cannot be used in parsers")
 	}

@@ -156,6 +156,10 @@ func TestFeatures(t *testing.T) {
 			func(h hv) hv { h.c = 100 + crc16ARC([]byte{100, 7})%1000; return h }},
 		{"hash of non-byte-aligned data", "", "hash(hdr.h.d, HashAlgorithm.crc32, 32w0, { hdr.h.c[3:0], hdr.h.a }, 32w0);", in,
 			func(h hv) hv { h.d = crc32.ChecksumIEEE([]byte{0x46, 0x40}); return h }},
+		{"unchanged header passes through", "", "", in, func(h hv) hv { return h }},
+		{"register read into header", "register<bit<32>>(1) r;", "r.read(hdr.h.d, 0);", in, func(h hv) hv { h.d = 0; return h }},
+		{"checksum update into header", "", "update_checksum(true, { hdr.h.a, hdr.h.b }, hdr.h.c, HashAlgorithm.csum16);", in,
+			func(h hv) hv { h.c = ^uint16(100<<8 | 7); return h }},
 		{"log_msg ignored", "", `log_msg("hello {}", {hdr.h.a});`, in, func(h hv) hv { return h }},
 	}
 	for _, c := range cases {

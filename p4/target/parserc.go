@@ -396,6 +396,7 @@ func (c *compiler) extract(sc *scope, e *callExpr) stmtFn {
 	base := v.lv.base
 	perr := c.prog.smParserError
 	tooShort := c.prog.errCodes["PacketTooShort"]
+	k := c.headerIndex(base)
 	return func(s *pktState) flow {
 		n := h.bytes
 		if s.off+n > len(s.pkt) {
@@ -404,6 +405,10 @@ func (c *compiler) extract(sc *scope, e *callExpr) stmtFn {
 		}
 		h.decode(s.slots[base:], s.pkt[s.off:])
 		s.slots[base] = 1
+		if k >= 0 {
+			s.hoff1[k] = int32(s.off + 1)
+			s.dirty[k] = false
+		}
 		s.off += n
 		return flowNext
 	}
@@ -430,8 +435,14 @@ func (c *compiler) emit(sc *scope, e *callExpr) stmtFn {
 			c.fail(at, "emit: %s is not a header", t)
 		}
 		h := codecOf(t)
+		k := c.headerIndex(base)
 		list = append(list, func(s *pktState) flow {
 			if s.slots[base] == 0 {
+				return flowNext
+			}
+			if k >= 0 && s.hoff1[k] != 0 && !s.dirty[k] {
+				o := int(s.hoff1[k] - 1)
+				s.out = append(s.out, s.pkt[o:o+h.bytes]...)
 				return flowNext
 			}
 			s.out = h.encode(s.out, s.slots[base:])

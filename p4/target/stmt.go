@@ -210,14 +210,14 @@ func (c *compiler) assign(sc *scope, l *lval, r expr, at pos) stmtFn {
 		if dst == src {
 			return nil
 		}
-		return func(s *pktState) flow {
+		return c.dirtying(func(s *pktState) flow {
 			copy(s.slots[dst:dst+n], s.slots[src:src+n])
 			return flowNext
-		}
+		}, dst, n)
 	}
 	v := c.rvalue(sc, r, l.t)
 	v = c.typed(v, r.exprPos())
-	return storeFn(l, v)
+	return c.dirtying(storeFn(l, v), l.base, 1)
 }
 
 func storeFn(l *lval, v *val) stmtFn {
@@ -344,4 +344,55 @@ func (c *compiler) switchStmt(sc *scope, s *switchStmt) stmtFn {
 		}
 		return flowNext
 	}
+}
+
+// Unchanged headers are deparsed by copying the bytes they were extracted
+// from; every store into a header of hdr marks it dirty so that it is
+// re-encoded from its fields instead.
+
+// headersIn lists the headers of hdr that overlap slots [base, base+n).
+func (c *compiler) headersIn(base, n int) []int {
+	var ks []int
+	for k, b := range c.prog.hdrBases {
+		size := c.prog.hdrT.fields[k].t.size
+		if base < b+size && b < base+n {
+			ks = append(ks, k)
+		}
+	}
+	return ks
+}
+
+// dirtying wraps st so that it marks the headers it writes (slots
+// [base, base+n)) as modified.
+func (c *compiler) dirtying(st stmtFn, base, n int) stmtFn {
+	if st == nil {
+		return nil
+	}
+	ks := c.headersIn(base, n)
+	switch len(ks) {
+	case 0:
+		return st
+	case 1:
+		k := ks[0]
+		return func(s *pktState) flow {
+			s.dirty[k] = true
+			return st(s)
+		}
+	}
+	return func(s *pktState) flow {
+		for _, k := range ks {
+			s.dirty[k] = true
+		}
+		return st(s)
+	}
+}
+
+// headerIndex returns the index in hdr of the header at base, or -1.
+func (c *compiler) headerIndex(base int) int {
+	for k, b := range c.prog.hdrBases {
+		if b == base {
+			return k
+		}
+	}
+	return -1
 }
