@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -19,7 +20,9 @@ var p4infoCmd = &cobra.Command{
 	Short: "Compile a P4_16 v1model program and write its P4Info (text format)",
 	Long: `p4info compiles FILE.p4 with the swordbox v1model target (the same front end
 that executes it in the software switch) and writes its P4Info as protobuf
-text, with p4c's names and IDs. Without --out the P4Info goes to stdout.
+text, with p4c's names and IDs, in p4c's layout (byte-stable, so the file
+can be committed). By default it writes FILE.p4info.txtpb next to FILE.p4
+(p4/swordbox.p4 -> p4/swordbox.p4info.txtpb); --out - writes to stdout.
 A program the target cannot run is refused with file:line:col and a reason.`,
 	Args: cobra.ExactArgs(1),
 	RunE: func(cmd *cobra.Command, args []string) error {
@@ -36,7 +39,10 @@ A program the target cannot run is refused with file:line:col and a reason.`,
 			return fmt.Errorf("p4info: %w", err)
 		}
 		text := target.FormatText(prog.P4Info())
-		if cfg.Out == "" || cfg.Out == "-" {
+		if cfg.Out == "" {
+			cfg.Out = strings.TrimSuffix(args[0], ".p4") + ".p4info.txtpb"
+		}
+		if cfg.Out == "-" {
 			_, err = cmd.OutOrStdout().Write(text)
 			return err
 		}
@@ -48,6 +54,6 @@ A program the target cannot run is refused with file:line:col and a reason.`,
 }
 
 func init() {
-	p4infoCmd.Flags().StringP("out", "o", "", "output file (default: stdout)")
+	p4infoCmd.Flags().StringP("out", "o", "", "output file (default: FILE.p4info.txtpb next to FILE.p4; - for stdout)")
 	rootCmd.AddCommand(p4infoCmd)
 }

@@ -79,8 +79,11 @@ func (c *compiler) callAction(sc *scope, a *actionC, e *callExpr) stmtFn {
 			}
 		case "out", "inout":
 			v := c.expr(sc, arg)
-			if v.lv == nil || v.lv.readonly {
+			if v.lv == nil {
 				c.fail(arg.exprPos(), "argument for %s parameter %s must be assignable", p.dir, p.name)
+			}
+			if v.lv.readonly {
+				c.fail(arg.exprPos(), "argument for %s parameter %s: %s", p.dir, p.name, roReason(v.lv))
 			}
 			if v.t != p.t {
 				c.fail(arg.exprPos(), "type mismatch: parameter %s is %s, argument is %s", p.name, p.t, v.t)
@@ -387,8 +390,11 @@ func (c *compiler) hashCall(sc *scope, e *callExpr) stmtFn {
 		c.fail(e.p, "hash takes (out result, algorithm, base, data, max)")
 	}
 	res := c.expr(sc, e.args[0])
-	if res.lv == nil || res.lv.readonly || res.t.kind != kBit {
+	if res.lv == nil || res.t.kind != kBit {
 		c.fail(e.args[0].exprPos(), "hash result must be an assignable bit<W>")
+	}
+	if res.lv.readonly {
+		c.fail(e.args[0].exprPos(), "hash result: %s", roReason(res.lv))
 	}
 	f := c.algo(sc, e.args[1])
 	base := c.intArg(sc, e.args[2])
@@ -438,8 +444,11 @@ func (c *compiler) checksumCall(sc *scope, e *callExpr, update bool) stmtFn {
 	f := c.algo(sc, e.args[3])
 	m := mask(ck.t.width)
 	if update {
-		if ck.lv == nil || ck.lv.readonly {
+		if ck.lv == nil {
 			c.fail(e.args[2].exprPos(), "update_checksum needs an assignable checksum field")
+		}
+		if ck.lv.readonly {
+			c.fail(e.args[2].exprPos(), "update_checksum: %s", roReason(ck.lv))
 		}
 		l := ck.lv
 		return c.dirtying(func(s *pktState) flow {

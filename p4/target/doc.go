@@ -46,11 +46,27 @@
 //     that register read-modify-write sequences of one packet are atomic
 //     with respect to other packets (a total order, as a switch pipeline
 //     gives). Control-plane operations take the same mutex.
+//   - Multicast, cloning, resubmission, recirculation, digests, meters,
+//     random, truncate, lookahead/advance, value sets, range and optional
+//     matches and action profiles are refused; writing
+//     standard_metadata.mcast_grp is refused (multicast). log_msg is
+//     accepted and does nothing. The timestamps are read-only and read the
+//     clock lazily (Options.Now, microseconds).
+//   - Deparsing: a header of the headers struct that was extracted and not
+//     written since is emitted by copying its original bytes; every store
+//     into it (assignment, out argument, register read, hash, checksum
+//     update) marks it to be re-encoded from its fields.
+//   - Limits against hostile input: widths up to 64 bits, 1M cells per
+//     register or counter and 4M in total, tables up to 16M entries,
+//     #define bodies up to 4096 tokens, programs up to 1M tokens, hash and
+//     checksum data up to 120 bytes, 1024 parser states per packet.
 //   - P4Runtime: const tables and const default actions refuse writes with
 //     PERMISSION_DENIED; register and counter indexes out of range are
-//     OUT_OF_RANGE; so are values wider than the field's bitwidth; malformed
-//     matches (zero ternary mask, lpm prefix 0, bits outside the mask or
-//     prefix, missing exact fields, wrong priority) are INVALID_ARGUMENT.
-//     Byte strings are accepted padded or canonical and are read back in canonical form
-//     (shortest, at least one byte).
+//     OUT_OF_RANGE, and so are values wider than the field's bitwidth;
+//     malformed matches (zero ternary mask, lpm prefix 0, bits outside the
+//     mask or prefix, missing exact fields, wrong priority) and actions
+//     (not in the table, wrong scope, missing parameters) are
+//     INVALID_ARGUMENT; a full table is RESOURCE_EXHAUSTED. Byte strings
+//     are accepted padded or canonical and read back canonical (shortest,
+//     at least one byte). Metadata missing from a PacketOut is zero.
 package target

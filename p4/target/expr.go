@@ -58,6 +58,15 @@ type lval struct {
 	sliced   bool
 	hi, lo   int
 	readonly bool
+	why      string // why it is read-only, when not an `in` parameter
+}
+
+// roReason explains why l cannot be written.
+func roReason(l *lval) string {
+	if l.why != "" {
+		return l.why
+	}
+	return "it is read-only (an in parameter)"
 }
 
 func constVal(t *ptype, k uint64) *val {
@@ -199,14 +208,17 @@ func (c *compiler) member(sc *scope, e *memberExpr) *val {
 			if x.t == c.smT && (slot == c.prog.tsSlots[0] || slot == c.prog.tsSlots[1]) {
 				// Timestamps are read lazily (the clock costs more than
 				// most statements) and cannot be written.
-				return &val{t: f.t, lv: &lval{base: slot, t: f.t, readonly: true}, fn: func(s *pktState) uint64 {
+				return &val{t: f.t, lv: &lval{base: slot, t: f.t, readonly: true, why: "timestamps are read-only"}, fn: func(s *pktState) uint64 {
 					if !s.tsSet {
 						s.ts, s.tsSet = s.dev.now(), true
 					}
 					return s.ts
 				}}
 			}
-			return c.locVal(&lval{base: slot, t: f.t, readonly: x.lv.readonly})
+			if x.t == c.smT && f.name == "mcast_grp" {
+				return c.locVal(&lval{base: slot, t: f.t, readonly: true, why: "multicast (mcast_grp) is not supported by this target"})
+			}
+			return c.locVal(&lval{base: slot, t: f.t, readonly: x.lv.readonly, why: x.lv.why})
 		}
 		if x.t.kind == kHeader {
 			switch e.name {

@@ -130,8 +130,11 @@ func (c *compiler) externCall0(sc *scope, x *externC, method string, e *callExpr
 			c.fail(e.p, "register.read takes (out result, index)")
 		}
 		res := c.expr(sc, e.args[0])
-		if res.lv == nil || res.lv.readonly {
+		if res.lv == nil {
 			c.fail(e.args[0].exprPos(), "register.read result must be assignable")
+		}
+		if res.lv.readonly {
+			c.fail(e.args[0].exprPos(), "register.read result: %s", roReason(res.lv))
 		}
 		if res.t != x.t {
 			c.fail(e.args[0].exprPos(), "type mismatch: register %s holds %s, result is %s", x.name, x.t, res.t)

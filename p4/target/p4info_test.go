@@ -212,13 +212,13 @@ func TestFormatTextRoundTrip(t *testing.T) {
 func TestCommittedSwordboxP4InfoIsCurrent(t *testing.T) {
 	committed, err := os.ReadFile("../swordbox.p4info.txtpb")
 	if os.IsNotExist(err) {
-		t.Skip("p4/swordbox.p4info.txtpb is not in the tree yet (generate it with: swordbox p4info p4/swordbox.p4 -o p4/swordbox.p4info.txtpb)")
+		t.Skip("p4/swordbox.p4info.txtpb is not in the tree yet (generate it with: go run ./cmd/swordbox p4info p4/swordbox.p4)")
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := mustCompileFile(t, "../swordbox.p4")
 	if fresh := FormatText(p.P4Info()); !bytes.Equal(fresh, committed) {
-		t.Fatal("p4/swordbox.p4info.txtpb is stale: regenerate it with: go run ./cmd/swordbox p4info p4/swordbox.p4 -o p4/swordbox.p4info.txtpb")
+		t.Fatal("p4/swordbox.p4info.txtpb is stale: regenerate it with: go run ./cmd/swordbox p4info p4/swordbox.p4")
 	}
 }

@@ -134,7 +134,7 @@ func (c *compiler) stmt(sc *scope, s stmt) stmtFn {
 			c.fail(s.p, "left side of = is not assignable")
 		}
 		if l.lv.readonly {
-			c.fail(s.p, "cannot assign to a read-only (in) parameter")
+			c.fail(s.p, "cannot assign here: %s", roReason(l.lv))
 		}
 		return c.assign(sc, l.lv, s.r, s.p)
 	case *callStmt:
