@@ -1,0 +1,145 @@
+// Package middlebox is SwordBox's full-featured data plane (paper sections
+// 4.1-4.5, 5.2): it multiplexes many clients' RC connections onto one
+// shared connection per memory server, replaces CMP_SWAP and FETCH_ADD on
+// tracked words with WRITEs of their outcome, and splits the server's
+// coalesced ACKs back into one answer per client.
+//
+// It owns the deterministic Engine (frames in, frames out; no goroutines,
+// timers or I/O inside), its configuration and counters, and the thin I/O
+// shells around it: Loop over netio ports (in-memory links, AF_PACKET),
+// the zero-copy DPDK loop (build tag dpdk), and the benchmark drivers. It
+// does not own the wire format (package roce), frame I/O (netio), the RNIC
+// (roce/rnic) or Clover steering (the P4 program; see below).
+//
+// # The engine
+//
+// Process(now, side, frame, out) parses the frame with roce.ParseInto,
+// rewrites it in place when it is forwarded, and appends every frame to
+// send, in order, to out. A request from a client (client side) is looked
+// up in the connection table by (client IP, server IP, UDP source port,
+// destination QP); a response from a server by (server IP, client IP,
+// destination QP). Connections are preloaded (Config.Conns) or learned
+// from requests; a learned connection's response direction is bound by the
+// first response whose PSN matches one of its outstanding requests.
+//
+// Per connection the engine keeps the client side (the next expected
+// client PSN, the MSN told to the client, a FIFO of its outstanding
+// operations) and the server side (the next outgoing PSN, the last PSN the
+// server acknowledged, and a ring of map entries indexed by outgoing PSN
+// mod N, N = RingSize for shared connections, ConnRingSize for the others).
+// A READ of L bytes takes max(1, ceil(L/PMTU)) PSNs and entries.
+//
+// # RC correctness
+//
+// Clients and the server must never notice the middlebox. The rules that
+// make it so, where the paper is silent:
+//
+//   - Every connection is translated, not only remapped ones: once a client
+//     request has moved to another connection, the server's expected PSN
+//     on the client's own connection no longer follows the client's PSNs,
+//     so every forwarded request gets the next outgoing PSN of its outgoing
+//     connection and every answer the client's own PSN. A connection that
+//     never took part in remapping keeps identical PSNs (identity), and its
+//     frames are forwarded unchanged.
+//   - The engine is an in-order gate per client, like a responder: a
+//     request ahead of the expected PSN (lost or reordered before the
+//     middlebox) is dropped, and the client is told once with a NAK PSN
+//     sequence error at the expected PSN — but only when none of its
+//     operations are outstanding, because that NAK implicitly acknowledges
+//     everything before it; otherwise the NAK waits until they complete.
+//     Forwarding it would let the shared connection execute the client's
+//     operations out of order.
+//   - A client's outstanding operations all travel on one outgoing
+//     connection. A request whose home (the shared connection for a remap
+//     range, the client's own for SEND and multi-packet messages) differs
+//     from the connection its outstanding operations are on is refused
+//     (DropBarrier) and NAKed once they complete; non-range operations
+//     follow the outstanding ones. Otherwise the server could apply a
+//     client's WRITE and a later unlock in either order.
+//   - Answers go to each client in its own PSN order, and never implicitly
+//     acknowledge an operation that is not complete: a run of completed
+//     WRITEs becomes one ACK with the last one's PSN, every atomic its own
+//     ATOMIC ACK, a READ's response packets are forwarded only when the
+//     READ is the client's oldest outstanding operation (a response
+//     overtaking an earlier operation is dropped: DropRespBlocked), and a
+//     coalesced server ACK past a READ or atomic whose response is missing
+//     acknowledges nothing beyond it for that client.
+//   - MSN: the MSN a client sees counts its own completed messages (a READ
+//     completes with its last response packet); MSNs of connections learned
+//     in mid-life start from the server's MSN at binding.
+//   - Retransmissions (PSN behind the expected one) map to the outgoing
+//     connection and PSN of the original and are sent exactly as the first
+//     time (a CMP_SWAP sent as a WRITE is sent as the same WRITE). A
+//     retransmission of an operation already acknowledged to the client is
+//     answered by the engine itself from its map entry (ACK, or ATOMIC ACK
+//     with the recorded value): a server answers a duplicate WRITE with a
+//     cumulative ACK for its newest PSN, which on a shared connection may
+//     belong to another client. One the server has acknowledged but that
+//     waits for an earlier operation of its client is absorbed.
+//   - Server NAK PSN sequence error (a request was lost between middlebox
+//     and server): everything before its PSN is acknowledged; then, with
+//     NAKRecovery "replay" (default), the engine resends its own copies of
+//     the requests from that PSN on, in order. With "broadcast" (the
+//     paper, section 4.5) every client with operations outstanding on the
+//     connection gets a NAK at its own oldest PSN. Broadcast does not
+//     survive loss with many clients: RC requesters ignore a repeated NAK
+//     for the PSN they are already recovering, their retransmissions reach
+//     the server in whatever order their timers fire, the server discards
+//     all but the one it expects, and each client burns one retry per
+//     round until RETRY_EXC_ERR (seen in TestDifferentialDebug with
+//     MBOX_DIFF_NAK=broadcast). Replay keeps a copy of every request on a
+//     shared connection (ring size x frame size of memory; mbuf references
+//     on DPDK would cost nothing) and makes recovery independent of the
+//     clients. A client retransmission of the server's oldest unacknowledged
+//     request also triggers a replay of the rest (at most one per
+//     ReplayHoldoff per connection).
+//   - Other NAKs go to the owner of the PSN with its own PSN; fatal ones
+//     complete the operation (the client's QP enters ERR as the IBA says).
+//
+// # CAS to WRITE
+//
+// Words in a server's CASToWrite ranges (which must lie inside its Remap
+// ranges: the shared connection's order is what makes the cache right)
+// are tracked. The engine applies every operation it sends on the shared
+// connection to its cached value in transmission order (section 4.2). A
+// CMP_SWAP or FETCH_ADD on a known word becomes a WRITE_ONLY of the
+// outcome (8 bytes, little-endian as in host memory; the packet shrinks
+// by 4 bytes), and its entry records the prior value; the WRITE's ACK
+// becomes an ATOMIC ACK carrying it. An atomic on an unknown word passes
+// through; the engine logs up to eight operations sent on the word since,
+// and the ATOMIC ACK of any logged atomic teaches the current value by
+// replaying the log from it — learning works while other operations on the
+// word are in flight. WRITEs covering a word update it (partially covered
+// bytes merge). An operation on a tracked word from a connection that is
+// not yet bound (so it cannot be remapped) makes the word unknown, and
+// nothing is learned while such a foreign operation is in flight. Seeded
+// words (Config.Words, e.g. Sherman's locks, all 0) are known from the
+// start.
+//
+// # ICRC
+//
+// Rewrites that keep the length update the ICRC incrementally (icrc.go:
+// the CRC's linearity, with zero-advance tables), which is cheaper than a
+// recomputation and keeps a corrupted frame corrupted. CMP_SWAP to WRITE
+// and generated answers get a fresh ICRC (answers from per-client
+// templates, also updated incrementally). Received ICRCs are verified
+// unless SkipICRCCheck (a NIC that drops bad Ethernet FCS makes that
+// redundant; the software rack's links can corrupt without an FCS).
+//
+// # Cores
+//
+// Sharded runs one engine per core and sends each frame to the engine of
+// its memory server (the destination of a request, the source of a
+// response), so all traffic of one server-side connection, and of every
+// client remapped onto it, stays on one core (section 6.3).
+//
+// # Not here
+//
+// Clover steering in software (the P4 program's rules, docs/swordbox-p4.md)
+// is not implemented in this package yet: a rack without a P4 switch gets
+// multiplexing and CAS to WRITE, not steering. Idle connections are never
+// expired. Multi-packet WRITE and SEND messages are not remapped (they stay
+// on their own connection: another client's packet between their packets
+// would break the server's message reassembly), nor are SENDs (they consume
+// the receive queue of the connection they arrive on).
+package middlebox
