@@ -36,7 +36,7 @@ the addend for FETCH_ADD) orig=0x<hex> (AtomicAckETH) syndrome=0x<hex>
 msn=<decimal> (AETH) imm=0x<hex> (ImmDt). Frames that are not RoCEv2 are
 skipped; a malformed one prints frame=<n> error="<what is wrong>", where n
 counts the capture's frames from 1. With --json each line is a JSON object
-with the same keys.`,
+with the same keys. A summary of the counts goes to standard error.`,
 	Example: `  swordbox decode rack.pcap
   swordbox decode --json rack.pcap | jq 'select(.icrc == "bad")'`,
 	Args: cobra.ExactArgs(1),
@@ -51,11 +51,17 @@ with the same keys.`,
 		}
 		defer f.Close()
 		w := bufio.NewWriter(cmd.OutOrStdout())
-		if err := decodeCapture(f, w, cfg.JSON); err != nil {
+		st, err := decodeCapture(f, w, cfg.JSON)
+		if err != nil {
 			w.Flush()
 			return fmt.Errorf("decode %s: %w", args[0], err)
 		}
-		return w.Flush()
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "decode: %d frames: %d RoCEv2 (%d with a bad ICRC), %d malformed, %d skipped (not RoCEv2 over IPv4)\n",
+			st.frames, st.roce, st.badICRC, st.malformed, st.skipped)
+		return nil
 	},
 }
 
@@ -113,28 +119,41 @@ func openCapture(r io.Reader) (packetSource, error) {
 	return pcapSource{pr}, nil
 }
 
+// decodeStats counts the frames of a capture by outcome.
+type decodeStats struct {
+	frames, roce, badICRC, malformed, skipped int
+}
+
 // decodeCapture prints every RoCEv2 frame of the capture in r to w.
-func decodeCapture(r io.Reader, w io.Writer, asJSON bool) error {
+func decodeCapture(r io.Reader, w io.Writer, asJSON bool) (decodeStats, error) {
+	var st decodeStats
 	src, err := openCapture(r)
 	if err != nil {
-		return err
+		return st, err
 	}
 	var p roce.Packet
 	var line []byte
 	for n := 1; ; n++ {
 		data, ci, err := src.ReadPacketData()
 		if errors.Is(err, io.EOF) {
-			return nil
+			return st, nil
 		}
 		if err != nil {
-			return fmt.Errorf("frame %d: %w", n, err)
+			return st, fmt.Errorf("frame %d: %w", n, err)
 		}
+		st.frames++
 		perr := roce.ParseInto(&p, data)
-		if errors.Is(perr, roce.ErrNotRoCE) {
+		if errors.Is(perr, roce.ErrNotRoCE) || (perr != nil && isForeignPrefix(data)) {
+			st.skipped++ // isForeignPrefix: too short to tell, not ours to report
 			continue
 		}
-		if perr != nil && isForeignPrefix(data) {
-			continue // too short to tell: not ours to report
+		if perr != nil {
+			st.malformed++
+		} else {
+			st.roce++
+			if !p.ICRCOK() {
+				st.badICRC++
+			}
 		}
 		line = line[:0]
 		switch {
@@ -148,11 +167,11 @@ func decodeCapture(r io.Reader, w io.Writer, asJSON bool) error {
 			line = appendText(line, recordOf(&p))
 		}
 		if err != nil {
-			return err
+			return st, err
 		}
 		line = append(line, '\n')
 		if _, err := w.Write(line); err != nil {
-			return err
+			return st, err
 		}
 	}
 }

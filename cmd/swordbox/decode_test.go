@@ -134,12 +134,23 @@ func writeCapture(t *testing.T, path string, frames []capFrame, ng bool) {
 }
 
 func runDecode(t *testing.T, args ...string) (string, error) {
+	out, _, err := runDecodeStderr(t, args...)
+	return out, err
+}
+
+func runDecodeStderr(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
-	var out bytes.Buffer
+	var out, errOut bytes.Buffer
 	rootCmd.SetOut(&out)
+	rootCmd.SetErr(&errOut)
+	defer func() {
+		rootCmd.SetOut(nil)
+		rootCmd.SetErr(nil)
+		rootCmd.SetArgs(nil)
+	}()
 	rootCmd.SetArgs(append([]string{"decode"}, args...))
 	err := rootCmd.Execute()
-	return out.String(), err
+	return out.String(), errOut.String(), err
 }
 
 func TestDecodeText(t *testing.T) {
@@ -147,9 +158,12 @@ func TestDecodeText(t *testing.T) {
 	for _, ng := range []bool{false, true} {
 		path := filepath.Join(t.TempDir(), "rack.pcap")
 		writeCapture(t, path, frames, ng)
-		out, err := runDecode(t, "--json=false", path)
+		out, summary, err := runDecodeStderr(t, "--json=false", path)
 		if err != nil {
 			t.Fatalf("pcapng %v: %v", ng, err)
+		}
+		if want := "decode: 10 frames: 6 RoCEv2 (1 with a bad ICRC), 2 malformed, 2 skipped (not RoCEv2 over IPv4)\n"; summary != want {
+			t.Errorf("summary %q, want %q", summary, want)
 		}
 		got := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 		if len(got) != len(want) {
