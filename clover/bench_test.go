@@ -107,15 +107,16 @@ func runYCSB(b *testing.B, r *testRack, w *ycsb.Workload) {
 		puts := float64(after.Puts - before.Puts)
 		b.ReportMetric(float64(after.Retries-before.Retries)/puts, "retries/put")
 		b.ReportMetric(float64(after.ChaseHops-before.ChaseHops)/float64(after.Gets-before.Gets), "hops/get")
+		b.ReportMetric(float64(after.GCWireBytes-before.GCWireBytes)/ops, "gcB/op")
 	}
 }
 
-func benchRack(b *testing.B, clients, keys, valueSize int) (*testRack, []uint64) {
+func benchRack(b *testing.B, clients, keys, valueSize int, steer bool) (*testRack, []uint64) {
 	nodes := keys + 64*clients + 4096
 	class, _ := ClassFor(NodeSize(valueSize))
 	perChunk := (1 << 20) / SlabClasses[class]
 	layout := RegionLayout{Shortcuts: keys + 16, Chunks: nodes/perChunk + 2*clients + 8, ChunkSize: 1 << 20}
-	r := newTestRack(b, rackConfig{clients: clients, valueSize: valueSize, layout: layout, cache: 2 * keys, timeout: 100 * time.Millisecond, epoch: time.Minute})
+	r := newTestRack(b, rackConfig{clients: clients, valueSize: valueSize, layout: layout, cache: 2 * keys, timeout: 100 * time.Millisecond, epoch: time.Minute, steer: steer})
 	w, _ := ycsb.New(ycsb.Config{Workload: ycsb.WorkloadC, RecordCount: int64(keys)})
 	ks := make([]uint64, keys)
 	for i := range ks {
@@ -147,7 +148,7 @@ func benchRack(b *testing.B, clients, keys, valueSize int) (*testRack, []uint64)
 func BenchmarkReadOnlyUniform(b *testing.B) {
 	for _, clients := range []int{1, 4} {
 		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
-			r, _ := benchRack(b, clients, 100_000, 128)
+			r, _ := benchRack(b, clients, 100_000, 128, false)
 			w, err := ycsb.New(ycsb.Config{Workload: ycsb.WorkloadC, Distribution: ycsb.DistUniform, RecordCount: 100_000, ValueSize: 128, Clients: clients, Seed: 1})
 			if err != nil {
 				b.Fatal(err)
@@ -160,10 +161,22 @@ func BenchmarkReadOnlyUniform(b *testing.B) {
 
 // BenchmarkContendedZipf is the other end: 50% writes, zipf 0.99 on 1,024
 // keys, 128-byte values.
+//
+// steer=model puts the test model of the steering switch (steering_test.go)
+// in the hub: a functional stand-in for the P4 program, for the client's
+// side of the A/B; the rack's real switch is the testbed's.
 func BenchmarkContendedZipf(b *testing.B) {
-	for _, clients := range []int{8, 32} {
-		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
-			r, _ := benchRack(b, clients, 1024, 128)
+	for _, tc := range []struct {
+		clients int
+		steer   bool
+	}{{8, false}, {32, false}, {128, false}, {32, true}, {128, true}} {
+		name := fmt.Sprintf("clients=%d/steer=off", tc.clients)
+		if tc.steer {
+			name = fmt.Sprintf("clients=%d/steer=model", tc.clients)
+		}
+		clients := tc.clients
+		b.Run(name, func(b *testing.B) {
+			r, _ := benchRack(b, clients, 1024, 128, tc.steer)
 			w, err := ycsb.New(ycsb.Config{Workload: ycsb.WorkloadA, RecordCount: 1024, ValueSize: 128, Clients: clients, Seed: 1})
 			if err != nil {
 				b.Fatal(err)

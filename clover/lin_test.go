@@ -222,6 +222,7 @@ func sumMetrics(cs []*Client) Metrics {
 		s.RoundTrips += m.RoundTrips
 		s.WireBytes += m.WireBytes
 		s.GCVerbs += m.GCVerbs
+		s.GCWireBytes += m.GCWireBytes
 		s.RetireUnknown += m.RetireUnknown
 		s.Uncertain += m.Uncertain
 		s.ReadTimeouts += m.ReadTimeouts

@@ -37,13 +37,18 @@ type slotInfo struct {
 	ver   uint8
 	state uint8
 	class uint8
+	// passed: the key's latest pointer has moved past this node (or the
+	// node is on no chain the pointer follows), so no walk from the pointer
+	// can reach it.
+	passed bool
 }
 
 type gcItem struct {
-	lh    LH
-	class uint8
-	due   time.Duration // ToGCList: reuse after this time
-	epoch uint32        // OverflowList: reuse from this epoch
+	lh      LH
+	class   uint8
+	due     time.Duration // ToGCList: reuse after this time
+	epoch   uint32        // OverflowList: reuse from this epoch
+	retired time.Duration // when the retire arrived
 }
 
 type keyMeta struct {
@@ -69,7 +74,11 @@ type MSStats struct {
 	Allocs, Creates, Lookups, Retires      uint64
 	Deletes                                uint64
 	UnknownPredecessor, BadRetire, Wrapped uint64
-	Requests, BadRequests                  uint64
+	// Deferred: retired slots past T_r still waiting for the latest
+	// pointer; ForcedReclaims: those reclaimed after MaxDefer anyway.
+	Deferred              int
+	ForcedReclaims        uint64
+	Requests, BadRequests uint64
 }
 
 // MetaCore is the metadata server's deterministic core: key metadata, slab
@@ -83,6 +92,8 @@ type MetaCore struct {
 	succ      map[LH]Ptr // successor of each slot in the ToGC/Overflow lists
 	keys      map[uint64]*keyMeta
 	toGC      []gcItem // FIFO by due time
+	deferred  map[LH]gcItem
+	deferQ    []gcItem // deferred items by retire time, for MaxDefer
 	overflow  []gcItem // FIFO by epoch
 	delayedSC []gcItem // shortcuts of deleted keys, reusable after T_r (lh = ShortcutRef)
 	epoch     uint32
@@ -108,7 +119,7 @@ func NewMetaCore(cfg MSConfig) (*MetaCore, error) {
 	if cfg.EpochPeriod <= 0 {
 		cfg.EpochPeriod = 5 * time.Second
 	}
-	m := &MetaCore{cfg: cfg, slots: map[LH]*slotInfo{}, succ: map[LH]Ptr{}, keys: map[uint64]*keyMeta{}, mns: make([]mnState, len(cfg.Regions))}
+	m := &MetaCore{cfg: cfg, slots: map[LH]*slotInfo{}, succ: map[LH]Ptr{}, deferred: map[LH]gcItem{}, keys: map[uint64]*keyMeta{}, mns: make([]mnState, len(cfg.Regions))}
 	for i, l := range cfg.Regions {
 		if err := l.Validate(); err != nil {
 			return nil, fmt.Errorf("clover: metadata server: memory node %d: %w", i, err)
@@ -143,7 +154,8 @@ func (m *MetaCore) Stats() MSStats {
 			s.Retired++
 		}
 	}
-	s.ToGC, s.Overflow, s.Epoch = len(m.toGC), len(m.overflow), m.epoch
+	s.ToGC, s.Overflow, s.Epoch = len(m.toGC)+len(m.deferred), len(m.overflow), m.epoch
+	s.Deferred = len(m.deferred)
 	return s
 }
 
@@ -243,16 +255,33 @@ func (m *MetaCore) Lookup(key uint64) (KeyInfo, error) {
 	return KeyInfo{Shortcut: k.shortcut, Latest: k.latest, Class: k.class}, nil
 }
 
-// retireSlot moves an allocated slot to the ToGCList.
-func (m *MetaCore) retireSlot(p Ptr, now time.Duration) bool {
+// retireSlot moves an allocated slot to the ToGCList. passed says no walk
+// from the key's latest pointer can reach it (a node never linked, or of a
+// deleted key).
+func (m *MetaCore) retireSlot(p Ptr, now time.Duration, passed bool) bool {
 	if !m.isAllocated(p) {
 		m.stats.BadRetire++
 		return false
 	}
 	si := m.slots[p.LH]
 	si.state = slotRetired
-	m.toGC = append(m.toGC, gcItem{lh: p.LH, class: si.class, due: now + m.cfg.ReadTimeout})
+	si.passed = si.passed || passed
+	m.toGC = append(m.toGC, gcItem{lh: p.LH, class: si.class, due: now + m.cfg.ReadTimeout, retired: now})
 	return true
+}
+
+// pass records that the latest pointer moved off node p; a reclaim that
+// was waiting for it proceeds.
+func (m *MetaCore) pass(p Ptr) {
+	si := m.slots[p.LH]
+	if si == nil || si.ver != p.Ver {
+		return
+	}
+	si.passed = true
+	if it, ok := m.deferred[p.LH]; ok {
+		delete(m.deferred, p.LH)
+		m.reclaim(it)
+	}
 }
 
 // Retire processes one retire entry: the old node goes to the ToGCList for
@@ -264,7 +293,7 @@ func (m *MetaCore) Retire(e RetireEntry, now time.Duration) bool {
 	ok := false
 	if e.Old.LH == LHNull {
 		m.stats.UnknownPredecessor++
-	} else if ok = m.retireSlot(e.Old, now); ok {
+	} else if ok = m.retireSlot(e.Old, now, m.keys[e.Key] == nil || e.New.IsZero()); ok {
 		m.succ[e.Old.LH] = e.New
 	}
 	k := m.keys[e.Key]
@@ -280,15 +309,17 @@ func (m *MetaCore) Retire(e RetireEntry, now time.Duration) bool {
 	for i := 0; i < 1<<16; i++ {
 		next, known := m.succ[k.latest.LH]
 		si := m.slots[k.latest.LH]
-		if !known || si == nil || si.ver != k.latest.Ver {
+		if !known || si == nil || si.ver != k.latest.Ver || next.IsZero() {
 			break
 		}
+		m.pass(k.latest)
 		k.latest = next
 	}
 	// Links of unknown predecessor (steered, not found) cannot be
 	// followed; if the pointer is stuck on a slot no longer live, take the
 	// newest live node announced.
 	if !m.isAllocated(k.latest) && m.isAllocated(e.New) {
+		m.pass(k.latest)
 		k.latest = e.New
 	}
 	return ok
@@ -296,7 +327,7 @@ func (m *MetaCore) Retire(e RetireEntry, now time.Duration) bool {
 
 // Free returns slots a client was allocated but never linked (a rejected
 // create); they wait T_r like retired slots.
-func (m *MetaCore) Free(p Ptr, now time.Duration) bool { return m.retireSlot(p, now) }
+func (m *MetaCore) Free(p Ptr, now time.Duration) bool { return m.retireSlot(p, now, true) }
 
 // Delete drops key; its tail node and its shortcut are reclaimed after T_r.
 func (m *MetaCore) Delete(key uint64, tail Ptr, now time.Duration) error {
@@ -307,8 +338,10 @@ func (m *MetaCore) Delete(key uint64, tail Ptr, now time.Duration) error {
 	}
 	delete(m.keys, key)
 	if tail.LH.IsSlot() {
-		m.retireSlot(tail, now)
+		m.retireSlot(tail, now, true)
 	}
+	// The rest of the chain is unreachable from any MS pointer now.
+	m.pass(k.latest)
 	m.delayedSC = append(m.delayedSC, gcItem{lh: LH(k.shortcut), due: now + m.cfg.ReadTimeout})
 	return nil
 }
@@ -326,18 +359,27 @@ func (m *MetaCore) Tick(now time.Duration) (newEpoch bool) {
 	i := 0
 	for ; i < len(m.toGC) && m.toGC[i].due <= now; i++ {
 		it := m.toGC[i]
-		si := m.slots[it.lh]
-		v, wrapped := NextVersion(si.ver)
-		si.ver = v
-		if wrapped {
-			m.stats.Wrapped++
-			it.epoch = m.epoch + EpochWaits
-			m.overflow = append(m.overflow, it)
+		if !m.slots[it.lh].passed {
+			// The latest pointer has not moved past this node: a client
+			// falling back to the MS may still walk through it (a retire of
+			// an earlier node is late). Wait for the pointer, up to MaxDefer.
+			m.deferred[it.lh] = it
+			m.deferQ = append(m.deferQ, it)
 			continue
 		}
-		m.release(it)
+		m.reclaim(it)
 	}
 	m.toGC = m.toGC[i:]
+	i = 0
+	for ; i < len(m.deferQ) && now-m.deferQ[i].retired >= m.maxDefer(); i++ {
+		it := m.deferQ[i]
+		if d, ok := m.deferred[it.lh]; ok && d.retired == it.retired {
+			delete(m.deferred, it.lh)
+			m.stats.ForcedReclaims++
+			m.reclaim(it)
+		}
+	}
+	m.deferQ = m.deferQ[i:]
 	i = 0
 	for ; i < len(m.overflow) && m.overflow[i].epoch <= m.epoch; i++ {
 		m.release(m.overflow[i])
@@ -351,6 +393,26 @@ func (m *MetaCore) Tick(now time.Duration) (newEpoch bool) {
 	}
 	m.delayedSC = m.delayedSC[i:]
 	return newEpoch
+}
+
+// maxDefer bounds how long a retired slot waits for the latest pointer:
+// two epochs.
+func (m *MetaCore) maxDefer() time.Duration { return 2 * m.cfg.EpochPeriod }
+
+// reclaim gives a retired slot its next version and frees it, or parks it
+// in the OverflowList when the version wrapped.
+func (m *MetaCore) reclaim(it gcItem) {
+	si := m.slots[it.lh]
+	v, wrapped := NextVersion(si.ver)
+	si.ver = v
+	si.passed = false
+	if wrapped {
+		m.stats.Wrapped++
+		it.epoch = m.epoch + EpochWaits
+		m.overflow = append(m.overflow, it)
+		return
+	}
+	m.release(it)
 }
 
 func (m *MetaCore) release(it gcItem) {

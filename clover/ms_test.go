@@ -271,3 +271,38 @@ func FuzzMSHandle(f *testing.F) {
 		checkAccounting(t, m)
 	})
 }
+
+// TestMSReclaimWaitsForLatestPointer: a node retired before its
+// predecessor's retire arrives is not reclaimed at T_r (a client falling
+// back to the MS's pointer would walk through it), but as soon as the
+// pointer passes it, or after two epochs at the latest.
+func TestMSReclaimWaitsForLatestPointer(t *testing.T) {
+	m := testCore(t)
+	c, _ := ClassFor(NodeSize(8))
+	p, _ := m.Alloc(c, 0, 4, nil)
+	x, y, z, w := p[0], p[1], p[2], p[3]
+	m.Create(1, x, uint8(c))
+	m.Retire(RetireEntry{Key: 1, Old: y, New: z}, 0) // x's retire is late
+	m.Tick(10 * time.Millisecond)
+	if s := m.Stats(); s.Deferred != 1 || m.slots[y.LH].state != slotRetired {
+		t.Fatalf("y reclaimed while the MS pointer (x) still leads to it: %+v", s)
+	}
+	m.Retire(RetireEntry{Key: 1, Old: x, New: y}, 11*time.Millisecond)
+	if ki, _ := m.Lookup(1); ki.Latest != z {
+		t.Fatalf("latest %v, want %v", ki.Latest, z)
+	}
+	if s := m.Stats(); s.Deferred != 0 || m.slots[y.LH].state != slotFree {
+		t.Fatalf("y not reclaimed once the pointer passed it: %+v", s)
+	}
+	// A retire whose predecessor never arrives: reclaimed after 2 epochs.
+	m.Retire(RetireEntry{Key: 1, Old: w, New: Ptr{LH: z.LH, Ver: z.Ver}}, 20*time.Millisecond)
+	m.Tick(30 * time.Millisecond)
+	if s := m.Stats(); s.Deferred != 1 {
+		t.Fatalf("w not deferred: %+v", s)
+	}
+	m.Tick(20*time.Millisecond + 2*m.cfg.EpochPeriod)
+	if s := m.Stats(); s.Deferred != 0 || s.ForcedReclaims != 1 {
+		t.Fatalf("w not force-reclaimed after two epochs: %+v", s)
+	}
+	checkAccounting(t, m)
+}
