@@ -68,14 +68,18 @@ type EthPort struct {
 	txDropped, truncated atomic.Uint64
 }
 
-// burstState is the scratch memory of one copying burst. It is its own
-// allocation holding no Go pointers, so cgo lets C write into it.
+// burstState is the scratch memory of one copying burst. It lives in C
+// memory (it holds no Go pointers), so cgo does not scan it on every call.
 type burstState struct {
 	mbuf [MaxBurst]*Mbuf
 	data [MaxBurst]unsafe.Pointer
 	len  [MaxBurst]C.uint32_t
 	wlen [MaxBurst]C.uint16_t
 	segs [MaxBurst]C.uint16_t
+}
+
+func newBurstState() *burstState {
+	return (*burstState)(C.calloc(1, C.size_t(unsafe.Sizeof(burstState{}))))
 }
 
 // OpenPort configures and starts the device called name ("net_ring0").
@@ -107,7 +111,7 @@ func OpenPort(name string, cfg PortConfig) (*EthPort, error) {
 		what := [...]string{"configure", "adjust descriptors", "rx queue setup", "tx queue setup", "start"}[stage]
 		return nil, fmt.Errorf("dpdk: port %s: %s: %w", name, what, errno(rc))
 	}
-	return &EthPort{id: id, name: name, pool: cfg.Pool, r: new(burstState), w: new(burstState)}, nil
+	return &EthPort{id: id, name: name, pool: cfg.Pool, r: newBurstState(), w: newBurstState()}, nil
 }
 
 // ID returns the ethdev port id.
@@ -200,6 +204,9 @@ func (p *EthPort) Send(frames [][]byte) (int, error) {
 	}
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
+	if p.closed.Load() {
+		return 0, netio.ErrClosed
+	}
 	w := p.w
 	sent := 0
 	for sent < len(frames) {
@@ -256,6 +263,9 @@ func (p *EthPort) Close() error {
 	p.wmu.Lock()
 	defer p.rmu.Unlock()
 	defer p.wmu.Unlock()
+	C.free(unsafe.Pointer(p.r))
+	C.free(unsafe.Pointer(p.w))
+	p.r, p.w = nil, nil
 	if rc := C.rte_eth_dev_stop(C.uint16_t(p.id)); rc != 0 {
 		return fmt.Errorf("dpdk: port %s: stop: %w", p.name, errno(rc))
 	}
