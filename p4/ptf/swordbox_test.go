@@ -2,6 +2,7 @@ package ptf
 
 import (
 	"bytes"
+	"hash/crc32"
 	"testing"
 	"time"
 
@@ -538,4 +539,57 @@ func TestSteeringModes(t *testing.T) {
 			t.Errorf("outstanding CAS recorded without write steering: %v", got)
 		}
 	})
+}
+
+// connSlot computes swordbox.p4's connection slot of a 4-tuple the way the
+// target hashes (fields concatenated MSB first: 13 bytes; crc32 IEEE;
+// tag = 1 + crc mod (2^32-1); slot = tag mod 1024).
+func connSlot(q qp) uint32 {
+	b := []byte{q.from.ip[0], q.from.ip[1], q.from.ip[2], q.from.ip[3], q.to.ip[0], q.to.ip[1], q.to.ip[2], q.to.ip[3],
+		byte(q.sport >> 8), byte(q.sport), byte(q.destQP >> 16), byte(q.destQP >> 8), byte(q.destQP)}
+	tag := 1 + crc32.ChecksumIEEE(b)%0xFFFFFFFF
+	return tag & 1023
+}
+
+// A connection whose slot is taken over by another 4-tuple forgets its
+// pending node: its CAS is then not steered (never steered with another
+// connection's state).
+func TestConnectionSlotTakeover(t *testing.T) {
+	r := newSteerRig(t, modeWrite)
+	appendA(t, r)
+	// Find a connection of client C that lands in B's slot.
+	other := qp{clientC, memnode, 0, 0x13}
+	for p := 1; ; p++ {
+		other.sport = uint16(50000 + p)
+		if connSlot(other) == connSlot(qpB) {
+			break
+		}
+		if p > 1<<15 {
+			t.Fatal("no colliding 4-tuple found")
+		}
+	}
+	r.expectSame(2, 3, nodeWrite(t, qpB, 200, vaB1, hotKey, 2, valueSize), "B's node WRITE")
+	r.expectSame(4, 3, readReq(t, other, 7, 0x00007f0000050000, 8), "C's request in B's slot")
+	r.expectSame(2, 3, cas(t, qpB, 201, vaT0, hw(0, 0, 5), hw(0xB1, 2, 5)), "B's CAS after losing its slot")
+	if got := r.counter("stats", 9); got != 2 {
+		t.Errorf("stats[slot takeovers] = %d, want 2 (C took B's slot, B took it back)", got)
+	}
+	if va, _ := r.tail(keySlot); va != vaA1 {
+		t.Errorf("tail = %#x, want %#x (B's node was forgotten)", va, vaA1)
+	}
+}
+
+// PSNs are 24-bit serial numbers: the request after PSN 0xffffff is PSN 0,
+// which is new, not a retransmission.
+func TestPSNWrapIsNotARetransmission(t *testing.T) {
+	r := newSteerRig(t, modeWrite)
+	appendA(t, r)
+	r.expectSame(2, 3, nodeWrite(t, qpB, 0xffffff, vaB1, hotKey, 2, valueSize), "B's node WRITE at PSN 0xffffff")
+	r.send(2, cas(t, qpB, 0, vaT0, hw(0, 0, 5), hw(0xB1, 2, 5)))
+	if p, _ := roce.Parse(r.expect(3)); p.AtomicETH.VA() != vaA1 {
+		t.Fatalf("CAS at PSN 0 after 0xffffff not steered: VA %#x", p.AtomicETH.VA())
+	}
+	if got := r.counter("stats", statRetransmits); got != 0 {
+		t.Errorf("stats[retransmissions] = %d, want 0", got)
+	}
 }
