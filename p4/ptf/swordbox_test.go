@@ -593,3 +593,36 @@ func TestPSNWrapIsNotARetransmission(t *testing.T) {
 		t.Errorf("stats[retransmissions] = %d, want 0", got)
 	}
 }
+
+// The address map keeps one VA per slot (crc32 of the VA mod 16384): a node
+// WRITE whose VA collides replaces the older entry, whose READs then miss.
+func TestAddressMapCollisionReplaces(t *testing.T) {
+	slot := func(va uint64) uint32 {
+		var b [8]byte
+		for i := range b {
+			b[i] = byte(va >> (56 - 8*i))
+		}
+		return crc32.ChecksumIEEE(b[:]) % 16384
+	}
+	r := newSteerRig(t, modeWrite|modeRead)
+	readSetup(t, r) // A1 (stale) and A3 (tail) of hotKey are mapped
+	collide := uint64(vaA1)
+	for i := uint64(1); ; i++ {
+		if va := vaA1 + i*64; slot(va) == slot(vaA1) {
+			collide = va
+			break
+		}
+		if i > 1<<22 {
+			t.Fatal("no colliding VA found")
+		}
+	}
+	r.track(coldKey, keySlot+1)
+	r.expectSame(2, 3, nodeWrite(t, qpB, 200, collide, coldKey, 1, valueSize), "node WRITE at a colliding VA")
+	r.expectSame(4, 3, readReq(t, qpC, 300, vaA1, nodeSize), "READ of the replaced VA")
+	if got := r.counter("stats", statReadMisses); got != 1 {
+		t.Errorf("stats[read misses] = %d, want 1", got)
+	}
+	if got := r.counter("key_reads_steered", keySlot); got != 0 {
+		t.Errorf("key_reads_steered = %d, want 0", got)
+	}
+}
