@@ -61,6 +61,8 @@ type Config struct {
 	// rewritten in place keep a wrong ICRC wrong either way (incremental
 	// update); CMP_SWAP replaced by WRITE and generated ACKs get a fresh one.
 	SkipICRCCheck bool `mapstructure:"skip-icrc-check" yaml:"skip-icrc-check"`
+	// Steering enables Clover steering in software (nil: off); see steer.go.
+	Steering *SteerConfig `mapstructure:"steering" yaml:"steering"`
 	// Servers are the memory nodes whose traffic the engine manages.
 	// Traffic to or from any other address passes through unchanged.
 	Servers []ServerConfig `mapstructure:"servers" yaml:"servers"`
@@ -222,6 +224,11 @@ func (c *Config) Validate() error {
 	for i, cc := range d.Conns {
 		if _, err := cc.parse(); err != nil {
 			return fmt.Errorf("middlebox config: conns[%d]: %w", i, err)
+		}
+	}
+	if d.Steering != nil {
+		if err := d.Steering.validate(); err != nil {
+			return fmt.Errorf("middlebox config: %w", err)
 		}
 	}
 	for i, w := range d.Words {

@@ -73,6 +73,8 @@ type Counters struct {
 	RangeUnbound        uint64 // operations on a remap range sent on the client's own connection because it is not yet bound
 	RangeMultiPacket    uint64 // multi-packet messages on a remap range, kept on the client's own connection
 	Steered             uint64 // Clover CAS or READ addresses rewritten
+	SteerNodeWrites     uint64 // Clover node WRITEs of tracked keys learned
+	SteerReadMisses     uint64 // Clover node READs not steered (address unknown or key untracked)
 	Drops               [numDropReasons]uint64
 }
 
@@ -122,6 +124,8 @@ func (c *Counters) Map() map[string]uint64 {
 	add("range-unbound", c.RangeUnbound)
 	add("range-multi-packet", c.RangeMultiPacket)
 	add("steered", c.Steered)
+	add("steer-node-writes", c.SteerNodeWrites)
+	add("steer-read-misses", c.SteerReadMisses)
 	for i, d := range c.Drops {
 		add("drop."+DropReason(i).String(), d)
 	}
@@ -177,6 +181,8 @@ func (c *Counters) Add(o *Counters) {
 	c.RangeUnbound += o.RangeUnbound
 	c.RangeMultiPacket += o.RangeMultiPacket
 	c.Steered += o.Steered
+	c.SteerNodeWrites += o.SteerNodeWrites
+	c.SteerReadMisses += o.SteerReadMisses
 	for i := range c.Drops {
 		c.Drops[i] += o.Drops[i]
 	}

@@ -9,7 +9,8 @@
 // shells around it: Loop over netio ports (in-memory links, AF_PACKET),
 // the zero-copy DPDK loop (build tag dpdk), and the benchmark drivers. It
 // does not own the wire format (package roce), frame I/O (netio), the RNIC
-// (roce/rnic) or Clover steering (the P4 program; see below).
+// (roce/rnic), nor the switch's steering program (p4/), whose rules
+// steer.go mirrors for racks without a P4 switch.
 //
 // # The engine
 //
@@ -135,10 +136,7 @@
 //
 // # Not here
 //
-// Clover steering in software (the P4 program's rules, docs/swordbox-p4.md)
-// is not implemented in this package yet: a rack without a P4 switch gets
-// multiplexing and CAS to WRITE, not steering. Idle connections are never
-// expired. Multi-packet WRITE and SEND messages are not remapped (they stay
+// Idle connections are never expired. Multi-packet WRITE and SEND messages are not remapped (they stay
 // on their own connection: another client's packet between their packets
 // would break the server's message reassembly), nor are SENDs (they consume
 // the receive queue of the connection they arrive on).

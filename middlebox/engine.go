@@ -23,6 +23,7 @@ type Engine struct {
 	touched []int32 // scratch: clients touched by one response
 	replay  bool
 	verify  bool
+	steer   *steerer
 	pmtu    uint32
 }
 
@@ -62,6 +63,9 @@ func New(cfg Config) (*Engine, error) {
 				e.words.slots[wi].known, e.words.slots[wi].value = true, w.Value
 			}
 		}
+	}
+	if d.Steering != nil {
+		e.steer = newSteerer(d.Steering)
 	}
 	for i, cc := range d.Conns {
 		p, _ := cc.parse()
@@ -293,6 +297,10 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 		e.gap(c, out)
 		return
 	}
+	steered := false
+	if e.steer != nil {
+		steered = e.steerRequest(ci, p)
+	}
 	cls := classify(p.Opcode)
 	sv := &e.servers[si]
 
@@ -402,7 +410,7 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 	onShared := home == sv.shared
 
 	frame := p.Frame
-	rewrite := remapped || outPSN != psn
+	rewrite := remapped || outPSN != psn || steered
 	var sp icrcSpan
 	spanOK := saveSpan(&sp, p, p.BTHOff+roce.BTHLen)
 	switch cls {
@@ -421,7 +429,7 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 	}
 	if rewrite {
 		p.BTH.SetPSN(outPSN)
-		finish(p, &sp, spanOK && p.Opcode == roce.Opcode(p.Frame[p.BTHOff]) && len(frame) == len(p.Frame) && !first.converted())
+		finish(p, &sp, spanOK && !steered && !first.converted())
 		frame = p.Frame
 	}
 	if e.replay && onShared {

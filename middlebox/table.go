@@ -105,6 +105,7 @@ type conn struct {
 	rmask    uint32
 
 	tmpl       ackTemplate
+	steer      steerConn
 	lastSeen   int64
 	lastReplay int64 // when the middlebox last replayed this connection's requests
 	replaying  bool
