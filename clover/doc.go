@@ -88,9 +88,13 @@
 //     exceed the interval between two uses of a key that should stay cached.
 //   - The MS's latest pointer advances only along the (old, new) links that
 //     retires report, from where it is: it never regresses and never points
-//     at a retired slot. For that, every client hands in its retires within
-//     T_r/4 of queueing them (each operation checks) and before it falls
-//     back to the MS; an idle client must call Flush.
+//     at a retired slot. Retires arrive in any order (batched per client),
+//     so a node can be retired while the pointer still leads to it; the MS
+//     reclaims a retired slot only after T_r and once the pointer has moved
+//     past it (or, if a predecessor's retire never comes, after two epochs),
+//     so a walk from the MS's pointer never meets a reused slot. Clients hand
+//     in retires within T_r/4 of queueing them (each operation checks) and
+//     before they fall back to the MS; an idle client must call Flush.
 //   - Full memory: an ALLOC answered "no space" is retried every T_r/4 (up
 //     to 64 times) after handing in the client's own retires.
 //   - Replication (R > 1, B_w) is not implemented: B_w is always 0.
