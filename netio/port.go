@@ -7,6 +7,24 @@
 // (the software RNIC, the switch target, the middlebox) reaches the world only
 // through a Port, so the same component runs in-process, on veth or on DPDK
 // (netio/dpdk, build tag dpdk).
+//
+// Implementations:
+//   - LinkPort (NewLink, Pipe): the two ends of an in-memory link, each
+//     direction a bounded FIFO of recycled buffers behind a seeded fault
+//     injector (Faults, Stats). A full queue drops at the tail like a NIC
+//     ring. Closing one end unblocks its Recv; what the peer sends to a
+//     closed end is counted as Overflow.
+//   - FaultPort (NewFaultPort): the same injector on the send side of any
+//     Port.
+//   - AFPacketPort (NewAFPacketPort, Linux): a raw socket on a named
+//     interface; bursts are single recvmmsg/sendmmsg calls, frames the
+//     interface itself sent (PACKET_OUTGOING) are never returned.
+//   - Tap (NewTap, NewTapFile): records every frame a Port sends and
+//     receives to a nanosecond pcap file.
+//   - dpdk.EthPort (netio/dpdk, build tag dpdk): a DPDK ethdev port.
+//
+// None of them allocates per frame once warm; benchmarks are in
+// bench_test.go (go test -run X -bench . ./netio/).
 package netio
 
 import "errors"
