@@ -36,11 +36,7 @@ func BenchmarkRepairLatency(b *testing.B) {
 			if err := c.Client.WaitRole(wctx, p4rtc.Primary); err != nil {
 				b.Fatal(err)
 			}
-			// Wait until the controller took charge (steering on, so CAS are recorded).
-			eventually(b, 10*time.Second, "steering configured", func() bool {
-				v, err := c.ReadRegister(ctx, rSteerMode, []int64{0})
-				return err == nil && v[0] == modeWrite
-			})
+			eventually(b, 10*time.Second, "the controller takes charge", c.InCharge)
 			const off = 2048
 			r.setMemWord(off, 0)
 			b.ResetTimer()
@@ -61,5 +57,22 @@ func BenchmarkRepairLatency(b *testing.B) {
 				b.Fatalf("%v repairs for %d lost CAS", got, b.N)
 			}
 		})
+	}
+}
+
+// BenchmarkReadOutstanding is the cost of one repair poll with nothing
+// outstanding: a wildcard read of the 1024 cas_out_valid cells over gRPC
+// from the Go target. It bounds how short a repair period can usefully be.
+func BenchmarkReadOutstanding(b *testing.B) {
+	r := newRig(b, time.Hour)
+	c := r.controller(r.rackConfig(nil), nil)
+	r.primary(c)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := c.ReadOutstanding(ctx); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

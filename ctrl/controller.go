@@ -39,6 +39,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	p4cfg "github.com/p4lang/p4runtime/go/p4/config/v1"
@@ -67,6 +68,8 @@ type Controller struct {
 	hot     *HotKeys
 	keyBase map[uint16]uint64 // per-slot activity at the last hot-key step
 	frame   [128]byte
+
+	inCharge atomic.Bool // primary and the switch reconciled: the loops run
 }
 
 // Options are the parts of a Controller that are not configuration.
@@ -155,6 +158,10 @@ func (c *Controller) Tracked() map[uint64]uint16 {
 	return out
 }
 
+// InCharge reports whether Run has taken charge of the switch (it is
+// primary and reconciled the configuration) and runs the loops.
+func (c *Controller) InCharge() bool { return c.inCharge.Load() }
+
 // Run is the controller's shell: wait to be primary, take charge of the
 // switch (pipeline, reconcile), then run the repair and hot-key loops
 // until the role is lost (then wait again) or ctx ends.
@@ -172,7 +179,11 @@ func (c *Controller) Run(ctx context.Context) error {
 				return ctx.Err()
 			}
 		}
+		c.inCharge.Store(true)
+		c.Metrics.InCharge.Set(1)
 		c.loops(ctx)
+		c.inCharge.Store(false)
+		c.Metrics.InCharge.Set(0)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -261,46 +272,11 @@ func (c *Controller) TakeCharge(ctx context.Context) error {
 		}
 		slices.Sort(keys)
 		c.hot.Adopt(keys)
-		return c.moveTrackedLocked(ctx, c.hot.Tracked())
+		_, next := PlanSlots(c.tracked, c.hot.Tracked(), c.plan.KeySlots)
+		return c.applyTrackedLocked(ctx, next, true)
 	}
 	// Fixed list: exactly the configured slots.
-	var stale []uint64
-	for k, s := range cur {
-		if ws, ok := want[k]; !ok || ws != s {
-			stale = append(stale, k)
-		}
-	}
-	var ups []*p4.Update
-	for _, k := range stale {
-		e, err := trackEntry(c.Schema, k, cur[k])
-		if err != nil {
-			return err
-		}
-		ups = append(ups, p4rtc.Delete(p4rtc.TableEntity(&p4.TableEntry{TableId: e.TableId, Match: e.Match})))
-		delete(c.tracked, k)
-	}
-	if err := c.write(ctx, tTrackedKeys+"(delete)", ups); err != nil {
-		return err
-	}
-	ups = nil
-	for k, s := range want {
-		if _, ok := c.tracked[k]; ok {
-			continue
-		}
-		e, err := trackEntry(c.Schema, k, s)
-		if err != nil {
-			return err
-		}
-		ups = append(ups, p4rtc.Insert(p4rtc.TableEntity(e)))
-	}
-	if err := c.write(ctx, tTrackedKeys, ups); err != nil {
-		return err
-	}
-	for k, s := range want {
-		c.tracked[k] = s
-	}
-	c.Metrics.TrackedKeys.Set(float64(len(c.tracked)))
-	return nil
+	return c.applyTrackedLocked(ctx, want, false)
 }
 
 // write sends updates and counts them by table.
@@ -639,8 +615,8 @@ func (c *Controller) HotKeyStep(ctx context.Context) error {
 		c.keyBase[s] = a
 		c.Metrics.KeyActivity.WithLabelValues("activity", fmt.Sprint(k)).Set(float64(a))
 	}
-	want := c.hot.Step(delta)
-	return c.moveTrackedLocked(ctx, want)
+	_, next := PlanSlots(c.tracked, c.hot.Step(delta), c.plan.KeySlots)
+	return c.applyTrackedLocked(ctx, next, true)
 }
 
 // activity sums the per-key counters of the given slots.
@@ -661,10 +637,11 @@ func (c *Controller) activity(ctx context.Context, slots []int64) (map[int64]uin
 	return out, nil
 }
 
-// moveTrackedLocked changes the tracked-keys table to the key set want:
-// delete, reset reused slots' tails, insert (c.mu held).
-func (c *Controller) moveTrackedLocked(ctx context.Context, want []uint64) error {
-	sp, _ := PlanSlots(c.tracked, want, c.plan.KeySlots)
+// applyTrackedLocked changes the tracked-keys table to want (key -> slot):
+// delete, reset the cached tail of every slot given to a key, insert (c.mu
+// held). hot says whether the changes count as hot-key changes.
+func (c *Controller) applyTrackedLocked(ctx context.Context, want map[uint64]uint16, hot bool) error {
+	sp := DiffSlots(c.tracked, want)
 	if len(sp.Delete) == 0 && len(sp.Insert) == 0 {
 		return nil
 	}
@@ -716,7 +693,9 @@ func (c *Controller) moveTrackedLocked(ctx context.Context, want []uint64) error
 		c.keyBase[s] = base[int64(s)]
 		c.tracked[k] = s
 	}
-	c.Metrics.HotKeyChanges.Add(float64(len(sp.Delete) + len(sp.Insert)))
+	if hot {
+		c.Metrics.HotKeyChanges.Add(float64(len(sp.Delete) + len(sp.Insert)))
+	}
 	c.Metrics.TrackedKeys.Set(float64(len(c.tracked)))
 	return nil
 }

@@ -243,3 +243,10 @@ func TestReconcile(t *testing.T) {
 		t.Fatal("reconciling equal tables writes something")
 	}
 }
+
+func TestDiffSlots(t *testing.T) {
+	p := DiffSlots(map[uint64]uint16{1: 0, 2: 1, 3: 2}, map[uint64]uint16{2: 1, 3: 5, 4: 0})
+	if !reflect.DeepEqual(p.Delete, map[uint64]uint16{1: 0, 3: 2}) || !reflect.DeepEqual(p.Insert, map[uint64]uint16{3: 5, 4: 0}) {
+		t.Fatalf("delete %v insert %v", p.Delete, p.Insert)
+	}
+}

@@ -177,3 +177,21 @@ func PlanSlots(cur map[uint64]uint16, want []uint64, capacity int) (SlotPlan, ma
 	}
 	return p, next
 }
+
+// DiffSlots is the table change from cur to want (both key -> slot): a key
+// whose slot differs is deleted and inserted again, so that its new slot
+// gets a fresh cached tail.
+func DiffSlots(cur, want map[uint64]uint16) SlotPlan {
+	p := SlotPlan{Delete: map[uint64]uint16{}, Insert: map[uint64]uint16{}}
+	for k, s := range cur {
+		if ws, ok := want[k]; !ok || ws != s {
+			p.Delete[k] = s
+		}
+	}
+	for k, s := range want {
+		if cs, ok := cur[k]; !ok || cs != s {
+			p.Insert[k] = s
+		}
+	}
+	return p
+}

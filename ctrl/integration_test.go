@@ -258,10 +258,10 @@ func TestFailoverBackupTakesOverAndKeepsRepairing(t *testing.T) {
 	if err := b.Client.WaitRole(ctx, p4rtc.Backup); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the primary installs the forward table", func() bool {
-		e, err := a.readTable(ctx, tForward)
-		return err == nil && len(e) == 2
-	})
+	eventually(t, 10*time.Second, "the primary takes charge", a.InCharge)
+	if e, err := a.readTable(ctx, tForward); err != nil || len(e) != 2 {
+		t.Fatalf("forward table after the primary took charge: %d entries, %v", len(e), err)
+	}
 
 	// Only the primary writes: the backup wrote nothing, and the switch
 	// refuses its writes.
@@ -281,6 +281,7 @@ func TestFailoverBackupTakesOverAndKeepsRepairing(t *testing.T) {
 	if err := b.Client.WaitRole(ctx, p4rtc.Primary); err != nil {
 		t.Fatal(err)
 	}
+	eventually(t, 10*time.Second, "the new primary takes charge", b.InCharge)
 	if got := b.Client.Election(); got.Low <= 2 {
 		t.Fatalf("backup's election id %v after takeover, want above 2", got)
 	}
@@ -383,5 +384,30 @@ func TestHotKeyTrackingMovesTheTrackedSet(t *testing.T) {
 	}
 	if strings.Contains(text, `index="cas_steered"} 0`+"\n") {
 		t.Error("the switch's cas_steered counter was not mirrored")
+	}
+}
+
+func TestReassignedSlotGetsAFreshTail(t *testing.T) {
+	r := newRig(t, time.Second)
+	c := r.controller(r.rackConfig(func(c *rack.Config) { c.TrackedKeys = []uint64{5} }), nil)
+	r.primary(c)
+	ctx := context.Background()
+	cell, err := registerCell(c.Schema, rTailValid, 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Client.Write(ctx, []*p4.Update{p4rtc.Modify(&p4.Entity{Entity: &p4.Entity_RegisterEntry{RegisterEntry: cell}})}); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	// The operator changes the tracked keys: slot 0 now belongs to key 9.
+	c2 := r.controller(r.rackConfig(func(c *rack.Config) { c.TrackedKeys = []uint64{9}; c.ElectionID = 2 }), nil)
+	r.primary(c2)
+	if got, _ := c2.readTracked(ctx); !reflect.DeepEqual(got, map[uint64]uint16{9: 0}) {
+		t.Fatalf("tracked %v", got)
+	}
+	v, err := c2.ReadRegister(ctx, rTailValid, []int64{0})
+	if err != nil || v[0] != 0 {
+		t.Fatalf("tail_valid[0] = %d (%v): key 9 inherited key 5's cached tail", v[0], err)
 	}
 }

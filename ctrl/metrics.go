@@ -19,6 +19,7 @@ type Metrics struct {
 	Outstanding      prometheus.Gauge       // outstanding CAS seen at the last poll
 	RPCErrors        *prometheus.CounterVec // by operation
 	Role             prometheus.Gauge       // 0 disconnected, 1 backup, 2 primary
+	InCharge         prometheus.Gauge       // 1 while primary with the switch reconciled
 	TrackedKeys      prometheus.Gauge
 	HotKeyChanges    prometheus.Counter
 	SwitchCounter    *prometheus.GaugeVec // mirrored switch counters, by counter and index
@@ -46,6 +47,8 @@ func NewMetrics() *Metrics {
 		Help: "Failed P4Runtime RPCs and stream errors, by operation."}, []string{"op"})
 	m.Role = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "arbitration_role",
 		Help: "Arbitration role: 0 disconnected, 1 backup, 2 primary."})
+	m.InCharge = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "in_charge",
+		Help: "1 while this controller is primary and has reconciled the switch (its loops run)."})
 	m.TrackedKeys = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "tracked_keys",
 		Help: "Keys in the tracked-keys table."})
 	m.HotKeyChanges = prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "hot_key_changes_total",
@@ -58,7 +61,7 @@ func NewMetrics() *Metrics {
 		Help:    "Time from the first poll that saw an outstanding CAS to its retransmission.",
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)})
 	m.Registry.MustRegister(m.EntriesInstalled, m.EntriesDeleted, m.RepairsSent, m.RepairsRefused,
-		m.RepairsAbandoned, m.Outstanding, m.RPCErrors, m.Role, m.TrackedKeys, m.HotKeyChanges,
+		m.RepairsAbandoned, m.Outstanding, m.RPCErrors, m.Role, m.InCharge, m.TrackedKeys, m.HotKeyChanges,
 		m.SwitchCounter, m.KeyActivity, m.RepairLatency)
 	return m
 }
