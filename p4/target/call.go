@@ -92,6 +92,7 @@ func (c *compiler) callAction(sc *scope, a *actionC, e *callExpr) stmtFn {
 				c.fail(arg.exprPos(), "slices as %s arguments are not supported", p.dir)
 			}
 			src, dst, n := v.lv.base, p.slot, p.t.size
+			c.mention(src, n)
 			if p.dir == "inout" {
 				ins = append(ins, func(s *pktState) flow {
 					copy(s.slots[dst:dst+n], s.slots[src:src+n])

@@ -92,6 +92,9 @@ type compiler struct {
 	ids      map[uint32]string
 	smT      *ptype
 	cells    int // register and counter cells so far
+
+	codecs    map[int]*headerCodec // header codecs of the headers struct, by base slot
+	mentioned map[int]bool         // header field slots the program reads or writes
 }
 
 func (c *compiler) fail(at pos, format string, args ...any) {
@@ -115,7 +118,8 @@ func Compile(filename string, src []byte) (prog *Program, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &compiler{file: filename, global: newScope(nil), prog: &Program{file: filename}, ids: map[uint32]string{}}
+	c := &compiler{file: filename, global: newScope(nil), prog: &Program{file: filename}, ids: map[uint32]string{},
+		codecs: map[int]*headerCodec{}, mentioned: map[int]bool{}}
 	c.declareBuiltins()
 	var blocks = map[string]decl{}
 	var mainInst *instDecl
@@ -168,6 +172,7 @@ func Compile(filename string, src []byte) (prog *Program, err error) {
 		c.fail(pos{1, 1}, "no package instantiation named main (expected V1Switch(...) main;)")
 	}
 	c.assemble(mainInst, blocks)
+	c.finishCodecs()
 	c.prog.nslots = c.nslots
 	c.prog.outSlack = c.prog.hdrBytes() + 8
 	c.prog.info = c.buildP4Info()

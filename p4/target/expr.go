@@ -205,6 +205,7 @@ func (c *compiler) member(sc *scope, e *memberExpr) *val {
 		if f := x.t.field(e.name); f != nil {
 			// header fields' offsets already skip slot 0, the validity bit
 			slot := x.lv.base + f.off
+			c.mention(slot, f.t.size)
 			if x.t == c.smT && (slot == c.prog.tsSlots[0] || slot == c.prog.tsSlots[1]) {
 				// Timestamps are read lazily (the clock costs more than
 				// most statements) and cannot be written.

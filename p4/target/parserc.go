@@ -275,7 +275,8 @@ func putBits(b []byte, bitOff, w int, v uint64) {
 // straddle that word; otherwise bit by bit.
 type headerCodec struct {
 	bytes  int
-	fields []codecField
+	fields []codecField // all fields (encoding a header that was not extracted)
+	used   []codecField // fields the program mentions (decoding, patching)
 }
 
 type codecField struct {
@@ -300,15 +301,67 @@ func codecOf(t *ptype) *headerCodec {
 		}
 		h.fields = append(h.fields, cf)
 	}
+	h.used = h.fields
 	return h
+}
+
+// codecFor returns the codec of the header at base. Headers of the
+// headers struct share one codec per instance, whose used fields are
+// narrowed to the fields the program mentions once compilation is done
+// (finishCodecs): the parser decodes only those, and the deparser copies
+// the header's original bytes and patches only those.
+func (c *compiler) codecFor(t *ptype, base int) *headerCodec {
+	if c.headerIndex(base) < 0 {
+		return codecOf(t)
+	}
+	if h := c.codecs[base]; h != nil {
+		return h
+	}
+	h := codecOf(t)
+	c.codecs[base] = h
+	return h
+}
+
+// mention records that slots [base, base+n) are read or written somewhere.
+func (c *compiler) mention(base, n int) {
+	for i := base; i < base+n; i++ {
+		c.mentioned[i] = true
+	}
+}
+
+func (c *compiler) finishCodecs() {
+	for base, h := range c.codecs {
+		var used []codecField
+		for _, f := range h.fields {
+			if c.mentioned[base+f.slot] {
+				used = append(used, f)
+			}
+		}
+		h.used = used
+	}
+}
+
+// patch writes the used fields from slots into b, which holds the header's
+// original bytes and has 8 bytes of slack.
+func (h *headerCodec) patch(b []byte, slots []uint64) {
+	for i := range h.used {
+		f := &h.used[i]
+		if f.fast {
+			wm := f.m << f.shift
+			x := binary.BigEndian.Uint64(b[f.byteIx:])
+			binary.BigEndian.PutUint64(b[f.byteIx:], x&^wm|slots[f.slot]<<f.shift&wm)
+		} else {
+			putBits(b, f.bitOff, f.w, slots[f.slot])
+		}
+	}
 }
 
 // decode reads the header at b (len(b) >= h.bytes; room is how many bytes
 // of b are readable) into slots.
 func (h *headerCodec) decode(slots []uint64, b []byte) {
 	room := len(b)
-	for i := range h.fields {
-		f := &h.fields[i]
+	for i := range h.used {
+		f := &h.used[i]
 		if f.fast && f.byteIx+8 <= room {
 			slots[f.slot] = binary.BigEndian.Uint64(b[f.byteIx:]) >> f.shift & f.m
 		} else {
@@ -392,8 +445,8 @@ func (c *compiler) extract(sc *scope, e *callExpr) stmtFn {
 	if v.lv == nil || v.t.kind != kHeader || v.lv.readonly {
 		c.fail(e.args[0].exprPos(), "extract needs a header")
 	}
-	h := codecOf(v.t)
 	base := v.lv.base
+	h := c.codecFor(v.t, base)
 	perr := c.prog.smParserError
 	tooShort := c.prog.errCodes["PacketTooShort"]
 	k := c.headerIndex(base)
@@ -434,15 +487,19 @@ func (c *compiler) emit(sc *scope, e *callExpr) stmtFn {
 		if t.kind != kHeader {
 			c.fail(at, "emit: %s is not a header", t)
 		}
-		h := codecOf(t)
+		h := c.codecFor(t, base)
 		k := c.headerIndex(base)
 		list = append(list, func(s *pktState) flow {
 			if s.slots[base] == 0 {
 				return flowNext
 			}
-			if k >= 0 && s.hoff1[k] != 0 && !s.dirty[k] {
+			if k >= 0 && s.hoff1[k] != 0 {
 				o := int(s.hoff1[k] - 1)
+				at := len(s.out)
 				s.out = append(s.out, s.pkt[o:o+h.bytes]...)
+				if s.dirty[k] {
+					h.patch(s.out[at:at+h.bytes+8], s.slots[base:])
+				}
 				return flowNext
 			}
 			s.out = h.encode(s.out, s.slots[base:])

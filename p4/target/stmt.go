@@ -207,6 +207,8 @@ func (c *compiler) assign(sc *scope, l *lval, r expr, at pos) stmtFn {
 			c.fail(at, "type mismatch: cannot assign %s to %s", rv.t, l.t)
 		}
 		dst, src, n := l.base, rv.lv.base, l.t.size
+		c.mention(dst, n)
+		c.mention(src, n)
 		if dst == src {
 			return nil
 		}
