@@ -44,7 +44,10 @@ func NewFaultPort(p Port, f Faults) (*FaultPort, error) {
 func (fp *FaultPort) now() int64 { return int64(time.Since(fp.epoch)) }
 
 // deliver implements sink.
-func (fp *FaultPort) deliver(buf []byte) { fp.out = append(fp.out, buf) }
+func (fp *FaultPort) deliver(buf []byte) bool {
+	fp.out = append(fp.out, buf)
+	return true
+}
 
 // Name implements Port.
 func (fp *FaultPort) Name() string { return fp.inner.Name() }
@@ -89,8 +92,9 @@ func (fp *FaultPort) flushLocked() error {
 	}
 	n, err := fp.inner.Send(fp.out)
 	if n < len(fp.out) {
+		// The injector counted them out; the wrapped port refused them.
 		fp.c.overflow.Add(uint64(len(fp.out) - n))
-		fp.c.out.Add(^uint64(len(fp.out)-n) + 1)
+		fp.c.out.Add(-uint64(len(fp.out) - n))
 	}
 	for i, b := range fp.out {
 		fp.inj.put(b)

@@ -118,9 +118,10 @@ func (c *counters) snapshot() Stats {
 
 // sink receives the frames the injector lets through. It takes ownership of
 // buf (a buffer from the injector's pool) and must eventually give it back
-// with injector.put.
+// with injector.put. It reports false when it had to discard the frame
+// (counted as Overflow, not as out).
 type sink interface {
-	deliver(buf []byte)
+	deliver(buf []byte) bool
 }
 
 // heldFrame is a frame the injector holds back.
@@ -232,8 +233,11 @@ func (in *injector) route(now int64, buf []byte, rDelay, rReorder float64) {
 // has been reached.
 func (in *injector) emit(buf []byte) {
 	in.delivered++
-	in.c.out.Add(1)
-	in.out.deliver(buf)
+	if in.out.deliver(buf) {
+		in.c.out.Add(1)
+	} else {
+		in.c.overflow.Add(1)
+	}
 	for i := 0; i < len(in.held); {
 		if in.delivered >= in.held[i].after {
 			h := in.held[i]

@@ -66,12 +66,10 @@ func newDirection(capacity int, f Faults) *direction {
 func (d *direction) now() int64 { return int64(time.Since(d.epoch)) }
 
 // deliver implements sink: append to the ring, or drop at the tail.
-func (d *direction) deliver(buf []byte) {
+func (d *direction) deliver(buf []byte) bool {
 	if d.closed || d.n == len(d.ring) {
-		d.c.overflow.Add(1)
-		d.c.out.Add(^uint64(0)) // emit counted it as out; it was not
 		d.inj.put(buf)
-		return
+		return false
 	}
 	i := d.head + d.n
 	if i >= len(d.ring) {
@@ -79,6 +77,7 @@ func (d *direction) deliver(buf []byte) {
 	}
 	d.ring[i] = buf
 	d.n++
+	return true
 }
 
 func (d *direction) signal() {
