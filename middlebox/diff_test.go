@@ -147,7 +147,11 @@ func runDiff(t *testing.T, tr diffTrace, mode diffMode, faults netio.Faults, tim
 	if f2.Seed != 0 {
 		f2.Seed += 100
 	}
-	if mode == diffDirect {
+	if diffPorts != nil {
+		ports := diffPorts(t)
+		cliPort, srvPort = ports[0], ports[3]
+		loop = &Loop{Ports: [2]netio.Port{ports[1], ports[2]}}
+	} else if mode == diffDirect {
 		a, b, err := netio.NewLink("cli", "srv", netio.LinkConfig{AtoB: faults, BtoA: f2, Capacity: 8192})
 		if err != nil {
 			t.Fatal(err)
@@ -450,6 +454,9 @@ func TestDifferentialLossAndReorder(t *testing.T) {
 var (
 	diffLog     *diffLogger
 	diffNAKMode string
+	// diffPorts, when set, supplies the client's, the middlebox's client-
+	// and server-side, and the server's ports (the namespace test).
+	diffPorts func(t *testing.T) [4]netio.Port
 )
 
 type diffLogger struct {
