@@ -95,6 +95,7 @@ type compiler struct {
 
 	codecs    map[int]*headerCodec // header codecs of the headers struct, by base slot
 	mentioned map[int]bool         // header field slots the program reads or writes
+	emitBytes int                  // bytes all emit calls together can write
 }
 
 func (c *compiler) fail(at pos, format string, args ...any) {
@@ -174,7 +175,9 @@ func Compile(filename string, src []byte) (prog *Program, err error) {
 	c.assemble(mainInst, blocks)
 	c.finishCodecs()
 	c.prog.nslots = c.nslots
-	c.prog.outSlack = c.prog.hdrBytes() + 8
+	// The deparser has no loops: the sum over its emit calls bounds what
+	// it writes (a header may be emitted more than once).
+	c.prog.outSlack = max(c.prog.hdrBytes(), c.emitBytes) + 8
 	c.prog.info = c.buildP4Info()
 	return c.prog, nil
 }

@@ -160,11 +160,16 @@ func TestFeatures(t *testing.T) {
 		{"register read into header", "register<bit<32>>(1) r;", "r.read(hdr.h.d, 0);", in, func(h hv) hv { h.d = 0; return h }},
 		{"checksum update into header", "", "update_checksum(true, { hdr.h.a, hdr.h.b }, hdr.h.c, HashAlgorithm.csum16);", in,
 			func(h hv) hv { h.c = ^uint16(100<<8 | 7); return h }},
+		{"emit twice", "", "", in, nil},
 		{"log_msg ignored", "", `log_msg("hello {}", {hdr.h.a});`, in, func(h hv) hv { return h }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p := featureProgram(t, c.decls, c.body)
+			src := fmt.Sprintf(featureTmpl, c.decls, c.body)
+			if c.name == "emit twice" {
+				src = strings.Replace(src, "pk.emit(hdr.h); pk.emit(hdr.g);", "pk.emit(hdr); pk.emit(hdr.h); pk.emit(hdr.h); pk.emit(hdr);", 1)
+			}
+			p := mustCompile(t, src)
 			d := NewDevice(p, Options{})
 			got := runFeature(t, d, c.in)
 			switch c.name {
@@ -180,6 +185,13 @@ func TestFeatures(t *testing.T) {
 				want := append(append(h.bytes(), 1), tail...)
 				if string(got) != string(want) {
 					t.Fatalf("got % x, want % x", got, want)
+				}
+				return
+			case "emit twice":
+				h := c.in.bytes()
+				want := append(append(append(append([]byte{}, h...), h...), h...), h...)
+				if string(got) != string(append(want, tail...)) {
+					t.Fatalf("got % x, want the header 4 times and the payload", got)
 				}
 				return
 			case "setInvalid":
@@ -313,6 +325,11 @@ func TestTablesTernaryAndConstEntries(t *testing.T) {
 	}
 	// Const table: writes refused; its entries read back.
 	cid := tableID(t, p, "I.consts")
+	for _, ti := range p.P4Info().Tables {
+		if ti.Preamble.Id == cid && (!ti.IsConstTable || !ti.HasInitialEntries || ti.ConstDefaultActionId == 0) {
+			t.Errorf("P4Info of a const table: %v", ti)
+		}
+	}
 	n := 0
 	if err := d.ReadTableEntries(&p4v1.TableEntry{TableId: cid}, func(*p4v1.TableEntry) error { n++; return nil }); err != nil || n != 3 {
 		t.Fatalf("const entries read: %d, %v; want 3", n, err)

@@ -218,7 +218,8 @@ func (c *compiler) buildP4Info() *configv1.P4Info {
 		return &configv1.Preamble{Id: id, Name: name, Alias: al[name], Annotations: anns}
 	}
 	for _, t := range p.tables {
-		ti := &configv1.Table{Preamble: pre(t.id, t.name, nil), Size: int64(t.size), IsConstTable: t.isConst}
+		ti := &configv1.Table{Preamble: pre(t.id, t.name, nil), Size: int64(t.size), IsConstTable: t.isConst,
+			HasInitialEntries: len(t.entries) > 0}
 		for i, k := range t.keys {
 			mt := configv1.MatchField_EXACT
 			switch k.match {

@@ -489,6 +489,7 @@ func (c *compiler) emit(sc *scope, e *callExpr) stmtFn {
 		}
 		h := c.codecFor(t, base)
 		k := c.headerIndex(base)
+		c.emitBytes += h.bytes
 		list = append(list, func(s *pktState) flow {
 			if s.slots[base] == 0 {
 				return flowNext
