@@ -118,7 +118,7 @@ func (e *Engine) addConn(p connParams, learned bool) (int32, error) {
 	e.conns = append(e.conns, conn{
 		srv: si, cliIP: p.cliIP, srvIP: p.srvIP, cliMAC: p.cliMAC, srvMAC: p.srvMAC, macKnown: p.macKnown,
 		cliPort: p.cliPort, srvPort: p.srvPort, srvQP: p.srvQP, cliQP: p.cliQP, bound: !learned,
-		learned: learned, pure: true, outConn: -1, msgOut: -1, pkey: 0xffff,
+		learned: learned, outConn: -1, msgOut: -1, pkey: 0xffff,
 		fifo: make([]uint32, e.cfg.Window), inRing: make([]inRef, e.cfg.Window),
 		ring: make([]entry, rs), rmask: uint32(rs - 1),
 	})
@@ -364,6 +364,15 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 		e.c.Drops[DropWindowFull]++
 		return
 	}
+	if c.fcount > 0 {
+		// The client PSNs outstanding (READs take several) must fit the
+		// retransmission index, or a retransmission could not be found.
+		oldest := e.conns[c.outConn].slot(c.fifoHead()).inPSN
+		if int(psnDiff(psnAdd(psn, int(npkts)), oldest)) > len(c.inRing) {
+			e.c.Drops[DropWindowFull]++
+			return
+		}
+	}
 	for i := uint32(0); i < npkts; i++ {
 		s := o.slot(o.outNext + i)
 		if s.valid && !s.done {
@@ -404,9 +413,6 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 	c.nakSent, c.nakPending = false, false
 	o.outNext = psnAdd(outPSN, int(npkts))
 	remapped := home != ci
-	if remapped {
-		c.pure, o.pure = false, false
-	}
 	onShared := home == sv.shared
 
 	frame := p.Frame

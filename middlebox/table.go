@@ -85,7 +85,6 @@ type conn struct {
 	inKnown    bool
 	inNext     uint32 // next expected client PSN
 	msn        uint32 // MSN the client has been told (messages completed)
-	pure       bool   // never remapped in or out: server MSNs pass through
 	fifo       []uint32
 	fhead      int
 	fcount     int
