@@ -310,12 +310,14 @@ func TestRingAndWindowFull(t *testing.T) {
 	if c := r.e.Counters(); c.Drops[DropRingFull] != 1 {
 		t.Fatalf("counters: %s", c.String())
 	}
-	// Client 2 (window 16 PSNs): a READ of 10 packets, then another one
-	// would keep 20 of its PSNs outstanding.
+	// Client 2 (window 16 PSNs): two READs of 6 packets, then a third
+	// would keep 18 of its PSNs outstanding.
 	r2 := newTestRack(t, 3, testConfig(true, false))
-	f, _ = r2.read(2, 0x8000, 10*1024, 1024)
-	r2.one(ClientSide, f)
-	f, _ = r2.read(2, 0x8000, 10*1024, 1024)
+	for k := 0; k < 2; k++ {
+		f, _ = r2.read(2, 0x8000, 6*1024, 1024)
+		r2.one(ClientSide, f)
+	}
+	f, _ = r2.read(2, 0x8000, 6*1024, 1024)
 	r2.none(ClientSide, f)
 	if c := r2.e.Counters(); c.Drops[DropWindowFull] != 1 {
 		t.Fatalf("counters: %s", c.String())
