@@ -116,10 +116,14 @@ type selCase struct {
 func (c *compiler) selectFn(sc *scope, tr *transition, target func(string, pos) int, noMatch uint64, perr int) func(*pktState) int {
 	var keys []exprFn
 	var types []*ptype
-	for _, e := range tr.sel {
+	slot0 := -1
+	for i, e := range tr.sel {
 		v := c.typed(c.rvalue(sc, e, nil), e.exprPos())
 		keys = append(keys, v.fn)
 		types = append(types, v.t)
+		if i == 0 && v.isSlot {
+			slot0 = v.slot
+		}
 	}
 	var cases []selCase
 	for _, cs := range tr.cases {
@@ -141,6 +145,25 @@ func (c *compiler) selectFn(sc *scope, tr *transition, target func(string, pos) 
 			sc2.masks = append(sc2.masks, m)
 		}
 		cases = append(cases, sc2)
+	}
+	if len(keys) == 1 && slot0 >= 0 {
+		// The common case: one header field, constant cases.
+		vals := make([]uint64, len(cases))
+		masks := make([]uint64, len(cases))
+		nexts := make([]int, len(cases))
+		for i, cs := range cases {
+			vals[i], masks[i], nexts[i] = cs.vals[0], cs.masks[0], cs.next
+		}
+		return func(s *pktState) int {
+			v := s.slots[slot0]
+			for i, m := range masks {
+				if v&m == vals[i] {
+					return nexts[i]
+				}
+			}
+			s.slots[perr] = noMatch
+			return stateReject
+		}
 	}
 	if len(keys) == 1 {
 		k0 := keys[0]
