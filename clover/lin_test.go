@@ -277,3 +277,23 @@ func TestLinearizableWithSteering(t *testing.T) {
 	}
 	r.checkChains(t, []uint64{1, 2, 3, 4})
 }
+
+// TestLinearizableWithSteeringFaultyLinks: the steering model with every
+// compute-node link dropping, duplicating and reordering (retransmitted
+// requests pass the model unsteered, as on the switch).
+func TestLinearizableWithSteeringFaultyLinks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long")
+	}
+	faults := netio.Faults{Drop: 0.01, Duplicate: 0.01, Reorder: 0.02, ReorderDepth: 3, ReorderHold: 200 * time.Microsecond, Seed: 9}
+	r := newTestRack(t, rackConfig{clients: 16, valueSize: 64, layout: smallLayout(), steer: true, faults: faults})
+	hist := runHistory(t, r, 4, 80, 5)
+	checkLinearizable(t, hist)
+	m := sumMetrics(r.clients)
+	t.Logf("switch: CAS steered %d, READs steered %d; clients: steered-success %d reads-steered %d stale %d read timeouts %d retire-unknown %d",
+		r.steer.casSteered.Load(), r.steer.readsSteered.Load(), m.CASSteered, m.ReadsSteered, m.StaleCursors, m.ReadTimeouts, m.RetireUnknown)
+	if m.CASSteered == 0 {
+		t.Errorf("nothing was steered")
+	}
+	r.checkChains(t, []uint64{1, 2, 3, 4})
+}
