@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,7 +26,8 @@ type decodeConfig struct {
 var decodeCmd = &cobra.Command{
 	Use:   "decode FILE.pcap",
 	Short: "Print the RoCEv2 frames of a capture, one line each",
-	Long: `decode reads a pcap or pcapng capture of Ethernet frames and prints one
+	Long: `decode reads a pcap or pcapng capture of Ethernet frames (or Linux
+cooked frames, as 'tcpdump -i any' writes them) and prints one
 line per RoCEv2 frame (IPv4, UDP port 4791) as key=value pairs:
 
   opcode=<NAME> qp=0x<6 hex> psn=<decimal> ack_req=0|1 icrc=ok|bad
@@ -73,11 +75,14 @@ func init() {
 // packetSource is what pcapgo's Reader and NgReader have in common.
 type packetSource interface {
 	ReadPacketData() ([]byte, captureInfo, error)
+	LinkType() layers.LinkType
 }
 
 type captureInfo struct{ capLen, wireLen int }
 
 type pcapSource struct{ r *pcapgo.Reader }
+
+func (s pcapSource) LinkType() layers.LinkType { return s.r.LinkType() }
 
 func (s pcapSource) ReadPacketData() ([]byte, captureInfo, error) {
 	d, ci, err := s.r.ReadPacketData()
@@ -86,13 +91,16 @@ func (s pcapSource) ReadPacketData() ([]byte, captureInfo, error) {
 
 type ngSource struct{ r *pcapgo.NgReader }
 
+func (s ngSource) LinkType() layers.LinkType { return s.r.LinkType() }
+
 func (s ngSource) ReadPacketData() ([]byte, captureInfo, error) {
 	d, ci, err := s.r.ReadPacketData()
 	return d, captureInfo{ci.CaptureLength, ci.Length}, err
 }
 
 // openCapture recognizes pcap and pcapng by their magic numbers and checks
-// that the capture holds Ethernet frames.
+// that the capture holds Ethernet frames or Linux cooked frames (SLL, SLL2:
+// what `tcpdump -i any` writes).
 func openCapture(r io.Reader) (packetSource, error) {
 	br := bufio.NewReader(r)
 	magic, err := br.Peek(4)
@@ -104,8 +112,8 @@ func openCapture(r io.Reader) (packetSource, error) {
 		if err != nil {
 			return nil, fmt.Errorf("pcapng: %w", err)
 		}
-		if lt := ng.LinkType(); lt != layers.LinkTypeEthernet {
-			return nil, fmt.Errorf("pcapng: link type %v, only Ethernet is supported", lt)
+		if lt := ng.LinkType(); !supportedLink(lt) {
+			return nil, fmt.Errorf("pcapng: link type %v, only Ethernet and Linux SLL/SLL2 are supported", lt)
 		}
 		return ngSource{ng}, nil
 	}
@@ -113,10 +121,64 @@ func openCapture(r io.Reader) (packetSource, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pcap: %w", err)
 	}
-	if lt := pr.LinkType(); lt != layers.LinkTypeEthernet {
-		return nil, fmt.Errorf("pcap: link type %v, only Ethernet is supported", lt)
+	if lt := pr.LinkType(); !supportedLink(lt) {
+		return nil, fmt.Errorf("pcap: link type %v, only Ethernet and Linux SLL/SLL2 are supported", lt)
 	}
 	return pcapSource{pr}, nil
+}
+
+func supportedLink(lt layers.LinkType) bool {
+	return lt == layers.LinkTypeEthernet || lt == layers.LinkTypeLinuxSLL || lt == layers.LinkTypeLinuxSLL2
+}
+
+// Linux cooked capture header layouts.
+const (
+	sllLen       = 16 // packet type 2, ARPHRD 2, address length 2, address 8, protocol 2
+	sllAddrLen   = 4
+	sllAddr      = 6
+	sllProto     = 14
+	sll2Len      = 20 // protocol 2, reserved 2, ifindex 4, ARPHRD 2, packet type 1, address length 1, address 8
+	sll2Proto    = 0
+	sll2AddrLen  = 11
+	sll2Addr     = 12
+	ethMACLength = 6
+)
+
+// toEthernet returns frame as an Ethernet frame: as is for Ethernet
+// captures; for Linux cooked captures, an Ethernet header (destination
+// unknown, so zero; source the captured link-layer address when it is a
+// MAC) followed by the network-layer packet, written into scratch. ok is
+// false for cooked frames too short to hold their header.
+func toEthernet(lt layers.LinkType, frame, scratch []byte) (eth []byte, ok bool) {
+	var proto uint16
+	var addr []byte
+	var payload []byte
+	switch lt {
+	case layers.LinkTypeLinuxSLL:
+		if len(frame) < sllLen {
+			return nil, false
+		}
+		proto = binary.BigEndian.Uint16(frame[sllProto:])
+		if n := int(binary.BigEndian.Uint16(frame[sllAddrLen:])); n == ethMACLength {
+			addr = frame[sllAddr : sllAddr+n]
+		}
+		payload = frame[sllLen:]
+	case layers.LinkTypeLinuxSLL2:
+		if len(frame) < sll2Len {
+			return nil, false
+		}
+		proto = binary.BigEndian.Uint16(frame[sll2Proto:])
+		if n := int(frame[sll2AddrLen]); n == ethMACLength {
+			addr = frame[sll2Addr : sll2Addr+n]
+		}
+		payload = frame[sll2Len:]
+	default:
+		return frame, true
+	}
+	eth = append(scratch[:0], make([]byte, roce.EthernetLen)...)
+	copy(eth[roce.EthSrcOff:roce.EthSrcOff+ethMACLength], addr)
+	binary.BigEndian.PutUint16(eth[roce.EthTypeOff:], proto)
+	return append(eth, payload...), true
 }
 
 // decodeStats counts the frames of a capture by outcome.
@@ -132,9 +194,10 @@ func decodeCapture(r io.Reader, w io.Writer, asJSON bool) (decodeStats, error) {
 		return st, err
 	}
 	var p roce.Packet
-	var line []byte
+	var line, scratch []byte
+	lt := src.LinkType()
 	for n := 1; ; n++ {
-		data, ci, err := src.ReadPacketData()
+		raw, ci, err := src.ReadPacketData()
 		if errors.Is(err, io.EOF) {
 			return st, nil
 		}
@@ -142,6 +205,14 @@ func decodeCapture(r io.Reader, w io.Writer, asJSON bool) (decodeStats, error) {
 			return st, fmt.Errorf("frame %d: %w", n, err)
 		}
 		st.frames++
+		data, ok := toEthernet(lt, raw, scratch)
+		if !ok {
+			st.skipped++
+			continue
+		}
+		if lt != layers.LinkTypeEthernet {
+			scratch = data[:0]
+		}
 		perr := roce.ParseInto(&p, data)
 		if errors.Is(perr, roce.ErrNotRoCE) || (perr != nil && isForeignPrefix(data)) {
 			st.skipped++ // isForeignPrefix: too short to tell, not ours to report

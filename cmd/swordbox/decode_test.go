@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -97,6 +98,11 @@ func testCapture(t *testing.T) ([]capFrame, []string) {
 
 func writeCapture(t *testing.T, path string, frames []capFrame, ng bool) {
 	t.Helper()
+	writeCaptureLink(t, path, frames, ng, layers.LinkTypeEthernet)
+}
+
+func writeCaptureLink(t *testing.T, path string, frames []capFrame, ng bool, lt layers.LinkType) {
+	t.Helper()
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
@@ -106,14 +112,14 @@ func writeCapture(t *testing.T, path string, frames []capFrame, ng bool) {
 	var write func(gopacket.CaptureInfo, []byte) error
 	var flush func() error
 	if ng {
-		w, err := pcapgo.NewNgWriter(f, layers.LinkTypeEthernet)
+		w, err := pcapgo.NewNgWriter(f, lt)
 		if err != nil {
 			t.Fatal(err)
 		}
 		write, flush = w.WritePacket, w.Flush
 	} else {
 		w := pcapgo.NewWriter(f)
-		if err := w.WriteFileHeader(65535, layers.LinkTypeEthernet); err != nil {
+		if err := w.WriteFileHeader(65535, lt); err != nil {
 			t.Fatal(err)
 		}
 		write, flush = w.WritePacket, func() error { return nil }
@@ -246,5 +252,56 @@ func TestDecodeErrors(t *testing.T) {
 	f.Close()
 	if _, err := runDecode(t, "--json=false", raw); err == nil || !strings.Contains(err.Error(), "link type") {
 		t.Errorf("raw IP capture: err = %v", err)
+	}
+}
+
+// cooked rewrites an Ethernet frame as a Linux cooked (SLL or SLL2) frame,
+// the way the kernel captures it on "any".
+func cooked(lt layers.LinkType, fr capFrame) capFrame {
+	eth := fr.data
+	var h []byte
+	switch lt {
+	case layers.LinkTypeLinuxSLL:
+		h = []byte{0, 0, 0, 1, 0, 6}
+		h = append(h, eth[6:12]...)
+		h = append(h, 0, 0)
+		h = append(h, eth[12:14]...)
+	case layers.LinkTypeLinuxSLL2:
+		h = append([]byte(nil), eth[12:14]...)
+		h = append(h, 0, 0, 0, 0, 0, 3, 0, 1, 0, 6)
+		h = append(h, eth[6:12]...)
+		h = append(h, 0, 0)
+	}
+	out := capFrame{data: append(h, eth[14:]...)}
+	if fr.wireLen != 0 {
+		out.wireLen = fr.wireLen - 14 + len(h)
+	}
+	return out
+}
+
+func TestDecodeCooked(t *testing.T) {
+	frames, want := testCapture(t)
+	for _, lt := range []layers.LinkType{layers.LinkTypeLinuxSLL, layers.LinkTypeLinuxSLL2} {
+		var cf []capFrame
+		for _, f := range frames {
+			cf = append(cf, cooked(lt, f))
+		}
+		// A cooked frame too short for its own header is skipped.
+		cf = append(cf, capFrame{data: []byte{8, 0, 0}})
+		path := filepath.Join(t.TempDir(), "any.pcap")
+		writeCaptureLink(t, path, cf, false, lt)
+		out, summary, err := runDecodeStderr(t, "--json=false", path)
+		if err != nil {
+			t.Fatalf("%v: %v", lt, err)
+		}
+		last := cf[len(cf)-2]
+		w := append([]string(nil), want...)
+		w[len(w)-1] = strings.Replace(w[len(w)-1], "60 of 86", fmt.Sprintf("%d of %d", len(last.data), last.wireLen), 1)
+		if got := strings.Split(strings.TrimSuffix(out, "\n"), "\n"); strings.Join(got, "\n") != strings.Join(w, "\n") {
+			t.Errorf("%v:\n got %s\nwant %s", lt, strings.Join(got, "\n     "), strings.Join(w, "\n     "))
+		}
+		if !strings.Contains(summary, "11 frames: 6 RoCEv2 (1 with a bad ICRC), 2 malformed, 3 skipped") {
+			t.Errorf("%v: summary %q", lt, summary)
+		}
 	}
 }
