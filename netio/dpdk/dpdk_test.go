@@ -55,17 +55,29 @@ func newPool(t testing.TB, n int) *Mempool {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(p.Free) // after the ports using it are drained and closed
 	return p
 }
 
-// ringPort opens net_ring0 and closes it when the test ends.
+// ringPort opens net_ring0 and, when the test ends, empties its ring (the
+// mbufs in it belong to this test's pool) and closes it.
 func ringPort(t testing.TB, pool *Mempool) *EthPort {
 	t.Helper()
 	p, err := OpenPort("net_ring0", PortConfig{Pool: pool})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { p.Close() })
+	t.Cleanup(func() {
+		ms := make([]*Mbuf, MaxBurst)
+		for !p.closed.Load() {
+			n := p.RxBurst(0, ms)
+			if n == 0 {
+				break
+			}
+			FreeBulk(ms[:n])
+		}
+		p.Close()
+	})
 	return p
 }
 
