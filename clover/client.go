@@ -165,6 +165,7 @@ type Client struct {
 	rpcWant  uint32
 	rpcGot   bool
 	rpcReply []byte
+	rpcLen   int
 	retires  []pendingRetire
 	retireAt time.Duration // when the oldest queued retire was queued
 
@@ -387,7 +388,7 @@ func (c *Client) onRecv(wc verbs.WC) error {
 			c.epoch = e
 		}
 		if msg.Type() != MsgEpoch|MsgReply && msg.ID() == c.rpcWant && !c.rpcGot {
-			copy(c.rpcReply, msg)
+			c.rpcLen = copy(c.rpcReply, msg)
 			c.rpcGot = true
 		}
 	}
@@ -421,10 +422,38 @@ func (c *Client) rpc(ctx context.Context, n int, wantReply bool) (Reply, error) 
 			return nil, err
 		}
 	}
-	return Reply(c.rpcReply), nil
+	rp := Reply(c.rpcReply[:c.rpcLen])
+	if err := checkReply(rp); err != nil {
+		return nil, fmt.Errorf("clover client %d: MS reply: %w", c.cfg.ID, err)
+	}
+	return rp, nil
 }
 
 func (c *Client) sendBuf() []byte { return c.buf[c.offSend() : c.offSend()+MsgMax] }
+
+// checkReply validates a reply's length against its type, status and count,
+// so that the accessors used on it stay inside the message.
+func checkReply(rp Reply) error {
+	if len(rp) < ReplyHeaderSize {
+		return fmt.Errorf("%d bytes, shorter than a header", len(rp))
+	}
+	need := ReplyHeaderSize
+	switch rp.Type() &^ MsgReply {
+	case MsgAlloc:
+		if rp.Count() > MaxBatch {
+			return fmt.Errorf("ALLOC reply with %d slots", rp.Count())
+		}
+		need += rp.Count() * AllocEntrySize
+	case MsgCreate, MsgLookup:
+		if rp.Status() == StatusOK || rp.Status() == StatusExists {
+			need += keyRepSize
+		}
+	}
+	if len(rp) < need {
+		return fmt.Errorf("type %d status %d: %d bytes, need %d", rp.Type(), rp.Status(), len(rp), need)
+	}
+	return nil
+}
 
 // lookup asks the MS for a key's shortcut and latest version.
 func (c *Client) lookup(ctx context.Context, key uint64) (KeyInfo, error) {

@@ -306,3 +306,30 @@ func TestMSReclaimWaitsForLatestPointer(t *testing.T) {
 	}
 	checkAccounting(t, m)
 }
+
+// FuzzCheckReply: whatever a reply holds, once checkReply accepts it the
+// client's accessors stay inside it.
+func FuzzCheckReply(f *testing.F) {
+	m := testCore(f)
+	rep := make([]byte, MsgMax)
+	req := []byte{MsgAlloc, 0, 2, 0, 1, 0, 0, 0, 2, 0, 0, 0}
+	f.Add(rep[:m.Handle(req, rep, 0)])
+	f.Add([]byte{MsgLookup | MsgReply, StatusOK, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		rp := Reply(b)
+		if checkReply(rp) != nil {
+			return
+		}
+		switch rp.Type() &^ MsgReply {
+		case MsgAlloc:
+			for i := 0; i < rp.Count(); i++ {
+				_ = binary.LittleEndian.Uint32(rp.Body()[i*AllocEntrySize:])
+				_ = rp.Body()[i*AllocEntrySize+4]
+			}
+		case MsgCreate, MsgLookup:
+			if rp.Status() == StatusOK || rp.Status() == StatusExists {
+				_ = getKeyInfo(rp.Body())
+			}
+		}
+	})
+}
