@@ -9,14 +9,17 @@ import (
 // operations a responder executes, per 8-byte word (separately for host and
 // device memory), per QP and in aggregate. A zero rate means no cap.
 //
-// The model is a virtual scheduler (GCRA, the leaky-bucket algorithm of ATM
-// policing): every capped resource keeps a theoretical next-free time; an
-// atomic starts at the latest of those, minus a tolerance of Burst, and
-// pushes each forward by its interval. A responder that runs ahead sleeps
-// (never spins) until its start time, so the average rate never exceeds a
-// cap while short bursts up to Burst pass untouched. Because the responder
-// worker sleeps, everything queued behind the atomic waits too, as on a NIC
-// whose atomic unit stalls the pipeline.
+// The model is a virtual clock per capped resource (the virtual-scheduling
+// form of GCRA): an atomic starts, in virtual time, when every resource it
+// needs is free, and keeps each busy for 1/rate. A resource idle for a while
+// lends at most Credit of past time, so a burst after idleness runs at once
+// and a sleep that overshoots (time.Sleep on a loaded host is coarse) is
+// made up afterwards instead of lowering the rate. The responder sleeps
+// only when it runs more than Slack ahead of virtual time, so it sleeps
+// rarely and never spins; over any long interval no cap is exceeded by
+// more than Credit+Slack worth of operations. Because the responder worker
+// sleeps, everything queued behind the atomic waits too, as on a NIC whose
+// atomic unit stalls the pipeline.
 //
 // Per-address state lives in a fixed hash table of AddrSlots slots;
 // addresses that collide share a slot and are capped together (an
@@ -30,8 +33,10 @@ type Timing struct {
 	AtomicsPerQP float64
 	// AtomicsAggregate caps atomics of the whole device.
 	AtomicsAggregate float64
-	// Burst is the scheduling tolerance (default 100us).
-	Burst time.Duration
+	// Credit is the most idle time a resource lends (default 1ms); Slack
+	// is how far the responder may run ahead before it sleeps (default
+	// 200us).
+	Credit, Slack time.Duration
 }
 
 // ConnectX-5 figures from the SwordBox paper (Li et al.), section 3.2.
@@ -67,8 +72,8 @@ const AddrSlots = 4096
 
 type timingModel struct {
 	d                         *Device
-	burst                     int64
-	iAddr, iAddrDM, iQP, iAgg int64 // intervals in ns; 0 = uncapped
+	credit, slack             int64
+	iAddr, iAddrDM, iQP, iAgg int64 // intervals in 1/tick ns; 0 = uncapped
 	mu                        sync.Mutex
 	agg                       int64
 	addr                      [AddrSlots]int64
@@ -93,11 +98,14 @@ func interval(rate float64) int64 {
 }
 
 func newTimingModel(d *Device, t Timing) *timingModel {
-	if t.Burst <= 0 {
-		t.Burst = 100 * time.Microsecond
+	if t.Credit <= 0 {
+		t.Credit = time.Millisecond
+	}
+	if t.Slack <= 0 {
+		t.Slack = 200 * time.Microsecond
 	}
 	return &timingModel{
-		d: d, burst: int64(t.Burst) * tick,
+		d: d, credit: int64(t.Credit) * tick, slack: int64(t.Slack) * tick,
 		iAddr: interval(t.AtomicsPerAddr), iAddrDM: interval(t.AtomicsPerAddrDM),
 		iQP: interval(t.AtomicsPerQP), iAgg: interval(t.AtomicsAggregate),
 		qp:    make(map[uint32]int64),
@@ -105,50 +113,50 @@ func newTimingModel(d *Device, t Timing) *timingModel {
 	}
 }
 
-// schedule computes when an atomic on (key, va) of QP qpn may start, given
-// the time now, and books the resources. It returns how long to wait.
+// schedule books an atomic on (key, va) of QP qpn offered at time now (ns)
+// and returns how far in the future its virtual start lies (0 if it may
+// start now or lies in the past).
 func (t *timingModel) schedule(now int64, qpn uint32, dm bool, key uint32, va uint64) time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now *= tick
-	start := now
+	floor := now - t.credit
 	ia := t.iAddr
 	if dm {
 		ia = t.iAddrDM
 	}
 	slot := (uint64(key)*0x9e3779b97f4a7c15 ^ va>>3*0xff51afd7ed558ccd) % AddrSlots
-	consider := func(tat, iv int64) {
-		if iv > 0 && tat-t.burst > start {
-			start = tat - t.burst
-		}
-	}
-	consider(t.agg, t.iAgg)
-	consider(t.addr[slot], ia)
 	qtat := t.qp[qpn]
-	consider(qtat, t.iQP)
-	book := func(tat, iv int64) int64 {
-		if tat < start {
-			tat = start
-		}
-		return tat + iv
+	// The virtual start: when every capped resource is free, but no
+	// earlier than the credit allows.
+	start := floor
+	if t.iAgg > 0 && t.agg > start {
+		start = t.agg
+	}
+	if ia > 0 && t.addr[slot] > start {
+		start = t.addr[slot]
+	}
+	if t.iQP > 0 && qtat > start {
+		start = qtat
 	}
 	if t.iAgg > 0 {
-		t.agg = book(t.agg, t.iAgg)
+		t.agg = start + t.iAgg
 	}
 	if ia > 0 {
-		t.addr[slot] = book(t.addr[slot], ia)
+		t.addr[slot] = start + ia
 	}
 	if t.iQP > 0 {
-		t.qp[qpn] = book(qtat, t.iQP)
+		t.qp[qpn] = start + t.iQP
 	}
-	if start > now {
-		t.throttled++
+	if start <= now {
+		return 0
 	}
+	t.throttled++
 	return time.Duration((start - now) / tick)
 }
 
 func (t *timingModel) throttleAtomic(q *QP, m *MR, va uint64) {
-	if w := t.schedule(t.d.now(), q.qpn, m.device, m.key, va); w > 0 {
+	if w := t.schedule(t.d.now(), q.qpn, m.device, m.key, va); w > time.Duration(t.slack/tick) {
 		t.sleep(w)
 	}
 }

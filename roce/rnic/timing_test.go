@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/swordbox/swordbox/netio"
 	"github.com/swordbox/swordbox/roce/verbs"
 )
 
@@ -41,8 +42,8 @@ func TestTimingSchedule(t *testing.T) {
 				last = m.schedule(0, uint32(i%tc.qps), tc.dm, 0x105, va)
 			}
 			// All ops offered at time 0: the last one starts when the cap
-			// allows ops-1 before it, less the burst tolerance.
-			want := time.Duration(float64(tc.ops-1)/rate*1e9) - 100*time.Microsecond
+			// allows ops-1 before it.
+			want := time.Duration(float64(tc.ops-1) / rate * 1e9)
 			if d := last - want; d < -2*time.Microsecond || d > time.Duration(float64(tc.ops)*1e9/rate/100) {
 				t.Fatalf("last start %v, want about %v (cap %.3g/s)", last, want, rate)
 			}
@@ -57,26 +58,45 @@ func TestTimingSchedule(t *testing.T) {
 	}
 }
 
-// TestTimingThrottlesResponder runs CAS traffic on one word through a device
-// with the ConnectX-5 model and checks the sleeps it asked for add up to the
-// time the cap requires (no wall-clock assertion: the sleep is recorded).
+// TestTimingThrottlesResponder runs CAS traffic on one word through a
+// device with a low per-address cap and checks the cap held: the run takes
+// at least n/rate. The same traffic without the timing model runs first, to
+// show the pipeline is faster than the cap (else the check could not fail).
 func TestTimingThrottlesResponder(t *testing.T) {
-	// A cap low enough to bind whatever the speed of the machine.
 	const rate = 20000
-	tm := Timing{AtomicsPerAddr: rate}
-	p := newPair(t, lossy(11), fastCfg(), Config{Timing: &tm, Workers: 2})
+	const per = 500
+	// Credit (1ms) and slack (200us) let that much run ahead.
+	need := time.Duration(float64(4*per)/rate*1e9) - 1200*time.Microsecond
+	untimed, _ := casRun(t, nil)
+	if untimed >= need/2 {
+		t.Skipf("untimed run took %v, too slow to tell a cap of %d/s apart (needs < %v)", untimed, rate, need/2)
+	}
+	elapsed, slept := casRun(t, &Timing{AtomicsPerAddr: rate})
+	t.Logf("%d atomics on one word: untimed %v; capped at %d/s %v (slept %v); the cap needs at least %v", 4*per, untimed, rate, elapsed, slept, need)
+	if elapsed < need {
+		t.Fatalf("%d atomics on one word in %v: faster than the cap of %d/s allows (%v)", 4*per, elapsed, rate, need)
+	}
+}
+
+// casRun issues 4 x 500 CMP_SWAPs on one word from 4 QPs over a clean link
+// and returns the time it took and the time the timing model slept.
+func casRun(t *testing.T, tm *Timing) (time.Duration, time.Duration) {
+	p := newPair(t, netio.Faults{}, fastCfg(), Config{Timing: tm, Workers: 2})
 	var mu sync.Mutex
 	var slept time.Duration
-	p.srv.timing.sleep = func(d time.Duration) {
-		mu.Lock()
-		slept += d
-		mu.Unlock()
-		time.Sleep(d)
+	if p.srv.timing != nil {
+		p.srv.timing.sleep = func(d time.Duration) {
+			mu.Lock()
+			slept += d
+			mu.Unlock()
+			time.Sleep(d)
+		}
 	}
 	cs, _ := p.qps(t, 4, 0)
 	rm, _ := p.srv.Register(make([]byte, 64), verbs.AccessAll)
 	lm, _ := p.cli.Register(make([]byte, 8), verbs.AccessAll)
 	const per = 500
+	start := time.Now()
 	var wg sync.WaitGroup
 	for _, q := range cs {
 		wg.Add(1)
@@ -85,13 +105,10 @@ func TestTimingThrottlesResponder(t *testing.T) {
 			for k := 0; k < per; k += 50 {
 				wrs := make([]verbs.SendWR, 50)
 				for i := range wrs {
-					wrs[i] = verbs.SendWR{ID: uint64(k + i), Op: verbs.OpCompareSwap, SG: []verbs.SGE{{Addr: lm.Addr(), Length: 8, LKey: lm.LKey()}}, RemoteAddr: rm.Addr(), RKey: rm.RKey(), Compare: 0, SwapAdd: 0}
+					wrs[i] = verbs.SendWR{ID: uint64(k + i), Op: verbs.OpCompareSwap, SG: []verbs.SGE{{Addr: lm.Addr(), Length: 8, LKey: lm.LKey()}}, RemoteAddr: rm.Addr(), RKey: rm.RKey()}
 				}
 				wrs[49].Flags = verbs.Signaled
-				for {
-					if err := q.PostSend(wrs); err == nil {
-						break
-					}
+				for q.PostSend(wrs) != nil {
 					time.Sleep(100 * time.Microsecond) // queue full
 				}
 			}
@@ -99,17 +116,25 @@ func TestTimingThrottlesResponder(t *testing.T) {
 	}
 	wg.Wait()
 	waitN(t, p.cliCQ, 4*per/50, 30*time.Second)
-	n := p.srv.Stats().AtomicsExecuted
-	need := time.Duration(float64(n)/rate*1e9) - 100*time.Microsecond
-	mu.Lock()
-	defer mu.Unlock()
-	t.Logf("%d atomics on one word: slept %v in total, the cap needs at least %v", n, slept, need)
-	if n != 4*per {
+	elapsed := time.Since(start)
+	if n := p.srv.Stats().AtomicsExecuted; n != 4*per {
 		t.Fatalf("executed %d atomics, want %d", n, 4*per)
 	}
-	// Sleeps of the 2 workers may overlap, and a sleep that was due while
-	// the pipeline was busy anyway is shorter: allow a factor of 2.
-	if slept < need/2 {
-		t.Fatalf("throttled %v, far less than the %v the cap requires", slept, need)
+	mu.Lock()
+	defer mu.Unlock()
+	return elapsed, slept
+}
+
+// TestTimingCredit: a resource idle for long lends at most Credit: after
+// idleness about Credit*rate atomics start at once, the next one waits.
+func TestTimingCredit(t *testing.T) {
+	m := newTimingModel(nil, Timing{AtomicsPerAddr: 1e6, Credit: time.Millisecond})
+	now := int64(10 * time.Second)
+	free := 0
+	for m.schedule(now, 1, false, 1, 8) == 0 {
+		free++
+	}
+	if free < 999 || free > 1001 {
+		t.Fatalf("%d atomics ran on credit, want about 1000 (1ms at 1M/s)", free)
 	}
 }

@@ -45,6 +45,9 @@ func TestRunDuration(t *testing.T) {
 // nothing per operation once warm: the process-wide allocation count over
 // many operations stays below one per thousand operations.
 func TestSteadyStateAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are meaningless under the race detector")
+	}
 	for _, name := range []string{"write_bw", "read_bw", "atomic_bw"} {
 		const ops = 100000
 		s, err := NewSession(context.Background(), Config{Test: name, QPs: 4, Depth: 16, Size: 64, Ops: ops, NoWarmup: true, RegionSize: 1 << 20})
