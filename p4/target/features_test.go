@@ -412,3 +412,14 @@ func wantCode(tb testing.TB, err error, code string) {
 		tb.Fatalf("error %v, want code %s", err, code)
 	}
 }
+
+func TestTimestamps(t *testing.T) {
+	p := featureProgram(t, "", `bit<48> ts = sm.ingress_global_timestamp; hdr.h.e = (bit<64>)ts;
+        hdr.h.d = (bit<32>)sm.egress_global_timestamp;`)
+	now := uint64(0x123456789abc)
+	d := NewDevice(p, Options{Now: func() uint64 { return now }})
+	got := hvOf(runFeature(t, d, hv{}))
+	if got.e != now || got.d != uint32(now) {
+		t.Fatalf("timestamps e=%#x d=%#x, want %#x", got.e, got.d, now)
+	}
+}

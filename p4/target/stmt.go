@@ -240,8 +240,8 @@ func storeFn(l *lval, v *val) stmtFn {
 			return flowNext
 		}
 	}
-	if v.lv != nil && !v.lv.sliced {
-		src := v.lv.base
+	if v.isSlot {
+		src := v.slot
 		return func(s *pktState) flow {
 			s.slots[b] = s.slots[src]
 			return flowNext
