@@ -246,7 +246,9 @@ func (c *compiler) slice(sc *scope, e *sliceExpr) *val {
 		c.fail(e.p, "slice [%d:%d] out of range for %s", hi, lo, x.t)
 	}
 	w := int(hi - lo + 1)
-	if x.lv != nil {
+	// A slice of a location is itself a location, unless the value is not
+	// what the slot holds (the lazily read timestamps).
+	if x.lv != nil && (x.isSlot || x.lv.sliced) {
 		l := *x.lv
 		if l.sliced {
 			l.lo += int(lo)

@@ -415,11 +415,11 @@ func wantCode(tb testing.TB, err error, code string) {
 
 func TestTimestamps(t *testing.T) {
 	p := featureProgram(t, "", `bit<48> ts = sm.ingress_global_timestamp; hdr.h.e = (bit<64>)ts;
-        hdr.h.d = (bit<32>)sm.egress_global_timestamp;`)
+        hdr.h.d = (bit<32>)sm.egress_global_timestamp; hdr.h.c = sm.ingress_global_timestamp[47:32];`)
 	now := uint64(0x123456789abc)
 	d := NewDevice(p, Options{Now: func() uint64 { return now }})
 	got := hvOf(runFeature(t, d, hv{}))
-	if got.e != now || got.d != uint32(now) {
+	if got.e != now || got.d != uint32(now) || got.c != uint16(now>>32) {
 		t.Fatalf("timestamps e=%#x d=%#x, want %#x", got.e, got.d, now)
 	}
 }
