@@ -2,6 +2,7 @@ package roce
 
 import (
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
 )
 
@@ -114,6 +115,21 @@ func icrcRest(crc uint32, rest []byte) uint32 {
 	k := len(rest) & 15
 	crc = crcUpdate(crc, rest[:k])
 	return crc32.Update(crc, crc32.IEEETable, rest[k:])
+}
+
+// ICRCOf returns the ICRC of an IPv4 RoCEv2 packet given as its bytes from
+// the IPv4 header to the end of the payload, without the ICRC itself: the
+// building block for code that writes frames without parsing them. It reads
+// the IHL; only the length of l3 is checked, not the headers' contents.
+func ICRCOf(l3 []byte) (uint32, error) {
+	if len(l3) < IPv4MinLen {
+		return 0, fmt.Errorf("roce: icrc: %d bytes, need an IPv4 header", len(l3))
+	}
+	ihl := IPv4(l3).HeaderLen()
+	if ihl < IPv4MinLen || len(l3) < ihl+UDPLen+BTHLen {
+		return 0, fmt.Errorf("roce: icrc: %d bytes with IHL %d, need IPv4, UDP and BTH", len(l3), ihl)
+	}
+	return icrcOver(l3, ihl), nil
 }
 
 // ComputeICRC returns the ICRC the packet should carry, computed from its

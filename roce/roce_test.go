@@ -388,6 +388,9 @@ func TestICRCMatchesRecipe(t *testing.T) {
 			if got, want := p.ComputeICRC(), refICRC(frame); got != want {
 				t.Fatalf("opts %d n %d: ICRC %08x, recipe %08x", opts, n, got, want)
 			}
+			if got, err := ICRCOf(frame[p.L3Off:p.ICRCOff]); err != nil || got != p.ComputeICRC() {
+				t.Fatalf("opts %d n %d: ICRCOf %08x, %v", opts, n, got, err)
+			}
 		}
 	}
 }
@@ -434,5 +437,17 @@ func TestVLAN(t *testing.T) {
 	}
 	if q, err := Parse(out); err != nil || !q.ICRCOK() || q.IP.TotalLen() != 68 || len(out) != n-4 {
 		t.Errorf("tagged CAS to WRITE: %v", err)
+	}
+}
+
+func TestICRCOfErrors(t *testing.T) {
+	frame := mustHex(t, workedExampleHex)
+	for _, l3 := range [][]byte{frame[14:30], frame[14:14+IPv4MinLen+UDPLen+BTHLen-1], {0x44, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}} {
+		if _, err := ICRCOf(l3); err == nil || !strings.HasPrefix(err.Error(), "roce: icrc: ") {
+			t.Errorf("ICRCOf(%d bytes): %v", len(l3), err)
+		}
+	}
+	if got, err := ICRCOf(frame[14 : len(frame)-4]); err != nil || got != 0xec72e0dc {
+		t.Errorf("ICRCOf(worked example) = %08x, %v", got, err)
 	}
 }
