@@ -40,6 +40,8 @@ var (
 	clientIP  = [4]byte{10, 0, 0, 1}
 	memMAC    = [6]byte{2, 0, 0, 0, 0, 2}
 	memIP     = [4]byte{10, 0, 0, 2}
+	audMAC    = [6]byte{2, 0, 0, 0, 0, 3}
+	audIP     = [4]byte{10, 0, 0, 3}
 )
 
 // tap is the switch's end of the link to the memory node.
@@ -122,6 +124,14 @@ type rig struct {
 	cqp, mqp *rnic.QP
 	mr       *rnic.MR // memory node region
 	lmr      *rnic.MR // client buffer
+	// The auditor, on port 3, reads the memory node's region with RDMA
+	// READs through the switch: the tests look at remote memory the way a
+	// client would, without racing the memory node's responder.
+	aud    *rnic.Device
+	audCQ  *rnic.CQ
+	audQP  *rnic.QP
+	audMR  *rnic.MR
+	audSeq uint64
 }
 
 // swordboxP4 reads and compiles p4/swordbox.p4 with the Go target.
@@ -148,8 +158,9 @@ func newRig(t testing.TB, cliTimeout time.Duration) *rig {
 
 	swCli, hostCli := netio.Pipe()
 	swMem, hostMem := netio.Pipe()
+	swAud, hostAud := netio.Pipe()
 	r.tap = &tap{Port: swMem, dropped: make(chan []byte, 16)}
-	r.srv = p4rt.New(p4rt.Options{DeviceID: 1, Ports: map[uint32]netio.Port{1: swCli, 2: r.tap}})
+	r.srv = p4rt.New(p4rt.Options{DeviceID: 1, Ports: map[uint32]netio.Port{1: swCli, 2: r.tap, 3: swAud}})
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -166,9 +177,13 @@ func newRig(t testing.TB, cliTimeout time.Duration) *rig {
 	if r.mem, err = rnic.New(hostMem, rnic.Config{Name: "mem0", MAC: memMAC, IP: memIP, SkipICRC: true}); err != nil {
 		t.Fatal(err)
 	}
+	if r.aud, err = rnic.New(hostAud, rnic.Config{Name: "auditor", MAC: audMAC, IP: audIP}); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		gs.Stop()
 		r.cli.Close()
+		r.aud.Close()
 		r.mem.Close()
 		r.srv.Close()
 	})
@@ -189,6 +204,20 @@ func newRig(t testing.TB, cliTimeout time.Duration) *rig {
 	if err := rnic.Connect(r.cqp, r.mqp, 100, 5000); err != nil {
 		t.Fatal(err)
 	}
+	if r.audMR, err = r.aud.Register(make([]byte, 1<<16), verbs.AccessAll); err != nil {
+		t.Fatal(err)
+	}
+	r.audCQ = r.aud.NewCQ(64)
+	mqp2, err := r.mem.NewQP(verbs.QPConfig{SendCQ: memCQ, RecvCQ: memCQ})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.audQP, err = r.aud.NewQP(verbs.QPConfig{SendCQ: r.audCQ, RecvCQ: r.audCQ, SignalAll: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rnic.Connect(r.audQP, mqp2, 7000, 9000); err != nil {
+		t.Fatal(err)
+	}
 	return r
 }
 
@@ -202,6 +231,7 @@ func (r *rig) rackConfig(edit func(*rack.Config)) *rack.Rack {
 	c.Hosts = []rack.Host{
 		{Name: "client0", MAC: "02:00:00:00:00:01", IP: "10.0.0.1", Port: 1},
 		{Name: "mem0", MAC: "02:00:00:00:00:02", IP: "10.0.0.2", Port: 2},
+		{Name: "auditor", MAC: "02:00:00:00:00:03", IP: "10.0.0.3", Port: 3},
 	}
 	c.MemoryNodes = []rack.MemoryNode{{Host: "mem0", Regions: []rack.Region{{
 		Base: "0x" + hex64(r.mr.Addr()), Length: "65536"}}}}
@@ -248,11 +278,42 @@ func hw(nextLH uint32, nextVer, entryVer uint8) uint64 {
 	return uint64(nextLH)<<28 | uint64(nextVer)<<19 | uint64(entryVer)<<11
 }
 
-// memWord reads the little-endian word at offset off of the memory node's region.
-func (r *rig) memWord(off int) uint64 {
-	return binary.LittleEndian.Uint64(r.mr.Bytes()[off:])
+// memRead reads n bytes at offset off of the memory node's region with an
+// RDMA READ from the auditor, through the switch (the forward table must be
+// installed).
+func (r *rig) memRead(off, n int) []byte {
+	r.t.Helper()
+	r.audSeq++
+	if err := r.audQP.PostSend([]verbs.SendWR{{ID: r.audSeq, Op: verbs.OpRead,
+		SG:         []verbs.SGE{{Addr: r.audMR.Addr(), Length: uint32(n), LKey: r.audMR.LKey()}},
+		RemoteAddr: r.mr.Addr() + uint64(off), RKey: r.mr.RKey()}}); err != nil {
+		r.t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	buf := make([]verbs.WC, 4)
+	for {
+		k, err := r.audCQ.Wait(ctx, buf)
+		if err != nil {
+			r.t.Fatalf("auditor READ: %v", err)
+		}
+		for _, wc := range buf[:k] {
+			if wc.ID == r.audSeq {
+				if wc.Status != verbs.StatusSuccess {
+					r.t.Fatalf("auditor READ: %+v", wc)
+				}
+				return append([]byte(nil), r.audMR.Bytes()[:n]...)
+			}
+		}
+	}
 }
 
+// memWord reads the little-endian word at offset off of the memory node's region.
+func (r *rig) memWord(off int) uint64 {
+	return binary.LittleEndian.Uint64(r.memRead(off, 8))
+}
+
+// setMemWord initialises a word of the region before any traffic touches it.
 func (r *rig) setMemWord(off int, v uint64) {
 	binary.LittleEndian.PutUint64(r.mr.Bytes()[off:], v)
 }
