@@ -442,7 +442,7 @@ func TestVLAN(t *testing.T) {
 
 func TestICRCOfErrors(t *testing.T) {
 	frame := mustHex(t, workedExampleHex)
-	for _, l3 := range [][]byte{frame[14:30], frame[14:14+IPv4MinLen+UDPLen+BTHLen-1], {0x44, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}} {
+	for _, l3 := range [][]byte{frame[14:30], frame[14 : 14+IPv4MinLen+UDPLen+BTHLen-1], {0x44, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}} {
 		if _, err := ICRCOf(l3); err == nil || !strings.HasPrefix(err.Error(), "roce: icrc: ") {
 			t.Errorf("ICRCOf(%d bytes): %v", len(l3), err)
 		}
