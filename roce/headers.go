@@ -457,20 +457,26 @@ func (a AtomicAckETH) SetOrig(v uint64) { binary.BigEndian.PutUint64(a[AtomicAck
 // ImmDt is a view of the 4-byte Immediate Data header.
 type ImmDt []byte
 
+// ImmDtOff is the offset of the immediate data.
+const ImmDtOff = 0
+
 // Imm returns the immediate data.
-func (i ImmDt) Imm() uint32 { return binary.BigEndian.Uint32(i) }
+func (i ImmDt) Imm() uint32 { return binary.BigEndian.Uint32(i[ImmDtOff:]) }
 
 // SetImm sets the immediate data.
-func (i ImmDt) SetImm(v uint32) { binary.BigEndian.PutUint32(i, v) }
+func (i ImmDt) SetImm(v uint32) { binary.BigEndian.PutUint32(i[ImmDtOff:], v) }
 
 // IETH is a view of the 4-byte Invalidate Extended Transport Header.
 type IETH []byte
 
+// IETHRKeyOff is the offset of the key to invalidate.
+const IETHRKeyOff = 0
+
 // RKey returns the key to invalidate.
-func (i IETH) RKey() uint32 { return binary.BigEndian.Uint32(i) }
+func (i IETH) RKey() uint32 { return binary.BigEndian.Uint32(i[IETHRKeyOff:]) }
 
 // SetRKey sets the key to invalidate.
-func (i IETH) SetRKey(v uint32) { binary.BigEndian.PutUint32(i, v) }
+func (i IETH) SetRKey(v uint32) { binary.BigEndian.PutUint32(i[IETHRKeyOff:], v) }
 
 // DETH is a view of the 8-byte Datagram Extended Transport Header.
 type DETH []byte

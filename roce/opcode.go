@@ -201,7 +201,7 @@ const (
 	NAKPSNSequenceError     uint8 = 0
 	NAKInvalidRequest       uint8 = 1
 	NAKRemoteAccessError    uint8 = 2
-	NAKRemoteOperationalErr uint8 = 3
+	NAKRemoteOperationalError uint8 = 3
 	NAKInvalidRDRequest     uint8 = 4
 )
 
@@ -250,7 +250,7 @@ func (s Syndrome) String() string {
 			return "NAK INVALID_REQUEST"
 		case NAKRemoteAccessError:
 			return "NAK REMOTE_ACCESS_ERROR"
-		case NAKRemoteOperationalErr:
+		case NAKRemoteOperationalError:
 			return "NAK REMOTE_OPERATIONAL_ERROR"
 		case NAKInvalidRDRequest:
 			return "NAK INVALID_RD_REQUEST"

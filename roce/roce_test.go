@@ -186,7 +186,7 @@ func TestSyndrome(t *testing.T) {
 		{NAKSyndrome(NAKPSNSequenceError), 0x60, KindNAK, 0, "NAK PSN_SEQUENCE_ERROR"},
 		{NAKSyndrome(NAKInvalidRequest), 0x61, KindNAK, 1, "NAK INVALID_REQUEST"},
 		{NAKSyndrome(NAKRemoteAccessError), 0x62, KindNAK, 2, "NAK REMOTE_ACCESS_ERROR"},
-		{NAKSyndrome(NAKRemoteOperationalErr), 0x63, KindNAK, 3, "NAK REMOTE_OPERATIONAL_ERROR"},
+		{NAKSyndrome(NAKRemoteOperationalError), 0x63, KindNAK, 3, "NAK REMOTE_OPERATIONAL_ERROR"},
 		{Syndrome(0x45), 0x45, KindReserved, 5, "RESERVED 0x45"},
 	}
 	for _, tc := range tests {

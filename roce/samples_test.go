@@ -114,7 +114,7 @@ func samples() []sample {
 	f.AckReq = false
 	f.Syndrome, f.MSN = RNRNAKSyndrome(14), 5
 	add("rnr nak", f)
-	for _, c := range []uint8{NAKPSNSequenceError, NAKInvalidRequest, NAKRemoteAccessError, NAKRemoteOperationalErr} {
+	for _, c := range []uint8{NAKPSNSequenceError, NAKInvalidRequest, NAKRemoteAccessError, NAKRemoteOperationalError} {
 		f = base(OpRCAcknowledge, 302+uint32(c))
 		f.AckReq = false
 		f.Syndrome, f.MSN = NAKSyndrome(c), 6
