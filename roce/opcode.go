@@ -198,11 +198,11 @@ const (
 
 // NAK codes.
 const (
-	NAKPSNSequenceError     uint8 = 0
-	NAKInvalidRequest       uint8 = 1
-	NAKRemoteAccessError    uint8 = 2
+	NAKPSNSequenceError       uint8 = 0
+	NAKInvalidRequest         uint8 = 1
+	NAKRemoteAccessError      uint8 = 2
 	NAKRemoteOperationalError uint8 = 3
-	NAKInvalidRDRequest     uint8 = 4
+	NAKInvalidRDRequest       uint8 = 4
 )
 
 // CreditInvalid is the ACK credit count meaning "no credit information".
