@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/swordbox/swordbox/netio"
+
 	"github.com/swordbox/swordbox/testbed/ycsb"
 )
 
@@ -112,11 +114,19 @@ func runYCSB(b *testing.B, r *testRack, w *ycsb.Workload) {
 }
 
 func benchRack(b *testing.B, clients, keys, valueSize int, steer bool) (*testRack, []uint64) {
+	return benchRackDelay(b, clients, keys, valueSize, steer, 0)
+}
+
+// benchRackDelay gives every compute-node link a fixed one-way delay, so
+// that operations of many clients overlap as on a real network, where a
+// round trip is long against the CPU time of an operation.
+func benchRackDelay(b *testing.B, clients, keys, valueSize int, steer bool, delay time.Duration) (*testRack, []uint64) {
 	nodes := keys + 64*clients + 4096
 	class, _ := ClassFor(NodeSize(valueSize))
 	perChunk := (1 << 20) / SlabClasses[class]
 	layout := RegionLayout{Shortcuts: keys + 16, Chunks: nodes/perChunk + 2*clients + 8, ChunkSize: 1 << 20}
-	r := newTestRack(b, rackConfig{clients: clients, valueSize: valueSize, layout: layout, cache: 2 * keys, timeout: 100 * time.Millisecond, epoch: time.Minute, steer: steer})
+	r := newTestRack(b, rackConfig{clients: clients, valueSize: valueSize, layout: layout, cache: 2 * keys, timeout: 100 * time.Millisecond, epoch: time.Minute, steer: steer,
+		faults: netio.Faults{Delay: delay}})
 	w, _ := ycsb.New(ycsb.Config{Workload: ycsb.WorkloadC, RecordCount: int64(keys)})
 	ks := make([]uint64, keys)
 	for i := range ks {
@@ -212,4 +222,26 @@ func BenchmarkClientOps(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkContendedZipfDelay is BenchmarkContendedZipf on links with a
+// 100us one-way delay: many clients' operations in flight at once.
+func BenchmarkContendedZipfDelay(b *testing.B) {
+	for _, tc := range []struct {
+		clients int
+		steer   bool
+	}{{32, false}, {128, false}, {128, true}} {
+		steer := "off"
+		if tc.steer {
+			steer = "model"
+		}
+		b.Run(fmt.Sprintf("clients=%d/steer=%s", tc.clients, steer), func(b *testing.B) {
+			r, _ := benchRackDelay(b, tc.clients, 1024, 128, tc.steer, 100*time.Microsecond)
+			w, err := ycsb.New(ycsb.Config{Workload: ycsb.WorkloadA, RecordCount: 1024, ValueSize: 128, Clients: tc.clients, Seed: 1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			runYCSB(b, r, w)
+		})
+	}
 }
