@@ -81,3 +81,27 @@ func Example() {
 	fmt.Printf("%s: %d create, %d put, %d get, %d CAS failed\n", v, m.Creates, m.Puts, m.Gets, m.CASFailures)
 	// Output: version2: 1 create, 1 put, 1 get, 0 CAS failed
 }
+
+// ExampleMetaCore drives the metadata server's deterministic core directly:
+// no RDMA, time passed in.
+func ExampleMetaCore() {
+	layout := clover.RegionLayout{Shortcuts: 16, Chunks: 1, ChunkSize: 1 << 14}
+	m, _ := clover.NewMetaCore(clover.MSConfig{Regions: []clover.RegionLayout{layout}, ReadTimeout: 10 * time.Millisecond})
+	class, _ := clover.ClassFor(clover.NodeSize(128))
+	slots, _ := m.Alloc(class, 0, 2, nil) // a client's batch
+	first, second := slots[0], slots[1]
+	m.Create(7, first, uint8(class)) // after the client WROTE the first version
+	// The client linked second after first and retires first.
+	m.Retire(clover.RetireEntry{Key: 7, Old: first, New: second}, 0)
+	ki, _ := m.Lookup(7)
+	fmt.Println("latest is second:", ki.Latest == second)
+	m.Tick(5 * time.Millisecond)
+	fmt.Println("retired, before T_r:", m.Stats().Retired)
+	m.Tick(10 * time.Millisecond)
+	s := m.Stats()
+	fmt.Println("after T_r: retired", s.Retired, "allocated", s.Allocated)
+	// Output:
+	// latest is second: true
+	// retired, before T_r: 1
+	// after T_r: retired 0 allocated 1
+}
