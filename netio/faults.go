@@ -86,7 +86,10 @@ func (f Faults) Active() bool {
 // Stats counts what happened to the frames of one link direction. FramesIn
 // counts frames offered by the sender, FramesOut frames handed to the
 // receiver's queue (duplicates included). Overflow counts frames lost because
-// the receive queue was full or the receiving port was closed.
+// the receive queue was full or the receiving port was closed. Held is a
+// gauge: frames delayed or held back for reordering right now. At any time
+//
+//	FramesIn - Dropped + Duplicated = FramesOut + Overflow + Held
 type Stats struct {
 	FramesIn   uint64
 	FramesOut  uint64
@@ -96,23 +99,24 @@ type Stats struct {
 	Delayed    uint64
 	Corrupted  uint64
 	Overflow   uint64
+	Held       uint64
 }
 
 func (s Stats) String() string {
-	return fmt.Sprintf("in=%d out=%d dropped=%d duplicated=%d reordered=%d delayed=%d corrupted=%d overflow=%d",
-		s.FramesIn, s.FramesOut, s.Dropped, s.Duplicated, s.Reordered, s.Delayed, s.Corrupted, s.Overflow)
+	return fmt.Sprintf("in=%d out=%d dropped=%d duplicated=%d reordered=%d delayed=%d corrupted=%d overflow=%d held=%d",
+		s.FramesIn, s.FramesOut, s.Dropped, s.Duplicated, s.Reordered, s.Delayed, s.Corrupted, s.Overflow, s.Held)
 }
 
 // counters are the live, atomically readable form of Stats.
 type counters struct {
-	in, out, dropped, duplicated, reordered, delayed, corrupted, overflow atomic.Uint64
+	in, out, dropped, duplicated, reordered, delayed, corrupted, overflow, held atomic.Uint64
 }
 
 func (c *counters) snapshot() Stats {
 	return Stats{
 		FramesIn: c.in.Load(), FramesOut: c.out.Load(), Dropped: c.dropped.Load(),
 		Duplicated: c.duplicated.Load(), Reordered: c.reordered.Load(), Delayed: c.delayed.Load(),
-		Corrupted: c.corrupted.Load(), Overflow: c.overflow.Load(),
+		Corrupted: c.corrupted.Load(), Overflow: c.overflow.Load(), Held: c.held.Load(),
 	}
 }
 
@@ -220,9 +224,11 @@ func (in *injector) route(now int64, buf []byte, rDelay, rReorder float64) {
 	switch {
 	case rDelay < f.DelayProb && f.Delay > 0 && roomy:
 		in.c.delayed.Add(1)
+		in.c.held.Add(1)
 		in.delay = append(in.delay, heldFrame{buf: buf, due: now + int64(f.Delay)})
 	case rReorder < f.Reorder && roomy:
 		in.c.reordered.Add(1)
+		in.c.held.Add(1)
 		in.held = append(in.held, heldFrame{buf: buf, due: now + int64(f.ReorderHold), after: in.delivered + uint64(f.ReorderDepth)})
 	default:
 		in.emit(buf)
@@ -242,6 +248,7 @@ func (in *injector) emit(buf []byte) {
 		if in.delivered >= in.held[i].after {
 			h := in.held[i]
 			in.removeHeld(i)
+			in.c.held.Add(^uint64(0))
 			in.emit(h.buf)
 			i = 0 // emit may have changed held
 			continue
@@ -262,6 +269,7 @@ func (in *injector) release(now int64) {
 		h := in.delay[in.dhead]
 		in.delay[in.dhead] = heldFrame{}
 		in.dhead++
+		in.c.held.Add(^uint64(0))
 		in.emit(h.buf)
 	}
 	if in.dhead == len(in.delay) {
@@ -275,6 +283,7 @@ func (in *injector) release(now int64) {
 		if in.held[i].due <= now {
 			h := in.held[i]
 			in.removeHeld(i)
+			in.c.held.Add(^uint64(0))
 			in.emit(h.buf)
 			i = 0
 			continue
