@@ -43,6 +43,16 @@ func writePcap(t testing.TB, path string, frames [][]byte) {
 	}
 }
 
+// oracleMissing skips the test, or fails it when SWORDBOX_REQUIRE_ORACLES is
+// set (CI sets it, so that a missing oracle cannot pass as a skip).
+func oracleMissing(t *testing.T, msg string) {
+	t.Helper()
+	if os.Getenv("SWORDBOX_REQUIRE_ORACLES") != "" {
+		t.Fatal(msg + " (SWORDBOX_REQUIRE_ORACLES is set)")
+	}
+	t.Skip(msg)
+}
+
 // oracleFrame is a frame for the oracles with a name saying how it was made.
 type oracleFrame struct {
 	name  string
@@ -112,10 +122,10 @@ func oracleFrames(t testing.TB) []oracleFrame {
 func TestScapyICRCOracle(t *testing.T) {
 	const python = "/usr/bin/python3"
 	if _, err := os.Stat(python); err != nil {
-		t.Skipf("scapy oracle skipped: %s not found (install python3-scapy)", python)
+		oracleMissing(t, fmt.Sprintf("scapy oracle skipped: %s not found (install python3-scapy)", python))
 	}
 	if err := exec.Command(python, "-c", "import scapy.contrib.roce").Run(); err != nil {
-		t.Skipf("scapy oracle skipped: scapy.contrib.roce not importable (%v); install python3-scapy", err)
+		oracleMissing(t, fmt.Sprintf("scapy oracle skipped: scapy.contrib.roce not importable (%v); install python3-scapy", err))
 	}
 	frames := oracleFrames(t)
 	var in bytes.Buffer
@@ -246,7 +256,7 @@ func normTshark(field, v string) string {
 func TestTsharkOracle(t *testing.T) {
 	tshark, err := exec.LookPath("tshark")
 	if err != nil {
-		t.Skip("tshark oracle skipped: tshark not found (install the Debian package tshark)")
+		oracleMissing(t, "tshark oracle skipped: tshark not found (install the Debian package tshark)")
 	}
 	frames := oracleFrames(t)
 	var raw [][]byte
