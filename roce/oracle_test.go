@@ -48,7 +48,7 @@ func writePcap(t testing.TB, path string, frames [][]byte) {
 func oracleMissing(t *testing.T, msg string) {
 	t.Helper()
 	if os.Getenv("SWORDBOX_REQUIRE_ORACLES") != "" {
-		t.Fatal(msg + " (SWORDBOX_REQUIRE_ORACLES is set)")
+		t.Fatal(strings.Replace(msg, "test skipped", "test FAILED because SWORDBOX_REQUIRE_ORACLES is set", 1))
 	}
 	t.Skip(msg)
 }
@@ -122,10 +122,10 @@ func oracleFrames(t testing.TB) []oracleFrame {
 func TestScapyICRCOracle(t *testing.T) {
 	const python = "/usr/bin/python3"
 	if _, err := os.Stat(python); err != nil {
-		oracleMissing(t, fmt.Sprintf("scapy oracle skipped: %s not found (install python3-scapy)", python))
+		oracleMissing(t, fmt.Sprintf("scapy oracle unavailable, test skipped: %s not found (install python3-scapy)", python))
 	}
 	if err := exec.Command(python, "-c", "import scapy.contrib.roce").Run(); err != nil {
-		oracleMissing(t, fmt.Sprintf("scapy oracle skipped: scapy.contrib.roce not importable (%v); install python3-scapy", err))
+		oracleMissing(t, fmt.Sprintf("scapy oracle unavailable, test skipped: scapy.contrib.roce not importable (%v); install python3-scapy", err))
 	}
 	frames := oracleFrames(t)
 	var in bytes.Buffer
@@ -256,7 +256,7 @@ func normTshark(field, v string) string {
 func TestTsharkOracle(t *testing.T) {
 	tshark, err := exec.LookPath("tshark")
 	if err != nil {
-		oracleMissing(t, "tshark oracle skipped: tshark not found (install the Debian package tshark)")
+		oracleMissing(t, "tshark oracle unavailable, test skipped: tshark not found (install the Debian package tshark)")
 	}
 	frames := oracleFrames(t)
 	var raw [][]byte
