@@ -297,10 +297,6 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 		e.gap(c, out)
 		return
 	}
-	steered := false
-	if e.steer != nil {
-		steered = e.steerRequest(ci, p)
-	}
 	cls := classify(p.Opcode)
 	sv := &e.servers[si]
 
@@ -381,7 +377,15 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 		}
 	}
 
-	// Accepted: record, transform, forward.
+	// Accepted: steer (Clover), record, transform, forward. (Remap ranges
+	// match the client's own address, before steering.)
+	steered := false
+	if e.steer != nil {
+		steered = e.steerRequest(ci, p)
+		if steered && cls == opAtomic {
+			va = p.AtomicETH.VA()
+		}
+	}
 	outPSN := o.outNext
 	first := o.slot(outPSN)
 	keep := first.frame[:0]
@@ -463,8 +467,8 @@ func (e *Engine) atomicOnWord(si int32, p *roce.Packet, en *entry, va uint64, on
 	w := &e.words.slots[wi]
 	if !onShared {
 		w.sendUnknown()
-		w.foreign++
-		en.kind, en.word, en.foreign = kAtomicPass, wi, true
+		e.servers[si].foreign++
+		en.kind, en.word, en.foreign, en.fsrv = kAtomicPass, wi, true, si
 		return p.Frame, rewrite
 	}
 	sa, cmp := p.AtomicETH.SwapAdd(), p.AtomicETH.Compare()
@@ -503,15 +507,19 @@ func (e *Engine) writeOnWords(si int32, p *roce.Packet, en *entry, va uint64, on
 			continue
 		}
 		w := &e.words.slots[wi]
-		if !onShared || end > va+uint64(len(pl)) && wva+8 > va+uint64(len(pl)) {
-			w.sendUnknown()
-			if !onShared && en.word < 0 {
-				w.foreign++
-				en.word, en.foreign = wi, true
-			}
+		if !onShared {
+			w.sendUnknown() // not ordered with the shared connection
+			continue
+		}
+		if end > va+uint64(len(pl)) && wva+8 > va+uint64(len(pl)) {
+			w.sendUnknown() // bytes in later packets
 			continue
 		}
 		w.send(writeOp(wva, va, pl))
+	}
+	if !onShared {
+		e.servers[si].foreign++
+		en.foreign, en.fsrv = true, si
 	}
 }
 

@@ -440,3 +440,34 @@ func TestSequenceNAKReplay(t *testing.T) {
 		t.Fatalf("counters: %s", c.String())
 	}
 }
+
+// An atomic on a tracked word from a connection that cannot be remapped
+// yet (learned, not bound) is not ordered with the shared connection: no
+// word of the server is learned while it is in flight.
+func TestForeignOperationBlocksLearning(t *testing.T) {
+	r := newTestRack(t, 0, testConfig(true, true))
+	for i := 0; i < 2; i++ {
+		r.cli = append(r.cli, testHost{ip: [4]byte{10, 0, 0, byte(1 + i)}, mac: [6]byte{2, 0, 0, 0, 0, byte(1 + i)},
+			port: uint16(49152 + i), cliQP: uint32(0x100 + i), srvQP: uint32(0x200 + i), psn: uint32(1000*i + 7)})
+	}
+	f, p0 := r.write(0, 0x5000, le64(1))
+	r.one(ClientSide, f)
+	r.one(ServerSide, r.ack(0, p0, synACK, 1)) // client 0's connection (shared) is bound
+	f, p1 := r.cas(1, 0x1000, 0, 1)
+	r.checkToServer(r.one(ClientSide, f), 1, roce.OpRCCompareSwap, p1) // own connection: foreign
+	f, q := r.cas(0, 0x1000, 0, 1)
+	r.checkToServer(r.one(ClientSide, f), 0, roce.OpRCCompareSwap, q)
+	r.one(ServerSide, r.atomicAck(0, q, 1, 2))
+	if c := r.e.Counters(); c.WordsLearned != 0 {
+		t.Fatalf("learned while a foreign CAS was in flight: %s", c.String())
+	}
+	r.checkToClient(r.one(ServerSide, r.atomicAck(1, p1, 0, 1)), 1, roce.OpRCAtomicAcknowledge, p1)
+	f, q = r.cas(0, 0x1000, 1, 0)
+	r.one(ClientSide, f)
+	r.one(ServerSide, r.atomicAck(0, q, 1, 3))
+	f, _ = r.cas(0, 0x1000, 0, 1)
+	r.checkToServer(r.one(ClientSide, f), 0, roce.OpRCWriteOnly, q+1)
+	if c := r.e.Counters(); c.WordsLearned != 1 || c.CASToWrite != 1 {
+		t.Fatalf("counters: %s", c.String())
+	}
+}

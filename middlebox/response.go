@@ -166,8 +166,8 @@ func (e *Engine) complete(o *conn, en *entry) {
 			}
 		}
 	}
-	if en.foreign && en.word >= 0 {
-		e.words.slots[en.word].foreign--
+	if en.foreign {
+		e.servers[en.fsrv].foreign--
 		en.foreign = false
 	}
 }
@@ -352,7 +352,7 @@ func (e *Engine) atomicAck(oi int32, psn uint32, orig uint64, out *Out) {
 	}
 	if !en.respSeen {
 		en.respSeen, en.prior = true, orig
-		if en.word >= 0 && !en.foreign {
+		if en.word >= 0 && !en.foreign && e.servers[o.srv].foreign == 0 {
 			if e.words.slots[en.word].learn(en.wordSeq, orig) {
 				e.c.WordsLearned++
 			}

@@ -48,7 +48,8 @@ type entry struct {
 	fa       bool // the atomic is a FETCH_ADD
 	word     int32
 	wordSeq  uint32
-	foreign  bool   // counted in word.foreign
+	foreign  bool // counted in servers[fsrv].foreign
+	fsrv     int32
 	npkts    uint32 // kRead: response packets
 	prior    uint64 // kAtomicConv: the value before; kAtomicPass: from the ATOMIC ACK
 	written  uint64 // kAtomicConv: the value the WRITE stores
@@ -135,6 +136,10 @@ type server struct {
 	wantQP   uint32
 	wantSet  bool
 	steering bool
+	// foreign counts operations on tracked words in flight on connections
+	// other than the shared one (not yet bound): no word of this server is
+	// learned meanwhile, since the server may order them anywhere.
+	foreign int32
 }
 
 func inRanges(rs []Range, va uint64) bool {

@@ -14,8 +14,9 @@ package middlebox
 //
 // Operations on the word that do not travel on the shared connection
 // ("foreign": from a connection not yet bound, see engine.go) make the
-// word unknown, and nothing is learned while one is in flight, because the
-// server may order it anywhere among the shared connection's operations.
+// word unknown, and no word of that server is learned while one is in
+// flight, because the server may order it anywhere among the shared
+// connection's operations.
 
 const wordLogLen = 8
 
@@ -48,13 +49,12 @@ func (o wop) apply(v uint64) uint64 {
 }
 
 type word struct {
-	srv     int32
-	va      uint64
-	used    bool
-	known   bool
-	value   uint64
-	seq     uint32 // operations sent on the word
-	foreign int32  // foreign operations in flight
+	srv   int32
+	va    uint64
+	used  bool
+	known bool
+	value uint64
+	seq   uint32 // operations sent on the word
 	// log holds the operations with sequence numbers logBase .. logBase+logN-1
 	// (valid while !known).
 	logBase uint32
@@ -140,7 +140,7 @@ func (w *word) sendUnknown() {
 // learn is called with the value the word held before operation s (from
 // its ATOMIC ACK). It reports whether the word became known.
 func (w *word) learn(s uint32, before uint64) bool {
-	if w.known || w.foreign != 0 || w.logN == 0 {
+	if w.known || w.logN == 0 {
 		return false
 	}
 	d := s - w.logBase
