@@ -24,7 +24,8 @@ type CloverConfig struct {
 	Keys        int // default 1024
 	// Chunks of 1 MiB the memory node offers for version nodes (default 96).
 	Chunks int
-	// ReadTimeout (T_r) and EpochPeriod (T_e) of Clover's GC.
+	// ReadTimeout (T_r, default 50ms) and EpochPeriod (T_e, default 30s)
+	// of Clover's GC.
 	ReadTimeout, EpochPeriod time.Duration
 	// CursorCache is each client's cursor cache size (default: all keys).
 	CursorCache int
@@ -62,7 +63,9 @@ func NewCloverRack(ctx context.Context, cfg CloverConfig) (_ *CloverRack, err er
 		cfg.ReadTimeout = 50 * time.Millisecond
 	}
 	if cfg.EpochPeriod <= 0 {
-		cfg.EpochPeriod = 200 * time.Millisecond
+		// T_e must outlast a benchmark cell: clients drop cursors idle
+		// for two epochs, which would turn cached gets into MS lookups.
+		cfg.EpochPeriod = 30 * time.Second
 	}
 	if cfg.CursorCache <= 0 {
 		cfg.CursorCache = cfg.Keys

@@ -66,6 +66,11 @@ type Config struct {
 	// HostFaults are injected on every host link, both directions (not on
 	// the memory node's link: see MemoryFaults).
 	HostFaults, MemoryFaults netio.Faults
+	// RNICTimeout is every RNIC's local ACK timeout (default 50ms, near a
+	// ConnectX's default of 67ms). Shorter timeouts fire spuriously when the
+	// machine's cores are oversubscribed, which a benchmark would then
+	// measure as retransmissions that no lossy link caused.
+	RNICTimeout time.Duration
 	// RepairPeriod and RepairThreshold are the controller's CAS repair loop.
 	RepairPeriod, RepairThreshold time.Duration
 	// P4Source is a switch program file to run instead of the swordbox.p4
@@ -128,6 +133,9 @@ func NewRack(ctx context.Context, cfg Config) (_ *Rack, err error) {
 	}
 	if cfg.MemorySize <= 0 {
 		cfg.MemorySize = 64 << 20
+	}
+	if cfg.RNICTimeout <= 0 {
+		cfg.RNICTimeout = 50 * time.Millisecond
 	}
 	if cfg.RepairPeriod <= 0 {
 		cfg.RepairPeriod = 50 * time.Millisecond
@@ -196,7 +204,7 @@ func NewRack(ctx context.Context, cfg Config) (_ *Rack, err error) {
 	// RNICs. Behind a steering switch memory nodes run with ICRC checking
 	// off (the switch rewrites without recomputing it), as in the paper.
 	r.Memory, err = rnic.New(memberPorts[0], rnic.Config{Name: "mem0", MAC: HostMAC(0), IP: HostIP(0),
-		SkipICRC: true, Workers: cfg.MemoryWorkers, Timing: cfg.MemoryTiming})
+		SkipICRC: true, Workers: cfg.MemoryWorkers, Timing: cfg.MemoryTiming, Timeout: cfg.RNICTimeout})
 	if err != nil {
 		return nil, fmt.Errorf("testbed: memory node: %w", err)
 	}
@@ -210,7 +218,7 @@ func NewRack(ctx context.Context, cfg Config) (_ *Rack, err error) {
 		return nil, fmt.Errorf("testbed: memory node: register region: %w", err)
 	}
 	for i := 1; i <= cfg.Hosts; i++ {
-		d, herr := rnic.New(memberPorts[i], rnic.Config{Name: fmt.Sprintf("host%d", i), MAC: HostMAC(i), IP: HostIP(i)})
+		d, herr := rnic.New(memberPorts[i], rnic.Config{Name: fmt.Sprintf("host%d", i), MAC: HostMAC(i), IP: HostIP(i), Timeout: cfg.RNICTimeout})
 		if herr != nil {
 			return nil, fmt.Errorf("testbed: host %d: %w", i, herr)
 		}
