@@ -222,3 +222,21 @@ func TestCommittedSwordboxP4InfoIsCurrent(t *testing.T) {
 		t.Fatal("p4/swordbox.p4info.txtpb is stale: regenerate it with: go run ./cmd/swordbox p4info p4/swordbox.p4")
 	}
 }
+
+// TestFormatTextMaps covers map fields (P4Info has none; P4Runtime's
+// P4TypeInfo does) through a round trip with prototext.
+func TestFormatTextMaps(t *testing.T) {
+	ti := &configv1.P4TypeInfo{Headers: map[string]*configv1.P4HeaderTypeSpec{
+		"b_t": {Members: []*configv1.P4HeaderTypeSpec_Member{{Name: "x", TypeSpec: &configv1.P4BitstringLikeTypeSpec{
+			TypeSpec: &configv1.P4BitstringLikeTypeSpec_Bit{Bit: &configv1.P4BitTypeSpec{Bitwidth: 8}}}}}},
+		"a_t": {},
+	}}
+	text := FormatText(ti)
+	back := &configv1.P4TypeInfo{}
+	if err := prototext.Unmarshal(text, back); err != nil || !proto.Equal(ti, back) {
+		t.Fatalf("round trip: %v\n%s", err, text)
+	}
+	if !bytes.HasPrefix(text, []byte("headers {\n  key: \"a_t\"\n")) {
+		t.Fatalf("map entries not in key order:\n%s", text)
+	}
+}

@@ -2,6 +2,7 @@ package target
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -35,8 +36,21 @@ func writeMsg(b *strings.Builder, m protoreflect.Message, depth int) {
 				writeField(b, fd, l.Get(j), depth)
 			}
 		case fd.IsMap():
-			// P4Info has no maps; print entries in key order is not needed.
-			panic("target: FormatText does not support map fields")
+			// Entries as "name { key: k value: v }", in key order.
+			mp := v.Map()
+			var keys []protoreflect.MapKey
+			mp.Range(func(k protoreflect.MapKey, _ protoreflect.Value) bool {
+				keys = append(keys, k)
+				return true
+			})
+			sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+			ind := strings.Repeat("  ", depth)
+			for _, k := range keys {
+				fmt.Fprintf(b, "%s%s {\n", ind, fd.Name())
+				writeField(b, fd.MapKey(), k.Value(), depth+1)
+				writeField(b, fd.MapValue(), mp.Get(k), depth+1)
+				fmt.Fprintf(b, "%s}\n", ind)
+			}
 		default:
 			writeField(b, fd, v, depth)
 		}
