@@ -250,3 +250,29 @@ func TestDiffSlots(t *testing.T) {
 		t.Fatalf("delete %v insert %v", p.Delete, p.Insert)
 	}
 }
+
+func BenchmarkRepairTrackerObserve(b *testing.B) {
+	tr := NewRepairTracker(RepairPolicy{Threshold: time.Hour})
+	snap := make([]Outstanding, 64)
+	for i := range snap {
+		snap[i] = cas(i, uint32(i), uint64(i))
+	}
+	now := time.Unix(0, 0)
+	tr.Observe(now, snap)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		tr.Observe(now, snap)
+	}
+}
+
+func BenchmarkCASFrame(b *testing.B) {
+	o := cas(1, 5, 0)
+	var buf [128]byte
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := CASFrame(buf[:], &o); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

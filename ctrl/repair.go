@@ -56,8 +56,10 @@ type seenCAS struct {
 // slot are read one after another, and a mix of two CAS would have to be
 // read identically across polls spanning Threshold to be acted on.
 type RepairTracker struct {
-	policy RepairPolicy
-	seen   map[int]*seenCAS
+	policy  RepairPolicy
+	seen    map[int]*seenCAS
+	present map[int]bool // scratch of Observe
+	due     []Outstanding
 	// Abandoned counts CAS given up after MaxAttempts.
 	Abandoned int
 }
@@ -67,15 +69,18 @@ func NewRepairTracker(p RepairPolicy) *RepairTracker {
 	if p.MaxAttempts <= 0 {
 		p.MaxAttempts = 8
 	}
-	return &RepairTracker{policy: p, seen: map[int]*seenCAS{}}
+	return &RepairTracker{policy: p, seen: map[int]*seenCAS{}, present: map[int]bool{}}
 }
 
 // Observe records the snapshot taken at now and returns the entries due
 // for a retransmission, in slot order of the snapshot. Entries absent from
-// the snapshot (acknowledged, overwritten) are forgotten.
+// the snapshot (acknowledged, overwritten) are forgotten. The returned
+// slice is valid until the next call; in the steady state (the same
+// entries poll after poll) Observe does not allocate.
 func (t *RepairTracker) Observe(now time.Time, snapshot []Outstanding) []Outstanding {
-	present := make(map[int]bool, len(snapshot))
-	var due []Outstanding
+	present := t.present
+	clear(present)
+	due := t.due[:0]
 	for _, o := range snapshot {
 		present[o.Slot] = true
 		s, ok := t.seen[o.Slot]
@@ -96,6 +101,7 @@ func (t *RepairTracker) Observe(now time.Time, snapshot []Outstanding) []Outstan
 			delete(t.seen, slot)
 		}
 	}
+	t.due = due
 	return due
 }
 
