@@ -227,6 +227,17 @@ func (c *compiler) externCall0(sc *scope, x *externC, method string, e *callExpr
 		}
 		ixv := c.typed(c.rvalue(sc, e.args[0], bitT(32)), e.args[0].exprPos())
 		ix := ixv.fn
+		if ixv.isSlot {
+			is := ixv.slot
+			return func(s *pktState) flow {
+				ct := &s.dev.counters[idx]
+				if i := s.slots[is]; i < uint64(len(ct.packets)) {
+					ct.packets[i]++
+					ct.bytes[i] += uint64(len(s.pkt))
+				}
+				return flowNext
+			}
+		}
 		if ixv.isConst {
 			k := ixv.k
 			return func(s *pktState) flow {

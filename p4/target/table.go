@@ -23,6 +23,7 @@ const (
 type keyC struct {
 	name  string
 	fn    exprFn
+	slot  int // >= 0: the key is slots[slot]
 	w     int
 	match string // "exact", "lpm", "ternary"
 }
@@ -103,7 +104,11 @@ func (c *compiler) declareTable(sc *scope, d *tableDecl) *tableC {
 						name = a.args[0].text
 					}
 				}
-				t.keys = append(t.keys, keyC{name: name, fn: v.fn, w: widthOf(v.t), match: k.match})
+				kc := keyC{name: name, fn: v.fn, w: widthOf(v.t), match: k.match, slot: -1}
+				if v.isSlot {
+					kc.slot = v.slot
+				}
+				t.keys = append(t.keys, kc)
 			}
 		case "actions":
 			for _, ar := range pr.actions {
@@ -528,7 +533,11 @@ func (t *tableC) applyFn() stmtFn {
 	}
 	return func(s *pktState) flow {
 		for i := range keys {
-			s.slots[ks+i] = keys[i].fn(s)
+			if src := keys[i].slot; src >= 0 {
+				s.slots[ks+i] = s.slots[src]
+			} else {
+				s.slots[ks+i] = keys[i].fn(s)
+			}
 		}
 		rt := s.dev.tables[idx]
 		ai, params := rt.defAI, rt.defParams
