@@ -619,19 +619,29 @@ func (c *Controller) HotKeyStep(ctx context.Context) error {
 	return c.applyTrackedLocked(ctx, next, true)
 }
 
-// activity sums the per-key counters of the given slots.
+// activity sums the per-key counters of the given slots, read in one request.
 func (c *Controller) activity(ctx context.Context, slots []int64) (map[int64]uint64, error) {
 	out := map[int64]uint64{}
 	if len(slots) == 0 {
 		return out, nil
 	}
+	var qs []*p4.Entity
 	for _, name := range keyCounters {
-		vals, err := c.ReadCounter(ctx, name, slots)
-		if err != nil {
-			return nil, err
+		for _, s := range slots {
+			q, err := c.Schema.CounterRead(name, s)
+			if err != nil {
+				return nil, err
+			}
+			qs = append(qs, q)
 		}
-		for s, v := range vals {
-			out[s] += v
+	}
+	ents, err := c.Client.Read(ctx, qs...)
+	if err != nil {
+		return nil, fmt.Errorf("read per-key counters: %w", err)
+	}
+	for _, e := range ents {
+		if ce := e.GetCounterEntry(); ce != nil {
+			out[ce.GetIndex().GetIndex()] += uint64(ce.GetData().GetPacketCount())
 		}
 	}
 	return out, nil
