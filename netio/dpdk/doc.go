@@ -14,8 +14,9 @@
 //   - The EAL can be initialised once per process (rte_eal_init refuses a
 //     second call), so Init is package-level and idempotent for identical
 //     arguments; it fails for different ones. It runs on a dedicated OS
-//     thread that then exits, because rte_eal_init pins its calling thread
-//     to the main lcore's CPU and a Go runtime thread must not inherit that.
+//     thread whose CPU set it restores and which then exits, because
+//     rte_eal_init pins its calling thread to the main lcore's CPU and no
+//     Go runtime thread may keep that.
 //     All callers are then non-EAL threads: mempool per-lcore caches are
 //     bypassed, and any goroutine may drive any queue as long as one queue
 //     is driven by one goroutine at a time.

@@ -8,10 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/swordbox/swordbox/netio"
 )
@@ -315,5 +318,47 @@ func TestPoolExhaustion(t *testing.T) {
 	FreeBulk(ms)
 	if pool.Available() != 63 {
 		t.Fatalf("pool has %d free after FreeBulk", pool.Available())
+	}
+}
+
+// TestInitLeavesGoThreadsUnpinned checks the reason Init runs on a thread
+// of its own: rte_eal_init pins its caller to the main lcore's CPU (-l 0),
+// and no Go thread may keep that pinning.
+func TestInitLeavesGoThreadsUnpinned(t *testing.T) {
+	needEAL(t)
+	var all unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &all); err != nil {
+		t.Fatal(err)
+	}
+	// Start goroutines so the runtime has threads made after Init too.
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() { defer wg.Done(); time.Sleep(10 * time.Millisecond) }()
+	}
+	wg.Wait()
+	self, _ := os.ReadFile("/proc/self/comm")
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	goThreads := 0
+	for _, task := range tasks {
+		comm, err := os.ReadFile("/proc/self/task/" + task.Name() + "/comm")
+		if err != nil || !bytes.Equal(comm, self) {
+			continue // a DPDK control thread (eal-intr-thread, rte_mp_handle, ...)
+		}
+		tid, _ := strconv.Atoi(task.Name())
+		var set unix.CPUSet
+		if err := unix.SchedGetaffinity(tid, &set); err != nil {
+			continue // the thread exited meanwhile
+		}
+		goThreads++
+		if set != all {
+			t.Errorf("thread %d (%s) is pinned to %d CPUs of %d", tid, bytes.TrimSpace(comm), set.Count(), all.Count())
+		}
+	}
+	if goThreads == 0 {
+		t.Fatal("found no Go threads to check")
 	}
 }

@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"unsafe"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/swordbox/swordbox/netio"
 )
 
@@ -68,10 +70,17 @@ func Init(args []string) error {
 	done := make(chan error, 1)
 	go func() {
 		// rte_eal_init pins the calling thread to the main lcore's CPU:
-		// run it on a thread that dies afterwards (a locked goroutine that
-		// returns without unlocking takes its thread with it).
+		// run it on a locked thread, restore the thread's CPU set after,
+		// and let the thread go with the goroutine (a locked goroutine
+		// that returns without unlocking takes its thread with it; the
+		// main thread is parked for good instead).
 		runtime.LockOSThread()
+		var cpus unix.CPUSet
+		cpuErr := unix.SchedGetaffinity(0, &cpus)
 		rc := C.rte_eal_init(C.int(len(cargs)), cargv)
+		if cpuErr == nil {
+			unix.SchedSetaffinity(0, &cpus)
+		}
 		if rc < 0 {
 			done <- fmt.Errorf("dpdk: rte_eal_init %q: %w", args, errno(C.sb_errno()))
 			return
