@@ -38,6 +38,9 @@ const DefaultAFPacketSocketBuffer = 4 << 20
 type AFPacketStats struct {
 	RxFrames uint64 // frames handed to the caller
 	TxFrames uint64 // frames the kernel accepted
+	// TxDropped counts frames the kernel refused because the device queue
+	// was full (ENOBUFS); Send reports them accepted, as a NIC does.
+	TxDropped uint64
 	// SkippedOutgoing counts frames the socket saw leave the interface
 	// (PACKET_OUTGOING), which the port never returns: a forwarder would
 	// otherwise receive what it just sent.
@@ -76,9 +79,9 @@ type AFPacketPort struct {
 	werr    error
 	writeFn func(fd uintptr) bool
 
-	rx, tx, skipped, truncated, kdrops atomic.Uint64
-	closed                             atomic.Bool
-	closeOnce                          sync.Once
+	rx, tx, txDropped, skipped, truncated, kdrops atomic.Uint64
+	closed                                        atomic.Bool
+	closeOnce                                     sync.Once
 }
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
@@ -144,16 +147,20 @@ func (p *AFPacketPort) Name() string { return p.name }
 
 // doRead runs one recvmmsg; it reports false to wait for readability.
 func (p *AFPacketPort) doRead(fd uintptr) bool {
-	n, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&p.rhdrs[0])), uintptr(p.rn), unix.MSG_TRUNC, 0, 0)
-	switch errno {
-	case 0:
-		p.rn, p.rerr = int(n), nil
-		return true
-	case unix.EAGAIN, unix.EINTR:
-		return false
-	default:
-		p.rn, p.rerr = 0, errno
-		return true
+	for {
+		n, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&p.rhdrs[0])), uintptr(p.rn), unix.MSG_TRUNC, 0, 0)
+		switch errno {
+		case 0:
+			p.rn, p.rerr = int(n), nil
+			return true
+		case unix.EINTR:
+			continue // retry now: the netpoller is edge-triggered
+		case unix.EAGAIN:
+			return false
+		default:
+			p.rn, p.rerr = 0, errno
+			return true
+		}
 	}
 }
 
@@ -219,22 +226,33 @@ func (p *AFPacketPort) Recv(bufs [][]byte) (int, error) {
 }
 
 // doWrite runs one sendmmsg over the pending frames.
+// It waits (reports false) only while the socket's send buffer is full;
+// when the device queue is full (ENOBUFS) the frame is dropped, as a NIC
+// drops on a full ring.
 func (p *AFPacketPort) doWrite(fd uintptr) bool {
-	n, _, errno := unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&p.whdrs[p.wn])), uintptr(p.wcount-p.wn), 0, 0, 0)
-	switch errno {
-	case 0:
-		p.wn += int(n)
-		return p.wn == p.wcount
-	case unix.EAGAIN, unix.EINTR, unix.ENOBUFS:
-		return false
-	default:
-		p.werr = errno
-		return true
+	for p.wn < p.wcount {
+		n, _, errno := unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&p.whdrs[p.wn])), uintptr(p.wcount-p.wn), 0, 0, 0)
+		switch errno {
+		case 0:
+			p.wn += int(n)
+			p.tx.Add(uint64(n))
+		case unix.EINTR:
+		case unix.ENOBUFS:
+			p.wn++
+			p.txDropped.Add(1)
+		case unix.EAGAIN:
+			return false
+		default:
+			p.werr = errno
+			return true
+		}
 	}
+	return true
 }
 
 // Send implements Port. It blocks only while the socket's send buffer is
-// full. A frame shorter than an Ethernet header is refused by the kernel,
+// full; frames the device queue refuses are dropped and counted
+// (AFPacketStats.TxDropped). A frame shorter than an Ethernet header is refused by the kernel,
 // and Send returns how many frames went out before it.
 func (p *AFPacketPort) Send(frames [][]byte) (int, error) {
 	p.wmu.Lock()
@@ -258,7 +276,6 @@ func (p *AFPacketPort) Send(frames [][]byte) (int, error) {
 		err := p.raw.Write(p.writeFn)
 		p.clearWrite(len(chunk))
 		sent += p.wn
-		p.tx.Add(uint64(p.wn))
 		if err == nil {
 			err = p.werr
 		}
@@ -288,7 +305,7 @@ func (p *AFPacketPort) Stats() AFPacketStats {
 	})
 	p.kdrops.Add(uint64(kd))
 	return AFPacketStats{
-		RxFrames: p.rx.Load(), TxFrames: p.tx.Load(), SkippedOutgoing: p.skipped.Load(),
+		RxFrames: p.rx.Load(), TxFrames: p.tx.Load(), TxDropped: p.txDropped.Load(), SkippedOutgoing: p.skipped.Load(),
 		Truncated: p.truncated.Load(), KernelDrops: p.kdrops.Load(),
 	}
 }
