@@ -1,0 +1,251 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+
+	"github.com/swordbox/swordbox/roce/rnic"
+	"github.com/swordbox/swordbox/testbed"
+	"github.com/swordbox/swordbox/testbed/netns"
+	"github.com/swordbox/swordbox/testbed/ycsb"
+)
+
+// cloverMSConfig is the typed configuration of `swordbox clover ms`.
+type cloverMSConfig struct {
+	Iface       string        `mapstructure:"iface"`
+	MAC         string        `mapstructure:"mac"`
+	IP          string        `mapstructure:"ip"`
+	MTU         int           `mapstructure:"mtu"`
+	Listen      string        `mapstructure:"listen"`
+	Memnode     string        `mapstructure:"memnode"`
+	Keys        int           `mapstructure:"keys"`
+	Chunks      int           `mapstructure:"chunks"`
+	Threads     int           `mapstructure:"threads"`
+	ReadTimeout time.Duration `mapstructure:"read-timeout"`
+	EpochPeriod time.Duration `mapstructure:"epoch-period"`
+}
+
+// cloverClientsConfig is the typed configuration of `swordbox clover clients`.
+type cloverClientsConfig struct {
+	Iface       string        `mapstructure:"iface"`
+	MAC         string        `mapstructure:"mac"`
+	IP          string        `mapstructure:"ip"`
+	MTU         int           `mapstructure:"mtu"`
+	Memnode     string        `mapstructure:"memnode"`
+	MS          string        `mapstructure:"ms"`
+	Host        int           `mapstructure:"host"`
+	Hosts       int           `mapstructure:"hosts"`
+	Threads     int           `mapstructure:"threads"`
+	Workload    string        `mapstructure:"workload"`
+	Keys        int           `mapstructure:"keys"`
+	ValueSize   int           `mapstructure:"value-size"`
+	Zipf        float64       `mapstructure:"zipf"`
+	Seed        uint64        `mapstructure:"seed"`
+	Warmup      time.Duration `mapstructure:"warmup"`
+	Duration    time.Duration `mapstructure:"duration"`
+	ReadTimeout time.Duration `mapstructure:"read-timeout"`
+}
+
+var cloverCmd = &cobra.Command{
+	Use:   "clover",
+	Short: "Run Clover's metadata server or client threads as rack hosts",
+	Long: `clover runs the hosts of a Clover deployment against a memory node
+('swordbox memnode') over a software RNIC on an AF_PACKET data port, with
+queue pairs set up through the connection manager (TCP). 'swordbox bench
+--netns' starts one 'clover ms' and one 'clover clients' per client host, each
+in its own network namespace; see docs/netns.md.`,
+}
+
+var cloverMSCmd = &cobra.Command{
+	Use:   "ms",
+	Short: "Run Clover's metadata server host",
+	Long: `ms writes the Clover region header into the memory node's (zeroed) region,
+then serves Clover's metadata server (allocation, GC, lookups) to every client
+that connects a queue pair through the connection manager on --listen. It
+prints "clover ms: ready" on stdout once clients may connect, and runs until
+SIGINT or SIGTERM.`,
+	Example: `  swordbox clover ms --iface d0 --mac 02:00:00:00:00:02 --ip 10.0.0.2 \
+      --listen 10.99.0.3:7472 --memnode 10.99.0.2:7471 --keys 1024 --threads 32`,
+	Args: cobra.NoArgs,
+	RunE: func(cmd *cobra.Command, _ []string) error {
+		var cfg cloverMSConfig
+		if err := loadConfig(cmd, "clover-ms", &cfg); err != nil {
+			return err
+		}
+		dev, err := cloverDevice("ms", cfg.Iface, cfg.MAC, cfg.IP, cfg.MTU)
+		if err != nil {
+			return err
+		}
+		defer dev.Close()
+		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		defer func() { fmt.Fprintf(cmd.ErrOrStderr(), "clover ms: RNIC %+v\n", dev.Stats()) }()
+		return netns.RunMS(ctx, netns.MSConfig{Listen: cfg.Listen, Memory: cfg.Memnode, Keys: cfg.Keys, Chunks: cfg.Chunks,
+			Threads: cfg.Threads, ReadTimeout: cfg.ReadTimeout, EpochPeriod: cfg.EpochPeriod}, dev, cmd.OutOrStdout())
+	},
+}
+
+var cloverClientsCmd = &cobra.Command{
+	Use:   "clients",
+	Short: "Run a client host's Clover threads under a YCSB workload",
+	Long: `clients connects this host's share of --threads Clover client threads
+(thread g runs on host g mod --hosts) to the memory node and the metadata
+server, prints {"event":"ready"} and then follows commands on stdin, one per
+line, answering each with a JSON event line on stdout:
+
+  load    create this host's share of the --keys records     -> {"event":"loaded"}
+  warmup  drive the workload for --warmup, unmeasured        -> {"event":"warm"}
+  run     drive the workload for --duration (testbed.Drive)  -> {"event":"result","result":{...}}
+  quit    exit
+
+The result carries operation counts, HdrHistogram snapshots of the latencies
+(all, read, write; nanoseconds) and Clover's counters over the measured phase.
+A failure prints {"event":"error","error":"..."} and exits non-zero.`,
+	Example: `  swordbox clover clients --iface d0 --mac 02:00:00:00:00:03 --ip 10.0.0.3 \
+      --memnode 10.99.0.2:7471 --ms 10.99.0.3:7472 --host 0 --hosts 1 --threads 4 --workload a`,
+	Args: cobra.NoArgs,
+	RunE: func(cmd *cobra.Command, _ []string) error {
+		var cfg cloverClientsConfig
+		if err := loadConfig(cmd, "clover-clients", &cfg); err != nil {
+			return err
+		}
+		if _, _, err := ycsb.Preset(ycsb.Kind(cfg.Workload)); err != nil {
+			return fmt.Errorf("clover clients: --workload: %w", err)
+		}
+		dev, err := cloverDevice("clients", cfg.Iface, cfg.MAC, cfg.IP, cfg.MTU)
+		if err != nil {
+			return err
+		}
+		defer dev.Close()
+		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		defer func() { fmt.Fprintf(cmd.ErrOrStderr(), "clover clients: RNIC %+v\n", dev.Stats()) }()
+		return netns.RunClients(ctx, netns.ClientsConfig{Host: cfg.Host, Hosts: cfg.Hosts, Threads: cfg.Threads,
+			Memory: cfg.Memnode, MS: cfg.MS, Workload: ycsb.Kind(cfg.Workload), Keys: cfg.Keys, ValueSize: cfg.ValueSize,
+			Zipf: cfg.Zipf, Seed: cfg.Seed, Warmup: cfg.Warmup, Duration: cfg.Duration, ReadTimeout: cfg.ReadTimeout},
+			dev, cmd.InOrStdin(), cmd.OutOrStdout())
+	},
+}
+
+// cloverDevice opens the data port and the RNIC of a Clover host.
+func cloverDevice(role, iface, mac, ip string, mtu int) (*rnic.Device, error) {
+	rc, err := rnicConfig(mac, ip, mtu, "off")
+	if err != nil {
+		return nil, fmt.Errorf("clover %s: %w", role, err)
+	}
+	rc.Name = "clover-" + role
+	port, err := openDataPort(iface)
+	if err != nil {
+		return nil, fmt.Errorf("clover %s: %w", role, err)
+	}
+	dev, err := rnic.New(port, rc)
+	if err != nil {
+		port.Close()
+		return nil, fmt.Errorf("clover %s: %w", role, err)
+	}
+	return dev, nil
+}
+
+func init() {
+	f := cloverMSCmd.Flags()
+	f.String("iface", "", "data interface (AF_PACKET, root); empty: an in-memory link (smoke test only)")
+	f.String("mac", "02:00:00:00:00:02", "MAC address of the host's RNIC")
+	f.String("ip", "10.0.0.2", "IPv4 address of the host's RNIC")
+	f.Int("mtu", 1024, "path MTU (256, 512, 1024, 2048, 4096)")
+	f.String("listen", "127.0.0.1:7472", "connection manager address clients dial (TCP host:port)")
+	f.String("memnode", "127.0.0.1:7471", "the memory node's connection manager (TCP host:port)")
+	f.Int("keys", 1024, "Clover keys the region is laid out for (one shortcut each, room for as many inserts)")
+	f.Int("chunks", netns.DefaultChunks, "1 MiB chunks of the region for version nodes")
+	f.Int("threads", 32, "client threads expected (sizes the completion queue)")
+	f.Duration("read-timeout", netns.DefaultReadTimeout, "Clover's T_r")
+	f.Duration("epoch-period", netns.DefaultEpochPeriod, "Clover's T_e")
+
+	f = cloverClientsCmd.Flags()
+	f.String("iface", "", "data interface (AF_PACKET, root); empty: an in-memory link (smoke test only)")
+	f.String("mac", "02:00:00:00:00:03", "MAC address of the host's RNIC")
+	f.String("ip", "10.0.0.3", "IPv4 address of the host's RNIC")
+	f.Int("mtu", 1024, "path MTU (256, 512, 1024, 2048, 4096)")
+	f.String("memnode", "127.0.0.1:7471", "the memory node's connection manager (TCP host:port)")
+	f.String("ms", "127.0.0.1:7472", "the metadata server's connection manager (TCP host:port)")
+	f.Int("host", 0, "this client host's index (0-based)")
+	f.Int("hosts", 1, "client hosts in the rack")
+	f.Int("threads", 32, "client threads in the rack, over all hosts")
+	f.String("workload", "a", "YCSB workload (a, b, c, d, f, write-only)")
+	f.Int("keys", 1024, "Clover keys (YCSB record count)")
+	f.Int("value-size", 128, "object (value) size in bytes")
+	f.Float64("zipf", 0.99, "zipfian constant")
+	f.Uint64("seed", 1, "workload seed (host h uses netns.HostSeed(seed, h))")
+	f.Duration("warmup", time.Second, "unmeasured time of the warmup command")
+	f.Duration("duration", 8*time.Second, "measured time of the run command")
+	f.Duration("read-timeout", netns.DefaultReadTimeout, "Clover's T_r (as at the metadata server)")
+	cloverCmd.AddCommand(cloverMSCmd, cloverClientsCmd)
+	rootCmd.AddCommand(cloverCmd)
+}
+
+// runBenchNetns is `swordbox bench --netns`: the same cells as the
+// in-process rack (testbed.SuiteConfig.Cells), each on a fresh rack of
+// network namespaces (testbed/netns), reported the same way (emit). It lives
+// here, beside the Clover host commands the namespace rack runs, so that
+// bench.go keeps only the call.
+func runBenchNetns(cmd *cobra.Command, cfg benchConfig) error {
+	if cfg.Scenario == testbed.ScenarioCASMux {
+		return fmt.Errorf("bench: --netns: scenario cas-mux: not wired into bench yet; run 'swordbox middlebox bench'")
+	}
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("bench: --netns: namespace mode needs root (it creates network namespaces and veths)")
+	}
+	sc := testbed.SuiteConfig{Scenario: cfg.Scenario, Keys: cfg.Keys, ValueSize: cfg.ValueSize, Zipf: cfg.Zipf,
+		Modes: cfg.Modes, Sweep: cfg.Sweep, Threads: cfg.Threads, ClientHosts: cfg.ClientHosts, Duration: cfg.Duration,
+		Warmup: cfg.Warmup, Seed: cfg.Seed, Timing: cfg.Timing, MemoryWorkers: cfg.MemWorkers}
+	for _, w := range cfg.Workloads {
+		if _, _, err := ycsb.Preset(ycsb.Kind(w)); err != nil {
+			return fmt.Errorf("bench: --workloads: %w", err)
+		}
+		sc.Workloads = append(sc.Workloads, ycsb.Kind(w))
+	}
+	specs, err := sc.Cells()
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	errOut := cmd.ErrOrStderr()
+	per := cfg.Duration + cfg.Warmup + 4*time.Second // rack set-up and tear-down
+	fmt.Fprintf(errOut, "swordbox bench --netns: scenario %s, %d cells, about %s\n", sc.Scenario, len(specs), (time.Duration(len(specs)) * per).Round(time.Second))
+	var bar *progressbar.ProgressBar
+	if !cfg.NoProgress {
+		bar = progressbar.NewOptions(len(specs), progressbar.OptionSetWriter(errOut), progressbar.OptionSetWidth(30),
+			progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true), progressbar.OptionClearOnFinish())
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var opts netns.Options
+	if os.Getenv("SWORDBOX_NETNS_LOG") != "" {
+		opts.Log = errOut
+	}
+	run, err := netns.RunSuite(ctx, sc, opts, func(i, n int, label string) {
+		if bar != nil {
+			bar.Describe(label)
+			bar.Set(i)
+		}
+	})
+	if bar != nil {
+		bar.Finish()
+	}
+	if run != nil && len(run.Cells) > 0 {
+		if werr := emit(cmd, cfg, run); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("bench: --netns: interrupted (namespaces removed): %w", err)
+		}
+		return fmt.Errorf("bench: --netns: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,638 @@
+package netns
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/swordbox/swordbox/ctrl/p4rtc"
+	swp4 "github.com/swordbox/swordbox/p4"
+	"github.com/swordbox/swordbox/p4/target"
+	"github.com/swordbox/swordbox/testbed"
+	"github.com/swordbox/swordbox/testbed/report"
+	"github.com/swordbox/swordbox/testbed/ycsb"
+)
+
+// Options configure the orchestrator.
+type Options struct {
+	// Binary is the swordbox executable every rack process runs (default:
+	// os.Executable(), the running swordbox).
+	Binary string
+	// Prefix starts the name of every namespace the orchestrator creates
+	// (default "sbx" and six random hex digits: unique per run).
+	Prefix string
+	// Log receives the rack processes' stderr, each line prefixed with the
+	// process name (nil: kept only to explain failures).
+	Log io.Writer
+	// Steady is how long the rack runs after the controller programmed the
+	// switch and before the load phase (default 0).
+	Steady time.Duration
+}
+
+func (o *Options) defaults() error {
+	if o.Binary == "" {
+		b, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("netns: the swordbox binary: %w", err)
+		}
+		o.Binary = b
+	}
+	if o.Prefix == "" {
+		var b [3]byte
+		rand.Read(b[:])
+		o.Prefix = "sbx" + hex.EncodeToString(b[:])
+	}
+	return nil
+}
+
+// Management network addresses (kernel TCP for the connection managers and
+// the controller's gRPC), inside the rack's namespaces only.
+const (
+	mgmtNet   = "10.99.0."
+	mgmtCtrl  = mgmtNet + "254"
+	grpcPort  = "9559"
+	memCMPort = "7471"
+	msCMPort  = "7472"
+)
+
+// Member m of the rack (0: memory node, 1: metadata server, 2...: client
+// hosts) sits on switch port 1+m and has management address .1+1+m; the
+// switch has .1.
+func mgmtIP(member int) string { return mgmtNet + strconv.Itoa(member+2) }
+
+func macString(m [6]byte) string {
+	return fmt.Sprintf("%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5])
+}
+
+func ipString(ip [4]byte) string { return fmt.Sprintf("%d.%d.%d.%d", ip[0], ip[1], ip[2], ip[3]) }
+
+var rackSeq atomic.Uint32
+
+// cellRack is one rack in namespaces.
+type cellRack struct {
+	opts   Options
+	id     string
+	topo   topo
+	procs  []*proc
+	dir    string
+	proxy  *proxy
+	swNS   string
+	mgmtNS string
+}
+
+func (r *cellRack) ns(role string) string { return r.id + "-" + role }
+
+// close stops every process (clients first, the switch last) and removes
+// the namespaces and the temporary directory.
+func (r *cellRack) close() error {
+	for i := len(r.procs) - 1; i >= 0; i-- {
+		r.procs[i].stop(3 * time.Second)
+	}
+	r.procs = nil
+	if r.proxy != nil {
+		r.proxy.Close()
+	}
+	err := r.topo.remove()
+	if r.dir != "" {
+		os.RemoveAll(r.dir)
+	}
+	return err
+}
+
+func (r *cellRack) start(role, name string, args ...string) (*proc, error) {
+	p, err := startProc(r.ns(role), name, r.opts.Binary, r.opts.Log, args...)
+	if err != nil {
+		return nil, err
+	}
+	r.procs = append(r.procs, p)
+	return p, nil
+}
+
+// build creates the namespaces: the switch, the memory node, the metadata
+// server and the client hosts, each joined to a switch port by a data veth
+// (d0 in the host, pN on the switch), and a management namespace whose
+// bridge joins every member's m0 (and holds the controller).
+func (r *cellRack) build(ctx context.Context, clientHosts int) error {
+	r.swNS, r.mgmtNS = r.ns("sw"), r.ns("mgmt")
+	if err := r.topo.addNS(ctx, r.mgmtNS); err != nil {
+		return err
+	}
+	for _, c := range [][]string{
+		{"link", "add", "br0", "type", "bridge"},
+		{"link", "set", "br0", "up"},
+		{"addr", "add", mgmtCtrl + "/24", "dev", "br0"},
+	} {
+		if _, err := run(ctx, "ip", append([]string{"-n", r.mgmtNS}, c...)...); err != nil {
+			return err
+		}
+	}
+	if err := r.topo.addNS(ctx, r.swNS); err != nil {
+		return err
+	}
+	join := func(ns, ip string, i int) error {
+		br := "v" + strconv.Itoa(i)
+		if err := r.topo.veth(ctx, ns, "m0", r.mgmtNS, br); err != nil {
+			return err
+		}
+		if _, err := run(ctx, "ip", "-n", r.mgmtNS, "link", "set", br, "master", "br0"); err != nil {
+			return err
+		}
+		_, err := run(ctx, "ip", "-n", ns, "addr", "add", ip+"/24", "dev", "m0")
+		return err
+	}
+	if err := join(r.swNS, mgmtNet+"1", 0); err != nil {
+		return err
+	}
+	for m := 0; m < 2+clientHosts; m++ {
+		ns := r.ns(memberRole(m))
+		if err := r.topo.addNS(ctx, ns); err != nil {
+			return err
+		}
+		if err := r.topo.veth(ctx, r.swNS, "p"+strconv.Itoa(1+m), ns, "d0"); err != nil {
+			return err
+		}
+		if err := join(ns, mgmtIP(m), 1+m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func memberRole(m int) string {
+	switch m {
+	case 0:
+		return "mem"
+	case 1:
+		return "ms"
+	}
+	return "c" + strconv.Itoa(m-1)
+}
+
+// Steering counter cells of SwordboxIngress.stats, as testbed.RunCell names them.
+var statNames = []string{"requests", "node_writes", "cas_seen", "cas_steered", "node_reads", "reads_steered", "read_misses", "retransmissions", "outstanding_cleared", "conn_takeovers"}
+
+func steeringFor(mode string) (string, error) {
+	switch mode {
+	case testbed.ModeOff:
+		return testbed.SteerOff, nil
+	case testbed.ModeWrite:
+		return testbed.SteerWrite, nil
+	case testbed.ModeWriteRead:
+		return testbed.SteerReadWrite, nil
+	}
+	return "", fmt.Errorf("netns: mode %q: want off, write or write+read", mode)
+}
+
+var regionLine = regexp.MustCompile(`^memnode: region addr (0x[0-9a-f]+) rkey 0x[0-9a-f]+ len (\d+)`)
+
+// RunCell runs one cell on a fresh rack in namespaces: it builds the
+// namespaces, starts the switch, the memory node, the controller, the
+// metadata server and the client hosts as processes, loads the keys, warms
+// up, measures, and removes everything before it returns (also on error
+// and when ctx ends).
+func RunCell(ctx context.Context, spec testbed.CellSpec, opts Options) (cell report.Cell, err error) {
+	cell = report.Cell{System: "clover", Scenario: spec.Scenario, Mode: spec.Mode, Workload: string(spec.Workload), Param: spec.Param}
+	if err := opts.defaults(); err != nil {
+		return cell, err
+	}
+	steer, err := steeringFor(spec.Mode)
+	if err != nil {
+		return cell, err
+	}
+	if spec.ClientHosts <= 0 || spec.Threads < spec.ClientHosts {
+		return cell, fmt.Errorf("netns: %d threads on %d client hosts: need threads >= hosts >= 1", spec.Threads, spec.ClientHosts)
+	}
+	if spec.ClientHosts > 200 {
+		return cell, fmt.Errorf("netns: %d client hosts: at most 200", spec.ClientHosts)
+	}
+	wcfg := ycsb.Config{Workload: spec.Workload, ZipfConstant: spec.Zipf, RecordCount: int64(spec.Keys),
+		ValueSize: spec.ValueSize, Clients: spec.Threads, Seed: spec.Seed, Duration: spec.Duration}
+	w, err := ycsb.New(wcfg)
+	if err != nil {
+		return cell, fmt.Errorf("netns: workload: %w", err)
+	}
+	var tracked []uint64
+	if steer != testbed.SteerOff {
+		tracked = testbed.HottestKeys(w, spec.Keys, spec.Tracked, spec.Seed)
+	}
+
+	r := &cellRack{opts: opts, id: fmt.Sprintf("%s-%d", opts.Prefix, rackSeq.Add(1))}
+	defer func() {
+		if cerr := r.close(); cerr != nil && err == nil {
+			err = fmt.Errorf("netns: tear down: %w", cerr)
+		}
+	}()
+	if r.dir, err = os.MkdirTemp("", "swordbox-netns-"); err != nil {
+		return cell, err
+	}
+	if err := r.build(ctx, spec.ClientHosts); err != nil {
+		return cell, fmt.Errorf("netns: build rack: %w", err)
+	}
+	members := 2 + spec.ClientHosts
+	step := 30 * time.Second
+	lineHas := func(s string) func(string) (bool, error) {
+		return func(l string) (bool, error) { return strings.Contains(l, s), nil }
+	}
+
+	// Switch: no pipeline until the controller pushes it.
+	var ports []string
+	for m := 0; m < members; m++ {
+		ports = append(ports, fmt.Sprintf("%d=p%d", 1+m, 1+m))
+	}
+	sw, err := r.start("sw", "switch", "switch", "--grpc", mgmtNet+"1:"+grpcPort, "--ports", strings.Join(ports, ","))
+	if err != nil {
+		return cell, err
+	}
+	if _, err := sw.expect(ctx, step, "P4Runtime server", lineHas("P4Runtime on")); err != nil {
+		return cell, err
+	}
+
+	// Memory node: the region InitRegion would lay out, zeroed; the
+	// metadata server writes its header.
+	layout := CloverLayout(spec.Keys, 0)
+	timing := "off"
+	if spec.Timing != nil {
+		timing = "cx5"
+	}
+	mem, err := r.start("mem", "memnode", "memnode", "--listen", mgmtIP(0)+":"+memCMPort, "--iface", "d0",
+		"--mac", macString(testbed.HostMAC(0)), "--ip", ipString(testbed.HostIP(0)), "--size", strconv.Itoa(layout.Size())+"B",
+		"--skip-icrc", "--workers", strconv.Itoa(spec.MemoryWorkers), "--timing", timing)
+	if err != nil {
+		return cell, err
+	}
+	var base, length string
+	if _, err := mem.expect(ctx, step, "region", func(l string) (bool, error) {
+		m := regionLine.FindStringSubmatch(l)
+		if m == nil {
+			return false, nil
+		}
+		base, length = m[1], m[2]
+		return true, nil
+	}); err != nil {
+		return cell, err
+	}
+	n, _ := strconv.ParseUint(length, 10, 64)
+
+	// Controller, in the management namespace.
+	cfgPath, err := r.writeCtrlConfig(steer, spec.ValueSize, tracked, members, base, fmt.Sprintf("%#x", n))
+	if err != nil {
+		return cell, err
+	}
+	if _, err := r.start("mgmt", "ctrl", "ctrl", "run", "--config", cfgPath); err != nil {
+		return cell, err
+	}
+	if r.proxy, err = newProxy(r.mgmtNS, mgmtNet+"1:"+grpcPort); err != nil {
+		return cell, err
+	}
+	obs, schema, err := r.waitProgrammed(ctx, steer, members, len(tracked))
+	if err != nil {
+		return cell, err
+	}
+	defer obs.Close()
+
+	// Metadata server and client hosts.
+	common := []string{"--keys", strconv.Itoa(spec.Keys), "--threads", strconv.Itoa(spec.Threads)}
+	ms, err := r.start("ms", "clover-ms", append([]string{"clover", "ms", "--iface", "d0",
+		"--mac", macString(testbed.HostMAC(1)), "--ip", ipString(testbed.HostIP(1)),
+		"--listen", mgmtIP(1) + ":" + msCMPort, "--memnode", mgmtIP(0) + ":" + memCMPort}, common...)...)
+	if err != nil {
+		return cell, err
+	}
+	if _, err := ms.expect(ctx, step, "ready", lineHas("clover ms: ready")); err != nil {
+		return cell, err
+	}
+	hosts := make([]*proc, spec.ClientHosts)
+	for h := range hosts {
+		m := 2 + h
+		// RNIC addresses as on testbed's rack: member m has HostMAC(m).
+		hosts[h], err = r.start(memberRole(m), fmt.Sprintf("clients%d", h), append([]string{"clover", "clients", "--iface", "d0",
+			"--mac", macString(testbed.HostMAC(m)), "--ip", ipString(testbed.HostIP(m)),
+			"--host", strconv.Itoa(h), "--hosts", strconv.Itoa(spec.ClientHosts),
+			"--memnode", mgmtIP(0) + ":" + memCMPort, "--ms", mgmtIP(1) + ":" + msCMPort,
+			"--workload", string(spec.Workload), "--value-size", strconv.Itoa(spec.ValueSize),
+			"--zipf", strconv.FormatFloat(spec.Zipf, 'g', -1, 64), "--seed", strconv.FormatUint(spec.Seed, 10),
+			"--warmup", spec.Warmup.String(), "--duration", spec.Duration.String()}, common...)...)
+		if err != nil {
+			return cell, err
+		}
+	}
+	if _, err := all(ctx, hosts, "", "ready", step); err != nil {
+		return cell, err
+	}
+	if opts.Steady > 0 {
+		select {
+		case <-ctx.Done():
+			return cell, ctx.Err()
+		case <-time.After(opts.Steady):
+		}
+	}
+	if _, err := all(ctx, hosts, CmdLoad, "loaded", 2*time.Minute); err != nil {
+		return cell, err
+	}
+	if _, err := all(ctx, hosts, CmdWarmup, "warm", spec.Warmup+step); err != nil {
+		return cell, err
+	}
+	w0, err := rxBytes(ctx, r.swNS, "p")
+	if err != nil {
+		return cell, err
+	}
+	s0, _ := readStats(ctx, obs, schema)
+	evs, err := all(ctx, hosts, CmdRun, "result", spec.Duration+step)
+	if err != nil {
+		return cell, err
+	}
+	w1, err := rxBytes(ctx, r.swNS, "p")
+	if err != nil {
+		return cell, err
+	}
+	s1, _ := readStats(ctx, obs, schema)
+	for _, h := range hosts {
+		h.send(CmdQuit)
+	}
+	results := make([]*ClientResult, len(evs))
+	for i, e := range evs {
+		results[i] = e.Result
+	}
+	fillCell(&cell, spec, results, w1-w0, s0, s1)
+	return cell, nil
+}
+
+// all sends cmd (if any) to every client host and waits for the event want
+// from each.
+func all(ctx context.Context, hosts []*proc, cmd, want string, timeout time.Duration) ([]Event, error) {
+	if cmd != "" {
+		for _, h := range hosts {
+			if err := h.send(cmd); err != nil {
+				return nil, err
+			}
+		}
+	}
+	evs := make([]Event, len(hosts))
+	errs := make([]error, len(hosts))
+	var wg sync.WaitGroup
+	for i, h := range hosts {
+		wg.Add(1)
+		go func(i int, h *proc) {
+			defer wg.Done()
+			_, errs[i] = h.expect(ctx, timeout, want, func(l string) (bool, error) {
+				var e Event
+				if json.Unmarshal([]byte(l), &e) != nil {
+					return false, nil
+				}
+				if e.Event == "error" {
+					return false, errors.New(e.Error)
+				}
+				if e.Event != want {
+					return false, nil
+				}
+				if want == "result" && e.Result == nil {
+					return false, errors.New("result event without a result")
+				}
+				evs[i] = e
+				return true, nil
+			})
+		}(i, h)
+	}
+	wg.Wait()
+	return evs, errors.Join(errs...)
+}
+
+// fillCell derives the cell's figures the way testbed.RunCell does.
+func fillCell(cell *report.Cell, spec testbed.CellSpec, rs []*ClientResult, wire uint64, s0, s1 map[int64]uint64) {
+	hall, hrd, hwr := hdrhistogram.New(100, int64(60*time.Second), 3), hdrhistogram.New(100, int64(60*time.Second), 3), hdrhistogram.New(100, int64(60*time.Second), 3)
+	var ops, errs, verbs, cas, fails, retries uint64
+	var elapsed time.Duration
+	var firstErr string
+	for _, r := range rs {
+		ops += r.Ops
+		errs += r.Errors
+		verbs += r.Verbs
+		cas += r.CAS
+		fails += r.CASFailures
+		retries += r.Retries + r.ChaseHops + r.Recoveries
+		elapsed = max(elapsed, time.Duration(r.ElapsedNs))
+		hall.Merge(hdrhistogram.Import(r.All))
+		hrd.Merge(hdrhistogram.Import(r.Read))
+		hwr.Merge(hdrhistogram.Import(r.Write))
+		if firstErr == "" {
+			firstErr = r.FirstErr
+		}
+	}
+	fops := float64(ops)
+	cell.Ops, cell.Errors, cell.Seconds, cell.Clients = ops, errs, elapsed.Seconds(), spec.Threads
+	cell.OpsPerSec = fops / elapsed.Seconds()
+	cell.P50us, cell.P99us, cell.P999us = testbed.Percentile(hall, 50), testbed.Percentile(hall, 99), testbed.Percentile(hall, 99.9)
+	cell.ReadP99us, cell.WriteP99us = testbed.Percentile(hrd, 99), testbed.Percentile(hwr, 99)
+	cell.BytesPerOp = float64(wire) / fops
+	cell.VerbsPerOp = float64(verbs) / fops
+	cell.CASSuccessRate = math.NaN()
+	if cas > 0 {
+		cell.CASSuccessRate = 1 - float64(fails)/float64(cas)
+	}
+	cell.RetriesPerOp = float64(retries) / fops
+	if s0 != nil && s1 != nil {
+		cell.Steering = map[string]uint64{}
+		for i, name := range statNames {
+			cell.Steering[name] = s1[int64(i)] - s0[int64(i)]
+		}
+	}
+	if errs > 0 && firstErr != "" {
+		cell.Note = fmt.Sprintf("%d errors, first: %s", errs, firstErr)
+	}
+}
+
+// ctrlFile is the controller's configuration file (JSON, which viper
+// reads like the YAML of docs/examples/rack.yaml).
+type ctrlFile struct {
+	Ctrl ctrlSection `json:"ctrl"`
+}
+
+type ctrlSection struct {
+	Switch       string       `json:"switch"`
+	DeviceID     uint64       `json:"device-id"`
+	ElectionID   uint64       `json:"election-id"`
+	P4Info       string       `json:"p4info"`
+	DeviceConfig string       `json:"device-config"`
+	Push         bool         `json:"push-pipeline"`
+	Metrics      string       `json:"metrics"`
+	Steering     string       `json:"steering"`
+	ObjectSize   int          `json:"object-size"`
+	Hosts        []ctrlHost   `json:"hosts"`
+	MemoryNodes  []ctrlMemory `json:"memory-nodes"`
+	// TrackedKeys are decimal strings: viper reads JSON numbers as
+	// float64, which would round 64-bit keys.
+	TrackedKeys     []string `json:"tracked-keys,omitempty"`
+	RepairPeriod    string   `json:"repair-period"`
+	RepairThreshold string   `json:"repair-threshold"`
+}
+
+type ctrlHost struct {
+	Name string `json:"name"`
+	MAC  string `json:"mac"`
+	IP   string `json:"ip"`
+	Port int    `json:"port"`
+}
+
+type ctrlMemory struct {
+	Host    string              `json:"host"`
+	Regions []map[string]string `json:"regions"`
+}
+
+// writeCtrlConfig writes the P4 program, its P4Info and the rack file the
+// controller runs with, and returns the rack file's path.
+func (r *cellRack) writeCtrlConfig(steer string, objectSize int, tracked []uint64, members int, base, length string) (string, error) {
+	prog, err := target.Compile(swp4.SwordboxFile, swp4.SwordboxSource)
+	if err != nil {
+		return "", fmt.Errorf("netns: switch program: %w", err)
+	}
+	p4Path, infoPath := filepath.Join(r.dir, "swordbox.p4"), filepath.Join(r.dir, "swordbox.p4info.txtpb")
+	if err := os.WriteFile(p4Path, swp4.SwordboxSource, 0o644); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(infoPath, target.FormatText(prog.P4Info()), 0o644); err != nil {
+		return "", err
+	}
+	c := ctrlSection{Switch: mgmtNet + "1:" + grpcPort, DeviceID: 1, ElectionID: 10, P4Info: infoPath, DeviceConfig: p4Path,
+		Push: true, Steering: steer, ObjectSize: objectSize, RepairPeriod: "50ms", RepairThreshold: "200ms",
+		MemoryNodes: []ctrlMemory{{Host: "mem0", Regions: []map[string]string{{"base": base, "length": length}}}}}
+	for _, k := range tracked {
+		c.TrackedKeys = append(c.TrackedKeys, strconv.FormatUint(k, 10))
+	}
+	for m := 0; m < members; m++ {
+		name := memberRole(m)
+		if m == 0 {
+			name = "mem0"
+		}
+		c.Hosts = append(c.Hosts, ctrlHost{Name: name, MAC: macString(testbed.HostMAC(m)), IP: ipString(testbed.HostIP(m)), Port: 1 + m})
+	}
+	b, err := json.MarshalIndent(ctrlFile{Ctrl: c}, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(r.dir, "rack.json")
+	return path, os.WriteFile(path, b, 0o644)
+}
+
+// waitProgrammed polls the switch as an observer (through the proxy into
+// the management namespace) until the controller has installed a forward
+// entry per member, the steering mode and the tracked keys.
+func (r *cellRack) waitProgrammed(ctx context.Context, steer string, members, tracked int) (*p4rtc.Client, *p4rtc.Schema, error) {
+	obs, err := p4rtc.Dial(p4rtc.Options{Addr: r.proxy.Addr(), DeviceID: 1, Observer: true})
+	if err != nil {
+		return nil, nil, fmt.Errorf("netns: observer: %w", err)
+	}
+	wantMode := map[string]uint64{testbed.SteerOff: 0, testbed.SteerWrite: 1, "read": 2, testbed.SteerReadWrite: 3}[steer]
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var schema *p4rtc.Schema
+	var last error
+	for {
+		last = func() error {
+			if schema == nil {
+				info, err := obs.GetP4Info(ctx)
+				if err != nil {
+					return err
+				}
+				if schema, err = p4rtc.NewSchema(info); err != nil {
+					schema = nil
+					return err
+				}
+			}
+			te, err := schema.TableRead("SwordboxIngress.forward")
+			if err != nil {
+				return err
+			}
+			ents, err := obs.Read(ctx, te)
+			if err != nil {
+				return err
+			}
+			if len(ents) < members {
+				return fmt.Errorf("%d of %d forward entries", len(ents), members)
+			}
+			re, err := schema.RegisterRead("SwordboxIngress.steer_mode", 0)
+			if err != nil {
+				return err
+			}
+			regs, err := obs.Read(ctx, re)
+			if err != nil {
+				return err
+			}
+			if len(regs) != 1 {
+				return fmt.Errorf("steer_mode: %d entries", len(regs))
+			}
+			v, err := p4rtc.ToUint(regs[0].GetRegisterEntry().GetData().GetBitstring())
+			if err != nil {
+				return err
+			}
+			if v != wantMode {
+				return fmt.Errorf("steer_mode %d, want %d", v, wantMode)
+			}
+			if tracked > 0 {
+				tk, err := schema.TableRead("SwordboxIngress.tracked_keys")
+				if err != nil {
+					return err
+				}
+				ents, err := obs.Read(ctx, tk)
+				if err != nil {
+					return err
+				}
+				if len(ents) < tracked {
+					return fmt.Errorf("%d of %d tracked keys", len(ents), tracked)
+				}
+			}
+			return nil
+		}()
+		if last == nil {
+			return obs, schema, nil
+		}
+		select {
+		case <-ctx.Done():
+			obs.Close()
+			return nil, nil, fmt.Errorf("netns: switch not programmed: %v (controller: %s)", last, r.procTail("ctrl"))
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (r *cellRack) procTail(name string) string {
+	for _, p := range r.procs {
+		if p.name == name {
+			return p.tail.String()
+		}
+	}
+	return ""
+}
+
+// readStats reads the switch's steering counters.
+func readStats(ctx context.Context, obs *p4rtc.Client, schema *p4rtc.Schema) (map[int64]uint64, error) {
+	q, err := schema.CounterRead("SwordboxIngress.stats", -1)
+	if err != nil {
+		return nil, err
+	}
+	ents, err := obs.Read(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int64]uint64, len(ents))
+	for _, e := range ents {
+		if ce := e.GetCounterEntry(); ce != nil {
+			out[ce.GetIndex().GetIndex()] = uint64(ce.GetData().GetPacketCount())
+		}
+	}
+	return out, nil
+}
