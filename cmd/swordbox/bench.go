@@ -93,7 +93,7 @@ func runBench(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	if cfg.Netns {
-		return fmt.Errorf("bench: --netns: namespace mode is not implemented yet; run without it for the in-process rack")
+		return runBenchNetns(cmd, cfg)
 	}
 	if cfg.Scenario == testbed.ScenarioCASMux {
 		return fmt.Errorf("bench: scenario cas-mux: not wired into bench yet; run 'swordbox middlebox bench'")
