@@ -300,6 +300,9 @@ type headerCodec struct {
 	bytes  int
 	fields []codecField // all fields (encoding a header that was not extracted)
 	used   []codecField // fields the program mentions (decoding, patching)
+	// allUsed: every field is mentioned, so a modified header is encoded
+	// from its slots rather than copied and patched.
+	allUsed bool
 }
 
 type codecField struct {
@@ -325,6 +328,7 @@ func codecOf(t *ptype) *headerCodec {
 		h.fields = append(h.fields, cf)
 	}
 	h.used = h.fields
+	h.allUsed = true
 	return h
 }
 
@@ -361,21 +365,18 @@ func (c *compiler) finishCodecs() {
 			}
 		}
 		h.used = used
+		h.allUsed = len(used) == len(h.fields)
 	}
 }
 
 // patch writes the used fields from slots into b, which holds the header's
-// original bytes and has 8 bytes of slack.
+// original bytes. Byte-wise stores (putBits) rather than 64-bit
+// read-modify-writes, whose overlapping loads would stall on the stores
+// before them.
 func (h *headerCodec) patch(b []byte, slots []uint64) {
 	for i := range h.used {
 		f := &h.used[i]
-		if f.fast {
-			wm := f.m << f.shift
-			x := binary.BigEndian.Uint64(b[f.byteIx:])
-			binary.BigEndian.PutUint64(b[f.byteIx:], x&^wm|slots[f.slot]<<f.shift&wm)
-		} else {
-			putBits(b, f.bitOff, f.w, slots[f.slot])
-		}
+		putBits(b, f.bitOff, f.w, slots[f.slot])
 	}
 }
 
@@ -517,12 +518,12 @@ func (c *compiler) emit(sc *scope, e *callExpr) stmtFn {
 			if s.slots[base] == 0 {
 				return flowNext
 			}
-			if k >= 0 && s.hoff1[k] != 0 {
+			if k >= 0 && s.hoff1[k] != 0 && !(s.dirty[k] && h.allUsed) {
 				o := int(s.hoff1[k] - 1)
 				at := len(s.out)
 				s.out = append(s.out, s.pkt[o:o+h.bytes]...)
 				if s.dirty[k] {
-					h.patch(s.out[at:at+h.bytes+8], s.slots[base:])
+					h.patch(s.out[at:at+h.bytes], s.slots[base:])
 				}
 				return flowNext
 			}
