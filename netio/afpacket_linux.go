@@ -29,6 +29,10 @@ type AFPacketConfig struct {
 	// net.core.rmem_max). Zero means DefaultAFPacketSocketBuffer. The
 	// kernel's default (about 200 KiB) holds fewer than 32 jumbo frames.
 	SocketBuffer int
+
+	// userFilterOnly skips PACKET_IGNORE_OUTGOING so tests exercise the
+	// filter in Recv that older kernels rely on.
+	userFilterOnly bool
 }
 
 // DefaultAFPacketSocketBuffer is the default AFPacketConfig.SocketBuffer.
@@ -103,7 +107,9 @@ func NewAFPacketPort(cfg AFPacketConfig) (*AFPacketPort, error) {
 		return nil, fmt.Errorf("netio: af_packet %s: %s: %w", cfg.Interface, what, err)
 	}
 	// Best effort: kernels before 4.20 lack it, and Recv filters anyway.
-	_ = unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING, 1)
+	if !cfg.userFilterOnly {
+		_ = unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING, 1)
+	}
 	sb := cfg.SocketBuffer
 	if sb <= 0 {
 		sb = DefaultAFPacketSocketBuffer

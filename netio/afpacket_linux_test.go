@@ -3,6 +3,7 @@ package netio
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -200,4 +201,45 @@ func BenchmarkAFPacketVeth(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds()/1e6, "Mpps")
+}
+
+// TestAFPacketNeverReturnsOutgoingFrames has a second socket on A's
+// interface (as the kernel stack or another process would be) send frames
+// out of A; then B answers. The first test frame port A receives must be
+// B's: frames leaving A's interface never come back up, whether the kernel
+// filters them (PACKET_IGNORE_OUTGOING) or Recv does (PACKET_OUTGOING, for
+// kernels without the option). Linux never shows a packet socket its own
+// transmissions, so A itself sending would prove nothing.
+func TestAFPacketNeverReturnsOutgoingFrames(t *testing.T) {
+	for _, userOnly := range []bool{false, true} {
+		t.Run(fmt.Sprintf("userFilterOnly=%v", userOnly), func(t *testing.T) {
+			a, b := nstest.Pair(t)
+			var pa *AFPacketPort
+			err := a.Do(func() (err error) {
+				pa, err = NewAFPacketPort(AFPacketConfig{Interface: a.Iface, userFilterOnly: userOnly})
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pa.Close()
+			other, pb := openAF(t, a), openAF(t, b)
+			out := [][]byte{testFrame(1000, 100), testFrame(1001, 100), testFrame(1002, 100)}
+			if _, err := other.Send(out); err != nil {
+				t.Fatal(err)
+			}
+			recvTest(t, pb, 1000, 3, 100) // they left A and reached B
+			if _, err := pb.Send([][]byte{testFrame(2000, 100)}); err != nil {
+				t.Fatal(err)
+			}
+			recvTest(t, pa, 2000, 1, 100) // fails if frame 1000 comes first
+			st := pa.Stats()
+			if userOnly && st.SkippedOutgoing != 3 {
+				t.Fatalf("Recv skipped %d outgoing frames, want 3 (stats %+v)", st.SkippedOutgoing, st)
+			}
+			if !userOnly && st.SkippedOutgoing != 0 {
+				t.Fatalf("kernel filter off? Recv skipped %d", st.SkippedOutgoing)
+			}
+		})
+	}
 }
