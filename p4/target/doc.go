@@ -35,9 +35,11 @@
 //   - hash(result, algo, base, data, max) = base + (h mod max), truncated
 //     to result's width; max == 0 means no modulo. The data fields are
 //     concatenated MSB first into bytes; a trailing partial byte is padded
-//     with zero bits. crc32 is IEEE 802.3 (zlib), crc16 is CRC-16/ARC
-//     (BMv2's crc16), identity is the data as a big-endian integer
-//     (its last 8 bytes), csum16 the Internet checksum.
+//     with zero bits. crc32 is IEEE 802.3 (zlib's), crc16 is CRC-16/ARC
+//     (reflected polynomial 0x8005, initial value 0, check value 0xBB3D),
+//     identity is the data as a big-endian integer (its last 8 bytes),
+//     csum16 the Internet checksum. crc32_custom, crc16_custom, random and
+//     xor16 are refused.
 //   - Direct counters count every hit of an entry of their table (packets
 //     and bytes); misses (the default action) are not counted.
 //   - A table without default_action gets NoAction; if NoAction is not in
@@ -52,10 +54,18 @@
 //     standard_metadata.mcast_grp is refused (multicast). log_msg is
 //     accepted and does nothing. The timestamps are read-only and read the
 //     clock lazily (Options.Now, microseconds).
-//   - Deparsing: a header of the headers struct that was extracted and not
-//     written since is emitted by copying its original bytes; every store
-//     into it (assignment, out argument, register read, hash, checksum
-//     update) marks it to be re-encoded from its fields.
+//   - Deparsing: a header of the headers struct that was extracted is
+//     emitted from its original bytes. The parser decodes only the fields
+//     the program mentions; every store into a header (assignment, out
+//     argument, register read, hash, checksum update) marks it modified,
+//     and the deparser then patches the mentioned fields into the copy
+//     (or encodes the header from its fields when all are mentioned).
+//     Headers made valid by setValid are encoded from their fields.
+//   - P4Info: names, aliases and IDs as p4c makes them (IDs: the entity
+//     type's prefix in the top byte, the Jenkins one-at-a-time hash of the
+//     fully qualified name in the low 24 bits, @id overrides; controller
+//     headers hash the header type's name), tables without size get 1024,
+//     entities in declaration order.
 //   - Limits against hostile input: widths up to 64 bits, 1M cells per
 //     register or counter and 4M in total, tables up to 16M entries,
 //     #define bodies up to 4096 tokens, programs up to 1M tokens, hash and
