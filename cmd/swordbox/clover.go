@@ -223,7 +223,9 @@ func runBenchNetns(cmd *cobra.Command, cfg benchConfig) error {
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	var opts netns.Options
+	// SWORDBOX_NETNS_LOG=1 copies the rack processes' stderr to ours;
+	// SWORDBOX_NETNS_PREFIX names the namespaces (tests find them by it).
+	opts := netns.Options{Prefix: os.Getenv("SWORDBOX_NETNS_PREFIX")}
 	if os.Getenv("SWORDBOX_NETNS_LOG") != "" {
 		opts.Log = errOut
 	}
