@@ -439,7 +439,13 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 	}
 	if rewrite {
 		p.BTH.SetPSN(outPSN)
-		finish(p, &sp, spanOK && !steered && !first.converted())
+		switch {
+		case !steered && !first.converted() && fastOK(p):
+			ipChecksum(p.IP)
+			fastICRC(p, e.reqDelta(ci, home), psn, outPSN, false, 0, 0)
+		default:
+			finish(p, &sp, spanOK && !steered && !first.converted())
+		}
 		frame = p.Frame
 	}
 	if e.replay && onShared {

@@ -3,6 +3,8 @@ package middlebox
 import (
 	"encoding/binary"
 	"hash/crc32"
+
+	"github.com/swordbox/swordbox/roce"
 )
 
 // Incremental ICRC updates.
@@ -133,4 +135,81 @@ func (s *icrcSpan) update(f []byte, l3, icrcOff int, masked []int) {
 	delta := zeroAdvance(rawCRC(0, d[:n]), icrcOff-s.b)
 	old := binary.LittleEndian.Uint32(f[icrcOff:])
 	binary.LittleEndian.PutUint32(f[icrcOff:], old^delta)
+}
+
+// Per-connection ICRC deltas. Every field a remapping rewrites (IPv4
+// addresses, UDP source port, destination QP) is part of the connection
+// key, so the part of the ICRC delta they cause is a constant of the pair
+// (client connection, outgoing connection): it is computed once and cached
+// in the client connection, leaving only the PSN (and a response's MSN) to
+// fold in per frame. Offsets are relative to a 20-byte IPv4 header.
+const (
+	kSpanStart = roce.IPv4SrcOff                             // first byte of the delta span (L3 relative)
+	kSpanEnd   = roce.IPv4MinLen + roce.UDPLen + roce.BTHLen // end of the BTH
+	kPSNOff    = roce.IPv4MinLen + roce.UDPLen + roce.BTHAckPSNOff + 1
+	kQPOff     = roce.IPv4MinLen + roce.UDPLen + roce.BTHDestQPOff
+	kPortOff   = roce.IPv4MinLen + roce.UDPSrcPortOff
+)
+
+func put24(b []byte, v uint32) { b[0], b[1], b[2] = byte(v>>16), byte(v>>8), byte(v) }
+
+// reqDelta returns the raw CRC of the span [IPv4 source, end of BTH) of
+// (request as the client sent it) xor (as it leaves on connection oi),
+// PSN bytes excluded.
+func (e *Engine) reqDelta(ci, oi int32) uint32 {
+	c := &e.conns[ci]
+	if c.reqKFor == oi+1 {
+		return c.reqK
+	}
+	o := &e.conns[oi]
+	var d [kSpanEnd - kSpanStart]byte
+	for i := 0; i < 4; i++ {
+		d[i] = c.cliIP[i] ^ o.cliIP[i]
+		d[4+i] = c.srvIP[i] ^ o.srvIP[i]
+	}
+	binaryPut16(d[kPortOff-kSpanStart:], c.cliPort^o.cliPort)
+	put24(d[kQPOff-kSpanStart:], c.srvQP^o.srvQP)
+	c.reqK, c.reqKFor = rawCRC(0, d[:]), oi+1
+	return c.reqK
+}
+
+// respDelta is reqDelta for a response on connection oi retargeted to
+// client ci (destination IPv4 address and QP), PSN excluded.
+func (e *Engine) respDelta(oi, ci int32) uint32 {
+	c := &e.conns[ci]
+	if c.respKFor == oi+1 {
+		return c.respK
+	}
+	o := &e.conns[oi]
+	var d [kSpanEnd - kSpanStart]byte
+	for i := 0; i < 4; i++ {
+		d[4+i] = o.cliIP[i] ^ c.cliIP[i]
+	}
+	put24(d[kQPOff-kSpanStart:], o.cliQP^c.cliQP)
+	c.respK, c.respKFor = rawCRC(0, d[:]), oi+1
+	return c.respK
+}
+
+func binaryPut16(b []byte, v uint16) { b[0], b[1] = byte(v>>8), byte(v) }
+
+// fastICRC updates the ICRC of a packet (20-byte IPv4 header) whose only
+// changes since it was received are the per-connection fields behind k,
+// the PSN (oldPSN to newPSN) and, when msnDelta is set, the AETH MSN.
+func fastICRC(p *roce.Packet, k, oldPSN, newPSN uint32, aeth bool, oldMSN, newMSN uint32) {
+	var d [7]byte
+	put24(d[0:], oldPSN^newPSN)
+	x := k ^ rawCRC(0, d[:3]) // PSN: the last 3 bytes of the span
+	end := p.L3Off + kSpanEnd
+	if aeth {
+		put24(d[4:], oldMSN^newMSN)
+		x = zeroAdvance(x, roce.AETHLen) ^ rawCRC(0, d[3:7]) // syndrome unchanged, MSN
+		end += roce.AETHLen
+	}
+	old := binary.LittleEndian.Uint32(p.Frame[p.ICRCOff:])
+	binary.LittleEndian.PutUint32(p.Frame[p.ICRCOff:], old^zeroAdvance(x, p.ICRCOff-end))
+}
+
+// fastOK reports whether p has the layout fastICRC assumes.
+func fastOK(p *roce.Packet) bool {
+	return p.BTHOff == p.L3Off+roce.IPv4MinLen+roce.UDPLen
 }

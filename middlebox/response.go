@@ -405,20 +405,36 @@ func (e *Engine) readResp(oi int32, psn uint32, p *roce.Packet, out *Out) {
 	if completes {
 		msn = (msn + 1) & psnMask
 	}
-	var sp icrcSpan
-	end := p.BTHOff + roce.BTHLen
-	if p.AETH != nil {
-		end += roce.AETHLen
+	if fastOK(p) {
+		oldMSN := uint32(0)
+		if p.AETH != nil {
+			oldMSN = p.AETH.MSN()
+			p.AETH.SetMSN(msn)
+		}
+		k := uint32(0)
+		if oi != ci {
+			retargetResponse(p, c)
+			k = e.respDelta(oi, ci)
+		}
+		p.BTH.SetPSN(en.inPSN)
+		ipChecksum(p.IP)
+		fastICRC(p, k, psn, en.inPSN, p.AETH != nil, oldMSN, msn)
+	} else {
+		var sp icrcSpan
+		end := p.BTHOff + roce.BTHLen
+		if p.AETH != nil {
+			end += roce.AETHLen
+		}
+		spanOK := saveSpan(&sp, p, end)
+		if oi != ci {
+			retargetResponse(p, c)
+		}
+		p.BTH.SetPSN(en.inPSN)
+		if p.AETH != nil {
+			p.AETH.SetMSN(msn)
+		}
+		finish(p, &sp, spanOK)
 	}
-	spanOK := saveSpan(&sp, p, end)
-	if oi != ci {
-		retargetResponse(p, c)
-	}
-	p.BTH.SetPSN(en.inPSN)
-	if p.AETH != nil {
-		p.AETH.SetMSN(msn)
-	}
-	finish(p, &sp, spanOK)
 	if !out.addInput(ClientSide, p.Frame) {
 		e.c.Drops[DropOutOverflow]++
 		return
