@@ -130,3 +130,18 @@ func BenchmarkSwordboxCAS(b *testing.B) {
 		b.Fatalf("%d frames out of %d", n, b.N)
 	}
 }
+
+// BenchmarkCompileSwordbox measures the front end and compiler on
+// p4/swordbox.p4 (what SetForwardingPipelineConfig pays).
+func BenchmarkCompileSwordbox(b *testing.B) {
+	src, err := os.ReadFile("../swordbox.p4")
+	if err != nil {
+		b.Skip("p4/swordbox.p4 not present")
+	}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := Compile("swordbox.p4", src); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
