@@ -609,10 +609,12 @@ func (e *Engine) replayFrom(oi int32, from uint32, now int64, out *Out) {
 		if !en.valid || en.outPSN != q || en.kind == kReadCont || en.done || len(en.frame) == 0 {
 			continue
 		}
-		if !out.addRef(ServerSide, en.frame) {
-			e.c.Drops[DropOutOverflow]++
+		f := out.alloc(ServerSide, len(en.frame))
+		if f == nil {
+			e.c.Drops[DropOutOverflow]++ // the clients' timers recover the rest
 			return
 		}
+		copy(f, en.frame)
 		e.c.Replayed++
 		e.c.TxServer++
 	}

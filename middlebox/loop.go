@@ -139,26 +139,49 @@ func (l *Loop) rx(side Side) error {
 			return err
 		}
 		now := l.Clock()
+		if n == 1 {
+			// One engine: the whole burst under one lock, one Send per side.
+			sh := l.S.shards[0]
+			sh.mu.Lock()
+			sh.out.Reset()
+			for _, f := range bufs[:k] {
+				sh.eng.Process(now, side, f, sh.out)
+			}
+			err := l.send(sh.out, frames)
+			sh.mu.Unlock()
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		for _, f := range bufs[:k] {
 			sh := l.S.shards[ShardOf(f, side, n)]
 			sh.mu.Lock()
 			sh.out.Reset()
 			sh.eng.Process(now, side, f, sh.out)
-			for s := ClientSide; s <= ServerSide; s++ {
-				frames = frames[:0]
-				for j, o := range sh.out.Frames {
-					if sh.out.Sides[j] == s {
-						frames = append(frames, o)
-					}
-				}
-				if len(frames) > 0 {
-					if _, err := l.Ports[s].Send(frames); err != nil {
-						sh.mu.Unlock()
-						return err
-					}
-				}
-			}
+			err := l.send(sh.out, frames)
 			sh.mu.Unlock()
+			if err != nil {
+				return err
+			}
 		}
 	}
+}
+
+// send transmits out's frames, per side in order (scratch: frames).
+func (l *Loop) send(out *Out, frames [][]byte) error {
+	for s := ClientSide; s <= ServerSide; s++ {
+		frames = frames[:0]
+		for j, o := range out.Frames {
+			if out.Sides[j] == s {
+				frames = append(frames, o)
+			}
+		}
+		if len(frames) > 0 {
+			if _, err := l.Ports[s].Send(frames); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -74,18 +74,6 @@ func (o *Out) addInput(s Side, f []byte) bool {
 	return true
 }
 
-// addRef appends a frame the engine owns (a replayed request): valid until
-// the next call to Process.
-func (o *Out) addRef(s Side, f []byte) bool {
-	if o.full() {
-		return false
-	}
-	o.Frames = append(o.Frames, f)
-	o.Sides = append(o.Sides, s)
-	o.FromInput = append(o.FromInput, false)
-	return true
-}
-
 // alloc reserves n bytes of the arena for a generated frame to side s.
 func (o *Out) alloc(s Side, n int) []byte {
 	if o.full() || o.used+n > len(o.arena) {
