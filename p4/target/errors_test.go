@@ -90,6 +90,7 @@ func TestRefusesProgramErrors(t *testing.T) {
 		{"control VC(inout headers hdr, inout meta_t meta)", "control VC(inout headers hdr, in meta_t meta)", "test.p4:10:", "verifyChecksum parameter meta must be \"inout\""},
 		{"struct meta_t {", "/* never closed\nstruct meta_t {", "test.p4:6:1:", "unterminated comment"},
 		{"header g_t", "header g_t $", "test.p4:4:12:", "unexpected character"},
+		{"header g_t", "@p4runtime_translation(\"x\", 32) type bit<8> port_t;\nheader g_t", "test.p4:4:1:", "@p4runtime_translation is not supported"},
 	}
 	for _, c := range cases {
 		if c.where == "" {

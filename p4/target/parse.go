@@ -196,6 +196,11 @@ func (p *parser) topDecl() decl {
 		p.types[name.text] = true
 		return &structDecl{p: t.p, name: name.text, fields: p.fieldList(), anns: anns}
 	case "typedef", "type":
+		for _, a := range anns {
+			if a.name == "p4runtime_translation" {
+				p.fail(a.p, "@p4runtime_translation is not supported")
+			}
+		}
 		p.nextTok()
 		tr := p.typeRef()
 		name := p.ident()
