@@ -121,7 +121,10 @@
 //
 // Rewrites that keep the length update the ICRC incrementally (icrc.go:
 // the CRC's linearity, with zero-advance tables), which is cheaper than a
-// recomputation and keeps a corrupted frame corrupted. CMP_SWAP to WRITE
+// recomputation and keeps a corrupted frame corrupted. The fields a remap
+// rewrites are all connection-key fields, so their share of the delta is a
+// per-connection-pair constant, and a remapped request or READ response
+// folds in only its PSN (and MSN). CMP_SWAP to WRITE
 // and generated answers get a fresh ICRC (answers from per-client
 // templates, also updated incrementally). Received ICRCs are verified
 // unless SkipICRCCheck (a NIC that drops bad Ethernet FCS makes that
