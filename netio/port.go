@@ -2,8 +2,10 @@
 //
 // It owns the Port abstraction (bursts of frames in and out), in-memory links
 // with seeded fault injection, AF_PACKET ports on real interfaces, and a pcap
-// tap that records what crosses a port. It knows nothing about RoCEv2, P4 or
-// any memory system: it imports nothing of swordbox's, and every component
+// tap that records what crosses a port. It knows nothing about P4 or any
+// memory system, and of RoCEv2 only what the corrupter needs (flip bits in
+// the UDP payload, never in the one BTH byte the ICRC does not cover). It
+// imports nothing of swordbox's, and every component
 // (the software RNIC, the switch target, the middlebox) reaches the world only
 // through a Port, so the same component runs in-process, on veth or on DPDK
 // (netio/dpdk, build tag dpdk).
