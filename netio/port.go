@@ -5,10 +5,10 @@
 // tap that records what crosses a port. It knows nothing about P4 or any
 // memory system, and of RoCEv2 only what the corrupter needs (flip bits in
 // the UDP payload, never in the one BTH byte the ICRC does not cover). It
-// imports nothing of swordbox's, and every component
-// (the software RNIC, the switch target, the middlebox) reaches the world only
-// through a Port, so the same component runs in-process, on veth or on DPDK
-// (netio/dpdk, build tag dpdk).
+// imports nothing of swordbox's, and every component (the software RNIC,
+// the switch target, the middlebox) reaches the world only through a Port,
+// so the same component runs in-process, on veth or on DPDK (netio/dpdk,
+// build tag dpdk).
 //
 // Implementations:
 //   - LinkPort (NewLink, Pipe): the two ends of an in-memory link, each
