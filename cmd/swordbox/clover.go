@@ -22,6 +22,7 @@ type cloverMSConfig struct {
 	MAC         string        `mapstructure:"mac"`
 	IP          string        `mapstructure:"ip"`
 	MTU         int           `mapstructure:"mtu"`
+	AckTimeout  time.Duration `mapstructure:"ack-timeout"`
 	Listen      string        `mapstructure:"listen"`
 	Memnode     string        `mapstructure:"memnode"`
 	Keys        int           `mapstructure:"keys"`
@@ -37,6 +38,7 @@ type cloverClientsConfig struct {
 	MAC         string        `mapstructure:"mac"`
 	IP          string        `mapstructure:"ip"`
 	MTU         int           `mapstructure:"mtu"`
+	AckTimeout  time.Duration `mapstructure:"ack-timeout"`
 	Memnode     string        `mapstructure:"memnode"`
 	MS          string        `mapstructure:"ms"`
 	Host        int           `mapstructure:"host"`
@@ -78,7 +80,7 @@ SIGINT or SIGTERM.`,
 		if err := loadConfig(cmd, "clover-ms", &cfg); err != nil {
 			return err
 		}
-		dev, err := cloverDevice("ms", cfg.Iface, cfg.MAC, cfg.IP, cfg.MTU)
+		dev, err := cloverDevice("ms", cfg.Iface, cfg.MAC, cfg.IP, cfg.MTU, cfg.AckTimeout)
 		if err != nil {
 			return err
 		}
@@ -118,7 +120,7 @@ A failure prints {"event":"error","error":"..."} and exits non-zero.`,
 		if _, _, err := ycsb.Preset(ycsb.Kind(cfg.Workload)); err != nil {
 			return fmt.Errorf("clover clients: --workload: %w", err)
 		}
-		dev, err := cloverDevice("clients", cfg.Iface, cfg.MAC, cfg.IP, cfg.MTU)
+		dev, err := cloverDevice("clients", cfg.Iface, cfg.MAC, cfg.IP, cfg.MTU, cfg.AckTimeout)
 		if err != nil {
 			return err
 		}
@@ -134,12 +136,12 @@ A failure prints {"event":"error","error":"..."} and exits non-zero.`,
 }
 
 // cloverDevice opens the data port and the RNIC of a Clover host.
-func cloverDevice(role, iface, mac, ip string, mtu int) (*rnic.Device, error) {
+func cloverDevice(role, iface, mac, ip string, mtu int, ackTimeout time.Duration) (*rnic.Device, error) {
 	rc, err := rnicConfig(mac, ip, mtu, "off")
 	if err != nil {
 		return nil, fmt.Errorf("clover %s: %w", role, err)
 	}
-	rc.Name = "clover-" + role
+	rc.Name, rc.Timeout = "clover-"+role, ackTimeout
 	port, err := openDataPort(iface)
 	if err != nil {
 		return nil, fmt.Errorf("clover %s: %w", role, err)
@@ -158,6 +160,7 @@ func init() {
 	f.String("mac", "02:00:00:00:00:02", "MAC address of the host's RNIC")
 	f.String("ip", "10.0.0.2", "IPv4 address of the host's RNIC")
 	f.Int("mtu", 1024, "path MTU (256, 512, 1024, 2048, 4096)")
+	f.Duration("ack-timeout", 0, "the RNIC's local ACK timeout (0: the RNIC's default, 8ms)")
 	f.String("listen", "127.0.0.1:7472", "connection manager address clients dial (TCP host:port)")
 	f.String("memnode", "127.0.0.1:7471", "the memory node's connection manager (TCP host:port)")
 	f.Int("keys", 1024, "Clover keys the region is laid out for (one shortcut each, room for as many inserts)")
@@ -171,6 +174,7 @@ func init() {
 	f.String("mac", "02:00:00:00:00:03", "MAC address of the host's RNIC")
 	f.String("ip", "10.0.0.3", "IPv4 address of the host's RNIC")
 	f.Int("mtu", 1024, "path MTU (256, 512, 1024, 2048, 4096)")
+	f.Duration("ack-timeout", 0, "the RNIC's local ACK timeout (0: the RNIC's default, 8ms)")
 	f.String("memnode", "127.0.0.1:7471", "the memory node's connection manager (TCP host:port)")
 	f.String("ms", "127.0.0.1:7472", "the metadata server's connection manager (TCP host:port)")
 	f.Int("host", 0, "this client host's index (0-based)")
