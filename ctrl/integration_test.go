@@ -316,8 +316,11 @@ func TestHotKeyTrackingMovesTheTrackedSet(t *testing.T) {
 	r.primary(c)
 	ctx := context.Background()
 
-	// Traffic that makes a tracked key active: a node WRITE of the key and a
-	// CAS aimed elsewhere than the cached tail (steered from the second round on).
+	// Traffic that makes a tracked key active: a node WRITE of the key and an
+	// append CAS aimed elsewhere than the cached tail (steered from the second
+	// round on). Its swap equals its compare, so it succeeds wherever it lands
+	// on a tail word and leaves memory as it was: the switch checks every
+	// linking CAS's outcome and stops steering to a node whose CAS failed.
 	var id uint64 = 1000
 	hammer := func(keys []uint64, rounds int) {
 		for i := 0; i < rounds; i++ {
@@ -325,7 +328,7 @@ func TestHotKeyTrackingMovesTheTrackedSet(t *testing.T) {
 				off := int(k) * 1024
 				r.writeNode(off+64*(i%8+1), k, uint8(i))
 				id++
-				r.cas(id, off, 0xdead, 0xbeef) // fails at the memory node: harmless
+				r.cas(id, off, hw(0, 0, 0), hw(0, 0, 0))
 				r.waitWC(id, 5*time.Second)
 			}
 		}

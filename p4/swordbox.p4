@@ -73,7 +73,9 @@ const bit<32> STAT_READS_STEERED = 5;  /* READ requests steered */
 const bit<32> STAT_READ_MISSES   = 6;  /* node-sized READs not steered for lack of a cached tail */
 const bit<32> STAT_RETRANSMITS   = 7;  /* requests whose PSN is not ahead of the last seen */
 const bit<32> STAT_ACKS_CLEARED  = 8;  /* ATOMIC ACKs that cleared an outstanding CAS */
-const bit<32> STAT_CONN_TAKEOVER = 9;  /* connection slots taken over by another 4-tuple */
+const bit<32> STAT_CONN_TAKEOVER = 9;  /* connection slots taken over by another 4-tuple's node WRITE */
+const bit<32> STAT_TAIL_DROPPED  = 10; /* cached tails invalidated because the CAS that made them failed */
+const bit<32> STAT_CONN_FOREIGN  = 11; /* requests on a connection whose slot another connection owns */
 const bit<32> STAT_COUNT         = 16;
 
 /* Entry-version bits 18..11 of a Clover header word. */
@@ -234,6 +236,14 @@ struct metadata_t {
     bit<32> out_psn;
     bit<32> out_src_ip;
     bit<32> out_dst_ip;
+    bit<1>  conn_own;
+    bit<8>  link_valid;
+    bit<32> link_slot;
+    bit<32> link_psn;
+    bit<32> link_cip;
+    bit<64> link_cmp;
+    bit<32> link_va_hi;
+    bit<32> link_va_lo;
 }
 
 parser SwordboxParser(packet_in packet,
@@ -352,6 +362,15 @@ control SwordboxIngress(inout headers_t hdr,
     register<bit<32>>(CONN_SLOTS) conn_pending_va_hi; /* VA of that WRITE (the pending new tail) */
     register<bit<32>>(CONN_SLOTS) conn_pending_va_lo;
     register<bit<8>>(CONN_SLOTS)  conn_pending_ver;   /* its entry version (header word bits 18..11) */
+    /* The last linking CAS of the connection, checked against its ATOMIC ACK:
+     * a failed CAS must not leave its node as the key's cached tail. */
+    register<bit<8>>(CONN_SLOTS)  conn_link_valid;
+    register<bit<32>>(CONN_SLOTS) conn_link_slot;     /* key slot */
+    register<bit<32>>(CONN_SLOTS) conn_link_psn;
+    register<bit<32>>(CONN_SLOTS) conn_link_cip;      /* client IP */
+    register<bit<64>>(CONN_SLOTS) conn_link_cmp;      /* compare value as forwarded */
+    register<bit<32>>(CONN_SLOTS) conn_link_va_hi;    /* the node it links (the new cached tail) */
+    register<bit<32>>(CONN_SLOTS) conn_link_va_lo;
 
     /* ---- per tracked key (index: the slot given by tracked_keys) ---- */
     register<bit<8>>(KEY_SLOTS)  tail_valid;
@@ -492,6 +511,31 @@ control SwordboxIngress(inout headers_t hdr,
                         cas_ack_map.write(meta.ack_slot, 0);
                         stats.count(STAT_ACKS_CLEARED);
                     }
+                    /* The outcome of a linking CAS: the original value equals the
+                     * compare value exactly when the CAS succeeded. A failed one
+                     * linked nothing, so if its node is still the key's cached tail,
+                     * forget that tail (the next linking CAS teaches a new one)
+                     * rather than steer requests to a node that may be reused. */
+                    conn_link_valid.read(meta.link_valid, meta.conn);
+                    conn_link_psn.read(meta.link_psn, meta.conn);
+                    conn_link_cip.read(meta.link_cip, meta.conn);
+                    if (meta.link_valid == 1 && meta.link_psn == (bit<32>)hdr.bth.psn &&
+                        meta.link_cip == hdr.ipv4.dst_addr) {
+                        conn_link_valid.write(meta.conn, 0);
+                        cas_ack_map.write(meta.ack_slot, 0);
+                        conn_link_cmp.read(meta.link_cmp, meta.conn);
+                        if (hdr.atomic_ack.orig != meta.link_cmp) {
+                            conn_link_slot.read(meta.link_slot, meta.conn);
+                            conn_link_va_hi.read(meta.link_va_hi, meta.conn);
+                            conn_link_va_lo.read(meta.link_va_lo, meta.conn);
+                            tail_va_hi.read(meta.tail_va_hi, meta.link_slot);
+                            tail_va_lo.read(meta.tail_va_lo, meta.link_slot);
+                            if (meta.tail_va_hi == meta.link_va_hi && meta.tail_va_lo == meta.link_va_lo) {
+                                tail_valid.write(meta.link_slot, 0);
+                                stats.count(STAT_TAIL_DROPPED);
+                            }
+                        }
+                    }
                 }
             }
 
@@ -509,25 +553,41 @@ control SwordboxIngress(inout headers_t hdr,
                      32w0xFFFFFFFF);
                 meta.conn = meta.conn_tag & (CONN_SLOTS - 1);
                 conn_tag.read(meta.old_tag, meta.conn);
+                meta.conn_own = 1;
                 if (meta.old_tag != meta.conn_tag) {
-                    conn_tag.write(meta.conn, meta.conn_tag);
-                    conn_last_psn.write(meta.conn, 0);
-                    conn_flags.write(meta.conn, 0);
-                    if (meta.old_tag != 0) {
-                        stats.count(STAT_CONN_TAKEOVER);
+                    /* A free slot goes to any connection; an owned one only to a
+                     * node WRITE. Connections that never carry a node WRITE (the
+                     * metadata server's SENDs, small READs) would otherwise evict
+                     * a Clover data connection between its node WRITE and its
+                     * CAS, and the switch would miss that CAS and keep a stale
+                     * tail. A request on a slot another connection owns passes
+                     * untracked (not steered, not recorded as outstanding). */
+                    if (meta.old_tag == 0 || (hdr.node.isValid() && hdr.reth.dma_len == meta.node_size)) {
+                        conn_tag.write(meta.conn, meta.conn_tag);
+                        conn_last_psn.write(meta.conn, 0);
+                        conn_flags.write(meta.conn, 0);
+                        conn_link_valid.write(meta.conn, 0);
+                        if (meta.old_tag != 0) {
+                            stats.count(STAT_CONN_TAKEOVER);
+                        }
+                    } else {
+                        meta.conn_own = 0;
+                        stats.count(STAT_CONN_FOREIGN);
                     }
                 }
 
-                /* Retransmission: PSN not ahead of the last one seen (24-bit serial arithmetic). */
-                conn_last_psn.read(meta.last_psn, meta.conn);
-                meta.psn_delta = hdr.bth.psn - meta.last_psn[23:0];
-                if (meta.last_psn[24:24] == 1 && (meta.psn_delta == 0 || meta.psn_delta[23:23] == 1)) {
-                    meta.retrans = 1;
-                    stats.count(STAT_RETRANSMITS);
-                } else {
-                    conn_last_psn.write(meta.conn, 7w0 ++ 1w1 ++ hdr.bth.psn);
+                if (meta.conn_own == 1) {
+                    /* Retransmission: PSN not ahead of the last one seen (24-bit serial arithmetic). */
+                    conn_last_psn.read(meta.last_psn, meta.conn);
+                    meta.psn_delta = hdr.bth.psn - meta.last_psn[23:0];
+                    if (meta.last_psn[24:24] == 1 && (meta.psn_delta == 0 || meta.psn_delta[23:23] == 1)) {
+                        meta.retrans = 1;
+                        stats.count(STAT_RETRANSMITS);
+                    } else {
+                        conn_last_psn.write(meta.conn, 7w0 ++ 1w1 ++ hdr.bth.psn);
+                    }
+                    conn_flags.read(meta.conn_flags, meta.conn);
                 }
-                conn_flags.read(meta.conn_flags, meta.conn);
 
                 /* Which key the request concerns. */
                 if (hdr.node.isValid() && hdr.reth.dma_len == meta.node_size) {
@@ -572,7 +632,7 @@ control SwordboxIngress(inout headers_t hdr,
                             conn_flags.write(meta.conn, 0);
                         }
                     }
-                } else if (hdr.bth.opcode == OP_COMPARE_SWAP) {
+                } else if (hdr.bth.opcode == OP_COMPARE_SWAP && meta.conn_own == 1) {
                     if (meta.retrans == 1) {
                         if (meta.tracked == 1) {
                             key_retransmits.count(meta.key_slot);
@@ -606,6 +666,17 @@ control SwordboxIngress(inout headers_t hdr,
                             tail_ver.write(meta.key_slot, meta.pend_ver);
                             tail_dst_ip.write(meta.key_slot, hdr.ipv4.dst_addr);
                             conn_flags.write(meta.conn, CONN_HAS_KEY);
+                            /* Remember the link, to check its outcome at the ATOMIC ACK. */
+                            conn_link_valid.write(meta.conn, 1);
+                            conn_link_slot.write(meta.conn, meta.key_slot);
+                            conn_link_psn.write(meta.conn, (bit<32>)hdr.bth.psn);
+                            conn_link_cip.write(meta.conn, hdr.ipv4.src_addr);
+                            conn_link_cmp.write(meta.conn, hdr.atomic_eth.compare);
+                            conn_link_va_hi.write(meta.conn, meta.pend_va_hi);
+                            conn_link_va_lo.write(meta.conn, meta.pend_va_lo);
+                            hash(meta.ack_slot, HashAlgorithm.crc32, 32w0,
+                                 { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.bth.psn }, ACK_SLOTS);
+                            cas_ack_map.write(meta.ack_slot, meta.conn + 1);
                         }
                     }
                     if ((meta.mode & MODE_WRITE) != 0) {

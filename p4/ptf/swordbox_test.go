@@ -555,28 +555,57 @@ func connSlot(q qp) uint32 {
 // pending node: its CAS is then not steered (never steered with another
 // connection's state).
 func TestConnectionSlotTakeover(t *testing.T) {
-	r := newSteerRig(t, modeWrite)
-	appendA(t, r)
-	// Find a connection of client C that lands in B's slot.
-	other := qp{clientC, memnode, 0, 0x13}
-	for p := 1; ; p++ {
-		other.sport = uint16(50000 + p)
-		if connSlot(other) == connSlot(qpB) {
-			break
+	collider := func(t *testing.T, of qp) qp {
+		t.Helper()
+		other := qp{clientC, memnode, 0, 0x13}
+		for p := 1; ; p++ {
+			other.sport = uint16(50000 + p)
+			if connSlot(other) == connSlot(of) {
+				return other
+			}
+			if p > 1<<15 {
+				t.Fatal("no colliding 4-tuple found")
+			}
 		}
-		if p > 1<<15 {
-			t.Fatal("no colliding 4-tuple found")
+	}
+	// A request that is not a node WRITE never evicts the owner of a slot: it
+	// passes untracked, and the owner's node WRITE and CAS stay paired.
+	t.Run("request does not evict", func(t *testing.T) {
+		r := newSteerRig(t, modeWrite)
+		appendA(t, r)
+		other := collider(t, qpB)
+		r.expectSame(2, 3, nodeWrite(t, qpB, 200, vaB1, hotKey, 2, valueSize), "B's node WRITE")
+		r.expectSame(4, 3, readReq(t, other, 7, 0x00007f0000050000, 8), "C's request in B's slot")
+		r.send(2, cas(t, qpB, 201, vaT0, hw(0, 0, 5), hw(0xB1, 2, 5)))
+		if p, _ := roce.Parse(r.expect(3)); p.AtomicETH.VA() != vaA1 {
+			t.Fatalf("B's CAS not steered after C's request: VA %#x, want %#x", p.AtomicETH.VA(), vaA1)
 		}
-	}
-	r.expectSame(2, 3, nodeWrite(t, qpB, 200, vaB1, hotKey, 2, valueSize), "B's node WRITE")
-	r.expectSame(4, 3, readReq(t, other, 7, 0x00007f0000050000, 8), "C's request in B's slot")
-	r.expectSame(2, 3, cas(t, qpB, 201, vaT0, hw(0, 0, 5), hw(0xB1, 2, 5)), "B's CAS after losing its slot")
-	if got := r.counter("stats", 9); got != 2 {
-		t.Errorf("stats[slot takeovers] = %d, want 2 (C took B's slot, B took it back)", got)
-	}
-	if va, _ := r.tail(keySlot); va != vaA1 {
-		t.Errorf("tail = %#x, want %#x (B's node was forgotten)", va, vaA1)
-	}
+		if got := r.counter("stats", 9); got != 0 {
+			t.Errorf("stats[slot takeovers] = %d, want 0", got)
+		}
+		if got := r.counter("stats", 11); got != 1 {
+			t.Errorf("stats[foreign requests] = %d, want 1 (C's request)", got)
+		}
+		if va, _ := r.tail(keySlot); va != vaB1 {
+			t.Errorf("tail = %#x, want %#x (B's node)", va, vaB1)
+		}
+	})
+	// A node WRITE of another connection takes the slot over: the evicted
+	// connection's CAS then passes untouched and its node is forgotten.
+	t.Run("node WRITE evicts", func(t *testing.T) {
+		r := newSteerRig(t, modeWrite)
+		appendA(t, r)
+		other := collider(t, qpB)
+		r.expectSame(2, 3, nodeWrite(t, qpB, 200, vaB1, hotKey, 2, valueSize), "B's node WRITE")
+		r.expectSame(4, 3, nodeWrite(t, other, 7, 0x00007f0000050000, coldKey, 3, valueSize), "C's node WRITE in B's slot")
+		r.expectSame(2, 3, cas(t, qpB, 201, vaT0, hw(0, 0, 5), hw(0xB1, 2, 5)), "B's CAS after losing its slot")
+		if got := r.counter("stats", 9); got != 1 {
+			t.Errorf("stats[slot takeovers] = %d, want 1 (C took B's slot)", got)
+		}
+		if va, _ := r.tail(keySlot); va != vaA1 {
+			t.Errorf("tail = %#x, want %#x (B's node was forgotten)", va, vaA1)
+		}
+	})
 }
 
 // PSNs are 24-bit serial numbers: the request after PSN 0xffffff is PSN 0,
@@ -625,4 +654,54 @@ func TestAddressMapCollisionReplaces(t *testing.T) {
 	if got := r.counter("key_reads_steered", keySlot); got != 0 {
 		t.Errorf("key_reads_steered = %d, want 0", got)
 	}
+}
+
+// statTailDropped is the stats index of cached tails dropped because the CAS
+// that made them failed at the memory node.
+const statTailDropped = 10
+
+// The switch checks every linking CAS's outcome at its ATOMIC ACK: a CAS
+// whose original value differs from its compare value linked nothing, so its
+// node must not stay the key's cached tail (its slot may be freed and reused
+// by another key, and READs and CASes would be steered there).
+func TestFailedLinkDropsItsTail(t *testing.T) {
+	t.Run("failure drops the tail", func(t *testing.T) {
+		r := newSteerRig(t, modeWrite|modeRead)
+		appendA(t, r)
+		r.expectSame(3, 1, atomicAck(t, ackToA, 101, hw(0xdead, 0, 5)), "ATOMIC ACK of a failed CAS")
+		if got := r.register("tail_valid", keySlot); got != 0 {
+			t.Fatalf("tail_valid = %d after A's CAS failed, want 0", got)
+		}
+		if got := r.counter("stats", statTailDropped); got != 1 {
+			t.Errorf("stats[tails dropped] = %d, want 1", got)
+		}
+		// With no tail, B's CAS passes as is, and its node becomes the tail.
+		r.expectSame(2, 3, nodeWrite(t, qpB, 200, vaB1, hotKey, 2, valueSize), "B's node WRITE")
+		r.expectSame(2, 3, cas(t, qpB, 201, vaT0, hw(0, 0, 5), hw(0xB1, 2, 5)), "B's CAS with no cached tail")
+		if va, _ := r.tail(keySlot); va != vaB1 || r.register("tail_valid", keySlot) != 1 {
+			t.Errorf("tail = %#x valid %d, want %#x valid 1", va, r.register("tail_valid", keySlot), vaB1)
+		}
+	})
+	t.Run("success keeps the tail", func(t *testing.T) {
+		r := newSteerRig(t, modeWrite)
+		appendA(t, r)
+		r.expectSame(3, 1, atomicAck(t, ackToA, 101, hw(0, 0, 5)), "ATOMIC ACK of a successful CAS")
+		if va, _ := r.tail(keySlot); va != vaA1 || r.register("tail_valid", keySlot) != 1 {
+			t.Errorf("tail = %#x valid %d, want %#x valid 1", va, r.register("tail_valid", keySlot), vaA1)
+		}
+		if got := r.counter("stats", statTailDropped); got != 0 {
+			t.Errorf("stats[tails dropped] = %d, want 0", got)
+		}
+	})
+	t.Run("failure of an older link leaves a newer tail", func(t *testing.T) {
+		r := newSteerRig(t, modeWrite)
+		appendA(t, r)
+		r.expectSame(2, 3, nodeWrite(t, qpB, 200, vaB1, hotKey, 2, valueSize), "B's node WRITE")
+		r.send(2, cas(t, qpB, 201, vaT0, hw(0, 0, 5), hw(0xB1, 2, 5)))
+		r.expect(3) // steered to A1; B1 is now the cached tail
+		r.expectSame(3, 1, atomicAck(t, ackToA, 101, hw(0xdead, 0, 5)), "late failure of A's CAS")
+		if va, _ := r.tail(keySlot); va != vaB1 || r.register("tail_valid", keySlot) != 1 {
+			t.Errorf("tail = %#x valid %d, want %#x valid 1 (A's failure is about A1 only)", va, r.register("tail_valid", keySlot), vaB1)
+		}
+	})
 }
