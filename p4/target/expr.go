@@ -205,7 +205,10 @@ func (c *compiler) member(sc *scope, e *memberExpr) *val {
 		if f := x.t.field(e.name); f != nil {
 			// header fields' offsets already skip slot 0, the validity bit
 			slot := x.lv.base + f.off
-			c.mention(slot, f.t.size)
+			if f.t.scalar() {
+				// Whole headers are mentioned where they are copied.
+				c.mention(slot, 1)
+			}
 			if x.t == c.smT && (slot == c.prog.tsSlots[0] || slot == c.prog.tsSlots[1]) {
 				// Timestamps are read lazily (the clock costs more than
 				// most statements) and cannot be written.

@@ -1,6 +1,7 @@
 package target
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
@@ -421,5 +422,32 @@ func TestTimestamps(t *testing.T) {
 	got := hvOf(runFeature(t, d, hv{}))
 	if got.e != now || got.d != uint32(now) || got.c != uint16(now>>32) {
 		t.Fatalf("timestamps e=%#x d=%#x, want %#x", got.e, got.d, now)
+	}
+}
+
+// TestPatchUnalignedFields modifies one unaligned field of a header whose
+// other fields the program never mentions: the deparser copies the
+// original bytes and patches just that field.
+func TestPatchUnalignedFields(t *testing.T) {
+	p := mustCompile(t, `#include <core.p4>
+#include <v1model.p4>
+header x_t { bit<3> f; bit<13> o; bit<4> v; bit<4> w; bit<8> z; bit<1> q; bit<7> r; }
+struct H { x_t x; }
+struct M { }
+parser P(packet_in pk, out H h, inout M m, inout standard_metadata_t sm) { state start { pk.extract(h.x); transition accept; } }
+control V(inout H h, inout M m) { apply { } }
+control I(inout H h, inout M m, inout standard_metadata_t sm) {
+    apply { sm.egress_spec = 1; h.x.o = h.x.o + 1; h.x.w = 4w0; h.x.q = 1; }
+}
+control E(inout H h, inout M m, inout standard_metadata_t sm) { apply { } }
+control C(inout H h, inout M m) { apply { } }
+control D(packet_out pk, in H h) { apply { pk.emit(h.x); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;`)
+	in := []byte{0xbf, 0xff, 0x5a, 0x77, 0x00, 0xee}
+	outs := send(NewDevice(p, Options{}), 1, in)
+	// f=101 o=1_1111_1111_1111 (+1 wraps to 0) v=0101 w=1010->0000 z=0x77 q=0->1 r=0.
+	want := []byte{0xa0, 0x00, 0x50, 0x77, 0x80, 0xee}
+	if len(outs) != 1 || !bytes.Equal(outs[0].frame, want) {
+		t.Fatalf("got % x, want % x", outs, want)
 	}
 }
