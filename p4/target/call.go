@@ -335,6 +335,38 @@ func crc16(b []byte) uint64 {
 	return uint64(crc)
 }
 
+// crc32Slice4 are slicing-by-4 tables of the reflected IEEE polynomial:
+// hash data is short (tens of bytes), where the standard library falls
+// back to one table lookup per byte.
+var crc32Slice4 = func() (t [4][256]uint32) {
+	t[0] = *crc32.IEEETable
+	for i := 0; i < 256; i++ {
+		c := t[0][i]
+		for k := 1; k < 4; k++ {
+			c = t[0][c&0xff] ^ c>>8
+			t[k][i] = c
+		}
+	}
+	return
+}()
+
+// crc32IEEE equals crc32.ChecksumIEEE.
+func crc32IEEE(b []byte) uint64 {
+	if len(b) >= 64 {
+		return uint64(crc32.ChecksumIEEE(b))
+	}
+	crc := ^uint32(0)
+	for len(b) >= 4 {
+		crc ^= uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+		crc = crc32Slice4[3][crc&0xff] ^ crc32Slice4[2][crc>>8&0xff] ^ crc32Slice4[1][crc>>16&0xff] ^ crc32Slice4[0][crc>>24]
+		b = b[4:]
+	}
+	for _, x := range b {
+		crc = crc32Slice4[0][byte(crc)^x] ^ crc>>8
+	}
+	return uint64(^crc)
+}
+
 func csum16(b []byte) uint64 {
 	var sum uint32
 	for i := 0; i+1 < len(b); i += 2 {
@@ -360,7 +392,7 @@ func identity(b []byte) uint64 {
 func algoFunc(alg uint64) func([]byte) uint64 {
 	switch alg {
 	case algCRC32:
-		return func(b []byte) uint64 { return uint64(crc32.ChecksumIEEE(b)) }
+		return crc32IEEE
 	case algCRC16:
 		return crc16
 	case algIdentity:

@@ -451,3 +451,15 @@ V1Switch(P(), V(), I(), E(), C(), D()) main;`)
 		t.Fatalf("got % x, want % x", outs, want)
 	}
 }
+
+func TestCRC32MatchesStdlib(t *testing.T) {
+	b := make([]byte, 200)
+	for i := range b {
+		b[i] = byte(i*37 + 11)
+	}
+	for n := 0; n <= len(b); n++ {
+		if got, want := crc32IEEE(b[:n]), uint64(crc32.ChecksumIEEE(b[:n])); got != want {
+			t.Fatalf("len %d: %#x, want %#x", n, got, want)
+		}
+	}
+}
