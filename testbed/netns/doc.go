@@ -57,6 +57,16 @@
 //     thread has its own stream and one seed gives the same operation
 //     sequences in every mode. They are not the in-process rack's
 //     sequences thread for thread (there thread g takes stream g).
+//   - Client hosts connect one after another, so the memory node and the
+//     metadata server number their QPs in the same order on every run: the
+//     switch's connection slots hash the QPN, and with hosts racing the
+//     collisions (slot takeovers) changed from run to run and from mode to
+//     mode.
+//   - The metadata server's and client hosts' RNICs use a 67 ms local ACK
+//     timeout (Options.AckTimeout; a ConnectX's default code 14) instead of
+//     the RNIC's 8 ms, which is made for in-memory links: processes on a
+//     loaded 2-core machine see scheduling delays of tens of milliseconds,
+//     and 8 ms made QPs fail with RETRY_EXC_ERR during the load phase.
 //   - The orchestrator drives the client hosts over their stdin/stdout
 //     (commands load, warmup, run, quit; JSON event lines back), so the
 //     measured phases of all hosts start within a few milliseconds.
