@@ -48,6 +48,7 @@ type dpdkCore struct {
 	in      []*dpdk.Mbuf // own allocations: cgo refuses memory that also holds Go pointers
 	gen     []*dpdk.Mbuf
 	free    []*dpdk.Mbuf
+	drain   []*dpdk.Mbuf
 	txq     [2][]*dpdk.Mbuf
 	frames  uint64
 	outN    uint64
@@ -141,6 +142,10 @@ func (d *dpdkCore) poll(now int64) bool {
 				d.free = append(d.free, m)
 			}
 		}
+		if d.tx[0] == d.tx[1] { // one port for both sides (the benchmark): one TX call
+			d.txq[0] = append(d.txq[0], d.txq[1]...)
+			d.txq[1] = d.txq[1][:0]
+		}
 		for s := range d.txq {
 			q := d.txq[s]
 			for len(q) > 0 {
@@ -158,8 +163,14 @@ func (d *dpdkCore) poll(now int64) bool {
 		}
 		dpdk.FreeBulk(d.free)
 		if d.sink != nil { // benchmark: the output loops back; free it here (TX completion)
-			for k := d.sink.RxBurst(0, d.in); k > 0; k = d.sink.RxBurst(0, d.in) {
-				dpdk.FreeBulk(d.in[:k])
+			if d.drain == nil {
+				d.drain = mbufSlice(1024)
+			}
+			for k := d.sink.RxBurst(0, d.drain); k > 0; k = d.sink.RxBurst(0, d.drain) {
+				dpdk.FreeBulk(d.drain[:k])
+				if k < len(d.drain) {
+					break
+				}
 			}
 		}
 	}
