@@ -463,3 +463,24 @@ func TestCRC32MatchesStdlib(t *testing.T) {
 		}
 	}
 }
+
+func TestExactTableTwoKeys(t *testing.T) {
+	p := featureProgram(t, `action set_d(bit<32> v) { hdr.h.d = v; }
+    table two { key = { hdr.h.a: exact; hdr.h.c: exact; } actions = { set_d; NoAction; } default_action = NoAction(); }`,
+		"two.apply();")
+	d := NewDevice(p, Options{})
+	if err := d.WriteTableEntry(p4v1.Update_INSERT, &p4v1.TableEntry{TableId: tableID(t, p, "I.two"),
+		Match:  []*p4v1.FieldMatch{exact(1, []byte{5}), exact(2, []byte{0x12, 0x34})},
+		Action: act(actionID(t, p, "I.set_d"), []byte{0xab})}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		a    uint8
+		c    uint16
+		want uint32
+	}{{5, 0x1234, 0xab}, {5, 0x1235, 7}, {6, 0x1234, 7}} {
+		if got := hvOf(runFeature(t, d, hv{a: c.a, c: c.c, d: 7})).d; got != c.want {
+			t.Errorf("a=%d c=%#x: d=%#x, want %#x", c.a, c.c, got, c.want)
+		}
+	}
+}

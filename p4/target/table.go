@@ -381,6 +381,7 @@ type tableRT struct {
 	c         *tableC
 	byID      map[string]*entry // identity (match + priority) -> entry
 	exact     map[string]*entry // tkExact lookup
+	exact1    map[uint64]*entry // tkExact lookup with one key
 	lpm       map[int]map[string]*entry
 	plens     []int // prefix lengths present, longest first
 	tern      []*entry
@@ -399,6 +400,7 @@ func (rt *tableRT) reset() {
 	t := rt.c
 	rt.byID = map[string]*entry{}
 	rt.exact = map[string]*entry{}
+	rt.exact1 = map[uint64]*entry{}
 	rt.lpm = map[int]map[string]*entry{}
 	rt.plens = nil
 	rt.tern = nil
@@ -440,7 +442,11 @@ func (rt *tableRT) insert(e *entry) {
 	t := rt.c
 	switch t.kind {
 	case tkExact:
-		rt.exact[string(lookupKey(nil, e.vals, -1, 0))] = e
+		if len(t.keys) == 1 {
+			rt.exact1[e.vals[0]] = e
+		} else {
+			rt.exact[string(lookupKey(nil, e.vals, -1, 0))] = e
+		}
 	case tkLPM:
 		m := rt.lpm[e.plen]
 		if m == nil {
@@ -466,7 +472,11 @@ func (rt *tableRT) remove(e *entry) {
 	t := rt.c
 	switch t.kind {
 	case tkExact:
-		delete(rt.exact, string(lookupKey(nil, e.vals, -1, 0)))
+		if len(t.keys) == 1 {
+			delete(rt.exact1, e.vals[0])
+		} else {
+			delete(rt.exact, string(lookupKey(nil, e.vals, -1, 0)))
+		}
 	case tkLPM:
 		m := rt.lpm[e.plen]
 		delete(m, string(lookupKey(nil, e.vals, t.lpmKey, e.masks[t.lpmKey])))
@@ -495,6 +505,9 @@ func (rt *tableRT) lookup(s *pktState) *entry {
 	keys := s.slots[t.keySlot : t.keySlot+len(t.keys)]
 	switch t.kind {
 	case tkExact:
+		if len(keys) == 1 {
+			return rt.exact1[keys[0]]
+		}
 		s.keyBuf = lookupKey(s.keyBuf[:0], keys, -1, 0)
 		return rt.exact[string(s.keyBuf)]
 	case tkLPM:
