@@ -20,8 +20,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ip runs one iproute2 (or other) command and returns its error with the
-// command's output.
+// run runs one command (iproute2, sysctl) and returns its stdout, or an
+// error that carries the command line and its stderr.
 func run(ctx context.Context, name string, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, name, args...)
 	var stderr bytes.Buffer

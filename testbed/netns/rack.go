@@ -45,9 +45,6 @@ type Options struct {
 	// rack of processes on a loaded machine sees scheduling delays of tens
 	// of milliseconds).
 	AckTimeout time.Duration
-	// Steady is how long the rack runs after the controller programmed the
-	// switch and before the load phase (default 0).
-	Steady time.Duration
 }
 
 func (o *Options) defaults() error {
@@ -348,13 +345,6 @@ func RunCell(ctx context.Context, spec testbed.CellSpec, opts Options) (cell rep
 		// same in every mode of a suite.
 		if _, err := all(ctx, hosts[h:h+1], "", "ready", step); err != nil {
 			return cell, err
-		}
-	}
-	if opts.Steady > 0 {
-		select {
-		case <-ctx.Done():
-			return cell, ctx.Err()
-		case <-time.After(opts.Steady):
 		}
 	}
 	if _, err := all(ctx, hosts, CmdLoad, "loaded", 2*time.Minute); err != nil {
