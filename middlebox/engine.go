@@ -449,6 +449,10 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 		frame = p.Frame
 	}
 	if e.replay && onShared {
+		if cap(first.frame) < len(frame) {
+			// A slot's copy buffer grows once to what small requests need.
+			first.frame = make([]byte, 0, max(len(frame), 256))
+		}
 		first.frame = append(first.frame[:0], frame...)
 	}
 	if !out.addInput(ServerSide, frame) {
