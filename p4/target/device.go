@@ -15,6 +15,7 @@ type Options struct {
 	// CPUPort is the port number of the CPU port (simple_switch_grpc's
 	// --cpu-port): frames the program sends there go to PacketIn in Run,
 	// and PacketOut frames enter the pipeline with it as ingress port.
+	// 0 means no CPU port (port 0 is then an ordinary port).
 	CPUPort uint32
 	// PacketIn receives, in Run, every frame the pipeline sends to
 	// CPUPort (with the program's packet_in header in front). The slice is
@@ -225,7 +226,7 @@ func (d *Device) portLoop(id uint32, port netio.Port, ports map[uint32]netio.Por
 	}
 	out := make([][]byte, 1)
 	emit := func(eg uint32, frame []byte) {
-		if eg == d.opts.CPUPort {
+		if eg == d.opts.CPUPort && d.opts.CPUPort != 0 {
 			if d.opts.PacketIn != nil {
 				d.opts.PacketIn(frame)
 			}
