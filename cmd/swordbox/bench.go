@@ -82,7 +82,7 @@ func init() {
 	f.Int("memory-workers", 0, "responder workers of the memory node (0: apply in arrival order)")
 	f.String("results", "results", "directory under which results/<run>/ is written (empty: none)")
 	f.Bool("json", false, "print the cells as a JSON array on stdout instead of the table")
-	f.Bool("netns", false, "run every host in its own network namespace (root; not available yet)")
+	f.Bool("netns", false, "run every host as its own process in its own network namespace, joined by veth pairs (root; see docs/netns.md)")
 	f.Bool("no-progress", false, "do not draw the progress bar on stderr")
 	rootCmd.AddCommand(benchCmd)
 }
