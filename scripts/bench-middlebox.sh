@@ -32,7 +32,7 @@ done
 pkg-config --exists libdpdk || { echo "bench-middlebox: libdpdk-dev not installed" >&2; exit 2; }
 
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+trap 'rm -rf "$tmp" /var/run/dpdk/sbtp-$$-*' EXIT
 
 echo "== building swordbox with -tags dpdk"
 go build -tags dpdk -o "$tmp/swordbox" ./cmd/swordbox
