@@ -21,3 +21,69 @@ func TestRunCellSmoke(t *testing.T) {
 		}
 	}
 }
+
+// The cas-mux cell keeps mutual exclusion (RunCASMux checks every lock and
+// unlock) in both modes, and the middlebox really rewrites CAS into WRITE in
+// the cas-to-write mode and never in the cas mode.
+func TestRunCASMux(t *testing.T) {
+	for _, mode := range []string{ModeCAS, ModeCASToWrite} {
+		c, err := RunCASMux(context.Background(), CASMuxSpec{Mode: mode, QPs: 4, Duration: 500 * time.Millisecond, Warmup: 100 * time.Millisecond})
+		if err != nil {
+			t.Fatalf("%s: %v", mode, err)
+		}
+		if c.Ops == 0 || c.CASSuccessRate <= 0 || c.CASSuccessRate > 1 {
+			t.Fatalf("%s: cell %+v", mode, c)
+		}
+		conv := c.Steering["cas_to_write"]
+		if (mode == ModeCASToWrite) != (conv > 0) {
+			t.Errorf("%s: middlebox converted %d CAS into WRITE", mode, conv)
+		}
+	}
+}
+
+func TestCASMuxCells(t *testing.T) {
+	cells, err := SuiteConfig{Scenario: ScenarioCASMux, Sweep: []string{"1", "16"}}.CASMuxCells()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cells) != 4 || cells[0].Timing == nil || cells[3].QPs != 16 || cells[3].Mode != ModeCASToWrite {
+		t.Errorf("cells = %+v", cells)
+	}
+	if _, err := (SuiteConfig{Scenario: ScenarioCASMux, Modes: []string{"write"}}).CASMuxCells(); err == nil {
+		t.Error("mode write accepted for cas-mux")
+	}
+	if _, err := (SuiteConfig{Scenario: ScenarioCASMux, Sweep: []string{"0"}}).CASMuxCells(); err == nil {
+		t.Error("0 QPs accepted")
+	}
+}
+
+func TestSuiteCells(t *testing.T) {
+	tests := []struct {
+		cfg     SuiteConfig
+		n       int
+		wantErr bool
+	}{
+		{SuiteConfig{}, 12, false},
+		{SuiteConfig{Workloads: []ycsb.Kind{ycsb.WorkloadA}}, 3, false},
+		{SuiteConfig{Scenario: ScenarioPartial}, 6, false},
+		{SuiteConfig{Scenario: ScenarioZipf}, 15, false},
+		{SuiteConfig{Scenario: ScenarioSize, Sweep: []string{"64", "256"}}, 6, false},
+		{SuiteConfig{Scenario: ScenarioPartial, Sweep: []string{"x"}}, 0, true},
+		{SuiteConfig{Scenario: ScenarioSize, Sweep: []string{"0"}}, 0, true},
+		{SuiteConfig{Modes: []string{"sideways"}}, 0, true},
+		{SuiteConfig{Scenario: "nope"}, 0, true},
+		{SuiteConfig{Timing: "cx9"}, 0, true},
+	}
+	for _, tc := range tests {
+		cells, err := tc.cfg.Cells()
+		if (err != nil) != tc.wantErr || len(cells) != tc.n {
+			t.Errorf("%+v: %d cells, err %v; want %d cells, error %v", tc.cfg, len(cells), err, tc.n, tc.wantErr)
+		}
+	}
+	// Partial steering sweeps the tracked keys at zipf 1.5 with read and
+	// write steering; the default scenario steers every key.
+	cells, _ := SuiteConfig{Scenario: ScenarioPartial}.Cells()
+	if cells[1].Tracked != 8 || cells[5].Tracked != -1 || cells[0].Zipf != 1.5 || cells[0].Mode != ModeWriteRead {
+		t.Errorf("partial cells: %+v", cells)
+	}
+}

@@ -33,7 +33,7 @@ type SuiteConfig struct {
 	ValueSize   int           // 128
 	Zipf        float64       // 0.99 (1.5 for partial)
 	Workloads   []ycsb.Kind   // default scenario: c, b, a, write-only
-	Modes       []string      // off, write, write+read
+	Modes       []string      // off, write, write+read (cas-mux: cas, cas-to-write)
 	Threads     int           // client threads (each its own QPs): 32
 	ClientHosts int           // client RNICs the threads share: 4
 	Duration    time.Duration // measured time per cell: 8s
@@ -42,7 +42,8 @@ type SuiteConfig struct {
 	// Sweep overrides the scenario's swept values (tracked keys, zipf
 	// constants, object sizes, client QPs).
 	Sweep []string
-	// Timing names the memory node's NIC timing model: "none" or "cx5".
+	// Timing names the memory node's NIC timing model: "none" or "cx5"
+	// (default none; cx5 for cas-mux, whose effect is the NIC's CAS cap).
 	Timing        string
 	MemoryWorkers int
 }
@@ -68,6 +69,9 @@ func (c *SuiteConfig) defaults() {
 	}
 	if len(c.Modes) == 0 {
 		c.Modes = []string{ModeOff, ModeWrite, ModeWriteRead}
+		if c.Scenario == ScenarioCASMux {
+			c.Modes = []string{ModeCAS, ModeCASToWrite}
+		}
 	}
 	if c.Threads <= 0 {
 		c.Threads = 32
@@ -86,6 +90,9 @@ func (c *SuiteConfig) defaults() {
 	}
 	if c.Timing == "" {
 		c.Timing = "none"
+		if c.Scenario == ScenarioCASMux {
+			c.Timing = "cx5"
+		}
 	}
 }
 
@@ -156,9 +163,42 @@ func (c SuiteConfig) Cells() ([]CellSpec, error) {
 			}
 		}
 	case ScenarioCASMux:
-		return nil, fmt.Errorf("testbed: scenario cas-mux runs through RunCASMux, not as Clover cells")
+		return nil, fmt.Errorf("testbed: scenario cas-mux has no Clover cells (see CASMuxCells)")
 	default:
 		return nil, fmt.Errorf("testbed: unknown scenario %q (want one of %v)", c.Scenario, Scenarios)
+	}
+	return out, nil
+}
+
+// CASMuxCells expands a cas-mux configuration: every client QP count of the
+// sweep (default 1, 2, 4, 8, 16, 32) in every mode.
+func (c SuiteConfig) CASMuxCells() ([]CASMuxSpec, error) {
+	c.defaults()
+	if c.Scenario != ScenarioCASMux {
+		return nil, fmt.Errorf("testbed: scenario %q is not cas-mux", c.Scenario)
+	}
+	timing, err := TimingModel(c.Timing)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range c.Modes {
+		if m != ModeCAS && m != ModeCASToWrite {
+			return nil, fmt.Errorf("testbed: cas-mux: mode %q: want %s or %s", m, ModeCAS, ModeCASToWrite)
+		}
+	}
+	qps := c.Sweep
+	if len(qps) == 0 {
+		qps = []string{"1", "2", "4", "8", "16", "32"}
+	}
+	var out []CASMuxSpec
+	for _, v := range qps {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 || n > 1024 {
+			return nil, fmt.Errorf("testbed: cas-mux: client QPs %q: want 1..1024", v)
+		}
+		for _, m := range c.Modes {
+			out = append(out, CASMuxSpec{Mode: m, QPs: n, Duration: c.Duration, Warmup: c.Warmup, Timing: timing})
+		}
 	}
 	return out, nil
 }
@@ -181,11 +221,19 @@ func TimingModel(name string) (*rnic.Timing, error) {
 // index, the total and a label.
 func RunSuite(ctx context.Context, c SuiteConfig, progress func(i, n int, label string)) (*report.Run, error) {
 	c.defaults()
-	specs, err := c.Cells()
+	var specs []CellSpec
+	var mux []CASMuxSpec
+	var err error
+	if c.Scenario == ScenarioCASMux {
+		mux, err = c.CASMuxCells()
+	} else {
+		specs, err = c.Cells()
+	}
 	if err != nil {
 		return nil, err
 	}
 	host, _ := os.Hostname()
+	machine := fmt.Sprintf("%s, %d CPUs, %s/%s, %s", host, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
 	started := time.Now()
 	run := &report.Run{ID: started.UTC().Format("20060102-150405"), Started: started, Scenario: c.Scenario, Config: [][2]string{
 		{"system", "Clover (clover/) on the in-process software rack (testbed)"},
@@ -198,8 +246,34 @@ func RunSuite(ctx context.Context, c SuiteConfig, progress func(i, n int, label 
 		{"zipf", strconv.FormatFloat(c.Zipf, 'g', -1, 64) + " (scrambled zipfian, YCSB)"},
 		{"duration per cell", fmt.Sprintf("%s measured after %s warm-up", c.Duration, c.Warmup)},
 		{"seed", strconv.FormatUint(c.Seed, 10)},
-		{"machine", fmt.Sprintf("%s, %d CPUs, %s/%s, %s", host, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())},
+		{"machine", machine},
 	}}
+	if c.Scenario == ScenarioCASMux {
+		run.Baseline = ModeCAS
+		run.Config = [][2]string{
+			{"system", "a Sherman-style lock: CMP_SWAP(0 -> 1) until it succeeds, then CMP_SWAP(1 -> 0), every client QP on one word"},
+			{"rack", "one client RNIC with one QP per client, the middlebox (middlebox.Loop, one shard, in-memory ports), one memory node; cas: CMP_SWAPs forwarded on their own QPs; cas-to-write: multiplexed onto one server connection, CMP_SWAP replaced by WRITE"},
+			{"links", "in-memory, no faults; bytes counted at the middlebox's ingress on both sides"},
+			{"RNIC timing model (memory node)", c.Timing},
+			{"duration per cell", fmt.Sprintf("%s measured after %s warm-up", c.Duration, c.Warmup)},
+			{"machine", machine},
+		}
+		for i, s := range mux {
+			label := fmt.Sprintf("qps=%d %s", s.QPs, s.Mode)
+			if progress != nil {
+				progress(i, len(mux), label)
+			}
+			cell, err := RunCASMux(ctx, s)
+			if err != nil {
+				return run, fmt.Errorf("cell %d (%s): %w", i+1, label, err)
+			}
+			run.Cells = append(run.Cells, cell)
+		}
+		if progress != nil {
+			progress(len(mux), len(mux), "done")
+		}
+		return run, nil
+	}
 	for i, s := range specs {
 		label := fmt.Sprintf("%s %s %s", s.Workload, s.Param, s.Mode)
 		if progress != nil {

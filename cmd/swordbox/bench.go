@@ -57,9 +57,11 @@ Scenarios:
   partial   Figure 14: hottest 0, 8, 16, 32, 64 and all keys steered, zipf 1.5, YCSB A
   zipf      Figure 16: zipf 0.6, 0.8, 0.99, 1.2, 1.5, YCSB A, every mode
   size      Figure 15: objects of 64 to 1,024 bytes, YCSB A, every mode
-  cas-mux   Figure 10: lock CAS through the middlebox (see 'swordbox middlebox bench')
+  cas-mux   Figure 10: N client QPs lock and unlock one word through the middlebox,
+            plain CAS against CAS multiplexed and rewritten into WRITE (1..32 QPs)
 
---sweep replaces a scenario's swept values (e.g. --sweep 0,8,all for partial).`,
+--sweep replaces a scenario's swept values (e.g. --sweep 0,8,all for partial,
+--sweep 1,16 for cas-mux).`,
 	Args: cobra.NoArgs,
 	RunE: runBench,
 }
@@ -71,14 +73,14 @@ func init() {
 	f.Int("value-size", 128, "object (value) size in bytes")
 	f.Float64("zipf", 0, "zipfian constant of key popularity (0: 0.99, or 1.5 for partial)")
 	f.StringSlice("workloads", []string{"c", "b", "a", "write-only"}, "YCSB workloads of the default scenario (a, b, c, d, f, write-only)")
-	f.StringSlice("modes", []string{testbed.ModeOff, testbed.ModeWrite, testbed.ModeWriteRead}, "steering modes to compare")
+	f.StringSlice("modes", nil, "modes to compare (default off, write, write+read; cas-mux: cas, cas-to-write)")
 	f.StringSlice("sweep", nil, "values of the scenario's swept parameter (tracked keys, zipf constants, sizes)")
 	f.Int("threads", 32, "client threads in all, each with its own QPs")
 	f.Int("client-hosts", 4, "client hosts (RNICs) the threads are spread over")
 	f.Duration("duration", 8*time.Second, "measured time per cell")
 	f.Duration("warmup", time.Second, "unmeasured time per cell before measuring")
 	f.Uint64("seed", 1, "seed of every random choice (same seed, same operation sequence)")
-	f.String("timing", "none", "NIC timing model of the memory node: none, or cx5 (ConnectX-5 atomic rates, SwordBox Figures 3-4)")
+	f.String("timing", "", "NIC timing model of the memory node: none, or cx5 (ConnectX-5 atomic rates, SwordBox Figures 3-4); default none, cx5 for cas-mux")
 	f.Int("memory-workers", 0, "responder workers of the memory node (0: apply in arrival order)")
 	f.String("results", "results", "directory under which results/<run>/ is written (empty: none)")
 	f.Bool("json", false, "print the cells as a JSON array on stdout instead of the table")
@@ -95,9 +97,6 @@ func runBench(cmd *cobra.Command, _ []string) error {
 	if cfg.Netns {
 		return runBenchNetns(cmd, cfg)
 	}
-	if cfg.Scenario == testbed.ScenarioCASMux {
-		return fmt.Errorf("bench: scenario cas-mux: not wired into bench yet; run 'swordbox middlebox bench'")
-	}
 	sc := testbed.SuiteConfig{Scenario: cfg.Scenario, Keys: cfg.Keys, ValueSize: cfg.ValueSize, Zipf: cfg.Zipf,
 		Modes: cfg.Modes, Sweep: cfg.Sweep, Threads: cfg.Threads, ClientHosts: cfg.ClientHosts, Duration: cfg.Duration,
 		Warmup: cfg.Warmup, Seed: cfg.Seed, Timing: cfg.Timing, MemoryWorkers: cfg.MemWorkers}
@@ -107,19 +106,29 @@ func runBench(cmd *cobra.Command, _ []string) error {
 		}
 		sc.Workloads = append(sc.Workloads, ycsb.Kind(w))
 	}
-	specs, err := sc.Cells()
-	if err != nil {
-		return fmt.Errorf("bench: %w", err)
+	var ncells int
+	if sc.Scenario == testbed.ScenarioCASMux {
+		mux, err := sc.CASMuxCells()
+		if err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+		ncells = len(mux)
+	} else {
+		specs, err := sc.Cells()
+		if err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+		ncells = len(specs)
 	}
 	errOut := cmd.ErrOrStderr()
 	per := cfg.Duration + cfg.Warmup + time.Second
-	fmt.Fprintf(errOut, "swordbox bench: scenario %s, %d cells, about %s\n", sc.Scenario, len(specs), (time.Duration(len(specs)) * per).Round(time.Second))
+	fmt.Fprintf(errOut, "swordbox bench: scenario %s, %d cells, about %s\n", sc.Scenario, ncells, (time.Duration(ncells) * per).Round(time.Second))
 
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 	defer stop()
 	var bar *progressbar.ProgressBar
 	if !cfg.NoProgress {
-		bar = progressbar.NewOptions(len(specs), progressbar.OptionSetWriter(errOut), progressbar.OptionSetWidth(30),
+		bar = progressbar.NewOptions(ncells, progressbar.OptionSetWriter(errOut), progressbar.OptionSetWidth(30),
 			progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true), progressbar.OptionClearOnFinish())
 	}
 	run, err := testbed.RunSuite(ctx, sc, func(i, n int, label string) {
@@ -156,9 +165,9 @@ func emit(cmd *cobra.Command, cfg benchConfig, run *report.Run) error {
 		if err := report.WriteTable(out, run.Cells); err != nil {
 			return err
 		}
-		if rs := report.Ratios(run.Cells, testbed.ModeOff); len(rs) > 0 {
+		if rs := report.Ratios(run.Cells, run.BaselineMode()); len(rs) > 0 {
 			fmt.Fprintln(out)
-			fmt.Fprintln(out, "against off (same workload and seed): throughput x, bytes/op ÷, p99 read ÷, p99 write ÷")
+			fmt.Fprintf(out, "against %s (same workload and seed): throughput x, bytes/op ÷, p99 read ÷, p99 write ÷\n", run.BaselineMode())
 			for _, r := range rs {
 				fmt.Fprintf(out, "  %-10s %-12s %-10s %6.2f  %6.2f  %6.2f  %6.2f\n", r.Workload, r.Param, r.Mode, r.Throughput, r.BytesReduction, r.ReadP99Reduction, r.WriteP99Reduction)
 			}

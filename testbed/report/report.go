@@ -65,6 +65,8 @@ type Run struct {
 	ID       string    `json:"id"`
 	Started  time.Time `json:"started"`
 	Scenario string    `json:"scenario"`
+	// Baseline is the mode the others are compared with ("off" when empty).
+	Baseline string `json:"baseline,omitempty"`
 	// Config lists the settings that shaped the run, as name = value lines
 	// for the report: rack, timing model, machine, seed, durations.
 	Config [][2]string `json:"config"`
@@ -169,13 +171,14 @@ func WriteMarkdown(w io.Writer, r *Run, plots []string) error {
 			c.Workload, dash(c.Param), c.Mode, human(c.OpsPerSec), f1(c.P50us), f1(c.P99us), f1(c.P999us),
 			f1(c.ReadP99us), f1(c.WriteP99us), f0(c.BytesPerOp), f2(c.VerbsPerOp), pct(c.CASSuccessRate), f2(c.RetriesPerOp), c.Errors)
 	}
-	if rows := Ratios(r.Cells, "off"); len(rows) > 0 {
-		b.WriteString("\n## Against swordbox off (same workload, same seed)\n\n| workload | param | mode | throughput | bytes/op | p99 read | p99 write |\n|---|---|---|---:|---:|---:|---:|\n")
+	if rows := Ratios(r.Cells, r.BaselineMode()); len(rows) > 0 {
+		fmt.Fprintf(&b, "\n## Against %s (same workload, same seed)\n\n", r.BaselineMode())
+		b.WriteString("| workload | param | mode | throughput | bytes/op | p99 read | p99 write |\n|---|---|---|---:|---:|---:|---:|\n")
 		for _, q := range rows {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", q.Workload, dash(q.Param), q.Mode,
 				ratio(q.Throughput), ratio(q.BytesReduction), ratio(q.ReadP99Reduction), ratio(q.WriteP99Reduction))
 		}
-		b.WriteString("\nThroughput is mode/off; the other columns are off/mode (how many times smaller).\n")
+		fmt.Fprintf(&b, "\nThroughput is mode ÷ %[1]s; the other columns are %[1]s ÷ mode (how many times smaller).\n", r.BaselineMode())
 	}
 	if len(plots) > 0 {
 		b.WriteString("\n## Plots\n\n")
@@ -191,6 +194,14 @@ func WriteMarkdown(w io.Writer, r *Run, plots []string) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// BaselineMode is the mode the run's other modes are compared with.
+func (r *Run) BaselineMode() string {
+	if r.Baseline == "" {
+		return "off"
+	}
+	return r.Baseline
 }
 
 // Ratio compares one mode's cell with the baseline cell of the same
