@@ -471,3 +471,45 @@ func TestForeignOperationBlocksLearning(t *testing.T) {
 		t.Fatalf("counters: %s", c.String())
 	}
 }
+
+// Server answers other than ACKs and sequence NAKs, and answers that match
+// nothing.
+func TestServerResponseEdgeCases(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		syn      roce.Syndrome
+		offset   int // PSN of the answer relative to client 2's WRITE on the shared connection
+		wantCli  int // -1: no frame
+		wantSyn  roce.Syndrome
+		wantDrop DropReason
+	}{
+		{"remote access error goes to its owner", roce.NAKSyndrome(roce.NAKRemoteAccessError), 0, 2, roce.NAKSyndrome(roce.NAKRemoteAccessError), numDropReasons},
+		{"RNR NAK goes to its owner", roce.RNRNAKSyndrome(3), 0, 2, roce.RNRNAKSyndrome(3), numDropReasons},
+		{"ACK beyond anything sent", synACK, 5, -1, 0, DropUnknownResponse},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newTestRack(t, 3, testConfig(true, false))
+			s0 := r.cli[0].psn
+			f, _ := r.write(1, 0x5000, le64(1)) // s0
+			r.one(ClientSide, f)
+			f, p2 := r.write(2, 0x5008, le64(2)) // s0+1
+			r.one(ClientSide, f)
+			res := r.run(ServerSide, r.ack(0, psnAdd(s0, 1+tc.offset), tc.syn, 1))
+			c := r.e.Counters()
+			if tc.wantCli < 0 {
+				if len(res) != 0 || c.Drops[tc.wantDrop] != 1 {
+					t.Fatalf("%d frames; counters %s", len(res), c.String())
+				}
+				return
+			}
+			// Client 1's WRITE before it is implicitly acknowledged first.
+			if len(res) != 2 {
+				t.Fatalf("%d frames, want ACK to client 1 and the NAK to client 2", len(res))
+			}
+			r.checkToClient(res[1], tc.wantCli, roce.OpRCAcknowledge, p2)
+			if res[1].p.AETH.Syndrome() != tc.wantSyn {
+				t.Fatalf("syndrome %v, want %v", res[1].p.AETH.Syndrome(), tc.wantSyn)
+			}
+		})
+	}
+}
