@@ -87,3 +87,22 @@ func TestSuiteCells(t *testing.T) {
 		t.Errorf("partial cells: %+v", cells)
 	}
 }
+
+func TestTimingModel(t *testing.T) {
+	full, err := TimingModel("cx5")
+	if err != nil || full == nil {
+		t.Fatal(err)
+	}
+	scaled, err := TimingModel("cx5/100")
+	if err != nil || scaled == nil || scaled.AtomicsPerAddr*100 != full.AtomicsPerAddr || scaled.AtomicsAggregate*100 != full.AtomicsAggregate {
+		t.Fatalf("cx5/100 = %+v (cx5 %+v), %v", scaled, full, err)
+	}
+	if m, err := TimingModel("none"); m != nil || err != nil {
+		t.Errorf("none = %v, %v", m, err)
+	}
+	for _, bad := range []string{"cx5/0", "cx5/x", "cx4"} {
+		if _, err := TimingModel(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}

@@ -2,9 +2,11 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -80,7 +82,7 @@ func init() {
 	f.Duration("duration", 8*time.Second, "measured time per cell")
 	f.Duration("warmup", time.Second, "unmeasured time per cell before measuring")
 	f.Uint64("seed", 1, "seed of every random choice (same seed, same operation sequence)")
-	f.String("timing", "", "NIC timing model of the memory node: none, or cx5 (ConnectX-5 atomic rates, SwordBox Figures 3-4); default none, cx5 for cas-mux")
+	f.String("timing", "", "NIC timing model of the memory node: none, cx5 (ConnectX-5 atomic rates, SwordBox Figures 3-4) or cx5/N (every cap divided by N); default none, cx5/100 for cas-mux")
 	f.Int("memory-workers", 0, "responder workers of the memory node (0: apply in arrival order)")
 	f.String("results", "results", "directory under which results/<run>/ is written (empty: none)")
 	f.Bool("json", false, "print the cells as a JSON array on stdout instead of the table")
@@ -169,7 +171,8 @@ func emit(cmd *cobra.Command, cfg benchConfig, run *report.Run) error {
 			fmt.Fprintln(out)
 			fmt.Fprintf(out, "against %s (same workload and seed): throughput x, bytes/op ÷, p99 read ÷, p99 write ÷\n", run.BaselineMode())
 			for _, r := range rs {
-				fmt.Fprintf(out, "  %-10s %-12s %-10s %6.2f  %6.2f  %6.2f  %6.2f\n", r.Workload, r.Param, r.Mode, r.Throughput, r.BytesReduction, r.ReadP99Reduction, r.WriteP99Reduction)
+				fmt.Fprintf(out, "  %-10s %-12s %-12s %6s  %6s  %6s  %6s\n", r.Workload, r.Param, r.Mode,
+					ratio(r.Throughput), ratio(r.BytesReduction), ratio(r.ReadP99Reduction), ratio(r.WriteP99Reduction))
 			}
 		}
 	}
@@ -182,4 +185,12 @@ func emit(cmd *cobra.Command, cfg benchConfig, run *report.Run) error {
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "results in %s\n", dir)
 	return nil
+}
+
+// ratio formats a ratio for the terminal, n/a when it does not apply.
+func ratio(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "n/a"
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64)
 }
