@@ -85,25 +85,3 @@ func BenchmarkICRC(b *testing.B) {
 		})
 	}
 }
-
-// BenchmarkCASToWriteICRCParsed is the rewrite plus ICRC alone, on a packet
-// the caller has already parsed (as the middlebox has, to decide): each
-// iteration restores the 86-byte frame and the Packet value by copying.
-func BenchmarkCASToWriteICRCParsed(b *testing.B) {
-	tmpl := mustHex(b, workedExampleHex)
-	buf := make([]byte, len(tmpl))
-	copy(buf, tmpl)
-	parsed, err := Parse(buf)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var p Packet
-	b.ReportAllocs()
-	for b.Loop() {
-		copy(buf, tmpl)
-		p = parsed
-		if err := p.AtomicToWrite(0xdeadbeef, true); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
