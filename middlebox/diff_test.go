@@ -328,13 +328,18 @@ func runDiff(t *testing.T, tr diffTrace, mode diffMode, faults netio.Faults, tim
 			wcancel()
 		}
 	}
-	res.mem = append([]byte(nil), smr.Bytes()...)
+	// Stop everything before reading the server's memory: over AF_PACKET
+	// the only synchronisation between its writes and this goroutine is
+	// the kernel's, which the race detector cannot see.
 	res.cliStats = cli.Stats()
+	cli.Close()
+	srv.Close()
 	if loop != nil {
 		cancel()
 		wg.Wait()
 		res.eng = loop.S.Counters()
 	}
+	res.mem = append([]byte(nil), smr.Bytes()...)
 	return res
 }
 
