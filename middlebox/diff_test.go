@@ -448,14 +448,22 @@ func TestDifferentialLossAndReorder(t *testing.T) {
 	if testing.Short() {
 		t.Skip("lossy differential run takes seconds")
 	}
-	tr := makeDiffTrace(2, 25)
-	faults := netio.Faults{Drop: 0.02, Reorder: 0.05, ReorderDepth: 3, ReorderHold: 100 * time.Microsecond, Duplicate: 0.01, Seed: 11}
-	direct := runDiff(t, tr, diffDirect, faults, false)
-	compareDiff(t, "model vs direct", modelDiff(tr), direct)
-	for _, mode := range []diffMode{diffMux, diffMuxCAS} {
-		m := runDiff(t, tr, mode, faults, false)
-		compareDiff(t, mode.String(), direct, m)
-		t.Logf("%v: client rnic timeouts %d retransmits %d; middlebox %s", mode, m.cliStats.Timeouts, m.cliStats.Retransmits, m.eng.String())
+	for _, tc := range []struct {
+		seed   uint64
+		faults netio.Faults
+	}{
+		{2, netio.Faults{Drop: 0.02, Reorder: 0.05, ReorderDepth: 3, ReorderHold: 100 * time.Microsecond, Duplicate: 0.01, Seed: 11}},
+		{3, netio.Faults{Drop: 0.05, Reorder: 0.1, ReorderDepth: 4, ReorderHold: 200 * time.Microsecond, Duplicate: 0.05, Seed: 3}},
+	} {
+		tr := makeDiffTrace(tc.seed, 20)
+		direct := runDiff(t, tr, diffDirect, tc.faults, false)
+		compareDiff(t, "model vs direct", modelDiff(tr), direct)
+		for _, mode := range []diffMode{diffMux, diffMuxCAS} {
+			m := runDiff(t, tr, mode, tc.faults, false)
+			compareDiff(t, mode.String(), direct, m)
+			t.Logf("drop %.2f: %v: client rnic timeouts %d (direct %d) retransmits %d; middlebox %s", tc.faults.Drop, mode,
+				m.cliStats.Timeouts, direct.cliStats.Timeouts, m.cliStats.Retransmits, m.eng.String())
+		}
 	}
 }
 
