@@ -1,6 +1,7 @@
 package middlebox
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/swordbox/swordbox/roce"
@@ -247,14 +248,17 @@ func classify(op roce.Opcode) opClass {
 
 // lookupReq finds or learns the connection of a request.
 func (e *Engine) lookupReq(si int32, p *roce.Packet) (int32, bool) {
+	// The key's two words straight from the headers (reqKey.words order).
+	k0 := uint64(binary.BigEndian.Uint32(p.IP[roce.IPv4SrcOff:]))<<32 | uint64(binary.BigEndian.Uint32(p.IP[roce.IPv4DstOff:]))
+	k1 := uint64(p.UDP.SrcPort())<<32 | uint64(p.BTH.DestQP())
+	if ci, ok := e.req.get(k0, k1); ok {
+		return ci, true
+	}
 	k := reqKey{
 		cli:  [4]byte(p.IP[roce.IPv4SrcOff : roce.IPv4SrcOff+4]),
 		srv:  [4]byte(p.IP[roce.IPv4DstOff : roce.IPv4DstOff+4]),
 		port: p.UDP.SrcPort(),
 		qp:   p.BTH.DestQP(),
-	}
-	if ci, ok := e.req.get(k.words()); ok {
-		return ci, true
 	}
 	ci, err := e.addConn(connParams{cliIP: k.cli, srvIP: k.srv, cliPort: k.port, srvQP: k.qp}, true)
 	if err != nil {

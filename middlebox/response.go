@@ -1,20 +1,23 @@
 package middlebox
 
 import (
+	"encoding/binary"
+
 	"github.com/swordbox/swordbox/roce"
 )
 
 // response handles a frame from a managed server: ACK, NAK, ATOMIC ACK or
 // READ response on an outgoing connection.
 func (e *Engine) response(now int64, p *roce.Packet, out *Out) {
-	k := revKey{
-		srv: [4]byte(p.IP[roce.IPv4SrcOff : roce.IPv4SrcOff+4]),
-		cli: [4]byte(p.IP[roce.IPv4DstOff : roce.IPv4DstOff+4]),
-		qp:  p.BTH.DestQP(),
-	}
 	psn := p.BTH.PSN()
-	oi, ok := e.rev.get(k.words())
+	oi, ok := e.rev.get(uint64(binary.BigEndian.Uint32(p.IP[roce.IPv4SrcOff:]))<<32|uint64(binary.BigEndian.Uint32(p.IP[roce.IPv4DstOff:])),
+		uint64(p.BTH.DestQP()))
 	if !ok {
+		k := revKey{
+			srv: [4]byte(p.IP[roce.IPv4SrcOff : roce.IPv4SrcOff+4]),
+			cli: [4]byte(p.IP[roce.IPv4DstOff : roce.IPv4DstOff+4]),
+			qp:  p.BTH.DestQP(),
+		}
 		if oi, ok = e.bind(k, psn, p, out); !ok {
 			return
 		}
