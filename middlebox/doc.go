@@ -113,7 +113,8 @@
 // word are in flight. WRITEs covering a word update it (partially covered
 // bytes merge). An operation on a tracked word from a connection that is
 // not yet bound (so it cannot be remapped) makes the word unknown, and
-// nothing is learned while such a foreign operation is in flight. Seeded
+// no word of that server is learned while such a foreign operation is in
+// flight. Seeded
 // words (Config.Words, e.g. Sherman's locks, all 0) are known from the
 // start.
 //
@@ -135,7 +136,9 @@
 // Sharded runs one engine per core and sends each frame to the engine of
 // its memory server (the destination of a request, the source of a
 // response), so all traffic of one server-side connection, and of every
-// client remapped onto it, stays on one core (section 6.3).
+// client remapped onto it, stays on one core (section 6.3). Over DPDK (dpdk.go,
+// build tag dpdk) one engine drives one port pair from one locked OS thread,
+// rewriting frames inside their mbufs; more cores take more port pairs.
 //
 // # Not here
 //
