@@ -277,8 +277,8 @@ type txPkt struct {
 func (q *QP) String() string {
 	q.sq.mu.Lock()
 	s := &q.sq
-	str := fmt.Sprintf("qp %#x %s sq[n=%d cur=%d curPkt=%d una=%#x sent=%#x post=%#x rdOut=%d timer=%v recovering=%v/%#x retry=%d",
-		q.qpn, q.State(), s.n, s.cur, s.curPkt, s.una, s.sentPSN, s.postPSN, s.rdOut, s.timerOn, s.recovering, s.recoverPSN, s.retryLeft)
+	str := fmt.Sprintf("qp %#x %s sq[n=%d cur=%d curPkt=%d una=%#x sent=%#x post=%#x rdOut=%d timer=%v recover=%#x minRTT=%d retry=%d",
+		q.qpn, q.State(), s.n, s.cur, s.curPkt, s.una, s.sentPSN, s.postPSN, s.rdOut, s.timerOn, s.recoverPSN, s.minRTT, s.retryLeft)
 	if s.n > 0 {
 		w := s.at(0)
 		str += fmt.Sprintf(" head{%s first=%#x npkts=%d got=%d}", w.wr.Op, w.first, w.npkts, w.got)

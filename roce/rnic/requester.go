@@ -31,6 +31,10 @@ type wqe struct {
 	npkts      uint32 // PSNs the request consumes
 	readAtomic bool
 	counted    bool   // counted in rdOut
+	sentAt     int64  // when its first packet was first sent
+	lastTx     int64  // when a packet of it was last sent
+	resent     bool   // some packet was sent twice (no RTT sample, Karn)
+	timed      bool   // sentAt is set
 	got        uint32 // response packets received (READ, atomics)
 	orig       uint64
 }
@@ -54,8 +58,9 @@ type sendQueue struct {
 	backoff    uint // consecutive timeouts without progress
 	rnrLeft    int
 	rnrUntil   int64
-	recovering bool
-	recoverPSN uint32
+	recoverPSN uint32 // where the last go-back-N started
+	minRTT     int64  // least round trip of a request sent once
+	recovering bool   // a go-back-N is not yet acknowledged past its start
 	scratch    []byte
 
 	// Counters (read with Stats).
@@ -70,7 +75,7 @@ func (s *sendQueue) reset() {
 		s.ring[i] = wqe{}
 	}
 	s.head, s.n, s.cur, s.curPkt, s.rdOut = 0, 0, 0, 0, 0
-	s.timerOn, s.recovering, s.rnrUntil = false, false, 0
+	s.timerOn, s.rnrUntil, s.recovering = false, 0, false
 }
 
 func (s *sendQueue) at(i int) *wqe { return &s.ring[(s.head+i)%len(s.ring)] }
@@ -167,7 +172,11 @@ func (s *sendQueue) pump(q *QP, now int64, em emitter) {
 		psn := psnAdd(w.first, s.curPkt)
 		if psnLT(psn, s.sentPSN) {
 			s.retransmits++
+			w.resent = true
+		} else if s.curPkt == 0 {
+			w.sentAt, w.timed = now, true
 		}
+		w.lastTx = now
 		if !s.transmit(q, w, s.curPkt, em) {
 			s.failAt(q, s.cur, verbs.StatusLocalProtectionError)
 			return
@@ -312,7 +321,7 @@ func (s *sendQueue) onResponse(q *QP, r *rxResp, now int64, em emitter) {
 				if h := s.at(0); h.readAtomic && psnLE(psnAdd(h.first, h.got), psn) {
 					// The peer acknowledged past a READ/atomic whose response
 					// never arrived: the response was lost.
-					s.rewind(q, psnAdd(h.first, h.got))
+					s.rewind(q, psnAdd(h.first, h.got), true, now)
 				}
 			}
 		case synRNR:
@@ -330,7 +339,7 @@ func (s *sendQueue) onResponse(q *QP, r *rxResp, now int64, em emitter) {
 				d = min
 			}
 			s.rnrUntil = now + int64(d)
-			s.forceRewind(q, psn)
+			s.forceRewind(q, psn, now)
 			s.timerOn, s.deadline = true, s.rnrUntil+int64(q.dev.cfg.Timeout)
 			return // the timer loop resumes after the RNR delay
 		case synNAK:
@@ -338,7 +347,7 @@ func (s *sendQueue) onResponse(q *QP, r *rxResp, now int64, em emitter) {
 			code := r.syndrome & synValueMask
 			if code == nakSeqErr {
 				s.seqNAKs++
-				s.rewind(q, psn)
+				s.rewind(q, psn, false, now)
 				break
 			}
 			st := verbs.StatusRemoteOperationalError
@@ -365,7 +374,7 @@ func (s *sendQueue) onResponse(q *QP, r *rxResp, now int64, em emitter) {
 		exp := psnAdd(h.first, h.got)
 		if psn != exp {
 			if psnLT(exp, psn) {
-				s.rewind(q, exp)
+				s.rewind(q, exp, true, now)
 			}
 			break
 		}
@@ -376,7 +385,7 @@ func (s *sendQueue) onResponse(q *QP, r *rxResp, now int64, em emitter) {
 		s.una = psnAdd(psn, 1)
 		s.progress(q, now)
 		if h.got == h.npkts {
-			s.completeHead(q, verbs.StatusSuccess)
+			s.completeHead(q, verbs.StatusSuccess, now)
 		}
 	case roce.OpRCAtomicAcknowledge:
 		s.ackBelow(q, psn, now)
@@ -389,7 +398,7 @@ func (s *sendQueue) onResponse(q *QP, r *rxResp, now int64, em emitter) {
 		}
 		if psn != h.first {
 			if psnLT(h.first, psn) {
-				s.rewind(q, h.first)
+				s.rewind(q, h.first, true, now)
 			}
 			break
 		}
@@ -403,7 +412,7 @@ func (s *sendQueue) onResponse(q *QP, r *rxResp, now int64, em emitter) {
 		h.got = 1
 		s.una = psnAdd(psn, 1)
 		s.progress(q, now)
-		s.completeHead(q, verbs.StatusSuccess)
+		s.completeHead(q, verbs.StatusSuccess, now)
 	default:
 		return
 	}
@@ -458,7 +467,7 @@ func (s *sendQueue) ackBelow(q *QP, upto uint32, now int64) {
 		}
 		if psnLT(w.last(), upto) {
 			s.una = psnAdd(w.last(), 1)
-			s.completeHead(q, verbs.StatusSuccess)
+			s.completeHead(q, verbs.StatusSuccess, now)
 			moved = true
 			continue
 		}
@@ -480,10 +489,10 @@ func (s *sendQueue) ackBelow(q *QP, upto uint32, now int64) {
 func (s *sendQueue) progress(q *QP, now int64) {
 	s.retryLeft = q.dev.cfg.RetryCount
 	s.backoff = 0
-	s.rnrLeft = q.dev.cfg.RNRRetry
 	if s.recovering && psnLT(s.recoverPSN, s.una) {
 		s.recovering = false
 	}
+	s.rnrLeft = q.dev.cfg.RNRRetry
 	if psnLT(s.una, s.sentPSN) {
 		s.timerOn, s.deadline = true, now+int64(q.dev.cfg.Timeout)
 	} else {
@@ -492,8 +501,11 @@ func (s *sendQueue) progress(q *QP, now int64) {
 }
 
 // completeHead completes the oldest wqe and removes it.
-func (s *sendQueue) completeHead(q *QP, st verbs.Status) {
+func (s *sendQueue) completeHead(q *QP, st verbs.Status, now int64) {
 	w := s.at(0)
+	if st == verbs.StatusSuccess && w.timed && !w.resent {
+		s.rttSample(now - w.sentAt)
+	}
 	if w.counted {
 		s.rdOut--
 	}
@@ -508,16 +520,53 @@ func (s *sendQueue) completeHead(q *QP, st verbs.Status) {
 	}
 }
 
-// rewind moves the transmit cursor back to psn for go-back-N, once per
-// recovery episode for the same PSN.
-func (s *sendQueue) rewind(q *QP, psn uint32) {
-	if s.recovering && s.recoverPSN == psn {
-		return
+// rttSample records a round-trip measurement of a request sent once
+// (Karn's rule). Samples include the time a completed request waited behind
+// older ones (head-of-line), so only the least is kept: the path, not the
+// queue.
+func (s *sendQueue) rttSample(r int64) {
+	if r > 0 && (s.minRTT == 0 || r < s.minRTT) {
+		s.minRTT = r
 	}
-	s.forceRewind(q, psn)
 }
 
-func (s *sendQueue) forceRewind(q *QP, psn uint32) {
+// rewind moves the transmit cursor back to psn for go-back-N, unless the
+// news is stale. Responses to packets sent before a go-back-N keep arriving
+// after it, with gaps that say nothing about the packets just resent;
+// acting on each would resend the window again and again. So a rewind
+// inferred from a response (implicit: a READ response or atomic ACK is
+// missing), or a NAK naming the PSN the last go-back-N started from, is
+// ignored when it is stale: when the missing PSN was last sent less than a
+// round trip ago (with a round-trip sample), or else when the last
+// go-back-N, not yet acknowledged past its start, already resent it. Other
+// NAKs (a retransmission was lost) are always honored.
+func (s *sendQueue) rewind(q *QP, psn uint32, implicit bool, now int64) {
+	if implicit || psn == s.recoverPSN {
+		if s.minRTT > 0 {
+			if w := s.find(psn); w != nil && now-w.lastTx < s.minRTT {
+				return
+			}
+		} else if s.recovering && psnLE(s.recoverPSN, psn) {
+			return // the last go-back-N already resent psn
+		}
+	}
+	s.forceRewind(q, psn, now)
+}
+
+// find returns the queued wqe that holds psn, or nil.
+func (s *sendQueue) find(psn uint32) *wqe {
+	for i := 0; i < s.n; i++ {
+		w := s.at(i)
+		if psnLE(w.first, psn) && psnLT(psn, psnAdd(w.first, w.npkts)) {
+			return w
+		}
+	}
+	return nil
+}
+
+// forceRewind moves the cursor back to psn if it is ahead of it.
+func (s *sendQueue) forceRewind(q *QP, psn uint32, now int64) {
+	s.recoverPSN, s.recovering = psn, true
 	for i := 0; i < s.n; i++ {
 		w := s.at(i)
 		if psnLE(w.first, psn) && psnLT(psn, psnAdd(w.first, w.npkts)) {
@@ -527,7 +576,6 @@ func (s *sendQueue) forceRewind(q *QP, psn uint32) {
 					s.curPkt = 0
 				}
 			}
-			s.recovering, s.recoverPSN = true, psn
 			return
 		}
 	}
@@ -547,13 +595,13 @@ func (s *sendQueue) tick(q *QP, now int64, em emitter) {
 			if s.retryLeft < 0 {
 				if hook := q.dev.onRetryExceeded.Load(); hook != nil {
 					w := s.at(0)
-					(*hook)(fmt.Sprintf("qp %#x n=%d cur=%d curPkt=%d una=%#x sent=%#x post=%#x rdOut=%d rec=%v/%#x head{%s first=%#x npkts=%d got=%d len=%d}",
-						q.qpn, s.n, s.cur, s.curPkt, s.una, s.sentPSN, s.postPSN, s.rdOut, s.recovering, s.recoverPSN, w.wr.Op, w.first, w.npkts, w.got, w.length))
+					(*hook)(fmt.Sprintf("qp %#x n=%d cur=%d curPkt=%d una=%#x sent=%#x post=%#x rdOut=%d recover=%#x minRTT=%d head{%s first=%#x npkts=%d got=%d len=%d}",
+						q.qpn, s.n, s.cur, s.curPkt, s.una, s.sentPSN, s.postPSN, s.rdOut, s.recoverPSN, s.minRTT, w.wr.Op, w.first, w.npkts, w.got, w.length))
 				}
 				s.failAt(q, 0, verbs.StatusRetryExceeded)
 				return
 			}
-			s.forceRewind(q, s.una)
+			s.forceRewind(q, s.una, now)
 			// Adaptive retransmission (as mlx5 does): each consecutive
 			// timeout doubles the next one, up to 64 times the base.
 			if s.backoff < 6 {
