@@ -40,8 +40,17 @@
 //     response or atomic ACK, rewinds to that PSN (go-back-N) without
 //     costing a retry; any forward progress restores the retry budgets.
 //     Consecutive timeouts back off exponentially (Timeout, 2x, 4x, ... up
-//     to 64x), like mlx5's adaptive retransmission: a host that stalls for
-//     a few hundred milliseconds (a loaded machine) does not kill its QPs.
+//     to 64x), like mlx5's adaptive retransmission, and the timer loop
+//     pushes deadlines back by any stall it detects in its own ticks: a
+//     host that stalls for a few hundred milliseconds (a loaded machine)
+//     does not kill its QPs.
+//   - Go-back-N ignores stale news: after a go-back-N, responses to packets
+//     sent before it still arrive with gaps. A gap inferred from a response
+//     (a missing READ response or atomic ACK), or a repeated NAK for the
+//     PSN the last go-back-N started from, is acted on only if the missing
+//     PSN was last sent at least one round trip ago (the least round trip
+//     of a request sent once, Karn's rule), or, before any such sample, if
+//     the last go-back-N did not already resend it.
 //     After RetryCount timeouts without progress the QP enters ERR: the
 //     oldest request completes RETRY_EXC_ERR and the rest WR_FLUSH_ERR. A
 //     retried READ asks only for the data not yet received.
