@@ -162,7 +162,12 @@ func TestLinkRNRThenReceive(t *testing.T) {
 	if err := cs[0].PostSend(wrs); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(5 * time.Millisecond) // the responder has no receive yet: RNR NAKs
+	// The responder has no receive yet: wait for its first RNR NAK.
+	for deadline := time.Now().Add(10 * time.Second); p.srv.Stats().RNRNAKsSent == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no RNR NAK for a SEND without a posted receive")
+		}
+	}
 	rbuf := make([]byte, 4*4096)
 	rm, _ := p.srv.Register(rbuf, verbs.AccessLocalWrite)
 	for i := 0; i < 4; i++ {
