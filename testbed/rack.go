@@ -284,59 +284,13 @@ func (r *Rack) waitProgrammed(ctx context.Context, prog *target.Program) error {
 	if err != nil {
 		return fmt.Errorf("testbed: observer: %w", err)
 	}
-	wantMode := map[string]uint64{SteerOff: 0, SteerWrite: 1, "read": 2, SteerReadWrite: 3}[r.cfg.Steering]
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	var last error
 	for {
-		last = func() error {
-			if r.Switch.P4Info() == nil {
-				return errors.New("no pipeline yet")
-			}
-			te, err := schema.TableRead("SwordboxIngress.forward")
-			if err != nil {
-				return err
-			}
-			ents, err := obs.Read(ctx, te)
-			if err != nil {
-				return err
-			}
-			if len(ents) < len(r.ports) {
-				return fmt.Errorf("%d of %d forward entries", len(ents), len(r.ports))
-			}
-			re, err := schema.RegisterRead("SwordboxIngress.steer_mode", 0)
-			if err != nil {
-				return err
-			}
-			regs, err := obs.Read(ctx, re)
-			if err != nil {
-				return err
-			}
-			if len(regs) != 1 {
-				return fmt.Errorf("steer_mode: %d entries", len(regs))
-			}
-			v, err := p4rtc.ToUint(regs[0].GetRegisterEntry().GetData().GetBitstring())
-			if err != nil {
-				return err
-			}
-			if v != wantMode {
-				return fmt.Errorf("steer_mode %d, want %d", v, wantMode)
-			}
-			if len(r.cfg.TrackedKeys) > 0 {
-				tk, err := schema.TableRead("SwordboxIngress.tracked_keys")
-				if err != nil {
-					return err
-				}
-				ents, err := obs.Read(ctx, tk)
-				if err != nil {
-					return err
-				}
-				if len(ents) < len(r.cfg.TrackedKeys) {
-					return fmt.Errorf("%d of %d tracked keys", len(ents), len(r.cfg.TrackedKeys))
-				}
-			}
-			return nil
-		}()
+		last := errors.New("no pipeline yet")
+		if r.Switch.P4Info() != nil {
+			last = SwitchProgrammed(ctx, obs, schema, r.cfg.Steering, len(r.ports), len(r.cfg.TrackedKeys))
+		}
 		if last == nil {
 			return nil
 		}
@@ -348,6 +302,73 @@ func (r *Rack) waitProgrammed(ctx context.Context, prog *target.Program) error {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// SteerModeValue is the value of swordbox.p4's steer_mode register for a
+// controller steering setting (docs/swordbox-p4.md).
+func SteerModeValue(steering string) (uint64, error) {
+	switch steering {
+	case SteerOff:
+		return 0, nil
+	case SteerWrite:
+		return 1, nil
+	case "read":
+		return 2, nil
+	case SteerReadWrite:
+		return 3, nil
+	}
+	return 0, fmt.Errorf("testbed: steering %q: want off, write, read or read-write", steering)
+}
+
+// SwitchProgrammed reads a switch running swordbox.p4 through the observer
+// client obs and reports nil once it holds at least members forward
+// entries, the steer_mode register for steering and at least tracked
+// tracked keys: what the controller installs when it takes charge. It
+// reads once; callers poll.
+func SwitchProgrammed(ctx context.Context, obs *p4rtc.Client, schema *p4rtc.Schema, steering string, members, tracked int) error {
+	wantMode, err := SteerModeValue(steering)
+	if err != nil {
+		return err
+	}
+	count := func(table string) (int, error) {
+		te, err := schema.TableRead(table)
+		if err != nil {
+			return 0, err
+		}
+		ents, err := obs.Read(ctx, te)
+		return len(ents), err
+	}
+	if n, err := count("SwordboxIngress.forward"); err != nil {
+		return err
+	} else if n < members {
+		return fmt.Errorf("%d of %d forward entries", n, members)
+	}
+	re, err := schema.RegisterRead("SwordboxIngress.steer_mode", 0)
+	if err != nil {
+		return err
+	}
+	regs, err := obs.Read(ctx, re)
+	if err != nil {
+		return err
+	}
+	if len(regs) != 1 {
+		return fmt.Errorf("steer_mode: %d entries", len(regs))
+	}
+	v, err := p4rtc.ToUint(regs[0].GetRegisterEntry().GetData().GetBitstring())
+	if err != nil {
+		return err
+	}
+	if v != wantMode {
+		return fmt.Errorf("steer_mode %d, want %d", v, wantMode)
+	}
+	if tracked > 0 {
+		if n, err := count("SwordboxIngress.tracked_keys"); err != nil {
+			return err
+		} else if n < tracked {
+			return fmt.Errorf("%d of %d tracked keys", n, tracked)
+		}
+	}
+	return nil
 }
 
 // ConnectToMemory creates a QP on host h connected to a new QP on the memory

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -99,14 +101,9 @@ func runBench(cmd *cobra.Command, _ []string) error {
 	if cfg.Netns {
 		return runBenchNetns(cmd, cfg)
 	}
-	sc := testbed.SuiteConfig{Scenario: cfg.Scenario, Keys: cfg.Keys, ValueSize: cfg.ValueSize, Zipf: cfg.Zipf,
-		Modes: cfg.Modes, Sweep: cfg.Sweep, Threads: cfg.Threads, ClientHosts: cfg.ClientHosts, Duration: cfg.Duration,
-		Warmup: cfg.Warmup, Seed: cfg.Seed, Timing: cfg.Timing, MemoryWorkers: cfg.MemWorkers}
-	for _, w := range cfg.Workloads {
-		if _, _, err := ycsb.Preset(ycsb.Kind(w)); err != nil {
-			return fmt.Errorf("bench: --workloads: %w", err)
-		}
-		sc.Workloads = append(sc.Workloads, ycsb.Kind(w))
+	sc, err := suiteConfig(cfg)
+	if err != nil {
+		return err
 	}
 	var ncells int
 	if sc.Scenario == testbed.ScenarioCASMux {
@@ -122,18 +119,45 @@ func runBench(cmd *cobra.Command, _ []string) error {
 		}
 		ncells = len(specs)
 	}
-	errOut := cmd.ErrOrStderr()
-	per := cfg.Duration + cfg.Warmup + time.Second
-	fmt.Fprintf(errOut, "swordbox bench: scenario %s, %d cells, about %s\n", sc.Scenario, ncells, (time.Duration(ncells) * per).Round(time.Second))
+	return runSuiteCLI(cmd, cfg, "bench", sc.Scenario, ncells, time.Second,
+		func(ctx context.Context, progress func(i, n int, label string)) (*report.Run, error) {
+			return testbed.RunSuite(ctx, sc, progress)
+		})
+}
 
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
+// suiteConfig turns the command's configuration into the suite's, checking
+// the workload names.
+func suiteConfig(cfg benchConfig) (testbed.SuiteConfig, error) {
+	sc := testbed.SuiteConfig{Scenario: cfg.Scenario, Keys: cfg.Keys, ValueSize: cfg.ValueSize, Zipf: cfg.Zipf,
+		Modes: cfg.Modes, Sweep: cfg.Sweep, Threads: cfg.Threads, ClientHosts: cfg.ClientHosts, Duration: cfg.Duration,
+		Warmup: cfg.Warmup, Seed: cfg.Seed, Timing: cfg.Timing, MemoryWorkers: cfg.MemWorkers}
+	for _, w := range cfg.Workloads {
+		if _, _, err := ycsb.Preset(ycsb.Kind(w)); err != nil {
+			return sc, fmt.Errorf("bench: --workloads: %w", err)
+		}
+		sc.Workloads = append(sc.Workloads, ycsb.Kind(w))
+	}
+	return sc, nil
+}
+
+// runSuiteCLI is the shell around a suite run: it announces the run, draws
+// the progress bar, stops on SIGINT or SIGTERM, prints and saves whatever
+// cells completed (also when a later cell failed or the run was
+// interrupted), and names what failed. setup is the per-cell time beyond
+// the warm-up and the measurement, for the estimate.
+func runSuiteCLI(cmd *cobra.Command, cfg benchConfig, name, scenario string, ncells int, setup time.Duration,
+	run func(ctx context.Context, progress func(i, n int, label string)) (*report.Run, error)) error {
+	errOut := cmd.ErrOrStderr()
+	per := cfg.Duration + cfg.Warmup + setup
+	fmt.Fprintf(errOut, "swordbox %s: scenario %s, %d cells, about %s\n", name, scenario, ncells, (time.Duration(ncells) * per).Round(time.Second))
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var bar *progressbar.ProgressBar
 	if !cfg.NoProgress {
 		bar = progressbar.NewOptions(ncells, progressbar.OptionSetWriter(errOut), progressbar.OptionSetWidth(30),
 			progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true), progressbar.OptionClearOnFinish())
 	}
-	run, err := testbed.RunSuite(ctx, sc, func(i, n int, label string) {
+	r, err := run(ctx, func(i, n int, label string) {
 		if bar != nil {
 			bar.Describe(label)
 			bar.Set(i)
@@ -142,16 +166,16 @@ func runBench(cmd *cobra.Command, _ []string) error {
 	if bar != nil {
 		bar.Finish()
 	}
-	if run != nil && len(run.Cells) > 0 {
-		if werr := emit(cmd, cfg, run); werr != nil && err == nil {
+	if r != nil && len(r.Cells) > 0 {
+		if werr := emit(cmd, cfg, r); werr != nil && err == nil {
 			err = werr
 		}
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("bench: interrupted: %w", err)
+			return fmt.Errorf("%s: interrupted: %w", name, err)
 		}
-		return fmt.Errorf("bench: %w", err)
+		return fmt.Errorf("%s: %w", name, err)
 	}
 	return nil
 }

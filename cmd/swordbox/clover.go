@@ -1,18 +1,19 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/swordbox/swordbox/roce/rnic"
 	"github.com/swordbox/swordbox/testbed"
 	"github.com/swordbox/swordbox/testbed/netns"
+	"github.com/swordbox/swordbox/testbed/report"
 	"github.com/swordbox/swordbox/testbed/ycsb"
 )
 
@@ -199,59 +200,28 @@ func init() {
 // bench.go keeps only the call.
 func runBenchNetns(cmd *cobra.Command, cfg benchConfig) error {
 	if cfg.Scenario == testbed.ScenarioCASMux {
-		return fmt.Errorf("bench: --netns: scenario cas-mux: not wired into bench yet; run 'swordbox middlebox bench'")
+		return fmt.Errorf("bench: --netns: scenario cas-mux runs in process only (drop --netns)")
 	}
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("bench: --netns: namespace mode needs root (it creates network namespaces and veths)")
 	}
-	sc := testbed.SuiteConfig{Scenario: cfg.Scenario, Keys: cfg.Keys, ValueSize: cfg.ValueSize, Zipf: cfg.Zipf,
-		Modes: cfg.Modes, Sweep: cfg.Sweep, Threads: cfg.Threads, ClientHosts: cfg.ClientHosts, Duration: cfg.Duration,
-		Warmup: cfg.Warmup, Seed: cfg.Seed, Timing: cfg.Timing, MemoryWorkers: cfg.MemWorkers}
-	for _, w := range cfg.Workloads {
-		if _, _, err := ycsb.Preset(ycsb.Kind(w)); err != nil {
-			return fmt.Errorf("bench: --workloads: %w", err)
-		}
-		sc.Workloads = append(sc.Workloads, ycsb.Kind(w))
+	sc, err := suiteConfig(cfg)
+	if err != nil {
+		return err
 	}
 	specs, err := sc.Cells()
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
-	errOut := cmd.ErrOrStderr()
-	per := cfg.Duration + cfg.Warmup + 4*time.Second // rack set-up and tear-down
-	fmt.Fprintf(errOut, "swordbox bench --netns: scenario %s, %d cells, about %s\n", sc.Scenario, len(specs), (time.Duration(len(specs)) * per).Round(time.Second))
-	var bar *progressbar.ProgressBar
-	if !cfg.NoProgress {
-		bar = progressbar.NewOptions(len(specs), progressbar.OptionSetWriter(errOut), progressbar.OptionSetWidth(30),
-			progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true), progressbar.OptionClearOnFinish())
-	}
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	// SWORDBOX_NETNS_LOG=1 copies the rack processes' stderr to ours;
 	// SWORDBOX_NETNS_PREFIX names the namespaces (tests find them by it).
 	opts := netns.Options{Prefix: os.Getenv("SWORDBOX_NETNS_PREFIX")}
 	if os.Getenv("SWORDBOX_NETNS_LOG") != "" {
-		opts.Log = errOut
+		opts.Log = cmd.ErrOrStderr()
 	}
-	run, err := netns.RunSuite(ctx, sc, opts, func(i, n int, label string) {
-		if bar != nil {
-			bar.Describe(label)
-			bar.Set(i)
-		}
-	})
-	if bar != nil {
-		bar.Finish()
-	}
-	if run != nil && len(run.Cells) > 0 {
-		if werr := emit(cmd, cfg, run); werr != nil && err == nil {
-			err = werr
-		}
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("bench: --netns: interrupted (namespaces removed): %w", err)
-		}
-		return fmt.Errorf("bench: --netns: %w", err)
-	}
-	return nil
+	// Namespaces are removed on every way out, interrupts included.
+	return runSuiteCLI(cmd, cfg, "bench --netns", sc.Scenario, len(specs), 4*time.Second,
+		func(ctx context.Context, progress func(i, n int, label string)) (*report.Run, error) {
+			return netns.RunSuite(ctx, sc, opts, progress)
+		})
 }

@@ -542,7 +542,6 @@ func (r *cellRack) waitProgrammed(ctx context.Context, steer string, members, tr
 	if err != nil {
 		return nil, nil, fmt.Errorf("netns: observer: %w", err)
 	}
-	wantMode := map[string]uint64{testbed.SteerOff: 0, testbed.SteerWrite: 1, "read": 2, testbed.SteerReadWrite: 3}[steer]
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	var schema *p4rtc.Schema
@@ -559,49 +558,7 @@ func (r *cellRack) waitProgrammed(ctx context.Context, steer string, members, tr
 					return err
 				}
 			}
-			te, err := schema.TableRead("SwordboxIngress.forward")
-			if err != nil {
-				return err
-			}
-			ents, err := obs.Read(ctx, te)
-			if err != nil {
-				return err
-			}
-			if len(ents) < members {
-				return fmt.Errorf("%d of %d forward entries", len(ents), members)
-			}
-			re, err := schema.RegisterRead("SwordboxIngress.steer_mode", 0)
-			if err != nil {
-				return err
-			}
-			regs, err := obs.Read(ctx, re)
-			if err != nil {
-				return err
-			}
-			if len(regs) != 1 {
-				return fmt.Errorf("steer_mode: %d entries", len(regs))
-			}
-			v, err := p4rtc.ToUint(regs[0].GetRegisterEntry().GetData().GetBitstring())
-			if err != nil {
-				return err
-			}
-			if v != wantMode {
-				return fmt.Errorf("steer_mode %d, want %d", v, wantMode)
-			}
-			if tracked > 0 {
-				tk, err := schema.TableRead("SwordboxIngress.tracked_keys")
-				if err != nil {
-					return err
-				}
-				ents, err := obs.Read(ctx, tk)
-				if err != nil {
-					return err
-				}
-				if len(ents) < tracked {
-					return fmt.Errorf("%d of %d tracked keys", len(ents), tracked)
-				}
-			}
-			return nil
+			return testbed.SwitchProgrammed(ctx, obs, schema, steer, members, tracked)
 		}()
 		if last == nil {
 			return obs, schema, nil
