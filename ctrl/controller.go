@@ -349,55 +349,39 @@ func (c *Controller) readTracked(ctx context.Context) (map[uint64]uint16, error)
 // ReadRegister reads cells of a register: all of them when indexes is nil.
 // It returns index -> value.
 func (c *Controller) ReadRegister(ctx context.Context, name string, indexes []int64) (map[int64]uint64, error) {
-	var qs []*p4.Entity
-	if indexes == nil {
-		q, err := c.Schema.RegisterRead(name, -1)
-		if err != nil {
-			return nil, err
-		}
-		qs = append(qs, q)
-	}
-	for _, i := range indexes {
-		q, err := c.Schema.RegisterRead(name, i)
-		if err != nil {
-			return nil, err
-		}
-		qs = append(qs, q)
-	}
-	if len(qs) == 0 {
-		return map[int64]uint64{}, nil
-	}
-	ents, err := c.Client.Read(ctx, qs...)
-	if err != nil {
-		return nil, fmt.Errorf("read register %s: %w", name, err)
-	}
-	out := make(map[int64]uint64, len(ents))
-	for _, e := range ents {
+	return c.readCells(ctx, "register", name, indexes, c.Schema.RegisterRead, func(e *p4.Entity) (int64, uint64, bool, error) {
 		re := e.GetRegisterEntry()
 		if re == nil {
-			continue
+			return 0, 0, false, nil
 		}
 		v, err := p4rtc.ToUint(re.GetData().GetBitstring())
-		if err != nil {
-			return nil, fmt.Errorf("register %s[%d]: %w", name, re.GetIndex().GetIndex(), err)
-		}
-		out[re.GetIndex().GetIndex()] = v
-	}
-	return out, nil
+		return re.GetIndex().GetIndex(), v, true, err
+	})
 }
 
 // ReadCounter reads cells of a counter (packets): all when indexes is nil.
 func (c *Controller) ReadCounter(ctx context.Context, name string, indexes []int64) (map[int64]uint64, error) {
+	return c.readCells(ctx, "counter", name, indexes, c.Schema.CounterRead, func(e *p4.Entity) (int64, uint64, bool, error) {
+		ce := e.GetCounterEntry()
+		if ce == nil {
+			return 0, 0, false, nil
+		}
+		return ce.GetIndex().GetIndex(), uint64(ce.GetData().GetPacketCount()), true, nil
+	})
+}
+
+// readCells reads the given cells of an indexed entity (all of them when
+// indexes is nil, with one wildcard query) and decodes each answer with
+// cell into index -> value.
+func (c *Controller) readCells(ctx context.Context, kind, name string, indexes []int64,
+	query func(name string, index int64) (*p4.Entity, error),
+	cell func(*p4.Entity) (index int64, value uint64, ok bool, err error)) (map[int64]uint64, error) {
 	var qs []*p4.Entity
 	if indexes == nil {
-		q, err := c.Schema.CounterRead(name, -1)
-		if err != nil {
-			return nil, err
-		}
-		qs = append(qs, q)
+		indexes = []int64{-1} // the wildcard
 	}
 	for _, i := range indexes {
-		q, err := c.Schema.CounterRead(name, i)
+		q, err := query(name, i)
 		if err != nil {
 			return nil, err
 		}
@@ -408,12 +392,16 @@ func (c *Controller) ReadCounter(ctx context.Context, name string, indexes []int
 	}
 	ents, err := c.Client.Read(ctx, qs...)
 	if err != nil {
-		return nil, fmt.Errorf("read counter %s: %w", name, err)
+		return nil, fmt.Errorf("read %s %s: %w", kind, name, err)
 	}
 	out := make(map[int64]uint64, len(ents))
 	for _, e := range ents {
-		if ce := e.GetCounterEntry(); ce != nil {
-			out[ce.GetIndex().GetIndex()] = uint64(ce.GetData().GetPacketCount())
+		i, v, ok, err := cell(e)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s[%d]: %w", kind, name, i, err)
+		}
+		if ok {
+			out[i] = v
 		}
 	}
 	return out, nil
