@@ -32,7 +32,12 @@ import (
 //
 // Decisions: the software keeps connections exactly (no hashed slots, so
 // no takeovers); the tail cache is keyed by the exact key; the address map
-// hashes the VA with CRC-32 like the P4 program. Unlike the switch, the
+// hashes the VA with CRC-32 like the P4 program. Not mirrored yet: the
+// switch's check of every linking CAS at its ATOMIC ACK, which drops a
+// cached tail whose CAS failed (docs/swordbox-p4.md). On the switch it
+// repairs tails left stale by connection-slot evictions, which cannot
+// happen here; a CAS lost after the middlebox can still leave a tail that
+// was never linked until the next CAS of the key moves it. Unlike the switch, the
 // middlebox recomputes the ICRC of steered frames. The controller-facing
 // parts of the P4 program (outstanding-CAS registers, PacketOut repair)
 // have no counterpart here.
