@@ -616,17 +616,21 @@ control SwordboxIngress(inout headers_t hdr,
                 if (hdr.node.isValid() && hdr.reth.dma_len == meta.node_size) {
                     /* Node WRITE: remember the pending new tail of the connection's key. */
                     if (meta.retrans == 0) {
+                        /* The address map names the key of the last node written at
+                         * each VA, tracked or not: a slot reused by an untracked key
+                         * must stop mapping to the tracked key it held before, or
+                         * READs of the new node would be steered to that key's tail. */
+                        hash(meta.addr_slot, HashAlgorithm.crc32, 32w0, { hdr.reth.va }, ADDR_SLOTS);
+                        addr_valid.write(meta.addr_slot, 1);
+                        addr_va_hi.write(meta.addr_slot, hdr.reth.va[63:32]);
+                        addr_va_lo.write(meta.addr_slot, hdr.reth.va[31:0]);
+                        addr_key.write(meta.addr_slot, meta.clover_key);
                         if (meta.tracked == 1) {
                             conn_key.write(meta.conn, meta.clover_key);
                             conn_pending_va_hi.write(meta.conn, hdr.reth.va[63:32]);
                             conn_pending_va_lo.write(meta.conn, hdr.reth.va[31:0]);
                             conn_pending_ver.write(meta.conn, hdr.node.hw2[2:0] ++ hdr.node.hw1[7:3]);
                             conn_flags.write(meta.conn, CONN_HAS_KEY | CONN_PENDING);
-                            hash(meta.addr_slot, HashAlgorithm.crc32, 32w0, { hdr.reth.va }, ADDR_SLOTS);
-                            addr_valid.write(meta.addr_slot, 1);
-                            addr_va_hi.write(meta.addr_slot, hdr.reth.va[63:32]);
-                            addr_va_lo.write(meta.addr_slot, hdr.reth.va[31:0]);
-                            addr_key.write(meta.addr_slot, meta.clover_key);
                             stats.count(STAT_NODE_WRITES);
                         } else {
                             conn_flags.write(meta.conn, 0);

@@ -705,3 +705,24 @@ func TestFailedLinkDropsItsTail(t *testing.T) {
 		}
 	})
 }
+
+// The address map names the key of the last node written at each VA,
+// tracked or not. When a tracked key's retired node slot is reused by an
+// untracked key, READs of the new node must not be steered to the tracked
+// key's tail (another key's node).
+func TestReusedSlotOfUntrackedKeyNotSteered(t *testing.T) {
+	r := newSteerRig(t, modeWrite|modeRead)
+	appendA(t, r) // hotKey's tail: A1
+	r.expectSame(2, 3, nodeWrite(t, qpB, 200, vaB1, hotKey, 2, valueSize), "B's node WRITE")
+	r.send(2, cas(t, qpB, 201, vaT0, hw(0, 0, 5), hw(0xB1, 2, 5)))
+	r.expect(3) // steered to A1; B1 is hotKey's tail now
+	// A1's slot, retired, is reused by an untracked key.
+	r.expectSame(4, 3, nodeWrite(t, qpC, 300, vaA1, coldKey, 9, valueSize), "C's node WRITE of an untracked key into A1's slot")
+	r.expectSame(4, 3, readReq(t, qpC, 301, vaA1, nodeSize), "READ of the untracked key's node")
+	// A READ of hotKey's old node is still steered.
+	r.expectSame(1, 3, nodeWrite(t, qpA, 102, vaT0+0x1000, hotKey, 3, valueSize), "A's node WRITE (not linked)")
+	r.send(1, readReq(t, qpA, 103, vaT0+0x1000, nodeSize))
+	if p, _ := roce.Parse(r.expect(3)); p.RETH.VA() != vaB1 {
+		t.Errorf("READ of a tracked key's node: VA %#x, want %#x (steered to the tail)", p.RETH.VA(), vaB1)
+	}
+}
