@@ -2,9 +2,12 @@ package testbed
 
 import (
 	"context"
+	"math"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/swordbox/swordbox/testbed/report"
 	"github.com/swordbox/swordbox/testbed/ycsb"
 )
 
@@ -104,5 +107,20 @@ func TestTimingModel(t *testing.T) {
 		if _, err := TimingModel(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
+	}
+}
+
+func TestContentionNotes(t *testing.T) {
+	cells := []report.Cell{
+		{Mode: ModeOff, Workload: "a", CASSuccessRate: 0.942, RetriesPerOp: 1.28},
+		{Mode: ModeWrite, Workload: "a", CASSuccessRate: 1},
+		{Mode: ModeOff, Workload: "c", CASSuccessRate: math.NaN()},
+	}
+	notes := contentionNotes(cells)
+	if len(notes) != 2 || !strings.Contains(notes[0], "a: with swordbox off 94.2% of CAS succeeded") || !strings.Contains(notes[0], "1.28 retries") {
+		t.Errorf("notes = %q", notes)
+	}
+	if n := contentionNotes(cells[1:]); len(n) != 0 {
+		t.Errorf("notes without an off cell with CAS: %q", n)
 	}
 }
