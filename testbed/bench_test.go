@@ -22,6 +22,15 @@ func TestRunCellSmoke(t *testing.T) {
 		if c.Ops == 0 || c.Errors != 0 {
 			t.Fatalf("cell: %+v", c)
 		}
+		// The switch's own counters: off only forwards; write+read learns
+		// node WRITEs and sees the linking CASes.
+		learned := c.Steering["node_writes"] > 0 && c.Steering["cas_seen"] > 0 && c.Steering["node_reads"] > 0
+		if (mode == ModeWriteRead) != learned {
+			t.Errorf("%s: switch steering counters %v", mode, c.Steering)
+		}
+		if mode == ModeWriteRead && c.CASSuccessRate < 0.99 {
+			t.Errorf("write+read: CAS success %.3f: steering should make (nearly) every CAS land on the tail", c.CASSuccessRate)
+		}
 	}
 }
 
