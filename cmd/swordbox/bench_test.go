@@ -1,0 +1,98 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+// runBenchCmd runs `swordbox bench args...` and returns stdout and stderr.
+func runBenchCmd(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	benchCmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if sv, ok := f.Value.(pflag.SliceValue); ok {
+			// Replace, not Set: Set marks the slice as given, and the
+			// next --flag would append to the defaults.
+			var def []string
+			if d := strings.Trim(f.DefValue, "[]"); d != "" {
+				def = strings.Split(d, ",")
+			}
+			_ = sv.Replace(def)
+		} else {
+			_ = f.Value.Set(f.DefValue)
+		}
+		f.Changed = false
+	})
+	var out, errOut bytes.Buffer
+	rootCmd.SetOut(&out)
+	rootCmd.SetErr(&errOut)
+	defer func() {
+		rootCmd.SetOut(nil)
+		rootCmd.SetErr(nil)
+		rootCmd.SetArgs(nil)
+	}()
+	rootCmd.SetArgs(append([]string{"bench"}, args...))
+	err := rootCmd.Execute()
+	return out.String(), errOut.String(), err
+}
+
+// A tiny real run: one Clover cell per mode on the in-process rack, JSON on
+// stdout with the keys the issue names, and the results directory.
+func TestBenchJSONAndResults(t *testing.T) {
+	dir := t.TempDir()
+	out, errOut, err := runBenchCmd(t, "--workloads", "a", "--modes", "off,write+read", "--keys", "64", "--threads", "4",
+		"--client-hosts", "2", "--duration", "400ms", "--warmup", "100ms", "--json", "--no-progress", "--results", dir)
+	if err != nil {
+		t.Fatalf("bench: %v\n%s", err, errOut)
+	}
+	var cells []map[string]any
+	if err := json.Unmarshal([]byte(out), &cells); err != nil {
+		t.Fatalf("stdout is not a JSON array: %v\n%s", err, out)
+	}
+	if len(cells) != 2 {
+		t.Fatalf("%d cells, want 2", len(cells))
+	}
+	for _, k := range []string{"system", "scenario", "mode", "workload", "ops_per_sec", "p50_us", "p99_us", "p999_us", "bytes_per_op", "cas_success_rate", "retries_per_op"} {
+		if _, ok := cells[0][k]; !ok {
+			t.Errorf("cell lacks %q", k)
+		}
+	}
+	if cells[0]["mode"] != "off" || cells[1]["mode"] != "write+read" || cells[0]["system"] != "clover" {
+		t.Errorf("cells: %v", cells)
+	}
+	if ops, _ := cells[1]["ops_per_sec"].(float64); ops <= 0 {
+		t.Errorf("ops_per_sec = %v", cells[1]["ops_per_sec"])
+	}
+	runs, _ := filepath.Glob(filepath.Join(dir, "*", "report.md"))
+	if len(runs) != 1 {
+		t.Fatalf("results: %v", runs)
+	}
+	for _, f := range []string{"results.json", "cells.json", "results.csv", "throughput.png", "bytes_per_op.png", "p99_latency.png"} {
+		if _, err := os.Stat(filepath.Join(filepath.Dir(runs[0]), f)); err != nil {
+			t.Errorf("results lack %s", f)
+		}
+	}
+}
+
+func TestBenchRefusesBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--scenario", "nope"}, "unknown scenario"},
+		{[]string{"--workloads", "z"}, "--workloads"},
+		{[]string{"--modes", "sideways"}, "sideways"},
+		{[]string{"--timing", "cx9"}, "timing model"},
+		{[]string{"--scenario", "cas-mux", "--sweep", "0"}, "client QPs"},
+	} {
+		_, _, err := runBenchCmd(t, append(tc.args, "--no-progress", "--results", "")...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: err %v, want one containing %q", tc.args, err, tc.want)
+		}
+	}
+}
