@@ -43,10 +43,13 @@ type benchConfig struct {
 	NoProgress  bool          `mapstructure:"no-progress"`
 }
 
-var benchCmd = &cobra.Command{
-	Use:   "bench",
-	Short: "Run the A/B benchmark of swordbox on the in-process software rack",
-	Long: `bench assembles a software rack for every cell (one memory node, Clover's
+// newBenchCmd builds the bench command and its flags (a constructor, so that
+// tests get a fresh command and fresh flags each time).
+func newBenchCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "bench",
+		Short: "Run the A/B benchmark of swordbox on the in-process software rack",
+		Long: `bench assembles a software rack for every cell (one memory node, Clover's
 metadata server, client hosts, and the Go switch target running swordbox.p4
 under the real controller over gRPC) and runs the same workload, with the same
 seed, with swordbox off, with write steering, and with write and read steering.
@@ -66,12 +69,10 @@ Scenarios:
 
 --sweep replaces a scenario's swept values (e.g. --sweep 0,8,all for partial,
 --sweep 1,16 for cas-mux).`,
-	Args: cobra.NoArgs,
-	RunE: runBench,
-}
-
-func init() {
-	f := benchCmd.Flags()
+		Args: cobra.NoArgs,
+		RunE: runBench,
+	}
+	f := c.Flags()
 	f.String("scenario", testbed.ScenarioDefault, "one of "+strings.Join(testbed.Scenarios, ", "))
 	f.Int("keys", 1024, "number of Clover keys (YCSB record count)")
 	f.Int("value-size", 128, "object (value) size in bytes")
@@ -90,8 +91,10 @@ func init() {
 	f.Bool("json", false, "print the cells as a JSON array on stdout instead of the table")
 	f.Bool("netns", false, "run every host as its own process in its own network namespace, joined by veth pairs (root; see docs/netns.md)")
 	f.Bool("no-progress", false, "do not draw the progress bar on stderr")
-	rootCmd.AddCommand(benchCmd)
+	return c
 }
+
+func init() { rootCmd.AddCommand(newBenchCmd()) }
 
 func runBench(cmd *cobra.Command, _ []string) error {
 	var cfg benchConfig

@@ -8,36 +8,21 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spf13/pflag"
+	"github.com/spf13/cobra"
 )
 
-// runBenchCmd runs `swordbox bench args...` and returns stdout and stderr.
+// runBenchCmd runs `swordbox bench args...` on a fresh command tree (flag
+// state does not leak between runs) and returns stdout and stderr.
 func runBenchCmd(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
-	benchCmd.Flags().VisitAll(func(f *pflag.Flag) {
-		if sv, ok := f.Value.(pflag.SliceValue); ok {
-			// Replace, not Set: Set marks the slice as given, and the
-			// next --flag would append to the defaults.
-			var def []string
-			if d := strings.Trim(f.DefValue, "[]"); d != "" {
-				def = strings.Split(d, ",")
-			}
-			_ = sv.Replace(def)
-		} else {
-			_ = f.Value.Set(f.DefValue)
-		}
-		f.Changed = false
-	})
+	root := &cobra.Command{Use: "swordbox", SilenceUsage: true, SilenceErrors: true}
+	root.PersistentFlags().String("config", "", "")
+	root.AddCommand(newBenchCmd())
 	var out, errOut bytes.Buffer
-	rootCmd.SetOut(&out)
-	rootCmd.SetErr(&errOut)
-	defer func() {
-		rootCmd.SetOut(nil)
-		rootCmd.SetErr(nil)
-		rootCmd.SetArgs(nil)
-	}()
-	rootCmd.SetArgs(append([]string{"bench"}, args...))
-	err := rootCmd.Execute()
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	root.SetArgs(append([]string{"bench"}, args...))
+	err := root.Execute()
 	return out.String(), errOut.String(), err
 }
 
