@@ -125,9 +125,13 @@
 // recomputation and keeps a corrupted frame corrupted. The fields a remap
 // rewrites are all connection-key fields, so their share of the delta is a
 // per-connection-pair constant, and a remapped request or READ response
-// folds in only its PSN (and MSN). CMP_SWAP to WRITE
-// and generated answers get a fresh ICRC (answers from per-client
-// templates, also updated incrementally). Received ICRCs are verified
+// folds in only its PSN (and MSN). CMP_SWAP to WRITE changes the length,
+// but the register algebra still gives its ICRC from the atomic's
+// (icrc.go: un-advance over the atomic's last 16 bytes, fold in the
+// per-pair, PSN and conversion constants, advance over the new 12), so a
+// corrupted atomic also stays corrupted as a WRITE; only unusual layouts
+// (IPv4 options, steered frames) are recomputed in full. Generated answers
+// come from per-client templates, updated incrementally. Received ICRCs are verified
 // unless SkipICRCCheck (a NIC that drops bad Ethernet FCS makes that
 // redundant; the software rack's links can corrupt without an FCS).
 //

@@ -427,10 +427,11 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 	rewrite := remapped || outPSN != psn || steered
 	var sp icrcSpan
 	spanOK := saveSpan(&sp, p, p.BTHOff+roce.BTHLen)
+	var cv convPre
 	switch cls {
 	case opAtomic:
 		if inRanges(sv.cas, va) {
-			frame, rewrite = e.atomicOnWord(si, p, first, va, onShared, rewrite)
+			frame, rewrite = e.atomicOnWord(si, p, first, va, onShared, rewrite, &cv)
 		}
 	case opWriteOnly, opMultiFirst:
 		if len(sv.cas) > 0 && inRanges(sv.cas, va) {
@@ -447,6 +448,9 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 		case !steered && !first.converted() && fastOK(p):
 			ipChecksum(p.IP)
 			fastICRC(p, e.reqDelta(ci, home), psn, outPSN, false, 0, 0)
+		case !steered && first.converted() && cv.ok:
+			ipChecksum(p.IP)
+			convICRC(p, &cv, e.reqDelta(ci, home), psn, outPSN)
 		default:
 			finish(p, &sp, spanOK && !steered && !first.converted())
 		}
@@ -470,7 +474,8 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 // atomicOnWord handles a CMP_SWAP or FETCH_ADD on a tracked word: replaced
 // by a WRITE of the outcome when the word's value is known, else sent
 // unchanged and logged so its ATOMIC ACK can teach the value.
-func (e *Engine) atomicOnWord(si int32, p *roce.Packet, en *entry, va uint64, onShared, rewrite bool) ([]byte, bool) {
+// When it is replaced, cv records what convICRC needs.
+func (e *Engine) atomicOnWord(si int32, p *roce.Packet, en *entry, va uint64, onShared, rewrite bool, cv *convPre) ([]byte, bool) {
 	wi := e.words.lookup(si, va&^7, true)
 	isFA := p.Opcode == roce.OpRCFetchAdd
 	en.fa = isFA
@@ -499,6 +504,7 @@ func (e *Engine) atomicOnWord(si int32, p *roce.Packet, en *entry, va uint64, on
 		} else {
 			e.c.CASToWrite++
 		}
+		saveConv(cv, p)
 		return casToWrite(p, w.value), true
 	}
 	en.kind, en.word, en.cmp, en.swp = kAtomicPass, wi, cmp, sa

@@ -23,21 +23,25 @@ import (
 //
 // An incremental update also keeps a corrupted frame corrupted: a frame
 // whose ICRC was wrong before the rewrite is still wrong after it, so the
-// receiver drops it as it would have without the middlebox. Only rewrites
-// that change the length (CMP_SWAP to WRITE) and frames the engine consumes
-// (server ACKs, which drive what the clients are told) are verified and
-// recomputed in full.
+// receiver drops it as it would have without the middlebox. CMP_SWAP to
+// WRITE changes the length; it has its own incremental update (convICRC
+// below). Frames the engine consumes (server ACKs, which drive what the
+// clients are told) are verified in full.
 
 var (
-	crcTab   [8][256]uint32
-	zeroTabs [16][4][256]uint32 // zeroTabs[k]: advance over 2^k zero bytes
+	crcTab   [spanTabs][256]uint32 // crcTab[j][b]: raw CRC of byte b then j zero bytes
+	zeroTabs [16][4][256]uint32    // zeroTabs[k]: advance over 2^k zero bytes
 )
+
+// spanTabs is the longest span spanCRC takes: its bytes' contributions are
+// independent table lookups (no serial dependence from byte to byte).
+const spanTabs = 16
 
 func init() {
 	crcTab[0] = *crc32.IEEETable
 	for i := 0; i < 256; i++ {
 		c := crcTab[0][i]
-		for j := 1; j < 8; j++ {
+		for j := 1; j < spanTabs; j++ {
 			c = crcTab[0][c&0xff] ^ c>>8
 			crcTab[j][i] = c
 		}
@@ -88,6 +92,20 @@ func rawCRC(s uint32, p []byte) uint32 {
 	}
 	for _, v := range p {
 		s = crcTab[0][byte(s)^v] ^ s>>8
+	}
+	return s
+}
+
+// spanCRC is rawCRC(0, p) for len(p) <= spanTabs: the raw CRC is linear,
+// so it is the xor of each byte's contribution, crcTab[bytes after it][b].
+func spanCRC(p []byte) uint32 {
+	n := len(p) - 1
+	if n >= spanTabs {
+		return rawCRC(0, p)
+	}
+	var s uint32
+	for i, v := range p {
+		s ^= crcTab[(n-i)&(spanTabs-1)][v]
 	}
 	return s
 }
@@ -198,11 +216,11 @@ func binaryPut16(b []byte, v uint16) { b[0], b[1] = byte(v>>8), byte(v) }
 func fastICRC(p *roce.Packet, k, oldPSN, newPSN uint32, aeth bool, oldMSN, newMSN uint32) {
 	var d [7]byte
 	put24(d[0:], oldPSN^newPSN)
-	x := k ^ rawCRC(0, d[:3]) // PSN: the last 3 bytes of the span
+	x := k ^ spanCRC(d[:3]) // PSN: the last 3 bytes of the span
 	end := p.L3Off + kSpanEnd
 	if aeth {
 		put24(d[4:], oldMSN^newMSN)
-		x = zeroAdvance(x, roce.AETHLen) ^ rawCRC(0, d[3:7]) // syndrome unchanged, MSN
+		x = zeroAdvance(x, roce.AETHLen) ^ spanCRC(d[3:7]) // syndrome unchanged, MSN
 		end += roce.AETHLen
 	}
 	old := binary.LittleEndian.Uint32(p.Frame[p.ICRCOff:])
@@ -212,4 +230,117 @@ func fastICRC(p *roce.Packet, k, oldPSN, newPSN uint32, aeth bool, oldMSN, newMS
 // fastOK reports whether p has the layout fastICRC assumes.
 func fastOK(p *roce.Packet) bool {
 	return p.BTHOff == p.L3Off+roce.IPv4MinLen+roce.UDPLen
+}
+
+// CMP_SWAP/FETCH_ADD to WRITE_ONLY, incrementally. The rewrite changes the
+// length (AtomicETH, 28 bytes, becomes RETH, 16, and 8 bytes of payload),
+// so the same-length rule above does not apply directly; the register
+// algebra still does. With a 20-byte IPv4 header the ICRC covers, after the
+// 0xFF prefix, M = H | X | T (old) and M' = H' | X | L | P (new): H the
+// 40 bytes of masked IPv4, UDP and BT headers, X the VA and rkey (12 bytes,
+// unchanged), T swap/add and compare (16), L the RETH's DMA length (4),
+// P the stored value (8). With R the register after a message, adv_n the
+// advance over n zero bytes and raw the bare CRC:
+//
+//	R(M)  = adv16(R(H|X)) ^ raw(T)
+//	R(M') = adv12(R(H'|X)) ^ raw(L|P),  R(H'|X) = R(H|X) ^ adv12(raw(H^H'))
+//	R(M') = adv4^-1(R(M) ^ raw(T)) ^ adv24(raw(H^H')) ^ raw(L|P)
+//
+// raw(H^H') is the connection pair's constant (reqDelta), the PSN's share,
+// and the conversion's own constant (IPv4 total length 72 to 68, UDP length
+// 52 to 48, the opcode): a few dozen table lookups instead of reading the
+// 64-byte packet again, and, like the other incremental updates, a frame
+// that arrived corrupted stays corrupted.
+
+const (
+	convInLen  = hdrLen20 + roce.AtomicETHLen // L3 bytes of an atomic request (without ICRC)
+	convOutLen = hdrLen20 + roce.RETHLen + 8  // of the WRITE_ONLY it becomes
+	hdrLen20   = roce.IPv4MinLen + roce.UDPLen + roce.BTHLen
+)
+
+var (
+	inv4Tab   [4][256]uint32 // adv4^-1
+	convConst [2]uint32      // adv24(raw(header change)) for CMP_SWAP (0) and FETCH_ADD (1), PSN and connection aside
+)
+
+func init() {
+	// Columns of adv4, then Gauss-Jordan over GF(2) for the inverse's.
+	var vec, inv [32]uint32
+	for i := range vec {
+		vec[i], inv[i] = zeroAdvance(1<<i, 4), 1<<i
+	}
+	for b := 0; b < 32; b++ {
+		r := b
+		for vec[r]&(1<<b) == 0 {
+			r++ // adv4 is invertible: a pivot exists
+		}
+		vec[b], vec[r] = vec[r], vec[b]
+		inv[b], inv[r] = inv[r], inv[b]
+		for i := range vec {
+			if i != b && vec[i]&(1<<b) != 0 {
+				vec[i] ^= vec[b]
+				inv[i] ^= inv[b]
+			}
+		}
+	}
+	for j := 0; j < 4; j++ {
+		for v := 0; v < 256; v++ {
+			var r uint32
+			for k := 0; k < 8; k++ {
+				if v&(1<<k) != 0 {
+					r ^= inv[8*j+k]
+				}
+			}
+			inv4Tab[j][v] = r
+		}
+	}
+	for i, op := range []roce.Opcode{roce.OpRCCompareSwap, roce.OpRCFetchAdd} {
+		var d [hdrLen20]byte
+		binaryPut16(d[roce.IPv4TotalLenOff:], (convInLen+roce.ICRCLen)^(convOutLen+roce.ICRCLen))
+		binaryPut16(d[roce.IPv4MinLen+roce.UDPLengthOff:], (convInLen+roce.ICRCLen-roce.IPv4MinLen)^(convOutLen+roce.ICRCLen-roce.IPv4MinLen))
+		d[roce.IPv4MinLen+roce.UDPLen+roce.BTHOpcodeOff] = byte(op) ^ byte(roce.OpRCWriteOnly)
+		convConst[i] = zeroAdvance(rawCRC(0, d[:]), convOutLen-hdrLen20)
+	}
+}
+
+// invAdvance4 is adv4^-1.
+func invAdvance4(s uint32) uint32 {
+	return inv4Tab[0][s&0xff] ^ inv4Tab[1][s>>8&0xff] ^ inv4Tab[2][s>>16&0xff] ^ inv4Tab[3][s>>24]
+}
+
+// convPre is what the incremental CMP_SWAP to WRITE update needs from the
+// atomic before it is rewritten.
+type convPre struct {
+	ok  bool   // the layout is the one the update assumes
+	fa  bool   // FETCH_ADD
+	pre uint32 // adv4^-1(R(M) ^ raw(T))
+}
+
+// saveConv records p (a CMP_SWAP or FETCH_ADD about to become a WRITE) for
+// convICRC.
+func saveConv(cv *convPre, p *roce.Packet) {
+	cv.ok = fastOK(p) && p.ICRCOff-p.L3Off == convInLen && p.BTH.PadCnt() == 0
+	if !cv.ok {
+		return
+	}
+	f := p.Frame
+	t := p.L3Off + hdrLen20 + 12 // swap/add and compare
+	cv.fa = p.Opcode == roce.OpRCFetchAdd
+	cv.pre = invAdvance4(^binary.LittleEndian.Uint32(f[p.ICRCOff:]) ^ spanCRC(f[t:t+16]))
+}
+
+// convICRC writes the ICRC of p, the WRITE_ONLY that the atomic saved in cv
+// became, whose header changes besides the conversion are the connection
+// pair's (k, reqDelta) and the PSN's.
+func convICRC(p *roce.Packet, cv *convPre, k, oldPSN, newPSN uint32) {
+	var d [3]byte
+	put24(d[:], oldPSN^newPSN)
+	c := convConst[0]
+	if cv.fa {
+		c = convConst[1]
+	}
+	h := zeroAdvance(k^spanCRC(d[:]), convOutLen-hdrLen20) ^ c
+	l := p.L3Off + hdrLen20 + 12 // DMA length and payload
+	r := cv.pre ^ h ^ spanCRC(p.Frame[l:l+12])
+	binary.LittleEndian.PutUint32(p.Frame[p.ICRCOff:], ^r)
 }

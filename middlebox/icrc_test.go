@@ -58,3 +58,96 @@ func TestIncrementalICRCKeepsCorruption(t *testing.T) {
 		t.Fatal("update wrong")
 	}
 }
+
+// spanCRC (independent per-byte lookups) equals the serial raw CRC.
+func TestSpanCRC(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for n := 0; n <= 2*spanTabs; n++ {
+		for trial := 0; trial < 20; trial++ {
+			b := make([]byte, n)
+			for i := range b {
+				b[i] = byte(rng.Uint32())
+			}
+			if got, want := spanCRC(b), rawCRC(0, b); got != want {
+				t.Fatalf("%d bytes %x: spanCRC %#x, rawCRC %#x", n, b, got, want)
+			}
+		}
+	}
+}
+
+// The incremental CMP_SWAP/FETCH_ADD to WRITE update agrees with a full
+// recomputation, with a new PSN and a retargeted connection, and keeps a
+// corrupted frame corrupted.
+func TestConvICRC(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for trial := 0; trial < 200; trial++ {
+		op := roce.OpRCCompareSwap
+		if trial%2 == 1 {
+			op = roce.OpRCFetchAdd
+		}
+		oldPSN, newPSN := rng.Uint32()&psnMask, rng.Uint32()&psnMask
+		f := roce.Fields{Opcode: op, TTL: 64, SrcPort: uint16(rng.Uint32()), PKey: 0xffff, DestQP: rng.Uint32() & 0xffffff,
+			PSN: oldPSN, AckReq: trial%3 == 0, VA: rng.Uint64(), RKey: rng.Uint32(), SwapAdd: rng.Uint64(), Compare: rng.Uint64()}
+		frame := buildFrame(t, &f)
+		corrupt := trial%5 == 4
+		var p roce.Packet
+		if err := roce.ParseInto(&p, frame); err != nil {
+			t.Fatal(err)
+		}
+		if corrupt {
+			frame[p.ExtOff+20] ^= 0x10 // the compare value
+		}
+		// The connection pair's constant, as reqDelta computes it.
+		var d [kSpanEnd - kSpanStart]byte
+		o := conn{cliIP: [4]byte{10, 9, 8, byte(trial)}, srvIP: [4]byte{10, 0, 0, 2}, cliPort: uint16(rng.Uint32()), srvQP: rng.Uint32() & 0xffffff}
+		for i := 0; i < 4; i++ {
+			d[i] = p.IP[roce.IPv4SrcOff+i] ^ o.cliIP[i]
+			d[4+i] = p.IP[roce.IPv4DstOff+i] ^ o.srvIP[i]
+		}
+		binaryPut16(d[kPortOff-kSpanStart:], p.UDP.SrcPort()^o.cliPort)
+		put24(d[kQPOff-kSpanStart:], p.BTH.DestQP()^o.srvQP)
+		k := rawCRC(0, d[:])
+
+		var cv convPre
+		saveConv(&cv, &p)
+		if !cv.ok {
+			t.Fatalf("trial %d: layout refused", trial)
+		}
+		casToWrite(&p, rng.Uint64())
+		retargetRequest(&p, &o)
+		p.BTH.SetPSN(newPSN)
+		ipChecksum(p.IP)
+		convICRC(&p, &cv, k, oldPSN, newPSN)
+		if got := p.ICRCOK(); got == corrupt {
+			t.Fatalf("trial %d (corrupt %v): incremental ICRC %#x, full %#x", trial, corrupt, p.StoredICRC(), p.ComputeICRC())
+		}
+	}
+}
+
+// BenchmarkConvICRC compares the ICRC of a CMP_SWAP turned WRITE computed
+// incrementally (convICRC) and in full (roce.Packet.SetICRC).
+func BenchmarkConvICRC(b *testing.B) {
+	f := roce.Fields{Opcode: roce.OpRCCompareSwap, TTL: 64, PKey: 0xffff, DestQP: 0x11, PSN: 5, VA: 0x1000, RKey: 7, SwapAdd: 1}
+	frame := buildFrame(b, &f)
+	var p roce.Packet
+	if err := roce.ParseInto(&p, frame); err != nil {
+		b.Fatal(err)
+	}
+	var cv convPre
+	saveConv(&cv, &p)
+	casToWrite(&p, 1)
+	p.BTH.SetPSN(9)
+	b.Run("full", func(b *testing.B) {
+		for b.Loop() {
+			p.SetICRC()
+		}
+	})
+	b.Run("incremental", func(b *testing.B) {
+		for b.Loop() {
+			convICRC(&p, &cv, 0, 5, 9)
+		}
+	})
+	if !p.ICRCOK() {
+		b.Fatal("wrong ICRC")
+	}
+}
