@@ -97,17 +97,37 @@ func rawCRC(s uint32, p []byte) uint32 {
 }
 
 // spanCRC is rawCRC(0, p) for len(p) <= spanTabs: the raw CRC is linear,
-// so it is the xor of each byte's contribution, crcTab[bytes after it][b].
+// so it is the xor of each byte's contribution, crcTab[bytes after it][b],
+// and leading zero bytes contribute nothing: p is placed at the end of a
+// 16-byte block taken by raw16.
 func spanCRC(p []byte) uint32 {
-	n := len(p) - 1
-	if n >= spanTabs {
+	if len(p) > spanTabs {
 		return rawCRC(0, p)
 	}
-	var s uint32
-	for i, v := range p {
-		s ^= crcTab[(n-i)&(spanTabs-1)][v]
-	}
-	return s
+	var b [spanTabs]byte
+	copy(b[spanTabs-len(p):], p)
+	return raw16(&b)
+}
+
+// raw16 is rawCRC(0, b[:]) with 16 independent lookups.
+func raw16(b *[16]byte) uint32 {
+	t := &crcTab
+	return t[15][b[0]] ^ t[14][b[1]] ^ t[13][b[2]] ^ t[12][b[3]] ^
+		t[11][b[4]] ^ t[10][b[5]] ^ t[9][b[6]] ^ t[8][b[7]] ^
+		t[7][b[8]] ^ t[6][b[9]] ^ t[5][b[10]] ^ t[4][b[11]] ^
+		t[3][b[12]] ^ t[2][b[13]] ^ t[1][b[14]] ^ t[0][b[15]]
+}
+
+// raw8 is rawCRC(0, b[:]) with 8 independent lookups.
+func raw8(b *[8]byte) uint32 {
+	t := &crcTab
+	return t[7][b[0]] ^ t[6][b[1]] ^ t[5][b[2]] ^ t[4][b[3]] ^
+		t[3][b[4]] ^ t[2][b[5]] ^ t[1][b[6]] ^ t[0][b[7]]
+}
+
+// raw24 is the raw CRC of the 3 big-endian bytes of v (a PSN or MSN).
+func raw24(v uint32) uint32 {
+	return crcTab[2][v>>16&0xff] ^ crcTab[1][v>>8&0xff] ^ crcTab[0][v&0xff]
 }
 
 // zeroAdvance advances register s over z zero bytes.
@@ -214,13 +234,10 @@ func binaryPut16(b []byte, v uint16) { b[0], b[1] = byte(v>>8), byte(v) }
 // changes since it was received are the per-connection fields behind k,
 // the PSN (oldPSN to newPSN) and, when msnDelta is set, the AETH MSN.
 func fastICRC(p *roce.Packet, k, oldPSN, newPSN uint32, aeth bool, oldMSN, newMSN uint32) {
-	var d [7]byte
-	put24(d[0:], oldPSN^newPSN)
-	x := k ^ spanCRC(d[:3]) // PSN: the last 3 bytes of the span
+	x := k ^ raw24(oldPSN^newPSN) // PSN: the last 3 bytes of the span
 	end := p.L3Off + kSpanEnd
 	if aeth {
-		put24(d[4:], oldMSN^newMSN)
-		x = zeroAdvance(x, roce.AETHLen) ^ spanCRC(d[3:7]) // syndrome unchanged, MSN
+		x = zeroAdvance(x, roce.AETHLen) ^ raw24(oldMSN^newMSN) // syndrome unchanged, MSN
 		end += roce.AETHLen
 	}
 	old := binary.LittleEndian.Uint32(p.Frame[p.ICRCOff:])
@@ -260,6 +277,7 @@ const (
 
 var (
 	inv4Tab   [4][256]uint32 // adv4^-1
+	dmaLen8   uint32         // raw CRC of the DMA length 8 (its last byte) before the 8-byte value
 	convConst [2]uint32      // adv24(raw(header change)) for CMP_SWAP (0) and FETCH_ADD (1), PSN and connection aside
 )
 
@@ -294,6 +312,7 @@ func init() {
 			inv4Tab[j][v] = r
 		}
 	}
+	dmaLen8 = crcTab[8][8]
 	for i, op := range []roce.Opcode{roce.OpRCCompareSwap, roce.OpRCFetchAdd} {
 		var d [hdrLen20]byte
 		binaryPut16(d[roce.IPv4TotalLenOff:], (convInLen+roce.ICRCLen)^(convOutLen+roce.ICRCLen))
@@ -326,21 +345,19 @@ func saveConv(cv *convPre, p *roce.Packet) {
 	f := p.Frame
 	t := p.L3Off + hdrLen20 + 12 // swap/add and compare
 	cv.fa = p.Opcode == roce.OpRCFetchAdd
-	cv.pre = invAdvance4(^binary.LittleEndian.Uint32(f[p.ICRCOff:]) ^ spanCRC(f[t:t+16]))
+	cv.pre = invAdvance4(^binary.LittleEndian.Uint32(f[p.ICRCOff:]) ^ raw16((*[16]byte)(f[t:t+16])))
 }
 
 // convICRC writes the ICRC of p, the WRITE_ONLY that the atomic saved in cv
 // became, whose header changes besides the conversion are the connection
 // pair's (k, reqDelta) and the PSN's.
 func convICRC(p *roce.Packet, cv *convPre, k, oldPSN, newPSN uint32) {
-	var d [3]byte
-	put24(d[:], oldPSN^newPSN)
 	c := convConst[0]
 	if cv.fa {
 		c = convConst[1]
 	}
-	h := zeroAdvance(k^spanCRC(d[:]), convOutLen-hdrLen20) ^ c
-	l := p.L3Off + hdrLen20 + 12 // DMA length and payload
-	r := cv.pre ^ h ^ spanCRC(p.Frame[l:l+12])
+	h := zeroAdvance(k^raw24(oldPSN^newPSN), convOutLen-hdrLen20) ^ c
+	v := p.L3Off + hdrLen20 + roce.RETHLen // the stored value, after the DMA length 8
+	r := cv.pre ^ h ^ dmaLen8 ^ raw8((*[8]byte)(p.Frame[v:v+8]))
 	binary.LittleEndian.PutUint32(p.Frame[p.ICRCOff:], ^r)
 }

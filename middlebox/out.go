@@ -187,7 +187,9 @@ func (e *Engine) emitAck(out *Out, c *conn, psn uint32, syn roce.Syndrome, msn u
 	f[genAETH+1] = byte(msn >> 16)
 	f[genAETH+2] = byte(msn >> 8)
 	f[genAETH+3] = byte(msn)
-	d := spanCRC(f[genBTH+roce.BTHAckPSNOff+1 : genAtomic])
+	// The 8 bytes from the PSN word's first (zero in template and frame)
+	// to the MSN's last.
+	d := raw8((*[8]byte)(f[genBTH+roce.BTHAckPSNOff : genAtomic]))
 	binary.LittleEndian.PutUint32(f[genAtomic:], t.ackICRC^d)
 	e.c.TxClient++
 	if syn.IsACK() {
@@ -215,7 +217,7 @@ func (e *Engine) emitAtomicAck(out *Out, c *conn, psn uint32, orig uint64, msn u
 	f[genAETH+3] = byte(msn)
 	binary.BigEndian.PutUint64(f[genAtomic:], orig)
 	end := genAtomic + roce.AtomicAckETHLen
-	d := spanCRC(f[genBTH+roce.BTHAckPSNOff+1 : end])
+	d := raw16((*[16]byte)(f[genBTH+roce.BTHAckPSNOff : end])) // as in emitAck
 	binary.LittleEndian.PutUint32(f[end:], t.atomicICR^d)
 	e.c.TxClient++
 	e.c.AtomicACKsOut++
