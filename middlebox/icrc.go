@@ -33,8 +33,10 @@ var (
 	zeroTabs [16][4][256]uint32    // zeroTabs[k]: advance over 2^k zero bytes
 )
 
-// spanTabs is the longest span spanCRC takes: its bytes' contributions are
-// independent table lookups (no serial dependence from byte to byte).
+// spanTabs is the longest span raw16 takes: the raw CRC is linear, so it is
+// the xor of each byte's contribution, crcTab[bytes after it][b], with no
+// serial dependence from byte to byte (and leading zero bytes contribute
+// nothing).
 const spanTabs = 16
 
 func init() {
@@ -94,19 +96,6 @@ func rawCRC(s uint32, p []byte) uint32 {
 		s = crcTab[0][byte(s)^v] ^ s>>8
 	}
 	return s
-}
-
-// spanCRC is rawCRC(0, p) for len(p) <= spanTabs: the raw CRC is linear,
-// so it is the xor of each byte's contribution, crcTab[bytes after it][b],
-// and leading zero bytes contribute nothing: p is placed at the end of a
-// 16-byte block taken by raw16.
-func spanCRC(p []byte) uint32 {
-	if len(p) > spanTabs {
-		return rawCRC(0, p)
-	}
-	var b [spanTabs]byte
-	copy(b[spanTabs-len(p):], p)
-	return raw16(&b)
 }
 
 // raw16 is rawCRC(0, b[:]) with 16 independent lookups.

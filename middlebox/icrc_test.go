@@ -59,18 +59,26 @@ func TestIncrementalICRCKeepsCorruption(t *testing.T) {
 	}
 }
 
-// spanCRC (independent per-byte lookups) equals the serial raw CRC.
-func TestSpanCRC(t *testing.T) {
+// raw8, raw16 and raw24 (independent per-byte lookups) equal the serial
+// raw CRC.
+func TestIndependentLookups(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	for n := 0; n <= 2*spanTabs; n++ {
-		for trial := 0; trial < 20; trial++ {
-			b := make([]byte, n)
-			for i := range b {
-				b[i] = byte(rng.Uint32())
-			}
-			if got, want := spanCRC(b), rawCRC(0, b); got != want {
-				t.Fatalf("%d bytes %x: spanCRC %#x, rawCRC %#x", n, b, got, want)
-			}
+	for trial := 0; trial < 1000; trial++ {
+		var b16 [16]byte
+		var b8 [8]byte
+		for i := range b16 {
+			b16[i] = byte(rng.Uint32())
+		}
+		copy(b8[:], b16[3:])
+		if got, want := raw16(&b16), rawCRC(0, b16[:]); got != want {
+			t.Fatalf("%x: raw16 %#x, rawCRC %#x", b16, got, want)
+		}
+		if got, want := raw8(&b8), rawCRC(0, b8[:]); got != want {
+			t.Fatalf("%x: raw8 %#x, rawCRC %#x", b8, got, want)
+		}
+		v := rng.Uint32() & psnMask
+		if got, want := raw24(v), rawCRC(0, []byte{byte(v >> 16), byte(v >> 8), byte(v)}); got != want {
+			t.Fatalf("%#x: raw24 %#x, rawCRC %#x", v, got, want)
 		}
 	}
 }
