@@ -226,7 +226,7 @@ func fastICRC(p *roce.Packet, k, oldPSN, newPSN uint32, aeth bool, oldMSN, newMS
 	x := k ^ raw24(oldPSN^newPSN) // PSN: the last 3 bytes of the span
 	end := p.L3Off + kSpanEnd
 	if aeth {
-		x = zeroAdvance(x, roce.AETHLen) ^ raw24(oldMSN^newMSN) // syndrome unchanged, MSN
+		x = applyTab(&zeroTabs[2], x) ^ raw24(oldMSN^newMSN) // advance over the 4-byte AETH (2^2) // syndrome unchanged, MSN
 		end += roce.AETHLen
 	}
 	old := binary.LittleEndian.Uint32(p.Frame[p.ICRCOff:])
@@ -266,6 +266,7 @@ const (
 
 var (
 	inv4Tab   [4][256]uint32 // adv4^-1
+	adv24Tab  [4][256]uint32 // adv24, one application instead of zeroAdvance's loop
 	dmaLen8   uint32         // raw CRC of the DMA length 8 (its last byte) before the 8-byte value
 	convConst [2]uint32      // adv24(raw(header change)) for CMP_SWAP (0) and FETCH_ADD (1), PSN and connection aside
 )
@@ -299,6 +300,7 @@ func init() {
 				}
 			}
 			inv4Tab[j][v] = r
+			adv24Tab[j][v] = zeroAdvance(uint32(v)<<(8*j), convOutLen-hdrLen20)
 		}
 	}
 	dmaLen8 = crcTab[8][8]
@@ -311,10 +313,16 @@ func init() {
 	}
 }
 
-// invAdvance4 is adv4^-1.
-func invAdvance4(s uint32) uint32 {
-	return inv4Tab[0][s&0xff] ^ inv4Tab[1][s>>8&0xff] ^ inv4Tab[2][s>>16&0xff] ^ inv4Tab[3][s>>24]
+// applyTab applies the linear map whose byte-column tables are t.
+func applyTab(t *[4][256]uint32, s uint32) uint32 {
+	return t[0][s&0xff] ^ t[1][s>>8&0xff] ^ t[2][s>>16&0xff] ^ t[3][s>>24]
 }
+
+// advance24 is zeroAdvance(s, 24).
+func advance24(s uint32) uint32 { return applyTab(&adv24Tab, s) }
+
+// invAdvance4 is adv4^-1.
+func invAdvance4(s uint32) uint32 { return applyTab(&inv4Tab, s) }
 
 // convPre is what the incremental CMP_SWAP to WRITE update needs from the
 // atomic before it is rewritten.
@@ -345,7 +353,7 @@ func convICRC(p *roce.Packet, cv *convPre, k, oldPSN, newPSN uint32) {
 	if cv.fa {
 		c = convConst[1]
 	}
-	h := zeroAdvance(k^raw24(oldPSN^newPSN), convOutLen-hdrLen20) ^ c
+	h := advance24(k^raw24(oldPSN^newPSN)) ^ c
 	v := p.L3Off + hdrLen20 + roce.RETHLen // the stored value, after the DMA length 8
 	r := cv.pre ^ h ^ dmaLen8 ^ raw8((*[8]byte)(p.Frame[v:v+8]))
 	binary.LittleEndian.PutUint32(p.Frame[p.ICRCOff:], ^r)
