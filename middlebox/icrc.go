@@ -3,6 +3,7 @@ package middlebox
 import (
 	"encoding/binary"
 	"hash/crc32"
+	"math/bits"
 
 	"github.com/swordbox/swordbox/roce"
 )
@@ -120,13 +121,10 @@ func raw24(v uint32) uint32 {
 }
 
 // zeroAdvance advances register s over z zero bytes.
+// Only the set bits of z cost a table application.
 func zeroAdvance(s uint32, z int) uint32 {
-	for k := 0; z != 0 && s != 0; k, z = k+1, z>>1 {
-		if z&1 == 0 {
-			continue
-		}
-		t := &zeroTabs[k]
-		s = t[0][s&0xff] ^ t[1][s>>8&0xff] ^ t[2][s>>16&0xff] ^ t[3][s>>24]
+	for u := uint(z); u != 0 && s != 0; u &= u - 1 {
+		s = applyTab(&zeroTabs[bits.TrailingZeros(u)], s)
 	}
 	return s
 }
