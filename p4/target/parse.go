@@ -395,24 +395,31 @@ func (p *parser) args() []expr {
 	return out
 }
 
-func (p *parser) parserDecl(anns []annotation) *parserDecl {
-	t := p.expect("parser")
-	name := p.ident()
-	d := &parserDecl{p: t.p, name: name.text, anns: anns}
+// declHeader parses the head of a parser or control declaration, `KIND
+// name(params) {`, refusing what the target does not run: type parameters,
+// constructor parameters and type-only declarations.
+func (p *parser) declHeader(kind string) (keyword, name token, params []param) {
+	keyword = p.expect(kind)
+	name = p.ident()
 	if p.is("<") {
-		p.fail(p.peek().p, "generic parsers are not supported")
+		p.fail(p.peek().p, "generic %ss are not supported", kind)
 	}
-	d.params = p.params()
+	params = p.params()
 	if p.is("(") {
-		p.fail(p.peek().p, "parser constructor parameters are not supported")
+		p.fail(p.peek().p, "%s constructor parameters are not supported", kind)
 	}
 	if p.accept(";") {
-		p.fail(t.p, "parser type declarations are not supported")
+		p.fail(keyword.p, "%s type declarations are not supported", kind)
 	}
 	p.expect("{")
+	return keyword, name, params
+}
+
+func (p *parser) parserDecl(anns []annotation) *parserDecl {
+	t, name, params := p.declHeader("parser")
+	d := &parserDecl{p: t.p, name: name.text, anns: anns, params: params}
 	for !p.is("}") {
-		sanns := p.annotations()
-		_ = sanns
+		p.annotations() // annotations on parser states are accepted and ignored
 		if p.is("state") {
 			st := p.nextTok()
 			sname := p.ident()
@@ -507,20 +514,8 @@ func (p *parser) keysetElem() expr {
 }
 
 func (p *parser) controlDecl(anns []annotation) *controlDecl {
-	t := p.expect("control")
-	name := p.ident()
-	d := &controlDecl{p: t.p, name: name.text, anns: anns}
-	if p.is("<") {
-		p.fail(p.peek().p, "generic controls are not supported")
-	}
-	d.params = p.params()
-	if p.is("(") {
-		p.fail(p.peek().p, "control constructor parameters are not supported")
-	}
-	if p.accept(";") {
-		p.fail(t.p, "control type declarations are not supported")
-	}
-	p.expect("{")
+	t, name, params := p.declHeader("control")
+	d := &controlDecl{p: t.p, name: name.text, anns: anns, params: params}
 	for !p.is("apply") {
 		if p.is("}") {
 			p.fail(p.peek().p, "control %s has no apply block", name.text)
