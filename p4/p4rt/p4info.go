@@ -99,74 +99,46 @@ func strip(m protoreflect.Message) {
 	}
 }
 
+// namedObject is a top-level P4Info object: it has a preamble.
+type namedObject interface {
+	proto.Message
+	GetPreamble() *configv1.Preamble
+}
+
+// firstDiffering compares two lists of P4Info objects by ID and names the
+// first object that is missing on either side or differs.
+func firstDiffering[T namedObject](kind string, gl, wl []T) error {
+	wm := make(map[uint32]T, len(wl))
+	for _, x := range wl {
+		wm[x.GetPreamble().GetId()] = x
+	}
+	for _, x := range gl {
+		y, ok := wm[x.GetPreamble().GetId()]
+		if !ok {
+			return fmt.Errorf("%s %q (id %#x) is not in the program", kind, x.GetPreamble().GetName(), x.GetPreamble().GetId())
+		}
+		if !proto.Equal(x, y) {
+			return fmt.Errorf("%s %q (id %#x) differs from the program's", kind, x.GetPreamble().GetName(), x.GetPreamble().GetId())
+		}
+		delete(wm, x.GetPreamble().GetId())
+	}
+	for _, y := range wm {
+		return fmt.Errorf("%s %q (id %#x) of the program is missing", kind, y.GetPreamble().GetName(), y.GetPreamble().GetId())
+	}
+	return nil
+}
+
 // firstDifference names the first top-level object that differs.
 func firstDifference(g, w *configv1.P4Info) error {
-	type named interface {
-		proto.Message
-		GetPreamble() *configv1.Preamble
-	}
-	check := func(kind string, gl, wl []named) error {
-		wm := map[uint32]named{}
-		for _, x := range wl {
-			wm[x.GetPreamble().GetId()] = x
-		}
-		for _, x := range gl {
-			y, ok := wm[x.GetPreamble().GetId()]
-			if !ok {
-				return fmt.Errorf("%s %q (id %#x) is not in the program", kind, x.GetPreamble().GetName(), x.GetPreamble().GetId())
-			}
-			if !proto.Equal(x, y) {
-				return fmt.Errorf("%s %q (id %#x) differs from the program's", kind, x.GetPreamble().GetName(), x.GetPreamble().GetId())
-			}
-			delete(wm, x.GetPreamble().GetId())
-		}
-		for _, y := range wm {
-			return fmt.Errorf("%s %q (id %#x) of the program is missing", kind, y.GetPreamble().GetName(), y.GetPreamble().GetId())
-		}
-		return nil
-	}
-	conv := func(xs any) []named {
-		var out []named
-		switch l := xs.(type) {
-		case []*configv1.Table:
-			for _, x := range l {
-				out = append(out, x)
-			}
-		case []*configv1.Action:
-			for _, x := range l {
-				out = append(out, x)
-			}
-		case []*configv1.Register:
-			for _, x := range l {
-				out = append(out, x)
-			}
-		case []*configv1.Counter:
-			for _, x := range l {
-				out = append(out, x)
-			}
-		case []*configv1.DirectCounter:
-			for _, x := range l {
-				out = append(out, x)
-			}
-		case []*configv1.ControllerPacketMetadata:
-			for _, x := range l {
-				out = append(out, x)
-			}
-		}
-		return out
-	}
-	for _, c := range []struct {
-		kind string
-		g, w any
-	}{
-		{"table", g.Tables, w.Tables},
-		{"action", g.Actions, w.Actions},
-		{"register", g.Registers, w.Registers},
-		{"counter", g.Counters, w.Counters},
-		{"direct counter", g.DirectCounters, w.DirectCounters},
-		{"controller header", g.ControllerPacketMetadata, w.ControllerPacketMetadata},
+	for _, err := range []error{
+		firstDiffering("table", g.Tables, w.Tables),
+		firstDiffering("action", g.Actions, w.Actions),
+		firstDiffering("register", g.Registers, w.Registers),
+		firstDiffering("counter", g.Counters, w.Counters),
+		firstDiffering("direct counter", g.DirectCounters, w.DirectCounters),
+		firstDiffering("controller header", g.ControllerPacketMetadata, w.ControllerPacketMetadata),
 	} {
-		if err := check(c.kind, conv(c.g), conv(c.w)); err != nil {
+		if err != nil {
 			return err
 		}
 	}
