@@ -53,6 +53,7 @@ type Counters struct {
 	Remapped            uint64 // requests moved onto another connection
 	Retransmits         uint64 // client retransmissions mapped to their original outgoing PSN
 	Replayed            uint64 // requests resent by the middlebox from its own copies (NAKReplay)
+	ReplayLost          uint64 // copies a replay skipped: overwritten in the replay log (the client resends)
 	RetransmitsAnswered uint64 // retransmissions of completed operations answered by the middlebox
 	RetransmitsAbsorbed uint64 // retransmissions of operations the server acknowledged, still waiting in order
 	CASToWrite          uint64 // CMP_SWAP replaced by WRITE
@@ -104,6 +105,7 @@ func (c *Counters) Map() map[string]uint64 {
 	add("remapped", c.Remapped)
 	add("retransmits", c.Retransmits)
 	add("replayed", c.Replayed)
+	add("replay-lost", c.ReplayLost)
 	add("retransmits-answered", c.RetransmitsAnswered)
 	add("retransmits-absorbed", c.RetransmitsAbsorbed)
 	add("cas-to-write", c.CASToWrite)

@@ -124,6 +124,9 @@ func (e *Engine) addConn(p connParams, learned bool) (int32, error) {
 		ring: make([]entry, rs), rmask: uint32(rs - 1),
 	})
 	c := &e.conns[ci]
+	if isShared && e.replay {
+		c.log = newReplayLog(replayLogBytes(rs))
+	}
 	if p.psnKnown {
 		c.inKnown, c.inNext = true, p.psn
 		c.outKnown, c.outNext, c.ackedTo = true, p.psn, psnAdd(p.psn, -1)
@@ -392,8 +395,7 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 	}
 	outPSN := o.outNext
 	first := o.slot(outPSN)
-	keep := first.frame[:0]
-	*first = entry{client: ci, inPSN: psn, outPSN: outPSN, valid: true, word: -1, msgEnd: true, kind: kPlain, frame: keep}
+	*first = entry{client: ci, inPSN: psn, outPSN: outPSN, valid: true, word: -1, msgEnd: true, kind: kPlain}
 	switch cls {
 	case opMultiFirst, opMultiMid:
 		first.msgEnd = false
@@ -404,7 +406,7 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 		for i := uint32(1); i < npkts; i++ {
 			op := psnAdd(outPSN, int(i))
 			cs := o.slot(op)
-			*cs = entry{client: ci, inPSN: psnAdd(psn, int(i)), outPSN: op, valid: true, word: -1, kind: kReadCont, npkts: i, frame: cs.frame[:0]}
+			*cs = entry{client: ci, inPSN: psnAdd(psn, int(i)), outPSN: op, valid: true, word: -1, kind: kReadCont, npkts: i}
 			c.inRing[(psn+i)&uint32(len(c.inRing)-1)] = inRef{out: home, outPSN: op}
 		}
 	}
@@ -456,12 +458,8 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 		}
 		frame = p.Frame
 	}
-	if e.replay && onShared {
-		if cap(first.frame) < len(frame) {
-			// A slot's copy buffer grows once to what small requests need.
-			first.frame = make([]byte, 0, max(len(frame), 256))
-		}
-		first.frame = append(first.frame[:0], frame...)
+	if o.log != nil && onShared && len(frame) <= len(o.log.buf) {
+		first.fpos, first.flen = o.log.put(frame), uint16(len(frame))
 	}
 	if !out.addInput(ServerSide, frame) {
 		e.c.Drops[DropOutOverflow]++
@@ -507,7 +505,7 @@ func (e *Engine) atomicOnWord(si int32, p *roce.Packet, en *entry, va uint64, on
 		saveConv(cv, p)
 		return casToWrite(p, w.value), true
 	}
-	en.kind, en.word, en.cmp, en.swp = kAtomicPass, wi, cmp, sa
+	en.kind, en.word = kAtomicPass, wi
 	en.wordSeq = w.send(o)
 	e.c.AtomicPassthrough++
 	return p.Frame, rewrite
@@ -617,18 +615,25 @@ func (e *Engine) retransmit(now int64, ci int32, psn uint32, p *roce.Packet, out
 // connection oi from outgoing PSN from on.
 func (e *Engine) replayFrom(oi int32, from uint32, now int64, out *Out) {
 	o := &e.conns[oi]
+	if o.log == nil {
+		return
+	}
 	o.replaying, o.lastReplay = true, now
 	for q := from; q != o.outNext; q = psnAdd(q, 1) {
 		en := o.slot(q)
-		if !en.valid || en.outPSN != q || en.kind == kReadCont || en.done || len(en.frame) == 0 {
+		if !en.valid || en.outPSN != q || en.kind == kReadCont || en.done || en.flen == 0 {
 			continue
 		}
-		f := out.alloc(ServerSide, len(en.frame))
+		if !o.log.has(en.fpos, int(en.flen)) {
+			e.c.ReplayLost++ // overwritten: the client's retransmission recovers it
+			continue
+		}
+		f := out.alloc(ServerSide, int(en.flen))
 		if f == nil {
 			e.c.Drops[DropOutOverflow]++ // the clients' timers recover the rest
 			return
 		}
-		copy(f, en.frame)
+		o.log.get(f, en.fpos)
 		e.c.Replayed++
 		e.c.TxServer++
 	}

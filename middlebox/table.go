@@ -51,10 +51,10 @@ type entry struct {
 	foreign  bool // counted in servers[fsrv].foreign
 	fsrv     int32
 	npkts    uint32 // kRead: response packets
+	flen     uint16 // NAKReplay: length of the request's copy in the replay log (0: none)
+	fpos     uint64 // NAKReplay: the copy's position in the owning connection's replayLog
 	prior    uint64 // kAtomicConv: the value before; kAtomicPass: from the ATOMIC ACK
 	written  uint64 // kAtomicConv: the value the WRITE stores
-	cmp, swp uint64 // kAtomicPass: compare and swap/add (to learn the word)
-	frame    []byte // NAKReplay: the request as forwarded (buffer reused by the slot)
 }
 
 func (en *entry) converted() bool { return en.kind == kAtomicConv }
@@ -103,6 +103,7 @@ type conn struct {
 	ackedTo  uint32 // last outgoing PSN the server acknowledged
 	ring     []entry
 	rmask    uint32
+	log      *replayLog // NAKReplay, shared connections only: copies of the requests sent
 
 	tmpl       ackTemplate
 	reqK       uint32 // ICRC delta constants (icrc.go), valid for outgoing connection reqKFor-1
