@@ -3,6 +3,7 @@ package middlebox
 import (
 	"bytes"
 	"testing"
+	"unsafe"
 )
 
 func TestReplayLog(t *testing.T) {
@@ -61,5 +62,13 @@ func TestReplayLogWrap(t *testing.T) {
 		if !bytes.Equal(dst, f) {
 			t.Fatalf("put %d (at %d): read back %x, want %x", i, at, dst, f)
 		}
+	}
+}
+
+// TestEntrySize keeps a map entry in one cache line: the shared ring is
+// walked at line rate and its size is what the cache holds.
+func TestEntrySize(t *testing.T) {
+	if n := unsafe.Sizeof(entry{}); n > 64 {
+		t.Fatalf("entry is %d bytes, want <= 64", n)
 	}
 }

@@ -36,25 +36,27 @@ const (
 // entry is a map entry (paper Figure 7), stored in the ring of its
 // outgoing connection at index outPSN mod N.
 type entry struct {
-	client   int32  // incoming connection
-	inPSN    uint32 // the client's PSN
-	outPSN   uint32 // the PSN on the outgoing connection (validates the slot)
+	client  int32  // incoming connection
+	inPSN   uint32 // the client's PSN
+	outPSN  uint32 // the PSN on the outgoing connection (validates the slot)
+	word    int32
+	wordSeq uint32
+	fsrv    int32
+	npkts   uint32 // kRead: response packets
+
 	kind     entryKind
 	valid    bool
-	done     bool // acknowledged to the client
-	srvAcked bool // acknowledged by the server (ACK, implicitly or explicitly)
-	msgEnd   bool // the last packet of a message (counts for the MSN)
-	respSeen bool // kAtomicPass: the ATOMIC ACK arrived
-	fa       bool // the atomic is a FETCH_ADD
-	word     int32
-	wordSeq  uint32
-	foreign  bool // counted in servers[fsrv].foreign
-	fsrv     int32
-	npkts    uint32 // kRead: response packets
+	done     bool   // acknowledged to the client
+	srvAcked bool   // acknowledged by the server (ACK, implicitly or explicitly)
+	msgEnd   bool   // the last packet of a message (counts for the MSN)
+	respSeen bool   // kAtomicPass: the ATOMIC ACK arrived
+	fa       bool   // the atomic is a FETCH_ADD
+	foreign  bool   // counted in servers[fsrv].foreign
 	flen     uint16 // NAKReplay: length of the request's copy in the replay log (0: none)
-	fpos     uint64 // NAKReplay: the copy's position in the owning connection's replayLog
-	prior    uint64 // kAtomicConv: the value before; kAtomicPass: from the ATOMIC ACK
-	written  uint64 // kAtomicConv: the value the WRITE stores
+
+	fpos    uint64 // NAKReplay: the copy's position in the owning connection's replayLog
+	prior   uint64 // kAtomicConv: the value before; kAtomicPass: from the ATOMIC ACK
+	written uint64 // kAtomicConv: the value the WRITE stores
 }
 
 func (en *entry) converted() bool { return en.kind == kAtomicConv }
