@@ -90,6 +90,15 @@ const clmulMin = 128
 // the UDP header, the BTH and everything up to, not including, the ICRC. The
 // caller guarantees len(l3) >= ihl+UDPLen+BTHLen and 20 <= ihl <= 60.
 func icrcOver(l3 []byte, ihl int) uint32 {
+	if len(l3) <= icrcFastMax {
+		return icrcShort(l3, ihl)
+	}
+	return icrcInPlace(l3, ihl)
+}
+
+// icrcInPlace is icrcOver reading the payload in place (any length); it is
+// the path for spans longer than icrcFastMax.
+func icrcInPlace(l3 []byte, ihl int) uint32 {
 	if ihl == IPv4MinLen {
 		return icrcRest(crcHdr20(crcSeed, l3), l3[IPv4MinLen+UDPLen+BTHLen:])
 	}
