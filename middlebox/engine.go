@@ -427,8 +427,14 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 
 	frame := p.Frame
 	rewrite := remapped || outPSN != psn || steered
+	// The span snapshot serves only the slow path below: a steered request
+	// or an unusual layout (VLAN tag, IPv4 options) that is not converted.
 	var sp icrcSpan
-	spanOK := saveSpan(&sp, p, p.BTHOff+roce.BTHLen)
+	spanOK := false
+	fast := fastOK(p)
+	if !fast && !steered {
+		spanOK = saveSpan(&sp, p, p.BTHOff+roce.BTHLen)
+	}
 	var cv convPre
 	switch cls {
 	case opAtomic:
@@ -447,7 +453,7 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 	if rewrite {
 		p.BTH.SetPSN(outPSN)
 		switch {
-		case !steered && !first.converted() && fastOK(p):
+		case !steered && !first.converted() && fast:
 			ipChecksum(p.IP)
 			fastICRC(p, e.reqDelta(ci, home), psn, outPSN, false, 0, 0)
 		case !steered && first.converted() && cv.ok:

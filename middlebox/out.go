@@ -247,9 +247,9 @@ func retargetResponse(p *roce.Packet, c *conn) {
 }
 
 // casToWrite rewrites a parsed CMP_SWAP or FETCH_ADD in place into an RDMA
-// WRITE_ONLY storing v (roce.Packet.AtomicToWrite) and returns the frame,
-// 4 bytes shorter. The caller fixes the ICRC.
+// WRITE_ONLY storing v (roce.Packet.AtomicToWriteStale) and returns the
+// frame, 4 bytes shorter. The caller fixes the IPv4 checksum and the ICRC.
 func casToWrite(p *roce.Packet, v uint64) []byte {
-	_ = p.AtomicToWrite(v, false) // cannot fail: the caller checked the opcode
+	_ = p.AtomicToWriteStale(v) // cannot fail: the caller checked the opcode
 	return p.Frame
 }

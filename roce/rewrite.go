@@ -81,12 +81,21 @@ func (p *Packet) SetMSN(msn uint32) error {
 	return nil
 }
 
+// resizeMode says which checksums resize leaves correct.
+type resizeMode uint8
+
+const (
+	resizeKeepICRC resizeMode = iota // IPv4 checksum fixed, old ICRC moved to the new end
+	resizeFixICRC                    // IPv4 checksum and ICRC fixed
+	resizeStale                      // neither: the caller recomputes both
+)
+
 // resize sets the packet's end to newEnd (the end of the new ICRC), fixing
-// the lengths and checksums described above.
-func (p *Packet) resize(newICRCOff int, fixICRC bool) {
+// the lengths and the checksums mode asks for.
+func (p *Packet) resize(newICRCOff int, mode resizeMode) {
 	old := p.ICRCOff
 	newEnd := newICRCOff + ICRCLen
-	if !fixICRC {
+	if mode == resizeKeepICRC {
 		copy(p.Frame[newICRCOff:newEnd], p.Frame[old:old+ICRCLen])
 	}
 	p.Frame = p.Frame[:newEnd]
@@ -95,12 +104,21 @@ func (p *Packet) resize(newICRCOff int, fixICRC bool) {
 	p.ICRC = p.Frame[newICRCOff:newEnd]
 	p.Trailer = p.Frame[newEnd:]
 	p.IP.SetTotalLen(uint16(newEnd - p.L3Off))
-	p.IP.UpdateChecksum()
+	if mode != resizeStale {
+		p.IP.UpdateChecksum()
+	}
 	p.UDP.SetLength(uint16(newEnd - p.L4Off))
 	p.UDP.SetChecksum(0)
-	if fixICRC {
+	if mode == resizeFixICRC {
 		p.SetICRC()
 	}
+}
+
+func modeOf(fixICRC bool) resizeMode {
+	if fixICRC {
+		return resizeFixICRC
+	}
+	return resizeKeepICRC
 }
 
 // AtomicToWrite turns a parsed CMP_SWAP or FETCH_ADD into an RDMA WRITE_ONLY
@@ -109,6 +127,17 @@ func (p *Packet) resize(newICRCOff int, fixICRC bool) {
 // as the atomic would have left it. The packet shrinks by 4 bytes; p is
 // updated to describe the new frame (p.Frame).
 func (p *Packet) AtomicToWrite(store uint64, fixICRC bool) error {
+	return p.atomicToWrite(store, modeOf(fixICRC))
+}
+
+// AtomicToWriteStale is AtomicToWrite for a caller that recomputes the
+// IPv4 checksum and the ICRC itself (the middlebox, which updates the ICRC
+// incrementally): both are left stale, and the old ICRC is not moved.
+func (p *Packet) AtomicToWriteStale(store uint64) error {
+	return p.atomicToWrite(store, resizeStale)
+}
+
+func (p *Packet) atomicToWrite(store uint64, mode resizeMode) error {
 	if p.Opcode != OpRCCompareSwap && p.Opcode != OpRCFetchAdd {
 		return rewriteErr(p.Opcode, "AtomicToWrite needs RC_CMP_SWAP or RC_FETCH_ADD")
 	}
@@ -125,7 +154,7 @@ func (p *Packet) AtomicToWrite(store uint64, fixICRC bool) error {
 	p.PayloadOff = po
 	p.Payload = p.Frame[po : po+8]
 	p.Pad = p.Frame[po+8 : po+8]
-	p.resize(po+8, fixICRC)
+	p.resize(po+8, mode)
 	return nil
 }
 
@@ -160,7 +189,7 @@ func (p *Packet) AckToAtomicAck(orig uint64, fixICRC bool) error {
 	// resize copies the ICRC from p.ICRCOff when !fixICRC: point it at the
 	// already-moved bytes so the copy is a no-op.
 	p.ICRCOff = po
-	p.resize(po, fixICRC)
+	p.resize(po, modeOf(fixICRC))
 	return nil
 }
 

@@ -65,6 +65,47 @@ func TestAtomicToWrite(t *testing.T) {
 	}
 }
 
+// TestAtomicToWriteStale checks that the stale variant makes the same
+// WRITE as AtomicToWrite but for the two checksums, which it leaves alone.
+func TestAtomicToWriteStale(t *testing.T) {
+	for _, op := range []Opcode{OpRCCompareSwap, OpRCFetchAdd} {
+		f := baseFields(op)
+		f.VA, f.RKey, f.SwapAdd, f.Compare = 0x7f0000002000, 0xabc, 0x1111, 0x2222
+		frame := build(t, &f, 0)
+		ref := append([]byte(nil), frame...)
+		want, err := AtomicToWrite(ref, 42, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Parse(frame)
+		if err != nil {
+			t.Fatal(err)
+		}
+		oldSum := p.IP.Checksum()
+		if err := p.AtomicToWriteStale(42); err != nil {
+			t.Fatal(err)
+		}
+		got := p.Frame
+		if len(got) != len(want) || p.IP.Checksum() != oldSum || p.IP.ChecksumOK() {
+			t.Fatalf("%v: length %d (want %d), IPv4 checksum %#04x (old %#04x) ok=%v: want it left stale", op, len(got), len(want), p.IP.Checksum(), oldSum, p.IP.ChecksumOK())
+		}
+		p.IP.UpdateChecksum()
+		p.SetICRC()
+		if !bytes.Equal(got, want) {
+			t.Errorf("%v: after fixing the checksums got\n%x\nwant\n%x", op, got, want)
+		}
+		if p.Opcode != OpRCWriteOnly || p.RETH == nil || p.AtomicETH != nil || p.RETH.DMALen() != 8 || len(p.Payload) != 8 || p.ICRCOff != len(got)-ICRCLen {
+			t.Errorf("%v: packet view not updated: %v reth=%v atomic=%v payload %d icrc at %d", op, p.Opcode, p.RETH != nil, p.AtomicETH != nil, len(p.Payload), p.ICRCOff)
+		}
+	}
+	w := baseFields(OpRCWriteOnly)
+	w.Payload = make([]byte, 8)
+	p, _ := Parse(build(t, &w, 0))
+	if err := p.AtomicToWriteStale(1); err == nil {
+		t.Errorf("a WRITE was accepted")
+	}
+}
+
 func TestAckToAtomicAck(t *testing.T) {
 	for _, fix := range []bool{true, false} {
 		f := baseFields(OpRCAcknowledge)
