@@ -17,9 +17,15 @@
 //     thread whose CPU set it restores and which then exits, because
 //     rte_eal_init pins its calling thread to the main lcore's CPU and no
 //     Go runtime thread may keep that.
-//     All callers are then non-EAL threads: mempool per-lcore caches are
-//     bypassed, and any goroutine may drive any queue as long as one queue
-//     is driven by one goroutine at a time.
+//     All callers are then non-EAL threads, and any goroutine may drive
+//     any queue as long as one queue is driven by one goroutine at a time.
+//     Mempool per-lcore caches serve only threads with an lcore id: a
+//     data-path goroutine locks its OS thread and calls RegisterThread
+//     (rte_thread_register) to get one; unregistered threads still work,
+//     on the pool's shared ring.
+//   - A zero-copy loop's output side is a TxBatch in C memory: transmit
+//     lists for two ports, a free list and a stock of empty mbufs, flushed
+//     together with the next RX burst in one cgo call (FlushRx).
 //   - Mempools are made with a data room that holds MaxFrameSize plus the
 //     headroom, so every frame netio can carry fits one segment and the
 //     zero-copy API can hand out a frame as one []byte. Chained mbufs that a

@@ -170,6 +170,36 @@ func PortByName(name string) (uint16, error) {
 	return uint16(id), nil
 }
 
+// RegisterThread makes the calling OS thread an EAL lcore
+// (rte_thread_register), so that mempool per-lcore caches serve its
+// allocations and frees instead of the pool's shared ring. Lock the
+// goroutine to its thread first (runtime.LockOSThread) and call
+// UnregisterThread on that same thread before unlocking it. It returns the
+// lcore id; when the EAL has no lcore left it fails and the thread keeps
+// working uncached.
+func RegisterThread() (int, error) {
+	if !Initialized() {
+		return 0, ErrNotInitialized
+	}
+	if C.rte_thread_register() != 0 {
+		return 0, fmt.Errorf("dpdk: register thread: %w", errno(C.sb_errno()))
+	}
+	id := C.rte_lcore_id()
+	if id == C.LCORE_ID_ANY {
+		C.rte_thread_unregister()
+		return 0, errors.New("dpdk: register thread: no lcore left")
+	}
+	return int(id), nil
+}
+
+// UnregisterThread releases the lcore of a thread registered with
+// RegisterThread (rte_thread_unregister); it does nothing on another thread.
+func UnregisterThread() {
+	if Initialized() {
+		C.rte_thread_unregister()
+	}
+}
+
 // Mempool is a DPDK packet mbuf pool.
 type Mempool struct {
 	mp   *C.struct_rte_mempool

@@ -120,4 +120,83 @@ static inline int sb_port_setup(uint16_t port, uint16_t nrx, uint16_t ntx, uint1
 	return 0;
 }
 
+// The output side of a zero-copy forwarding loop (Go type TxBatch): per
+// burst the loop queues mbufs to transmit on one of two ports, mbufs to
+// free, and takes empty mbufs for the frames it generates from a stock;
+// sb_txb_flush then does all of it in one call.
+#define SB_TXB_MAX 8192
+#define SB_TXB_STOCK 512
+#define SB_TXB_DRAIN 512
+
+struct sb_txbatch {
+	struct rte_mempool *mp;
+	uint16_t port[2];
+	int32_t sink; // benchmark: a port whose RX is drained and freed on each flush, or -1
+	uint32_t ntx[2], nfree, nstock, want;
+	uint64_t txdrops, nombuf, drained;
+	struct rte_mbuf *tx[2][SB_TXB_MAX];
+	struct rte_mbuf *free[SB_TXB_MAX];
+	struct rte_mbuf *stock[SB_TXB_STOCK];
+};
+
+// sb_txb_refill tops the stock up to want mbufs: in one bulk allocation, or
+// one by one when the pool has fewer left.
+static inline void sb_txb_refill(struct sb_txbatch *b) {
+	if (b->nstock >= b->want)
+		return;
+	if (rte_pktmbuf_alloc_bulk(b->mp, b->stock + b->nstock, b->want - b->nstock) == 0) {
+		b->nstock = b->want;
+		return;
+	}
+	for (; b->nstock < b->want; b->nstock++) {
+		struct rte_mbuf *m = rte_pktmbuf_alloc(b->mp);
+		if (m == NULL) {
+			b->nombuf++;
+			return;
+		}
+		b->stock[b->nstock] = m;
+	}
+}
+
+// sb_txb_flush transmits both TX lists (queue 0), frees what the devices
+// refused (counted in txdrops) and the free list, drains the sink, and
+// refills the stock.
+static inline void sb_txb_flush(struct sb_txbatch *b) {
+	for (int s = 0; s < 2; s++) {
+		uint32_t n = b->ntx[s], sent = 0;
+		while (sent < n) {
+			uint32_t want = n - sent;
+			uint16_t k = rte_eth_tx_burst(b->port[s], 0, b->tx[s] + sent, want > 0xffff ? 0xffff : (uint16_t)want);
+			if (k == 0)
+				break;
+			sent += k;
+		}
+		if (sent < n) {
+			rte_pktmbuf_free_bulk(b->tx[s] + sent, n - sent);
+			b->txdrops += n - sent;
+		}
+		b->ntx[s] = 0;
+	}
+	if (b->nfree > 0) {
+		rte_pktmbuf_free_bulk(b->free, b->nfree);
+		b->nfree = 0;
+	}
+	if (b->sink >= 0) {
+		uint16_t k;
+		do {
+			k = rte_eth_rx_burst((uint16_t)b->sink, 0, b->free, SB_TXB_DRAIN);
+			rte_pktmbuf_free_bulk(b->free, k);
+			b->drained += k;
+		} while (k == SB_TXB_DRAIN);
+	}
+	sb_txb_refill(b);
+}
+
+// sb_txb_flush_rx flushes b, then receives a burst from port's queue q.
+static inline uint16_t sb_txb_flush_rx(struct sb_txbatch *b, uint16_t port, uint16_t q,
+		struct rte_mbuf **pkts, uint16_t n) {
+	sb_txb_flush(b);
+	return rte_eth_rx_burst(port, q, pkts, n);
+}
+
 #endif
