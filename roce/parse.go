@@ -1,6 +1,7 @@
 package roce
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 )
@@ -83,8 +84,155 @@ func Parse(frame []byte) (Packet, error) {
 }
 
 // ParseInto is Parse into a caller's Packet (cheaper on hot paths). On
-// error, *p is left in an unspecified state.
+// error, *p is left in an unspecified state, except that it never shows a
+// header of a frame parsed before: every field is overwritten.
+//
+// The common frame (untagged Ethernet, IPv4 without options or fragments,
+// UDP port 4791, supported opcode, consistent lengths) takes a fast path
+// that checks the fixed offsets at once and writes each field of *p once
+// (an absent extension header only when it is not nil already), without
+// zeroing *p first; every other frame, and every error, goes through the
+// field-by-field path (parseSlow), which produces the error messages. The
+// fast path accepts a subset of the frames parseSlow accepts and leaves
+// the same Packet for them (TestParseDifferential*).
 func ParseInto(p *Packet, frame []byte) error {
+	if len(frame) < fastMinLen {
+		return parseSlow(p, frame)
+	}
+	_ = frame[fastMinLen-1] // one bounds check for every fixed offset below
+	if binary.BigEndian.Uint16(frame[EthTypeOff:]) != EtherTypeIPv4 ||
+		frame[EthernetLen+IPv4VersionIHLOff] != 0x45 || // version 4, IHL 20
+		frame[EthernetLen+IPv4ProtocolOff] != IPProtoUDP ||
+		binary.BigEndian.Uint16(frame[EthernetLen+IPv4FlagsFragOff:])&(IPv4FlagMF|IPv4FragOffMask) != 0 ||
+		binary.BigEndian.Uint16(frame[fastL4Off+UDPDstPortOff:]) != UDPPort {
+		return parseSlow(p, frame)
+	}
+	total := int(binary.BigEndian.Uint16(frame[EthernetLen+IPv4TotalLenOff:]))
+	end := EthernetLen + total
+	if total < IPv4MinLen+UDPLen+BTHLen+ICRCLen || end > len(frame) ||
+		int(binary.BigEndian.Uint16(frame[fastL4Off+UDPLengthOff:])) != total-IPv4MinLen {
+		return parseSlow(p, frame)
+	}
+	bthFlags := frame[fastBTHOff+BTHFlagsOff]
+	op := Opcode(frame[fastBTHOff+BTHOpcodeOff])
+	l := &extLayouts[op]
+	icrc := end - ICRCLen
+	off := fastExtOff + int(l.extLen)
+	plen := icrc - off
+	pad := int(bthFlags >> 4 & 3)
+	if !l.known || plen < 0 || (plen != 0 && !l.payload) || pad > plen {
+		return parseSlow(p, frame)
+	}
+	// *p is on the heap in the callers that matter: the cost is in the
+	// number of stores, so absent headers are stored only if not nil.
+	p.Frame = frame
+	p.Eth = Ethernet(frame[:EthernetLen])
+	p.IP = IPv4(frame[EthernetLen:fastL4Off])
+	p.UDP = UDP(frame[fastL4Off:fastBTHOff])
+	p.BTH = BTH(frame[fastBTHOff:fastExtOff])
+	p.Opcode = op
+	if o := fastExtOff + int(l.deth); l.deth != extAbsent {
+		p.DETH = DETH(frame[o : o+DETHLen])
+	} else if p.DETH != nil {
+		p.DETH = nil
+	}
+	if o := fastExtOff + int(l.reth); l.reth != extAbsent {
+		p.RETH = RETH(frame[o : o+RETHLen])
+	} else if p.RETH != nil {
+		p.RETH = nil
+	}
+	if o := fastExtOff + int(l.atomic); l.atomic != extAbsent {
+		p.AtomicETH = AtomicETH(frame[o : o+AtomicETHLen])
+	} else if p.AtomicETH != nil {
+		p.AtomicETH = nil
+	}
+	if o := fastExtOff + int(l.aeth); l.aeth != extAbsent {
+		p.AETH = AETH(frame[o : o+AETHLen])
+	} else if p.AETH != nil {
+		p.AETH = nil
+	}
+	if o := fastExtOff + int(l.atomicAck); l.atomicAck != extAbsent {
+		p.AtomicAckETH = AtomicAckETH(frame[o : o+AtomicAckETHLen])
+	} else if p.AtomicAckETH != nil {
+		p.AtomicAckETH = nil
+	}
+	if o := fastExtOff + int(l.immDt); l.immDt != extAbsent {
+		p.ImmDt = ImmDt(frame[o : o+ImmDtLen])
+	} else if p.ImmDt != nil {
+		p.ImmDt = nil
+	}
+	if o := fastExtOff + int(l.ieth); l.ieth != extAbsent {
+		p.IETH = IETH(frame[o : o+IETHLen])
+	} else if p.IETH != nil {
+		p.IETH = nil
+	}
+	p.Payload = frame[off : icrc-pad]
+	p.Pad = frame[icrc-pad : icrc]
+	p.ICRC = frame[icrc:end]
+	p.Trailer = frame[end:]
+	p.L3Off = EthernetLen
+	p.L4Off = fastL4Off
+	p.BTHOff = fastBTHOff
+	p.ExtOff = fastExtOff
+	p.PayloadOff = off
+	p.ICRCOff = icrc
+	p.End = end
+	return nil
+}
+
+// Fast-path layout: untagged Ethernet, 20-byte IPv4 header, UDP, BTH.
+const (
+	fastL4Off  = EthernetLen + IPv4MinLen // 34
+	fastBTHOff = fastL4Off + UDPLen       // 42
+	fastExtOff = fastBTHOff + BTHLen      // 54
+	fastMinLen = fastExtOff + ICRCLen     // 58: no extension header, no payload
+)
+
+// extAbsent marks an extension header the opcode does not carry.
+const extAbsent = 0xff
+
+// extLayout is an opcode's extension-header layout for the fast path: each
+// header's offset from the first extension header (extAbsent when absent)
+// and their total length. Built from opTable by init, in the order
+// parseSlow lays the headers out.
+type extLayout struct {
+	deth, reth, atomic, aeth, atomicAck, immDt, ieth uint8
+	extLen                                           uint8
+	known, payload                                   bool
+}
+
+var extLayouts [256]extLayout
+
+// init runs after opcode.go's init has filled opTable (files initialise in
+// name order); TestExtLayouts checks the table against opTable.
+func init() {
+	for i := range extLayouts {
+		info := opTable[i]
+		l := extLayout{known: info.Known, payload: info.Payload}
+		off := 0
+		at := func(e Ext, n int) uint8 {
+			if info.Ext&e == 0 {
+				return extAbsent
+			}
+			o := off
+			off += n
+			return uint8(o)
+		}
+		l.deth = at(ExtDETH, DETHLen)
+		l.reth = at(ExtRETH, RETHLen)
+		l.atomic = at(ExtAtomicETH, AtomicETHLen)
+		l.aeth = at(ExtAETH, AETHLen)
+		l.atomicAck = at(ExtAtomicAckETH, AtomicAckETHLen)
+		l.immDt = at(ExtImmDt, ImmDtLen)
+		l.ieth = at(ExtIETH, IETHLen)
+		l.extLen = uint8(off)
+		extLayouts[i] = l
+	}
+}
+
+// parseSlow is the field-by-field parse: every frame the fast path does
+// not take, and every error with its message.
+func parseSlow(p *Packet, frame []byte) error {
 	*p = Packet{Frame: frame}
 	if len(frame) < EthernetLen {
 		return malformed("ethernet", "truncated: %d bytes, need %d", len(frame), EthernetLen)
