@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -15,8 +16,20 @@ import (
 	"github.com/swordbox/swordbox/netio/dpdk"
 )
 
-// dpdkBurst is the number of mbufs moved per RX burst.
+// dpdkBurst is the number of mbufs moved per RX burst unless configured.
 const dpdkBurst = 32
+
+// maxDPDKBurst bounds DPDKConfig.Burst.
+const maxDPDKBurst = 512
+
+// dpdkStock is how many empty mbufs the loop keeps at hand for generated
+// frames (ACKs, NAKs): refilled in one bulk allocation per burst.
+const dpdkStock = 256
+
+// dpdkPoolCache is the per-lcore cache of the loop's mempool; the loop's
+// thread registers as an lcore (dpdk.RegisterThread) so that allocations
+// and frees hit it, in LIFO order, instead of the pool's shared ring.
+const dpdkPoolCache = 256
 
 // mbufSlice returns n mbuf pointers in memory allocated as plain words.
 // The pointers are to DPDK memory, never to Go memory, so the collector
@@ -31,29 +44,40 @@ func mbufSlice(n int) []*dpdk.Mbuf {
 // dpdkCore is the zero-copy loop of one engine over DPDK ports: it receives
 // bursts of mbufs, lets the engine rewrite each frame inside its mbuf,
 // transmits the rewritten mbuf itself (trimmed when a CMP_SWAP became a
-// shorter WRITE), copies generated frames (ACKs, NAKs, replays) into fresh
-// mbufs, and frees what the engine dropped or consumed.
+// shorter WRITE), copies generated frames (ACKs, NAKs, replays) into
+// mbufs (the consumed input's own mbuf first, then a stock of empty ones),
+// and frees what the engine dropped or consumed.
+//
+// Per burst it makes one cgo call (dpdk.TxBatch.FlushRx): transmit and
+// free the previous burst's output, refill the stock, receive this burst.
+// Nothing allocates after the first poll.
 type dpdkCore struct {
 	eng  *Engine
 	out  *Out
-	pool *dpdk.Mempool
-	tx   [2]*dpdk.EthPort // by Side
+	b    *dpdk.TxBatch
+	slot [2]int // TX list of the batch by Side
 	rx   []*dpdk.EthPort
 	side []Side // side of each rx port; sideByIP: decide per frame
 	// sideByIP, for the benchmark's single input ring: a frame whose IPv4
 	// source is a managed server arrives on the server side.
 	sideByIP bool
-	sink     *dpdk.EthPort // benchmark only: a loopback output to drain
+	burst    int
 
-	in      []*dpdk.Mbuf // own allocations: cgo refuses memory that also holds Go pointers
-	gen     []*dpdk.Mbuf
-	free    []*dpdk.Mbuf
-	drain   []*dpdk.Mbuf
-	txq     [2][]*dpdk.Mbuf
-	frames  uint64
-	outN    uint64
-	noMbuf  uint64
-	txDrops uint64
+	// Benchmark only: null replaces the engine (the loop-only pass), and
+	// clock times the engine's share of each burst into engineNs.
+	null     *nullEngine
+	clock    bool
+	engineNs int64
+
+	in     []*dpdk.Mbuf // own allocation: cgo refuses memory that also holds Go pointers
+	owner  []int        // Out index where input i's frames start
+	frames uint64
+	outN   uint64
+	fwdN   uint64 // inputs forwarded in their own mbuf
+	genN   uint64 // generated frames
+	genLen uint64 // their bytes
+	spareN uint64 // generated frames sent in a consumed input's mbuf
+	noMbuf uint64
 }
 
 func (d *dpdkCore) sideOf(f []byte) Side {
@@ -66,115 +90,134 @@ func (d *dpdkCore) sideOf(f []byte) Side {
 }
 
 // poll runs one round: every rx port once. It reports whether any frame
-// was received. Per burst: one RX call, the engine on every frame (all
-// output into one Out), one bulk allocation for the generated frames, one
-// TX call per side and one bulk free; a rewritten frame leaves in the mbuf
-// it came in (its length set in Go, no cgo call).
+// was received. The output of a burst leaves with the next FlushRx, which
+// poll's next call (or this one, for the next port) makes at once; call
+// flush when done.
 func (d *dpdkCore) poll(now int64) bool {
 	if d.in == nil {
-		d.in = mbufSlice(dpdkBurst)
-		d.gen = mbufSlice(4096)[:0]
-		d.free = mbufSlice(4096 + dpdkBurst)[:0]
-		d.txq[0] = mbufSlice(4096 + dpdkBurst)[:0]
-		d.txq[1] = mbufSlice(4096 + dpdkBurst)[:0]
+		if d.burst <= 0 {
+			d.burst = dpdkBurst
+		}
+		d.in = mbufSlice(d.burst)
+		d.owner = make([]int, d.burst+1)
 	}
 	got := false
 	for pi, p := range d.rx {
-		n := p.RxBurst(0, d.in)
+		n := d.b.FlushRx(p, 0, d.in)
 		if n == 0 {
 			continue
 		}
 		got = true
-		d.out.Reset()
-		var owner [dpdkBurst + 1]int // Out index where input i's frames start
-		for i, m := range d.in[:n] {
-			owner[i] = d.out.Len()
-			f := m.Data()
-			side := d.side[pi%len(d.side)]
-			if d.sideByIP {
-				side = d.sideOf(f)
-			}
-			d.eng.Process(now, side, f, d.out)
-		}
-		owner[n] = d.out.Len()
-		d.frames += uint64(n)
-		d.outN += uint64(d.out.Len())
-		ngen := d.out.Len()
-		for _, fi := range d.out.FromInput {
-			if fi {
-				ngen--
-			}
-		}
-		if ngen > cap(d.gen) {
-			ngen = cap(d.gen)
-		}
-		d.gen = d.gen[:ngen]
-		if ngen > 0 && d.pool.AllocBulk(d.gen) != nil {
-			d.gen = d.gen[:0]
-			d.noMbuf += uint64(ngen)
-		}
-		gi := 0
-		d.free = d.free[:0]
-		for i, m := range d.in[:n] {
-			used := false
-			for j := owner[i]; j < owner[i+1]; j++ {
-				o, s := d.out.Frames[j], d.out.Sides[j]
-				if d.out.FromInput[j] && !used {
-					used = true
-					if len(o) != m.Len() {
-						_ = m.SetData(o) // same bytes: sets the shorter length (CMP_SWAP became WRITE)
-					}
-					d.txq[s] = append(d.txq[s], m)
-					continue
-				}
-				if gi < len(d.gen) {
-					g := d.gen[gi]
-					gi++
-					if g.SetData(o) == nil {
-						d.txq[s] = append(d.txq[s], g)
-					} else {
-						d.free = append(d.free, g)
-						d.noMbuf++
-					}
-				}
-			}
-			if !used {
-				d.free = append(d.free, m)
-			}
-		}
-		if d.tx[0] == d.tx[1] { // one port for both sides (the benchmark): one TX call
-			d.txq[0] = append(d.txq[0], d.txq[1]...)
-			d.txq[1] = d.txq[1][:0]
-		}
-		for s := range d.txq {
-			q := d.txq[s]
-			for len(q) > 0 {
-				k := d.tx[s].TxBurst(0, q)
-				if k == 0 {
-					break
-				}
-				q = q[k:]
-			}
-			if len(q) > 0 {
-				d.txDrops += uint64(len(q))
-				d.free = append(d.free, q...)
-			}
-			d.txq[s] = d.txq[s][:0]
-		}
-		dpdk.FreeBulk(d.free)
-		if d.sink != nil { // benchmark: the output loops back; free it here (TX completion)
-			if d.drain == nil {
-				d.drain = mbufSlice(1024)
-			}
-			for k := d.sink.RxBurst(0, d.drain); k > 0; k = d.sink.RxBurst(0, d.drain) {
-				dpdk.FreeBulk(d.drain[:k])
-				if k < len(d.drain) {
-					break
-				}
-			}
-		}
+		d.process(now, d.side[pi%len(d.side)], d.in[:n])
 	}
 	return got
+}
+
+// flush sends what the last burst left queued.
+func (d *dpdkCore) flush() { d.b.Flush() }
+
+// process runs the engine on one burst and queues its output.
+func (d *dpdkCore) process(now int64, side Side, in []*dpdk.Mbuf) {
+	o := d.out
+	o.Reset()
+	var t0 time.Time
+	if d.clock {
+		t0 = time.Now()
+	}
+	for i, m := range in {
+		d.owner[i] = o.Len()
+		f := m.Data()
+		s := side
+		if d.null != nil {
+			d.null.process(s, f, o)
+			continue
+		}
+		if d.sideByIP {
+			s = d.sideOf(f)
+		}
+		d.eng.Process(now, s, f, o)
+	}
+	if d.clock {
+		d.engineNs += int64(time.Since(t0))
+	}
+	d.owner[len(in)] = o.Len()
+	d.frames += uint64(len(in))
+	d.outN += uint64(o.Len())
+	for i, m := range in {
+		lo, hi := d.owner[i], d.owner[i+1]
+		fwd := false
+		for j := lo; j < hi; j++ {
+			if o.FromInput[j] {
+				fwd = true
+				break
+			}
+		}
+		spare := m // the input's mbuf, when the engine consumed the frame
+		if fwd {
+			spare = nil
+		}
+		used := false
+		for j := lo; j < hi; j++ {
+			f, sl := o.Frames[j], d.slot[o.Sides[j]]
+			if o.FromInput[j] && !used {
+				used = true
+				d.fwdN++
+				if len(f) != m.Len() {
+					_ = m.SetData(f) // same bytes: sets the shorter length (CMP_SWAP became WRITE)
+				}
+				d.b.Queue(sl, m)
+				continue
+			}
+			d.genN++
+			d.genLen += uint64(len(f))
+			g := spare
+			if g != nil {
+				spare = nil
+				d.spareN++
+			} else if g = d.b.Take(); g == nil {
+				d.noMbuf++
+				continue
+			}
+			if g.SetData(f) != nil { // chained input mbuf, or a frame too long
+				d.b.Drop(g)
+				d.noMbuf++
+				continue
+			}
+			d.b.Queue(sl, g)
+		}
+		if spare != nil {
+			d.b.Drop(spare)
+		}
+	}
+}
+
+// nullEngine stands in for the engine in the benchmark's loop-only pass.
+// It decides nothing and reads no byte of the frame, but loads the loop as
+// the engine did in the same run: it forwards the same share of inputs in
+// their own mbufs and generates the same number of frames per input, of
+// the engine's mean length (copies of a template), spread evenly.
+type nullEngine struct {
+	den, fwd, gen  uint64 // per den inputs: fwd forwarded, gen generated
+	fwdAcc, genAcc uint64
+	tmpl           []byte
+}
+
+func (n *nullEngine) process(s Side, f []byte, o *Out) {
+	if n.fwdAcc += n.fwd; n.fwdAcc >= n.den {
+		n.fwdAcc -= n.den
+		if len(o.Frames) < cap(o.Frames) {
+			o.Frames = append(o.Frames, f)
+			o.Sides = append(o.Sides, s.other())
+			o.FromInput = append(o.FromInput, true)
+		}
+	}
+	for n.genAcc += n.gen; n.genAcc >= n.den; n.genAcc -= n.den {
+		if len(o.Frames) < cap(o.Frames) {
+			o.Frames = append(o.Frames, n.tmpl)
+			o.Sides = append(o.Sides, s)
+			o.FromInput = append(o.FromInput, false)
+		}
+	}
 }
 
 // RunDPDK runs one engine (shard 0 of s) between two DPDK ports on the
@@ -184,10 +227,13 @@ func RunDPDK(ctx context.Context, s *Sharded, cfg DPDKConfig) error {
 	if s.Shards() != 1 {
 		return fmt.Errorf("middlebox: DPDK run drives one engine per port pair; got %d shards", s.Shards())
 	}
+	if cfg.Burst < 0 || cfg.Burst > maxDPDKBurst {
+		return fmt.Errorf("middlebox: DPDK run: burst %d: want 1 to %d", cfg.Burst, maxDPDKBurst)
+	}
 	if err := dpdk.Init(cfg.EAL); err != nil {
 		return err
 	}
-	pool, err := dpdk.NewMempool(fmt.Sprintf("mbox%d", os.Getpid()), 8191, 0, 0)
+	pool, err := dpdk.NewMempool(fmt.Sprintf("mbox%d-%d", os.Getpid(), poolSeq.Add(1)), 8191, dpdkPoolCache, 0)
 	if err != nil {
 		return err
 	}
@@ -203,8 +249,16 @@ func RunDPDK(ctx context.Context, s *Sharded, cfg DPDKConfig) error {
 	defer sp.Close()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	if _, err := dpdk.RegisterThread(); err == nil { // else uncached: slower, still right
+		defer dpdk.UnregisterThread()
+	}
+	b, err := dpdk.NewTxBatch(pool, [2]*dpdk.EthPort{cp, sp}, dpdkStock)
+	if err != nil {
+		return fmt.Errorf("middlebox: %w", err)
+	}
+	defer b.Close()
 	sh := s.shards[0]
-	d := &dpdkCore{eng: sh.eng, out: sh.out, pool: pool, tx: [2]*dpdk.EthPort{cp, sp},
+	d := &dpdkCore{eng: sh.eng, out: sh.out, b: b, slot: [2]int{0, 1}, burst: cfg.Burst,
 		rx: []*dpdk.EthPort{cp, sp}, side: []Side{ClientSide, ServerSide}}
 	start := time.Now()
 	idle := 0
@@ -218,17 +272,34 @@ func RunDPDK(ctx context.Context, s *Sharded, cfg DPDKConfig) error {
 			time.Sleep(20 * time.Microsecond)
 		}
 	}
+	d.flush()
 	return nil
 }
 
+var poolSeq atomic.Uint64 // mempool names must be unique in the process
+
 // BenchDPDK replays the mix through the engine's zero-copy DPDK loop. Per
-// core, on one OS thread: a chunk of the recorded mix is transmitted, in
-// trace order, on a loopback net_ring vdev (untimed: it comes back as that
-// vdev's RX, as if from the wire); then the middlebox loop receives it in
-// bursts, processes it and transmits on a second vdev, whose loopback it
-// drains and frees after each burst (as a driver reclaims transmitted
-// mbufs), until the input is empty (timed). Mpps per core: frames over the
-// timed wall time, and over the thread's CPU time in it.
+// core, on one OS thread registered as a DPDK lcore: a chunk of the
+// recorded mix is transmitted, in trace order, on a loopback net_ring vdev
+// (untimed: it comes back as that vdev's RX, as if from the wire); then
+// the middlebox loop receives it in bursts, processes it and transmits on
+// a second vdev, whose loopback it drains and frees after each burst (as
+// a driver reclaims transmitted mbufs), until the input is empty (timed).
+// Mpps per core: frames over the timed wall time, and over the thread's
+// CPU time in it.
+//
+// The same run splits the loop's cost from the engine's, two ways (both in
+// CoreStats.Counters; figures per input frame, wall time):
+//   - engine-ns/frame and loop-ns/frame: within the timed engine passes,
+//     the time of each burst's Engine.Process calls (two clock reads per
+//     burst; with the benchmark's per-frame side lookup, which stands in
+//     for a second input port) and the rest of the loop (RX, TX, frees,
+//     copying generated frames into mbufs, draining the sink).
+//   - loop-only-ns/frame and loop-only-mpps(-cpu): after each engine pass
+//     the same chunk goes through the loop again with the engine replaced
+//     by a forwarder that decides nothing but loads the loop as the engine
+//     did so far (same share of inputs forwarded in place, same number and
+//     mean length of generated frames).
 func BenchDPDK(cfg DPDKBenchConfig) (BenchResult, error) {
 	if cfg.Cores < 1 {
 		return BenchResult{}, fmt.Errorf("middlebox: bench: %d cores", cfg.Cores)
@@ -239,21 +310,14 @@ func BenchDPDK(cfg DPDKBenchConfig) (BenchResult, error) {
 	}
 	vdevs := cfg.Vdevs
 	if len(vdevs) == 0 {
-		for k := 0; k < cfg.Cores; k++ {
-			vdevs = append(vdevs, fmt.Sprintf("net_ring%d", 2*k), fmt.Sprintf("net_ring%d", 2*k+1))
-		}
+		vdevs = benchVdevs(cfg.Cores)
 	}
 	if len(vdevs) != 2*cfg.Cores {
 		return BenchResult{}, fmt.Errorf("middlebox: bench: %d vdevs for %d cores: want two per core", len(vdevs), cfg.Cores)
 	}
 	eal := cfg.EAL
 	if len(eal) == 0 {
-		eal = dpdk.VirtualArgs(fmt.Sprintf("swordbox-mbox-%d", os.Getpid()), vdevs...)
-		for i := range eal {
-			if eal[i] == "-m" && i+1 < len(eal) {
-				eal[i+1] = fmt.Sprint(256 + 128*cfg.Cores) // room for one pool per core
-			}
-		}
+		eal = benchEAL(cfg.Cores, vdevs)
 	}
 	if err := dpdk.Init(eal); err != nil {
 		return BenchResult{}, err
@@ -283,6 +347,24 @@ func BenchDPDK(cfg DPDKBenchConfig) (BenchResult, error) {
 	return res, nil
 }
 
+func benchVdevs(cores int) []string {
+	var v []string
+	for k := 0; k < cores; k++ {
+		v = append(v, fmt.Sprintf("net_ring%d", 2*k), fmt.Sprintf("net_ring%d", 2*k+1))
+	}
+	return v
+}
+
+func benchEAL(cores int, vdevs []string) []string {
+	eal := dpdk.VirtualArgs(fmt.Sprintf("swordbox-mbox-%d", os.Getpid()), vdevs...)
+	for i := range eal {
+		if eal[i] == "-m" && i+1 < len(eal) {
+			eal[i+1] = fmt.Sprint(256 + 128*cores) // room for one pool per core
+		}
+	}
+	return eal
+}
+
 func devName(vdev string) string {
 	for i := 0; i < len(vdev); i++ {
 		if vdev[i] == ',' {
@@ -292,89 +374,224 @@ func devName(vdev string) string {
 	return vdev
 }
 
-func benchDPDKCore(cfg DPDKBenchConfig, k int, inName, outName string, st *CoreStats) error {
+// ringBench is one core of BenchDPDK: a mix, its engine, and the loop
+// between an input port (loopback: what is sent on it comes back as its
+// RX) and an output port drained as a sink.
+type ringBench struct {
+	mix  *Mix
+	eng  *Engine
+	pool *dpdk.Mempool
+	in   *dpdk.EthPort
+	outp *dpdk.EthPort
+	d    *dpdkCore
+	tr   *Trace
+	next int
+	ms   []*dpdk.Mbuf
+	null nullEngine
+	// The engine passes' load: inputs, inputs forwarded in place,
+	// generated frames and their bytes.
+	engIn, engFwd, engGen, engGenLen uint64
+}
+
+// benchPoolSize is the number of mbufs of a benchmark core's pool.
+const benchPoolSize = 8191
+
+// benchChunk is how many frames are loaded into the input ring at once,
+// within net_ring's 1024-slot rings.
+const benchChunk = 512
+
+// newRingBench sets core k up. Call it on a locked OS thread registered
+// with dpdk.RegisterThread; close it on that thread.
+func newRingBench(cfg DPDKBenchConfig, k int, inName, outName string) (_ *ringBench, err error) {
 	mc := cfg.Mix
 	mc.Server = byte(k + 1)
 	mc.Seed += uint64(k)
 	m, err := NewMix(mc)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	e, err := New(m.EngineConfig())
 	if err != nil {
-		return err
+		return nil, err
 	}
-	pool, err := dpdk.NewMempool(fmt.Sprintf("mbox%d-%d", os.Getpid(), k), 8191, 0, 0)
-	if err != nil {
-		return err
-	}
-	in, err := dpdk.OpenPort(inName, dpdk.PortConfig{Pool: pool})
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	outp, err := dpdk.OpenPort(outName, dpdk.PortConfig{Pool: pool})
-	if err != nil {
-		return err
-	}
-	defer outp.Close()
-	d := &dpdkCore{eng: e, out: NewOut(4096, 1<<18), pool: pool, tx: [2]*dpdk.EthPort{outp, outp},
-		rx: []*dpdk.EthPort{in}, side: []Side{ClientSide}, sideByIP: true, sink: outp}
-
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	// Alternate, on this one thread: load a chunk of the recorded mix into
-	// the input ring (untimed: this is the traffic source), then run the
-	// middlebox loop until the ring is empty (timed, wall and thread CPU).
-	const chunk = 512 // within net_ring's 1024-slot rings
-	tr := NewTrace(4 * chunk)
-	ms := mbufSlice(chunk)
-	var wall time.Duration
-	var cpu int64
-	next := 0
-	deadline := time.Now().Add(cfg.Duration)
-	for time.Now().Before(deadline) {
-		if next == len(tr.Frames) {
-			m.Fill(tr, 4*chunk)
-			next = 0
+	r := &ringBench{mix: m, eng: e, tr: NewTrace(4 * benchChunk), ms: mbufSlice(benchChunk)}
+	defer func() {
+		if err != nil {
+			r.close()
 		}
-		n := min(chunk, len(tr.Frames)-next)
-		if err := pool.AllocBulk(ms[:n]); err != nil {
+	}()
+	if r.pool, err = dpdk.NewMempool(fmt.Sprintf("mbox%d-%d", os.Getpid(), poolSeq.Add(1)), benchPoolSize, dpdkPoolCache, 0); err != nil {
+		return nil, err
+	}
+	if r.in, err = dpdk.OpenPort(inName, dpdk.PortConfig{Pool: r.pool}); err != nil {
+		return nil, err
+	}
+	if r.outp, err = dpdk.OpenPort(outName, dpdk.PortConfig{Pool: r.pool}); err != nil {
+		return nil, err
+	}
+	b, err := dpdk.NewTxBatch(r.pool, [2]*dpdk.EthPort{r.outp, r.outp}, dpdkStock)
+	if err != nil {
+		return nil, err
+	}
+	b.SetSink(r.outp)
+	r.d = &dpdkCore{eng: e, out: NewOut(4096, 1<<18), b: b, slot: [2]int{0, 0},
+		rx: []*dpdk.EthPort{r.in}, side: []Side{ClientSide}, sideByIP: true}
+	r.null.tmpl = make([]byte, netio.MaxFrameSize)
+	return r, nil
+}
+
+// close drains both rings, returns every mbuf and releases the pool. It
+// fails if mbufs are missing from the pool then (a leak in the loop).
+func (r *ringBench) close() error {
+	if r.d != nil {
+		r.null = nullEngine{den: 1} // drop every frame
+		r.d.null = &r.null
+		for r.d.poll(0) { // the input ring, if a pass stopped half-way
+		}
+		r.d.b.Close()
+	}
+	for _, p := range []*dpdk.EthPort{r.in, r.outp} {
+		if p != nil {
+			for n := p.RxBurst(0, r.ms); n > 0; n = p.RxBurst(0, r.ms) {
+				dpdk.FreeBulk(r.ms[:n])
+			}
+			p.Close()
+		}
+	}
+	var err error
+	if r.pool != nil {
+		if n := r.pool.Available(); n != benchPoolSize {
+			err = fmt.Errorf("middlebox: bench: %d of %d mbufs back in the pool", n, benchPoolSize)
+		}
+		r.pool.Free()
+	}
+	return err
+}
+
+// nextChunk returns the next frames of the mix, in trace order.
+func (r *ringBench) nextChunk() [][]byte {
+	if r.next == len(r.tr.Frames) {
+		r.mix.Fill(r.tr, 4*benchChunk)
+		r.next = 0
+	}
+	n := min(benchChunk, len(r.tr.Frames)-r.next)
+	f := r.tr.Frames[r.next : r.next+n]
+	r.next += n
+	return f
+}
+
+// load copies frames into mbufs and transmits them on the input port
+// (untimed: the traffic source).
+func (r *ringBench) load(frames [][]byte) error {
+	ms := r.ms[:len(frames)]
+	if err := r.pool.AllocBulk(ms); err != nil {
+		return fmt.Errorf("middlebox: bench: %w", err)
+	}
+	for j, f := range frames {
+		if err := ms[j].SetData(f); err != nil {
+			dpdk.FreeBulk(ms)
 			return fmt.Errorf("middlebox: bench: %w", err)
 		}
-		for j := 0; j < n; j++ {
-			if err := ms[j].SetData(tr.Frames[next+j]); err != nil {
-				dpdk.FreeBulk(ms[:n])
-				return err
-			}
-		}
-		sent := 0
-		for sent < n {
-			k := in.TxBurst(0, ms[sent:n])
-			if k == 0 {
-				break
-			}
-			sent += k
-		}
-		if sent < n {
-			dpdk.FreeBulk(ms[sent:n])
-			return fmt.Errorf("middlebox: bench: input ring took %d of %d frames", sent, n)
-		}
-		next += n
-		t0, c0 := time.Now(), threadCPU()
-		for d.poll(0) {
-		}
-		cpu += threadCPU() - c0
-		wall += time.Since(t0)
 	}
-	c := e.Counters()
-	*st = CoreStats{FramesIn: d.frames, FramesOut: d.outN, Busy: wall.Seconds(), CPU: float64(cpu) / 1e9,
-		Mpps: float64(d.frames) / wall.Seconds() / 1e6, Drops: c.TotalDrops() + d.noMbuf + d.txDrops,
-		Counters: fmt.Sprintf("%s no-mbuf=%d tx-drops=%d", c.String(), d.noMbuf, d.txDrops)}
-	if cpu > 0 {
-		st.MppsCPU = float64(d.frames) / (float64(cpu) / 1e9) / 1e6
+	sent := 0
+	for sent < len(ms) {
+		k := r.in.TxBurst(0, ms[sent:])
+		if k == 0 {
+			break
+		}
+		sent += k
+	}
+	if sent < len(ms) {
+		dpdk.FreeBulk(ms[sent:])
+		return fmt.Errorf("middlebox: bench: input ring took %d of %d frames", sent, len(ms))
 	}
 	return nil
 }
 
-var _ = netio.MaxFrameSize
+// pass runs the loop until the input ring is empty and its output sent:
+// with the engine, or (loopOnly) with the null engine set to the engine's
+// load so far. It returns the frames, wall and thread CPU nanoseconds.
+func (r *ringBench) pass(loopOnly bool) (frames uint64, wall, cpu int64) {
+	d := r.d
+	d.null = nil
+	if loopOnly {
+		r.null.den, r.null.fwd, r.null.gen = max(r.engIn, 1), r.engFwd, r.engGen
+		r.null.tmpl = r.null.tmpl[:cap(r.null.tmpl)]
+		if r.engGen > 0 {
+			r.null.tmpl = r.null.tmpl[:min(int(r.engGenLen/r.engGen), cap(r.null.tmpl))]
+		}
+		d.null = &r.null
+	}
+	f0, fwd0, gen0, len0 := d.frames, d.fwdN, d.genN, d.genLen
+	t0, c0 := time.Now(), threadCPU()
+	for d.poll(0) {
+	}
+	d.flush()
+	cpu = threadCPU() - c0
+	wall = int64(time.Since(t0))
+	if !loopOnly {
+		r.engIn += d.frames - f0
+		r.engFwd += d.fwdN - fwd0
+		r.engGen += d.genN - gen0
+		r.engGenLen += d.genLen - len0
+	}
+	d.null = nil
+	return d.frames - f0, wall, cpu
+}
+
+func benchDPDKCore(cfg DPDKBenchConfig, k int, inName, outName string, st *CoreStats) (err error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if _, err := dpdk.RegisterThread(); err == nil { // else uncached: slower, still right
+		defer dpdk.UnregisterThread()
+	}
+	r, err := newRingBench(cfg, k, inName, outName)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := r.close(); err == nil {
+			err = cerr
+		}
+	}()
+	d := r.d
+	// Alternate, on this one thread: load a chunk of the recorded mix into
+	// the input ring (untimed: this is the traffic source), run the
+	// middlebox loop until the ring is empty (timed, wall and thread CPU),
+	// then load the same chunk again and run it through the loop alone.
+	var engFrames, loopFrames, outN uint64
+	var wall, cpu, loopWall, loopCPU int64
+	deadline := time.Now().Add(cfg.Duration)
+	for time.Now().Before(deadline) {
+		frames := r.nextChunk()
+		if err := r.load(frames); err != nil {
+			return err
+		}
+		o0 := d.outN
+		d.clock = true
+		n, w, c := r.pass(false)
+		d.clock = false
+		engFrames, wall, cpu = engFrames+n, wall+w, cpu+c
+		outN += d.outN - o0
+		if err := r.load(frames); err != nil {
+			return err
+		}
+		n, w, c = r.pass(true)
+		loopFrames, loopWall, loopCPU = loopFrames+n, loopWall+w, loopCPU+c
+	}
+	c := r.eng.Counters()
+	noMbuf, txDrops := d.noMbuf+d.b.NoMbuf(), d.b.TxDropped()
+	*st = CoreStats{FramesIn: engFrames, FramesOut: outN, Busy: float64(wall) / 1e9, CPU: float64(cpu) / 1e9,
+		Drops: c.TotalDrops() + noMbuf + txDrops}
+	per := func(ns int64, n uint64) float64 { return float64(ns) / float64(max(n, 1)) }
+	st.Counters = fmt.Sprintf("%s no-mbuf=%d tx-drops=%d engine-ns/frame=%.1f loop-ns/frame=%.1f loop-only-ns/frame=%.1f loop-only-mpps=%.3f loop-only-mpps-cpu=%.3f",
+		c.String(), noMbuf, txDrops, per(d.engineNs, engFrames), per(wall-d.engineNs, engFrames),
+		per(loopWall, loopFrames), 1e3/per(loopWall, loopFrames), 1e3/per(loopCPU, loopFrames))
+	if wall > 0 {
+		st.Mpps = float64(engFrames) / (float64(wall) / 1e9) / 1e6
+	}
+	if cpu > 0 {
+		st.MppsCPU = float64(engFrames) / (float64(cpu) / 1e9) / 1e6
+	}
+	return nil
+}
