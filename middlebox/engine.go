@@ -3,6 +3,7 @@ package middlebox
 import (
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 
 	"github.com/swordbox/swordbox/roce"
 )
@@ -508,7 +509,9 @@ func (e *Engine) atomicOnWord(si int32, p *roce.Packet, en *entry, va uint64, on
 		} else {
 			e.c.CASToWrite++
 		}
-		saveConv(cv, p)
+		if saveConv(cv, p); cv.ok {
+			return casToWriteConv(p, w.value), true
+		}
 		return casToWrite(p, w.value), true
 	}
 	en.kind, en.word = kAtomicPass, wi
@@ -685,26 +688,23 @@ func finish(p *roce.Packet, sp *icrcSpan, incremental bool) {
 	p.SetICRC()
 }
 
-// ipChecksum recomputes an IPv4 header checksum.
+// ipChecksum recomputes an IPv4 header checksum. The one's complement sum
+// does not depend on byte order (RFC 1071), so a 20-byte header is summed
+// as five little-endian words, the checksum's own two bytes masked off,
+// and the folded result byte-swapped once.
 func ipChecksum(ip roce.IPv4) {
-	n := ip.HeaderLen()
-	if n != roce.IPv4MinLen {
+	if len(ip) != roce.IPv4MinLen || ip.HeaderLen() != roce.IPv4MinLen {
 		ip.UpdateChecksum()
 		return
 	}
-	_ = ip[19]
-	sum := uint32(ip[0])<<8 | uint32(ip[1])
-	sum += uint32(ip[2])<<8 | uint32(ip[3])
-	sum += uint32(ip[4])<<8 | uint32(ip[5])
-	sum += uint32(ip[6])<<8 | uint32(ip[7])
-	sum += uint32(ip[8])<<8 | uint32(ip[9])
-	sum += uint32(ip[12])<<8 | uint32(ip[13])
-	sum += uint32(ip[14])<<8 | uint32(ip[15])
-	sum += uint32(ip[16])<<8 | uint32(ip[17])
-	sum += uint32(ip[18])<<8 | uint32(ip[19])
+	le := binary.LittleEndian
+	sum := uint64(le.Uint32(ip[0:])) + uint64(le.Uint32(ip[4:])) + uint64(le.Uint32(ip[8:])&0xffff) +
+		uint64(le.Uint32(ip[12:])) + uint64(le.Uint32(ip[16:]))
+	sum = sum&0xffffffff + sum>>32
 	sum = sum&0xffff + sum>>16
 	sum = sum&0xffff + sum>>16
-	ip.SetChecksum(^uint16(sum))
+	sum = sum&0xffff + sum>>16
+	ip.SetChecksum(^bits.ReverseBytes16(uint16(sum)))
 }
 
 // serverOf returns the index of the managed server with IPv4 address a.

@@ -179,7 +179,7 @@ func (e *Engine) emitAck(out *Out, c *conn, psn uint32, syn roce.Syndrome, msn u
 		return
 	}
 	t := e.template(c)
-	copy(f, t.ack[:])
+	*(*[ackLen]byte)(f) = t.ack
 	f[genBTH+roce.BTHAckPSNOff+1] = byte(psn >> 16)
 	f[genBTH+roce.BTHAckPSNOff+2] = byte(psn >> 8)
 	f[genBTH+roce.BTHAckPSNOff+3] = byte(psn)
@@ -207,7 +207,7 @@ func (e *Engine) emitAtomicAck(out *Out, c *conn, psn uint32, orig uint64, msn u
 		return
 	}
 	t := e.template(c)
-	copy(f, t.atomic[:])
+	*(*[atomicAckLn]byte)(f) = t.atomic
 	f[genBTH+roce.BTHAckPSNOff+1] = byte(psn >> 16)
 	f[genBTH+roce.BTHAckPSNOff+2] = byte(psn >> 8)
 	f[genBTH+roce.BTHAckPSNOff+3] = byte(psn)
@@ -226,24 +226,30 @@ func (e *Engine) emitAtomicAck(out *Out, c *conn, psn uint32, orig uint64, msn u
 // retargetRequest rewrites a parsed request in place so that it travels on
 // connection o: MACs, IPs, UDP source port, destination QP.
 func retargetRequest(p *roce.Packet, o *conn) {
-	p.Eth.SetSrc(o.cliMAC)
-	p.Eth.SetDst(o.srvMAC)
-	p.IP.SetSrc(o.cliIP)
-	p.IP.SetDst(o.srvIP)
-	p.UDP.SetSrcPort(o.cliPort)
-	p.UDP.SetChecksum(0)
-	p.BTH.SetDestQP(o.srvQP)
+	f := p.Frame
+	l3, l4, bth := p.L3Off, p.L4Off, p.BTHOff
+	_ = f[bth+roce.BTHLen-1] // the parser checked it; one bounds check for all below
+	*(*[6]byte)(f[roce.EthDstOff:]) = o.srvMAC
+	*(*[6]byte)(f[roce.EthSrcOff:]) = o.cliMAC
+	*(*[4]byte)(f[l3+roce.IPv4SrcOff:]) = o.cliIP
+	*(*[4]byte)(f[l3+roce.IPv4DstOff:]) = o.srvIP
+	binary.BigEndian.PutUint16(f[l4+roce.UDPSrcPortOff:], o.cliPort)
+	f[l4+roce.UDPChecksumOff], f[l4+roce.UDPChecksumOff+1] = 0, 0
+	put24(f[bth+roce.BTHDestQPOff:], o.srvQP)
 }
 
 // retargetResponse rewrites a parsed response in place so that it reaches
 // client c as if its own connection had carried it.
 func retargetResponse(p *roce.Packet, c *conn) {
-	p.Eth.SetSrc(c.srvMAC)
-	p.Eth.SetDst(c.cliMAC)
-	p.IP.SetSrc(c.srvIP)
-	p.IP.SetDst(c.cliIP)
-	p.UDP.SetChecksum(0)
-	p.BTH.SetDestQP(c.cliQP)
+	f := p.Frame
+	l3, l4, bth := p.L3Off, p.L4Off, p.BTHOff
+	_ = f[bth+roce.BTHLen-1]
+	*(*[6]byte)(f[roce.EthDstOff:]) = c.cliMAC
+	*(*[6]byte)(f[roce.EthSrcOff:]) = c.srvMAC
+	*(*[4]byte)(f[l3+roce.IPv4SrcOff:]) = c.srvIP
+	*(*[4]byte)(f[l3+roce.IPv4DstOff:]) = c.cliIP
+	f[l4+roce.UDPChecksumOff], f[l4+roce.UDPChecksumOff+1] = 0, 0
+	put24(f[bth+roce.BTHDestQPOff:], c.cliQP)
 }
 
 // casToWrite rewrites a parsed CMP_SWAP or FETCH_ADD in place into an RDMA
@@ -252,4 +258,30 @@ func retargetResponse(p *roce.Packet, c *conn) {
 func casToWrite(p *roce.Packet, v uint64) []byte {
 	_ = p.AtomicToWriteStale(v) // cannot fail: the caller checked the opcode
 	return p.Frame
+}
+
+// casToWriteConv is casToWrite for the layout saveConv accepted (cv.ok:
+// 20-byte IPv4 header, no VLAN tag, no pad): the byte offsets are
+// constants, so it writes the WRITE's fields directly and updates only the
+// parts of p the rest of the request path reads (Pad and Trailer are left
+// stale).
+func casToWriteConv(p *roce.Packet, v uint64) []byte {
+	l3 := p.L3Off
+	f := p.Frame[:l3+convOutLen+roce.ICRCLen]
+	bth := l3 + roce.IPv4MinLen + roce.UDPLen
+	ext := bth + roce.BTHLen
+	f[bth+roce.BTHOpcodeOff] = byte(roce.OpRCWriteOnly)
+	binary.BigEndian.PutUint32(f[ext+roce.RETHDMALenOff:], 8)
+	binary.LittleEndian.PutUint64(f[ext+roce.RETHLen:], v)
+	binary.BigEndian.PutUint16(f[l3+roce.IPv4TotalLenOff:], convOutLen+roce.ICRCLen)
+	binary.BigEndian.PutUint16(f[l3+roce.IPv4MinLen+roce.UDPLengthOff:], convOutLen+roce.ICRCLen-roce.IPv4MinLen)
+	f[l3+roce.IPv4MinLen+roce.UDPChecksumOff], f[l3+roce.IPv4MinLen+roce.UDPChecksumOff+1] = 0, 0
+	p.Opcode = roce.OpRCWriteOnly
+	p.Frame = f
+	p.RETH, p.AtomicETH = roce.RETH(f[ext:ext+roce.RETHLen]), nil
+	p.PayloadOff = ext + roce.RETHLen
+	p.Payload = f[p.PayloadOff : p.PayloadOff+8]
+	p.ICRCOff, p.End = l3+convOutLen, l3+convOutLen+roce.ICRCLen
+	p.ICRC = f[p.ICRCOff:p.End]
+	return f
 }
