@@ -12,9 +12,11 @@ const (
 	DefaultRingSize     = 4096
 	DefaultConnRingSize = 256
 	DefaultWindow       = 256
-	DefaultMaxConns     = 4096
-	DefaultMaxWords     = 1 << 14
-	DefaultPMTU         = 4096
+	// DefaultReplayLogBytes keeps the replay copies within the L2 cache.
+	DefaultReplayLogBytes = 64 << 10
+	DefaultMaxConns       = 4096
+	DefaultMaxWords       = 1 << 14
+	DefaultPMTU           = 4096
 )
 
 // NAK recovery modes (Config.NAKRecovery).
@@ -52,6 +54,14 @@ type Config struct {
 	// connection a NAK at its own oldest PSN, as the paper does (section
 	// 4.5). See the package documentation for why replay is the default.
 	NAKRecovery string `mapstructure:"nak-recovery" yaml:"nak-recovery"`
+	// ReplayLogBytes is the size of the byte ring in which a shared
+	// connection keeps its copies of the requests it sent, for replay (a
+	// power of two, 4 KiB to 64 MiB; default 64 KiB). It should hold the
+	// requests outstanding at the server when a NAK arrives (64 KiB: about
+	// 750 CMP_SWAPs); a copy overwritten before it is needed is skipped
+	// (counter replay-lost) and its client's retransmission recovers it.
+	// Larger logs cost cache space on every request.
+	ReplayLogBytes int `mapstructure:"replay-log-bytes" yaml:"replay-log-bytes"`
 	// ReplayHoldoff is the least time between two replays of one
 	// connection triggered by client retransmissions (default 1ms).
 	ReplayHoldoff time.Duration `mapstructure:"replay-holdoff" yaml:"replay-holdoff"`
@@ -163,6 +173,9 @@ func (c *Config) withDefaults() Config {
 	if d.ReplayHoldoff == 0 {
 		d.ReplayHoldoff = time.Millisecond
 	}
+	if d.ReplayLogBytes == 0 {
+		d.ReplayLogBytes = DefaultReplayLogBytes
+	}
 	return d
 }
 
@@ -176,6 +189,9 @@ func (c *Config) Validate() error {
 		if !pow2(x.v) || x.v > 1<<20 {
 			return fmt.Errorf("middlebox config: %s %d: want a power of two up to 2^20", x.name, x.v)
 		}
+	}
+	if !pow2(d.ReplayLogBytes) || d.ReplayLogBytes < 1<<12 || d.ReplayLogBytes > 1<<26 {
+		return fmt.Errorf("middlebox config: replay-log-bytes %d: want a power of two from 4096 to 2^26", d.ReplayLogBytes)
 	}
 	if d.PMTU < 256 || d.PMTU > 4096 || !pow2(d.PMTU) {
 		return fmt.Errorf("middlebox config: pmtu %d: want 256, 512, 1024, 2048 or 4096", d.PMTU)

@@ -89,9 +89,10 @@
 //     all but the one it expects, and each client burns one retry per
 //     round until RETRY_EXC_ERR (seen in TestDifferentialDebug with
 //     MBOX_DIFF_NAK=broadcast). Replay keeps a copy of every request on a
-//     shared connection (ring size x frame size of memory; mbuf references
-//     on DPDK would cost nothing) and makes recovery independent of the
-//     clients. A client retransmission of the server's oldest unacknowledged
+//     shared connection (in a byte ring of ReplayLogBytes, 64 KiB by
+//     default so that it stays in the cache; a copy overwritten before it
+//     is needed is left to its client's retransmission) and makes recovery
+//     independent of the clients. A client retransmission of the server's oldest unacknowledged
 //     request also triggers a replay of the rest (at most one per
 //     ReplayHoldoff per connection).
 //   - Other NAKs go to the owner of the PSN with its own PSN; fatal ones

@@ -126,7 +126,7 @@ func (e *Engine) addConn(p connParams, learned bool) (int32, error) {
 	})
 	c := &e.conns[ci]
 	if isShared && e.replay {
-		c.log = newReplayLog(replayLogBytes(rs))
+		c.log = newReplayLog(e.cfg.ReplayLogBytes)
 	}
 	if p.psnKnown {
 		c.inKnown, c.inNext = true, p.psn

@@ -20,16 +20,9 @@ type replayLog struct {
 	pos  uint64 // bytes ever appended
 }
 
-// replayLogBytes is the log size for a shared ring of n entries: room for
-// n copies of 128 bytes (a CMP_SWAP is 86 bytes, a 64-byte WRITE 138).
-func replayLogBytes(n int) int { return n * 128 }
-
+// newReplayLog returns a log of size bytes (a power of two).
 func newReplayLog(size int) *replayLog {
-	n := 1
-	for n < size {
-		n <<= 1
-	}
-	return &replayLog{buf: make([]byte, n), mask: uint64(n - 1)}
+	return &replayLog{buf: make([]byte, size), mask: uint64(size - 1)}
 }
 
 // put appends f and returns the position of its copy. Frames longer than

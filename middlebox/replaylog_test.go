@@ -7,7 +7,7 @@ import (
 )
 
 func TestReplayLog(t *testing.T) {
-	l := newReplayLog(100) // rounded up to 128 bytes
+	l := newReplayLog(128)
 	if len(l.buf) != 128 {
 		t.Fatalf("size %d, want 128", len(l.buf))
 	}

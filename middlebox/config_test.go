@@ -1,0 +1,53 @@
+package middlebox
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestConfigValidate checks that every refusal names the field at fault,
+// and that a valid configuration (defaults filled in) passes.
+func TestConfigValidate(t *testing.T) {
+	base := func() Config {
+		return Config{Servers: []ServerConfig{{IP: "10.0.0.2", Remap: []Range{{}}, CASToWrite: []Range{{Lo: 0x1000, Hi: 0x1008}}}},
+			Words: []WordConfig{{VA: 0x1000}}}
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(*Config)
+		want string // "" = valid
+	}{
+		{"defaults", func(*Config) {}, ""},
+		{"ring-size", func(c *Config) { c.RingSize = 1000 }, "ring-size 1000"},
+		{"conn-ring-size", func(c *Config) { c.ConnRingSize = 3 }, "conn-ring-size 3"},
+		{"window", func(c *Config) { c.Window = 1 << 21 }, "window 2097152"},
+		{"replay-log-bytes not a power of two", func(c *Config) { c.ReplayLogBytes = 5000 }, "replay-log-bytes 5000"},
+		{"replay-log-bytes too small", func(c *Config) { c.ReplayLogBytes = 2048 }, "replay-log-bytes 2048"},
+		{"replay-log-bytes ok", func(c *Config) { c.ReplayLogBytes = 1 << 20 }, ""},
+		{"pmtu", func(c *Config) { c.PMTU = 1500 }, "pmtu 1500"},
+		{"nak-recovery", func(c *Config) { c.NAKRecovery = "retry" }, `nak-recovery "retry"`},
+		{"max-conns", func(c *Config) { c.MaxConns = -1 }, "max-conns -1"},
+		{"server ip", func(c *Config) { c.Servers[0].IP = "10.0.0" }, "servers[0]"},
+		{"cas outside remap", func(c *Config) { c.Servers[0].Remap = []Range{{Lo: 0, Hi: 0x100}} }, "not inside a remap range"},
+		{"word unaligned", func(c *Config) { c.Words[0].VA = 0x1001 }, "words[0] VA 0x1001"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := base()
+			tc.edit(&c)
+			err := c.Validate()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want != "" && err == nil:
+				t.Fatalf("accepted, want an error naming %q", tc.want)
+			case tc.want != "" && !strings.Contains(err.Error(), tc.want):
+				t.Fatalf("error %q does not name %q", err, tc.want)
+			}
+			if tc.want == "" {
+				if _, err := New(c); err != nil {
+					t.Fatalf("New: %v", err)
+				}
+			}
+		})
+	}
+}
