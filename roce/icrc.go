@@ -90,7 +90,7 @@ const clmulMin = 128
 // the UDP header, the BTH and everything up to, not including, the ICRC. The
 // caller guarantees len(l3) >= ihl+UDPLen+BTHLen and 20 <= ihl <= 60.
 func icrcOver(l3 []byte, ihl int) uint32 {
-	if len(l3) <= icrcFastMax {
+	if n := len(l3); n >= icrcFastMin && n <= icrcFastMax {
 		return icrcShort(l3, ihl)
 	}
 	return icrcInPlace(l3, ihl)

@@ -3,7 +3,6 @@ package roce
 import (
 	"bytes"
 	"encoding/binary"
-	"fmt"
 	"hash/crc32"
 	"math/rand/v2"
 	"testing"
@@ -207,37 +206,4 @@ func FuzzICRCFast(f *testing.F) {
 			t.Fatalf("n %d ihl %d: icrcInPlace %08x, recipe %08x", len(l3), ihl, g, want)
 		}
 	})
-}
-
-// BenchmarkICRCShort times SetICRC by L3..ICRC span: a 44-byte ACK, a 68-byte
-// CMP_SWAP, SEND frames of the other spans (76 is the middlebox's CAS figure).
-func BenchmarkICRCShort(b *testing.B) {
-	for _, span := range []int{44, 52, 68, 76, 92, 124, 200, 256, 300, 1100} {
-		var f Fields
-		name := "send"
-		switch span {
-		case 44:
-			f, name = baseFields(OpRCAcknowledge), "ack"
-		case 68:
-			f, name = baseFields(OpRCCompareSwap), "cas"
-		default:
-			f = baseFields(OpRCSendOnly)
-			f.Payload = make([]byte, span-IPv4MinLen-UDPLen-BTHLen)
-		}
-		frame := build(b, &f, 0)
-		var p Packet
-		if err := ParseInto(&p, frame); err != nil {
-			b.Fatal(err)
-		}
-		if got := p.ICRCOff - p.L3Off; got != span {
-			b.Fatalf("%s: span %d, want %d", name, got, span)
-		}
-		b.Run(fmt.Sprintf("%s=%d", name, span), func(b *testing.B) {
-			b.ReportAllocs()
-			b.SetBytes(int64(span))
-			for b.Loop() {
-				p.SetICRC()
-			}
-		})
-	}
 }
