@@ -441,6 +441,39 @@ func TestSequenceNAKReplay(t *testing.T) {
 	}
 }
 
+// With a replay log too small for everything outstanding, a replay sends
+// the copies still in the log, in order and as first sent, and counts the
+// overwritten ones (their clients' retransmissions recover them).
+func TestSequenceNAKReplayLogWrapped(t *testing.T) {
+	cfg := testConfig(true, false)
+	cfg.ReplayLogBytes, cfg.Window = 4096, 64
+	r := newTestRack(t, 2, cfg)
+	s0 := r.cli[0].psn
+	var sent [][]byte
+	for k := 0; k < 40; k++ { // 40 WRITEs of 138 bytes: 5520 bytes > 4096
+		f, _ := r.write(k%2, 0x5000+uint64(8*k), make([]byte, 64))
+		sent = append(sent, r.one(ClientSide, f).raw)
+	}
+	res := r.run(ServerSide, r.ack(0, s0+1, synSeq, 1)) // NAK at s0+1: s0 acknowledged
+	if len(res) < 2 || res[0].side != ClientSide {
+		t.Fatalf("%d frames, want the ACK of s0 then replayed requests", len(res))
+	}
+	replayed := res[1:]
+	c := r.e.Counters()
+	if int(c.Replayed) != len(replayed) || int(c.ReplayLost)+len(replayed) != len(sent)-1 || c.ReplayLost == 0 {
+		t.Fatalf("replayed %d, lost %d, of %d outstanding: %s", len(replayed), c.ReplayLost, len(sent)-1, c.String())
+	}
+	first := len(sent) - len(replayed)
+	if want := 4096 / len(sent[0]); len(replayed) != want {
+		t.Fatalf("%d copies replayed, want the %d newest that fit in 4096 bytes", len(replayed), want)
+	}
+	for k, e := range replayed {
+		if e.side != ServerSide || !bytes.Equal(e.raw, sent[first+k]) {
+			t.Fatalf("replayed frame %d differs from request %d as first sent", k, first+k)
+		}
+	}
+}
+
 // An atomic on a tracked word from a connection that cannot be remapped
 // yet (learned, not bound) is not ordered with the shared connection: no
 // word of the server is learned while it is in flight.
