@@ -19,7 +19,9 @@ import (
 // buffer escape to the heap, and its loop for short inputs is bytewise). The
 // rest of the packet is read in place: by the same loop when short, and by
 // one crc32.Update call (carry-less multiply) over a multiple of 16 bytes
-// when long. The 8 leading 0xFF bytes are a precomputed CRC state.
+// when long. The 8 leading 0xFF bytes are a precomputed CRC state. Spans of
+// icrcFastMin to icrcFastMax bytes take neither: they are copied, masked and
+// zero-padded, and go to crc32.Update in one call (icrc_fast.go).
 
 var (
 	crcTab8  [8][256]uint32
