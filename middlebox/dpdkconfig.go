@@ -7,7 +7,7 @@ type DPDKConfig struct {
 	EAL        []string // EAL arguments (the vdevs or PCI devices among them)
 	ClientPort string   // DPDK port name of the client side
 	ServerPort string   // DPDK port name of the server side
-	Burst      int      // frames per RX burst (default 32)
+	Burst      int      // frames per RX burst (0: 32; at most 512)
 }
 
 // DPDKBenchConfig configures BenchDPDK.
@@ -15,7 +15,9 @@ type DPDKBenchConfig struct {
 	Mix      MixConfig
 	Cores    int
 	Duration time.Duration
-	EAL      []string // default: --no-huge -m 512 --no-pci --file-prefix swordbox-mbox-<pid>
+	// EAL defaults to dpdk.VirtualArgs (--no-huge, --no-pci, no shared
+	// config, -l 0) with the vdevs and -m 256+128*Cores.
+	EAL []string
 	// Vdevs lists two vdev arguments per core (client side, server side);
 	// default net_ring pairs.
 	Vdevs []string
