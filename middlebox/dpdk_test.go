@@ -120,6 +120,57 @@ func TestDPDKLoopMatchesEngine(t *testing.T) {
 	}
 }
 
+// A chained frame (two segments) is dropped, counted, and its mbufs freed;
+// the frames around it go through.
+func TestDPDKLoopDropsChained(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("DPDK without hugepages needs root here")
+	}
+	if err := dpdk.Init(benchEAL(1, benchVdevs(1))); err != nil {
+		t.Fatal(err)
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	r, err := newRingBench(DPDKBenchConfig{Mix: benchMix, Cores: 1}, 0, "net_ring0", "net_ring1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.d.b.SetSink(nil)
+	tr := NewTrace(8)
+	r.mix.Fill(tr, 8)
+	ms := make([]*dpdk.Mbuf, 64)
+	if err := r.pool.AllocBulk(ms[:len(tr.Frames)+1]); err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range tr.Frames {
+		ms[i].SetData(f)
+	}
+	head, tail := ms[2], ms[len(tr.Frames)]
+	f := tr.Frames[2]
+	head.SetData(f[:40])
+	tail.SetData(f[40:])
+	if err := head.Chain(tail); err != nil {
+		t.Fatal(err)
+	}
+	if k := r.in.TxBurst(0, ms[:len(tr.Frames)]); k != len(tr.Frames) {
+		t.Fatalf("inject: %d of %d", k, len(tr.Frames))
+	}
+	for r.d.poll(0) {
+	}
+	r.d.flush()
+	out := 0
+	for k := r.outp.RxBurst(0, ms); k > 0; k = r.outp.RxBurst(0, ms) {
+		out += k
+		dpdk.FreeBulk(ms[:k])
+	}
+	if r.d.chained != 1 || r.d.frames != uint64(len(tr.Frames)) || out == 0 {
+		t.Fatalf("chained %d, frames %d, %d out", r.d.chained, r.d.frames, out)
+	}
+	if err := r.close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // RunDPDK between net_ring0 (client side) and net_ring1 (server side),
 // both loopbacks: non-RoCE frames pass to the other side, come back as that
 // side's input, and so bounce between the two rings for as long as the

@@ -174,6 +174,15 @@ func (m *Mbuf) SetData(b []byte) error {
 	return nil
 }
 
+// Chain appends tail's segments to m's frame (rte_pktmbuf_chain); m owns
+// tail from then on. It fails when the chain would be too long.
+func (m *Mbuf) Chain(tail *Mbuf) error {
+	if rc := C.sb_pktmbuf_chain(m.c(), tail.c()); rc != 0 {
+		return fmt.Errorf("dpdk: mbuf chain: %w", errno(rc))
+	}
+	return nil
+}
+
 // Free returns the mbuf (and its chain) to its pool.
 func (m *Mbuf) Free() { C.sb_pktmbuf_free(m.c()) }
 

@@ -122,3 +122,34 @@ func TestAllocMbufSlice(t *testing.T) {
 		t.Fatalf("available %d", pool.Available())
 	}
 }
+
+// Chain makes a two-segment frame: lengths add up, Data shows the first
+// segment, and freeing the head returns both mbufs.
+func TestMbufChain(t *testing.T) {
+	needEAL(t)
+	const n = 63
+	pool := newPool(t, n)
+	head, err := pool.Alloc()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tail, err := pool.Alloc()
+	if err != nil {
+		t.Fatal(err)
+	}
+	head.SetData(frame(1, 100))
+	tail.SetData(frame(2, 50))
+	if err := head.Chain(tail); err != nil {
+		t.Fatal(err)
+	}
+	if head.Len() != 150 || head.Segments() != 2 || len(head.Data()) != 100 {
+		t.Fatalf("chained: len %d, %d segments, first segment %d bytes", head.Len(), head.Segments(), len(head.Data()))
+	}
+	if err := head.SetData(frame(3, 60)); err == nil {
+		t.Fatal("SetData on a chained mbuf succeeded")
+	}
+	head.Free()
+	if got := pool.Available(); got != n {
+		t.Fatalf("after Free: %d of %d mbufs in the pool", got, n)
+	}
+}

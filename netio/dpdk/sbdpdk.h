@@ -32,6 +32,7 @@ static inline int sb_pktmbuf_alloc_bulk(struct rte_mempool *mp, struct rte_mbuf 
 	return rte_pktmbuf_alloc_bulk(mp, m, n);
 }
 static inline void sb_pktmbuf_free(struct rte_mbuf *m) { rte_pktmbuf_free(m); }
+static inline int sb_pktmbuf_chain(struct rte_mbuf *head, struct rte_mbuf *tail) { return rte_pktmbuf_chain(head, tail); }
 static inline uint16_t sb_tailroom(const struct rte_mbuf *m) { return rte_pktmbuf_tailroom(m); }
 static inline uint16_t sb_headroom(const struct rte_mbuf *m) { return rte_pktmbuf_headroom(m); }
 
