@@ -50,7 +50,10 @@ func mbufSlice(n int) []*dpdk.Mbuf {
 //
 // Per burst it makes one cgo call (dpdk.TxBatch.FlushRx): transmit and
 // free the previous burst's output, refill the stock, receive this burst.
-// Nothing allocates after the first poll.
+// Nothing allocates after the first poll. Reusing a consumed input's mbuf
+// within the burst relies on Out's contract: a generated frame lives in
+// Out's arena, never in an input's bytes (TestDPDKLoopMatchesEngine holds
+// the loop's output equal to the engine's).
 type dpdkCore struct {
 	eng  *Engine
 	out  *Out
@@ -171,7 +174,7 @@ func (d *dpdkCore) process(now int64, side Side, in []*dpdk.Mbuf) {
 				used = true
 				d.fwdN++
 				if n := m.Len(); len(f) != n { // single segment: checked above
-					if d := m.Data(); len(f) < n && len(f) > 0 && &f[0] == &d[0] {
+					if buf := m.Data(); len(f) < n && len(f) > 0 && &f[0] == &buf[0] {
 						_ = m.Trim(n - len(f)) // a CMP_SWAP became a shorter WRITE in place
 					} else {
 						_ = m.SetData(f)
