@@ -131,11 +131,6 @@ func ParseInto(p *Packet, frame []byte) error {
 	p.UDP = UDP(frame[fastL4Off:fastBTHOff])
 	p.BTH = BTH(frame[fastBTHOff:fastExtOff])
 	p.Opcode = op
-	if o := fastExtOff + int(l.deth); l.deth != extAbsent {
-		p.DETH = DETH(frame[o : o+DETHLen])
-	} else if p.DETH != nil {
-		p.DETH = nil
-	}
 	if o := fastExtOff + int(l.reth); l.reth != extAbsent {
 		p.RETH = RETH(frame[o : o+RETHLen])
 	} else if p.RETH != nil {
@@ -151,20 +146,30 @@ func ParseInto(p *Packet, frame []byte) error {
 	} else if p.AETH != nil {
 		p.AETH = nil
 	}
-	if o := fastExtOff + int(l.atomicAck); l.atomicAck != extAbsent {
-		p.AtomicAckETH = AtomicAckETH(frame[o : o+AtomicAckETHLen])
-	} else if p.AtomicAckETH != nil {
-		p.AtomicAckETH = nil
-	}
-	if o := fastExtOff + int(l.immDt); l.immDt != extAbsent {
-		p.ImmDt = ImmDt(frame[o : o+ImmDtLen])
-	} else if p.ImmDt != nil {
-		p.ImmDt = nil
-	}
-	if o := fastExtOff + int(l.ieth); l.ieth != extAbsent {
-		p.IETH = IETH(frame[o : o+IETHLen])
-	} else if p.IETH != nil {
-		p.IETH = nil
+	// DETH, AtomicAckETH, ImmDt and IETH are the less frequent headers (UD,
+	// ATOMIC ACK, the _IMM and _INV opcodes): one test skips all four when
+	// the opcode has none and no earlier frame left one set.
+	if l.rare || p.DETH != nil || p.AtomicAckETH != nil || p.ImmDt != nil || p.IETH != nil {
+		if o := fastExtOff + int(l.deth); l.deth != extAbsent {
+			p.DETH = DETH(frame[o : o+DETHLen])
+		} else if p.DETH != nil {
+			p.DETH = nil
+		}
+		if o := fastExtOff + int(l.atomicAck); l.atomicAck != extAbsent {
+			p.AtomicAckETH = AtomicAckETH(frame[o : o+AtomicAckETHLen])
+		} else if p.AtomicAckETH != nil {
+			p.AtomicAckETH = nil
+		}
+		if o := fastExtOff + int(l.immDt); l.immDt != extAbsent {
+			p.ImmDt = ImmDt(frame[o : o+ImmDtLen])
+		} else if p.ImmDt != nil {
+			p.ImmDt = nil
+		}
+		if o := fastExtOff + int(l.ieth); l.ieth != extAbsent {
+			p.IETH = IETH(frame[o : o+IETHLen])
+		} else if p.IETH != nil {
+			p.IETH = nil
+		}
 	}
 	p.Payload = frame[off : icrc-pad]
 	p.Pad = frame[icrc-pad : icrc]
@@ -199,6 +204,7 @@ type extLayout struct {
 	deth, reth, atomic, aeth, atomicAck, immDt, ieth uint8
 	extLen                                           uint8
 	known, payload                                   bool
+	rare                                             bool // DETH, AtomicAckETH, ImmDt or IETH
 }
 
 var extLayouts [256]extLayout
@@ -226,6 +232,7 @@ func init() {
 		l.immDt = at(ExtImmDt, ImmDtLen)
 		l.ieth = at(ExtIETH, IETHLen)
 		l.extLen = uint8(off)
+		l.rare = info.Ext&(ExtDETH|ExtAtomicAckETH|ExtImmDt|ExtIETH) != 0
 		extLayouts[i] = l
 	}
 }

@@ -257,10 +257,10 @@ func stalePacket() Packet {
 	return p
 }
 
-// checkSameParse parses frame with ParseInto (into a stale Packet) and
-// with parseIntoRef (into a zero Packet) and reports any difference in the
-// Packet or in the error (message, kind, and identity of the preallocated
-// not-RoCE errors).
+// checkSameParse parses frame with ParseInto (into a stale Packet, and into
+// a zero one) and with parseIntoRef (into a zero Packet) and reports any
+// difference in the Packet or in the error (message, kind, and identity of
+// the preallocated not-RoCE errors).
 func checkSameParse(t testing.TB, name string, frame []byte) {
 	t.Helper()
 	got, want := stalePacket(), Packet{}
@@ -278,6 +278,14 @@ func checkSameParse(t testing.TB, name string, frame []byte) {
 	}
 	if d := packetDiff(&got, &want); d != "" {
 		t.Fatalf("%s: Packet differs from the reference (err %v): %s (frame %x)", name, werr, d, frame)
+	}
+	// And into a zero Packet (nothing to clear, so what is set must be).
+	var zero Packet
+	if err := ParseInto(&zero, frame); (err == nil) != (werr == nil) {
+		t.Fatalf("%s: into a zero Packet: error %v, reference %v", name, err, werr)
+	}
+	if d := packetDiff(&zero, &want); d != "" {
+		t.Fatalf("%s: into a zero Packet: differs from the reference: %s (frame %x)", name, d, frame)
 	}
 }
 
@@ -452,6 +460,25 @@ func TestParseIntoNoStaleHeaders(t *testing.T) {
 		t.Errorf("ACK after CMP_SWAP: AtomicETH %x (want nil), AETH %x, opcode %v", p.AtomicETH, p.AETH, p.Opcode)
 	}
 
+	// Every ordered pair of oracle frames (every opcode, rewrites): B parsed
+	// over A is B parsed into a zero Packet.
+	frames := oracleFrames(t)
+	for _, a := range frames {
+		for _, b := range frames {
+			var want Packet
+			werr := parseIntoRef(&want, b.frame)
+			if err := ParseInto(&p, a.frame); err != nil {
+				t.Fatalf("%s: %v", a.name, err)
+			}
+			if err := ParseInto(&p, b.frame); (err == nil) != (werr == nil) {
+				t.Fatalf("%s after %s: %v, reference %v", b.name, a.name, err, werr)
+			}
+			if d := packetDiff(&p, &want); d != "" {
+				t.Fatalf("%s after %s: %s", b.name, a.name, d)
+			}
+		}
+	}
+
 	bad := append([]byte(nil), cas...)
 	bad[39]++ // UDP length
 	foreign := append([]byte(nil), cas...)
@@ -491,7 +518,8 @@ func TestExtLayouts(t *testing.T) {
 	for i := range 256 {
 		op := Opcode(i)
 		l := &extLayouts[i]
-		if l.known != op.Known() || l.payload != op.HasPayload() || int(l.extLen) != op.Ext().Len() {
+		rare := op.Ext()&(ExtDETH|ExtAtomicAckETH|ExtImmDt|ExtIETH) != 0
+		if l.known != op.Known() || l.payload != op.HasPayload() || int(l.extLen) != op.Ext().Len() || l.rare != rare {
 			t.Errorf("%v: layout %+v, opcode known %v payload %v ext len %d", op, *l, op.Known(), op.HasPayload(), op.Ext().Len())
 		}
 		if l.known {
