@@ -2,14 +2,21 @@ package roce
 
 import (
 	"hash/crc32"
+	"math/bits"
 	"unsafe"
 )
 
-// Short-packet ICRC. crc32.Update is fast (carry-less multiply on amd64 and
-// arm64) only over whole 16-byte blocks of at least 64 bytes; below that, and
-// for a tail, it falls back to a table loop. A short packet is therefore
-// copied, masked, into a stack buffer behind k zero bytes, so that the length
-// is a multiple of 16 and at least 64, and handed to crc32.Update in one call.
+// Short-packet ICRC. On amd64 with PCLMULQDQ, spans with a 20-byte IPv4
+// header take a carry-less-multiply routine that reads them in place (below,
+// and icrc_amd64.s); IPv4 options are rare enough in RoCEv2 to keep to the
+// portable paths, which are also the paths of other architectures.
+//
+// The portable copying path. crc32.Update is fast (carry-less multiply on
+// amd64 and arm64) only over whole 16-byte blocks of at least 64 bytes; below
+// that, and for a tail, it falls back to a table loop. A short packet is
+// therefore copied, masked, into a stack buffer behind k zero bytes, so that
+// the length is a multiple of 16 and at least 64, and handed to crc32.Update
+// in one call.
 //
 // The algebra. Let R(s, m) be the raw CRC register (reflected, polynomial
 // 0xEDB88320, no pre- or post-inversion) after m from state s. It is linear
@@ -27,15 +34,20 @@ import (
 // Where it pays (BenchmarkICRCShort, amd64): crc32.Update costs about 16 ns
 // whatever the length up to 80 bytes, and the copy with its zeroing and the
 // store-to-load forwarding it defeats a few more; the table loop costs about
-// 0.4 ns a byte. So spans shorter than icrcFastMin keep the table loop (a
+// 0.4 ns a byte. So spans shorter than icrcCopyMin keep the table loop (a
 // 44-byte ACK is as fast that way), and spans longer than icrcFastMax read
 // the payload in place, where crc32.Update takes it without a copy.
 
 const (
-	// icrcFastMin and icrcFastMax bound the L3..ICRC spans (bytes) that take
-	// the copying path.
-	icrcFastMin = 56
+	// icrcFastMin and icrcFastMax bound the L3..ICRC spans (bytes) that go to
+	// icrcShort: every span of a 20-byte IPv4 header up to icrcFastMax, which
+	// the carry-less-multiply routine takes where there is one (amd64 with
+	// PCLMULQDQ, icrc_amd64.s); the others take the copying path from
+	// icrcCopyMin and the table loop below it.
+	icrcFastMin = IPv4MinLen + UDPLen + BTHLen
 	icrcFastMax = 256
+	// icrcCopyMin is the shortest span that takes the copying path.
+	icrcCopyMin = 56
 	// icrcSmallBuf is the smaller of the two stack buffers: spans that pad to
 	// at most this many bytes use it, so that the common short packets do not
 	// pay for zeroing the larger one.
@@ -60,6 +72,18 @@ func init() {
 // icrcShort is icrcOver for len(l3) <= icrcFastMax. The caller guarantees
 // len(l3) >= ihl+UDPLen+BTHLen and 20 <= ihl <= 60.
 func icrcShort(l3 []byte, ihl int) uint32 {
+	if useICRCAsm && ihl == IPv4MinLen {
+		return icrcAsm20(l3)
+	}
+	if len(l3) < icrcCopyMin {
+		return icrcInPlace(l3, ihl)
+	}
+	return icrcCopy(l3, ihl)
+}
+
+// icrcCopy is the copying path: icrcShort for icrcCopyMin <= len(l3) <=
+// icrcFastMax.
+func icrcCopy(l3 []byte, ihl int) uint32 {
 	n := len(l3)
 	padded := max((n+15)&^15, clmulMinLen)
 	if padded <= icrcSmallBuf {
@@ -101,4 +125,117 @@ func icrcPadded(buf, l3 []byte, ihl int) uint32 {
 func noescape[T any](p *T) *T {
 	x := uintptr(unsafe.Pointer(p))
 	return *(**T)(unsafe.Pointer(&x))
+}
+
+// Carry-less-multiply ICRC (icrc_amd64.s) for spans of 40 to 256 bytes with a
+// 20-byte IPv4 header, read in place. Its constants are computed here, from
+// the polynomial, so that the tests check them on every architecture.
+//
+// Notation. A w-bit "reflected" value holds a polynomial of degree < w with
+// bit i the coefficient of x^(w-1-i): the CRC register is reflected-32, 16
+// message bytes loaded little-endian are reflected-128 (the first bit sent,
+// bit 0 of byte 0, is the highest power). PCLMULQDQ of a reflected-a and a
+// reflected-b value gives their product as reflected-(a+b-1).
+//
+// The span m (n bytes, 40 <= n <= 256) is cut from its end into F = n/16
+// whole 16-byte blocks and, when k = n%16 > 0, a leading block of k bytes,
+// read as 0^(16-k) || m[0:k] (one 16-byte load shuffled with a window of
+// shuf; leading zeros do not change R(0, .), and the initial state is the
+// icrcZeroK term as for the copying path). The masks are ORed into the first
+// 48 bytes in registers (mask, indexed by span offset). With M the message
+// polynomial and B = H*x^64 + L a block at distance d blocks from the end
+// (H its low, L its high quadword),
+//
+//	M*x^32 = sum over blocks of H*x^(128d+96) + L*x^(128d+32)
+//
+// and each block contributes clmul(H, c[0]) ^ clmul(L, c[1]), with c =
+// {x^(128d+95), x^(128d+31)} mod P as reflected-32 values in the high half
+// of a quadword (clmulTables.kr). The products (reflected-127, of degree <=
+// 94) read as reflected-128 values are x times the polynomial, hence the -1
+// in the exponents; their sum T is congruent to M*x^32, of degree <= 95, in
+// bits 32..127. The products are independent of each other: the blocks go
+// two at a time through 256-bit VPCLMULQDQ where the CPU has it. The reduction: the top 32 coefficients Ttop (bits 32..63) fold
+// into the low 64 (the high quadword) by clmul with fold = x^63 mod P, as
+// above; then Barrett: with mu = floor(x^64/P) as reflected-33, clmul(T',
+// mu) has the quotient q in its low 32 bits, and the remainder is bits 32..63
+// of T' ^ clmul(q, P) (P as reflected-33). That is the raw register R(0, m).
+
+// clmulTables is read by icrc_amd64.s at the offsets clmulOff*.
+type clmulTables struct {
+	// kr[i] holds the block constants for distance 15-i: consecutive
+	// blocks use consecutive entries, the first of B blocks kr[16-B].
+	kr   [icrcFastMax / 16][2]uint64
+	fold [2]uint64 // fold[0]: x^63 mod P
+	mu   [2]uint64 // mu[0]: floor(x^64 / P), reflected-33
+	poly [2]uint64 // poly[0]: P, reflected-33
+	lo32 [2]uint64 // {0xffffffff, 0}: keeps the quotient
+	// mask has 0xff at the masked span offsets (IHL 20); its last 32 bytes
+	// (from clmulOffZero) are zero, the mask of blocks past the headers.
+	mask [96]byte
+	shuf [32]byte // PSHUFB window: 16 x 0x80, then 0..15
+}
+
+// Offsets of clmulTables' fields, as icrc_amd64.s uses them (checked by
+// TestICRCClmulTables).
+const (
+	clmulOffK    = 0
+	clmulOffFold = 256
+	clmulOffMu   = 272
+	clmulOffPoly = 288
+	clmulOffLo32 = 304
+	clmulOffMask = 320
+	clmulOffZero = 384
+	clmulOffShuf = 416
+)
+
+// crcPoly is the CRC-32 (IEEE) polynomial, bit i the coefficient of x^i.
+const crcPoly = 1<<32 | 0x04c11db7
+
+// xPowMod returns x^e mod P, bit i the coefficient of x^i.
+func xPowMod(e int) uint64 {
+	r := uint64(1)
+	for ; e > 0; e-- {
+		r <<= 1
+		if r&(1<<32) != 0 {
+			r ^= crcPoly
+		}
+	}
+	return r
+}
+
+// refl32hi returns a polynomial of degree < 32 as a reflected-32 value in
+// the high half of a quadword.
+func refl32hi(p uint64) uint64 { return uint64(bits.Reverse32(uint32(p))) << 32 }
+
+// refl33 returns a polynomial of degree <= 32 as a reflected-33 value.
+func refl33(p uint64) uint64 { return bits.Reverse64(p) >> 31 }
+
+func makeClmulTables() *clmulTables {
+	t := new(clmulTables)
+	for i := range t.kr {
+		d := len(t.kr) - 1 - i
+		t.kr[i] = [2]uint64{refl32hi(xPowMod(128*d + 95)), refl32hi(xPowMod(128*d + 31))}
+	}
+	t.fold[0] = refl32hi(xPowMod(63))
+	// floor(x^64 / P) by long division; the first step, x^64 - x^32*P, is
+	// taken by hand because x^64 does not fit.
+	q, r := uint64(1)<<32, uint64(crcPoly&0xffffffff)<<32
+	for i := 63; i >= 32; i-- {
+		if r&(1<<i) != 0 {
+			q |= 1 << (i - 32)
+			r ^= crcPoly << (i - 32)
+		}
+	}
+	t.mu[0] = refl33(q)
+	t.poly[0] = refl33(crcPoly)
+	t.lo32[0] = 0xffffffff
+	for _, off := range []int{IPv4TOSOff, IPv4TTLOff, IPv4ChecksumOff, IPv4ChecksumOff + 1,
+		IPv4MinLen + UDPChecksumOff, IPv4MinLen + UDPChecksumOff + 1, IPv4MinLen + UDPLen + BTHFBOff} {
+		t.mask[off] = 0xff
+	}
+	for i := range 16 {
+		t.shuf[i] = 0x80
+		t.shuf[16+i] = byte(i)
+	}
+	return t
 }

@@ -3,9 +3,14 @@ package roce
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
+	"math/bits"
 	"math/rand/v2"
+	"os"
+	"syscall"
 	"testing"
+	"unsafe"
 )
 
 // icrcRecipe is the ICRC by the plain recipe (platform.md): copy the IPv4
@@ -206,4 +211,335 @@ func FuzzICRCFast(f *testing.F) {
 			t.Fatalf("n %d ihl %d: icrcInPlace %08x, recipe %08x", len(l3), ihl, g, want)
 		}
 	})
+}
+
+// icrcAsmVariants returns the carry-less-multiply variants this machine can
+// run, by the value of icrcUseAVX they need. Where it has none (no PCLMULQDQ,
+// or not amd64) the tests of the assembly skip, saying so.
+func icrcAsmVariants(t testing.TB) []bool {
+	if !useICRCAsm {
+		t.Skip("no carry-less-multiply ICRC on this machine (not amd64, or no PCLMULQDQ/SSSE3)")
+	}
+	v := []bool{false}
+	if icrcHaveAVX() {
+		v = append(v, true)
+	} else {
+		t.Log("no AVX2/VPCLMULQDQ: only the 128-bit variant is checked")
+	}
+	return v
+}
+
+// withICRCVariant runs f with icrcUseAVX set to avx, then restores it.
+func withICRCVariant(avx bool, f func()) {
+	old := icrcUseAVX
+	icrcUseAVX = avx
+	defer func() { icrcUseAVX = old }()
+	f()
+}
+
+func variantName(avx bool) string {
+	if avx {
+		return "avx2"
+	}
+	return "sse"
+}
+
+// icrcAsmMaxTest is the longest span the assembly tests use: past
+// icrcFastMax, so that the dispatch to the in-place path is covered too.
+const icrcAsmMaxTest = 300
+
+// randomMasked20 fills l3 (a span with a 20-byte IPv4 header) with random
+// bytes, then gives the masked fields random values again (they are already
+// random; this documents that the masks, not the values, matter).
+func randomMasked20(r *rand.Rand, l3 []byte) {
+	for i := range l3 {
+		l3[i] = byte(r.Uint32())
+	}
+	l3[0] = 0x45
+	for _, off := range []int{IPv4TOSOff, IPv4TTLOff, IPv4ChecksumOff, IPv4ChecksumOff + 1,
+		IPv4MinLen + UDPChecksumOff, IPv4MinLen + UDPChecksumOff + 1, IPv4MinLen + UDPLen + BTHFBOff} {
+		l3[off] = byte(r.Uint32())
+	}
+}
+
+// checkAsm20 compares, for a span with a 20-byte IPv4 header, the assembly
+// (when the span is within its range), ICRCOf and icrcShort with the recipe.
+func checkAsm20(t *testing.T, what string, l3 []byte) {
+	t.Helper()
+	want := icrcRecipe(l3)
+	n := len(l3)
+	if n >= icrcFastMin && n <= icrcFastMax {
+		if got := icrcAsm20(l3); got != want {
+			t.Fatalf("%s: n %d: icrcAsm20 %08x, recipe %08x", what, n, got, want)
+		}
+		if got := icrcShort(l3, IPv4MinLen); got != want {
+			t.Fatalf("%s: n %d: icrcShort %08x, recipe %08x", what, n, got, want)
+		}
+	}
+	if got, err := ICRCOf(l3); err != nil || got != want {
+		t.Fatalf("%s: n %d: ICRCOf %08x, %v; recipe %08x", what, n, got, err, want)
+	}
+}
+
+// TestICRCAsmMatchesRecipe checks the carry-less-multiply ICRC (each variant
+// the CPU has) against the recipe for every span length from the shortest
+// (IPv4+UDP+BTH) to past icrcFastMax, random contents and masked-field
+// values, the span at every alignment and ending exactly at the end of its
+// slice's capacity (with -race, checkptr also checks the reads' bounds).
+func TestICRCAsmMatchesRecipe(t *testing.T) {
+	for _, avx := range icrcAsmVariants(t) {
+		withICRCVariant(avx, func() {
+			r := rand.New(rand.NewPCG(11, 12))
+			for n := icrcFastMin; n <= icrcAsmMaxTest; n++ {
+				for align := range 16 {
+					buf := make([]byte, align+n)
+					l3 := buf[align:]
+					for trial := 0; trial < 3; trial++ {
+						randomMasked20(r, l3)
+						checkAsm20(t, fmt.Sprintf("%s align %d", variantName(avx), align), l3)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestICRCAsmMaskedBytes checks, for every masked field, span length and
+// variant, that all 256 values of each masked byte give the same ICRC, and
+// that the byte after and before each one is not masked.
+func TestICRCAsmMaskedBytes(t *testing.T) {
+	masked := []int{IPv4TOSOff, IPv4TTLOff, IPv4ChecksumOff, IPv4ChecksumOff + 1,
+		IPv4MinLen + UDPChecksumOff, IPv4MinLen + UDPChecksumOff + 1, IPv4MinLen + UDPLen + BTHFBOff}
+	isMasked := map[int]bool{}
+	for _, m := range masked {
+		isMasked[m] = true
+	}
+	for _, avx := range icrcAsmVariants(t) {
+		withICRCVariant(avx, func() {
+			r := rand.New(rand.NewPCG(13, 14))
+			for n := icrcFastMin; n <= icrcFastMax; n++ {
+				l3 := make([]byte, n)
+				randomMasked20(r, l3)
+				base := icrcAsm20(l3)
+				if want := icrcRecipe(l3); base != want {
+					t.Fatalf("%s n %d: %08x, recipe %08x", variantName(avx), n, base, want)
+				}
+				for off := 1; off < min(48, n); off++ {
+					old := l3[off]
+					for v := range 256 {
+						l3[off] = byte(v)
+						got := icrcAsm20(l3)
+						if isMasked[off] && got != base || !isMasked[off] && byte(v) != old && got == base {
+							t.Fatalf("%s n %d: byte %d = %#02x: ICRC %08x, with %#02x %08x (masked %v)",
+								variantName(avx), n, off, v, got, old, base, isMasked[off])
+						}
+					}
+					l3[off] = old
+				}
+			}
+		})
+	}
+}
+
+// TestICRCAsmGuardPages places spans at the start and at the end of a page
+// whose neighbours are PROT_NONE: a read before the span's first byte or
+// after its last faults (and the test binary dies with SIGSEGV).
+func TestICRCAsmGuardPages(t *testing.T) {
+	variants := icrcAsmVariants(t)
+	ps := os.Getpagesize()
+	mem, err := syscall.Mmap(-1, 0, 3*ps, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		t.Fatalf("mmap: %v", err)
+	}
+	defer syscall.Munmap(mem)
+	if err := syscall.Mprotect(mem[:ps], syscall.PROT_NONE); err != nil {
+		t.Fatalf("mprotect: %v", err)
+	}
+	if err := syscall.Mprotect(mem[2*ps:], syscall.PROT_NONE); err != nil {
+		t.Fatalf("mprotect: %v", err)
+	}
+	page := mem[ps : 2*ps : 2*ps]
+	r := rand.New(rand.NewPCG(15, 16))
+	for _, avx := range variants {
+		withICRCVariant(avx, func() {
+			for n := icrcFastMin; n <= icrcFastMax; n++ {
+				for _, l3 := range [][]byte{page[:n:n], page[ps-n:]} {
+					randomMasked20(r, l3)
+					want := icrcRecipe(l3)
+					if got := icrcAsm20(l3); got != want {
+						t.Fatalf("%s n %d at page offset %d: %08x, recipe %08x", variantName(avx), n,
+							uintptr(unsafe.Pointer(&l3[0]))-uintptr(unsafe.Pointer(&page[0])), got, want)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestICRCPortableFor20 checks the portable paths (no carry-less multiply)
+// for IHL 20, which on a machine with it the other tests do not reach.
+func TestICRCPortableFor20(t *testing.T) {
+	old := useICRCAsm
+	useICRCAsm = false
+	defer func() { useICRCAsm = old }()
+	r := rand.New(rand.NewPCG(17, 18))
+	for n := icrcFastMin; n <= icrcAsmMaxTest; n++ {
+		l3 := make([]byte, n)
+		randomMasked20(r, l3)
+		checkAsm20(t, "portable", l3)
+	}
+}
+
+// TestICRCClmulTables checks the assembly's tables: the field offsets it
+// uses, and each constant against an independent derivation. x^e mod P is
+// the raw CRC register (hash/crc32's table loop) after a message whose only
+// set bit is followed by e-32 more bits; mu by its definition (x^64 = mu*P +
+// a remainder of degree < 32).
+func TestICRCClmulTables(t *testing.T) {
+	var tb clmulTables
+	for _, c := range []struct {
+		name     string
+		got, off uintptr
+	}{
+		{"kr", unsafe.Offsetof(tb.kr), clmulOffK},
+		{"fold", unsafe.Offsetof(tb.fold), clmulOffFold},
+		{"mu", unsafe.Offsetof(tb.mu), clmulOffMu},
+		{"poly", unsafe.Offsetof(tb.poly), clmulOffPoly},
+		{"lo32", unsafe.Offsetof(tb.lo32), clmulOffLo32},
+		{"mask", unsafe.Offsetof(tb.mask), clmulOffMask},
+		{"zero", unsafe.Offsetof(tb.mask) + 64, clmulOffZero},
+		{"shuf", unsafe.Offsetof(tb.shuf), clmulOffShuf},
+	} {
+		if c.got != c.off {
+			t.Errorf("clmulTables.%s at %d, the assembly reads %d", c.name, c.got, c.off)
+		}
+	}
+	tab := makeClmulTables()
+	// xPowRefl returns x^e mod P as a reflected-32 value, from crc32.
+	xPowRefl := func(e int) uint32 {
+		if e < 32 {
+			return 1 << (31 - e)
+		}
+		// One set bit, then e-32 bits: the message polynomial is x^(e-32).
+		nb := (e - 32 + 8) / 8
+		msg := make([]byte, nb)
+		msg[0] = 1 << (8*nb - 1 - (e - 32))
+		return ^crc32.Update(0xffffffff, crc32.IEEETable, msg)
+	}
+	for i, c := range tab.kr {
+		d := len(tab.kr) - 1 - i
+		for j, e := range []int{128*d + 95, 128*d + 31} {
+			if want := uint64(xPowRefl(e)) << 32; c[j] != want {
+				t.Errorf("kr[%d][%d] = %#x, want x^%d mod P = %#x", i, j, c[j], e, want)
+			}
+		}
+	}
+	if want := uint64(xPowRefl(63)) << 32; tab.fold != [2]uint64{want, 0} {
+		t.Errorf("fold = %#x, want {%#x, 0}", tab.fold, want)
+	}
+	if tab.poly != [2]uint64{0x1db710641, 0} { // 0xedb88320 (the reflected poly) and x^32
+		t.Errorf("poly = %#x", tab.poly)
+	}
+	// mu, back from reflected-33 to bit i = x^i, times P (carry-less) must
+	// be x^64 plus a polynomial of degree < 32.
+	mu := bits.Reverse64(tab.mu[0]) >> 31
+	if tab.mu[1] != 0 || mu>>33 != 0 || mu>>32 != 1 {
+		t.Fatalf("mu = %#x: not a degree-32 polynomial", tab.mu)
+	}
+	var lo, hi uint64
+	for i := range 33 {
+		if mu>>i&1 != 0 {
+			lo ^= crcPoly << i
+			if i > 0 {
+				hi ^= crcPoly >> (64 - i)
+			}
+		}
+	}
+	if hi != 1 || lo>>32 != 0 {
+		t.Errorf("mu*P = %#x:%016x, want x^64 + (degree < 32)", hi, lo)
+	}
+	if tab.lo32 != [2]uint64{0xffffffff, 0} {
+		t.Errorf("lo32 = %#x", tab.lo32)
+	}
+	var mask [96]byte
+	for _, off := range []int{1, 8, 10, 11, 26, 27, 32} { // TOS, TTL, IPv4 and UDP checksums, BTH byte 4
+		mask[off] = 0xff
+	}
+	if tab.mask != mask {
+		t.Errorf("mask = %x", tab.mask)
+	}
+	for i, v := range tab.shuf {
+		if want := byte(0x80); i >= 16 && v != byte(i-16) || i < 16 && v != want {
+			t.Errorf("shuf[%d] = %#x", i, v)
+		}
+	}
+}
+
+// FuzzICRCAsm compares the carry-less-multiply ICRC (each variant the CPU
+// has) with the recipe on spans with a 20-byte IPv4 header, copied to a
+// slice of exactly their length.
+func FuzzICRCAsm(f *testing.F) {
+	f.Add(bytes.Repeat([]byte{0xab}, 44))
+	f.Add(bytes.Repeat([]byte{0x00}, 68))
+	f.Add(bytes.Repeat([]byte{0xff}, 256))
+	variants := icrcAsmVariants(f)
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if len(in) < icrcFastMin {
+			return
+		}
+		l3 := append([]byte(nil), in[:min(len(in), icrcFastMax)]...)
+		l3 = l3[:len(l3):len(l3)]
+		l3[0] = 0x45
+		want := icrcRecipe(l3)
+		for _, avx := range variants {
+			withICRCVariant(avx, func() {
+				if got := icrcAsm20(l3); got != want {
+					t.Fatalf("%s n %d: %08x, recipe %08x", variantName(avx), len(l3), got, want)
+				}
+			})
+		}
+	})
+}
+
+var icrcSink uint32
+
+// BenchmarkICRCSpans times ComputeICRC (the middlebox's check) by L3..ICRC
+// span and frame kind: ACK 44, READ request 56, CMP_SWAP 68, READ response
+// with 64 bytes 108, WRITE with 64 bytes 120, SEND 124, 200 and 256. It uses only
+// the exported API and the build helpers, so that it can be copied into an
+// older tree for before/after comparisons.
+func BenchmarkICRCSpans(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		op   Opcode
+		pay  int
+		span int
+	}{
+		{"ack", OpRCAcknowledge, 0, 44},
+		{"read", OpRCReadRequest, 0, 56},
+		{"cas", OpRCCompareSwap, 0, 68},
+		{"readresp", OpRCReadResponseOnly, 64, 108},
+		{"write", OpRCWriteOnly, 64, 120},
+		{"send", OpRCSendOnly, 84, 124},
+		{"send", OpRCSendOnly, 160, 200},
+		{"send", OpRCSendOnly, 216, 256},
+	} {
+		f := baseFields(c.op)
+		f.Payload = make([]byte, c.pay)
+		frame := build(b, &f, 0)
+		var p Packet
+		if err := ParseInto(&p, frame); err != nil {
+			b.Fatal(err)
+		}
+		if got := p.ICRCOff - p.L3Off; got != c.span {
+			b.Fatalf("%s: span %d, want %d", c.name, got, c.span)
+		}
+		b.Run(fmt.Sprintf("%s=%d", c.name, c.span), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(c.span))
+			for b.Loop() {
+				icrcSink += p.ComputeICRC()
+			}
+		})
+	}
 }

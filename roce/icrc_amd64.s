@@ -1,0 +1,242 @@
+//go:build amd64
+
+#include "textflag.h"
+
+// Carry-less-multiply ICRC for spans of 40..256 bytes with a 20-byte IPv4
+// header: the method and the tables are described in icrc_fast.go. Both
+// variants read the span in place, from p to p+n-1 and nothing else: the
+// leading partial block is one 16-byte load from p shuffled, the whole
+// blocks follow it.
+
+// Field offsets of clmulTables (icrc_fast.go; checked by TestICRCClmulTables).
+#define OFF_FOLD 256
+#define OFF_MU 272
+#define OFF_POLY 288
+#define OFF_LO32 304
+#define OFF_MASK 320
+#define OFF_ZERO 384
+#define OFF_SHUF 416
+
+// SETUP loads the arguments: SI = p, R8 = the tables, DX = k = n%16, CX =
+// F = n/16 (whole blocks), R9 = &kr[16-B] where B = F + (k > 0), the
+// constants of the first block.
+#define SETUP \
+	MOVQ p+0(FP), SI; \
+	MOVQ n+8(FP), CX; \
+	LEAQ ·icrcClmulTab(SB), R8; \
+	MOVQ CX, DX; \
+	ANDQ $15, DX; \
+	SHRQ $4, CX; \
+	MOVQ $15, R9; \
+	SUBQ CX, R9; \
+	CMPQ DX, $1; \
+	ADCQ $0, R9; \
+	SHLQ $4, R9; \
+	ADDQ R8, R9
+
+// FOLD adds the contribution of the block in X1, whose constants R9 points
+// to, into the accumulators X0 and X4, then moves to the next block: SI and
+// R9 forward, CX (whole blocks left) down, setting the flags.
+#define FOLD \
+	MOVOU   (R9), X3; \
+	MOVO    X1, X2; \
+	PCLMULQDQ $0x00, X3, X1; \
+	PCLMULQDQ $0x11, X3, X2; \
+	PXOR    X1, X0; \
+	PXOR    X2, X4; \
+	ADDQ    $16, SI; \
+	ADDQ    $16, R9; \
+	DECQ    CX
+
+// PAIR adds the contributions of the two blocks in Y1 (constants at R9) into
+// Y0 and Y4 and moves SI and R9 on by two blocks, CX (blocks left) down by
+// two.
+#define PAIR \
+	VPCLMULQDQ $0x00, (R9), Y1, Y2; \
+	VPCLMULQDQ $0x11, (R9), Y1, Y1; \
+	VPXOR   Y2, Y0, Y0; \
+	VPXOR   Y1, Y4, Y4; \
+	ADDQ    $32, SI; \
+	ADDQ    $32, R9; \
+	SUBQ    $2, CX
+
+// func icrcClmul20(p *byte, n int) uint32
+//
+// The ICRC of the n bytes at p: R(0, masked span) by carry-less multiply,
+// with 256-bit VPCLMULQDQ when icrcUseAVX is set, then inverted and XORed
+// with icrcZeroK[n] (the initial state's share).
+TEXT ·icrcClmul20(SB), NOSPLIT, $0-20
+	CMPB ·icrcUseAVX(SB), $0
+	JNE  avx
+
+	// SSE: one block at a time.
+	SETUP
+	PXOR X0, X0
+	PXOR X4, X4
+	TESTQ DX, DX
+	JZ   sse_whole
+
+	// Leading block 0^(16-k) || m[0:k]: load m[0:16] (n >= 16), mask it,
+	// shift its first k bytes to the top with the window shuf[k:k+16].
+	MOVOU (SI), X1
+	MOVOU OFF_MASK(R8), X2
+	POR   X2, X1
+	MOVOU OFF_SHUF(R8)(DX*1), X2
+	PSHUFB X2, X1
+	MOVOU (R9), X3
+	MOVO  X1, X2
+	PCLMULQDQ $0x00, X3, X1
+	PCLMULQDQ $0x11, X3, X2
+	PXOR  X1, X0
+	PXOR  X2, X4
+	ADDQ  $16, R9
+
+sse_whole:
+	// Whole blocks from span offset k. The masked bytes (offsets <= 32) lie
+	// in the first two, or three when k = 0; R10 walks the mask from k.
+	LEAQ OFF_MASK(R8)(DX*1), R10
+	ADDQ DX, SI
+	MOVOU (SI), X1
+	MOVOU (R10), X2
+	POR   X2, X1
+	FOLD
+	MOVOU (SI), X1
+	MOVOU 16(R10), X2
+	POR   X2, X1
+	FOLD
+	JZ    sse_reduce
+	MOVOU (SI), X1
+	MOVOU 32(R10), X2
+	POR   X2, X1
+	FOLD
+	JZ    sse_reduce
+
+sse_loop:
+	MOVOU (SI), X1
+	FOLD
+	JNZ   sse_loop
+
+sse_reduce:
+	// T = X0 ^ X4, congruent to M*x^32, in bits 32..127. Fold its top 32
+	// coefficients (bits 32..63) into the high quadword.
+	PXOR  X4, X0
+	MOVOU OFF_FOLD(R8), X3
+	MOVO  X0, X1
+	PCLMULQDQ $0x00, X3, X1
+	PXOR  X1, X0
+	PSRLO $8, X0                 // X0.lo = T', degree <= 63
+	// Barrett: q = low 32 bits of clmul(T', mu); the remainder is bits
+	// 32..63 of T' ^ clmul(q, P).
+	MOVOU OFF_MU(R8), X3
+	MOVO  X0, X1
+	PCLMULQDQ $0x00, X3, X1
+	MOVOU OFF_LO32(R8), X2
+	PAND  X2, X1
+	MOVOU OFF_POLY(R8), X3
+	PCLMULQDQ $0x00, X3, X1
+	PXOR  X1, X0
+	MOVQ  X0, AX
+	SHRQ  $32, AX
+	JMP   done
+
+
+avx:
+	// AVX2 + VPCLMULQDQ: the same sums, two blocks per instruction.
+	SETUP
+	VPXOR Y0, Y0, Y0
+	VPXOR Y4, Y4, Y4
+	LEAQ  OFF_MASK(R8)(DX*1), R10 // mask window at span offset k
+	TESTQ DX, DX
+	JZ    avx_aligned
+
+	// First pair: the leading block 0^(16-k) || m[0:k] (as in the SSE
+	// routine) and the first whole block, at span offset k.
+	VMOVDQU (SI), X1
+	VPOR    OFF_MASK(R8), X1, X1
+	VPSHUFB OFF_SHUF(R8)(DX*1), X1, X1
+	ADDQ    DX, SI
+	VMOVDQU (SI), X2
+	VPOR    (R10), X2, X2
+	VINSERTI128 $1, X2, Y1, Y1
+	SUBQ    $16, SI               // PAIR moves on by 32
+	SUBQ    $16, R10
+	INCQ    CX                    // blocks left, counting the leading one
+	JMP     avx_first
+
+avx_aligned:
+	VMOVDQU (SI), Y1
+	VPOR    (R10), Y1, Y1
+
+avx_first:
+	PAIR
+	ADDQ    $32, R10
+	// At least one block is left (n >= 40). The next pair, or the single
+	// block left, may still hold masked bytes (span offsets up to 32).
+	CMPQ    CX, $2
+	JB      avx_lanes
+	VMOVDQU (SI), Y1
+	VPOR    (R10), Y1, Y1
+	PAIR
+	LEAQ    OFF_ZERO(R8), R10     // no masked bytes further on
+
+avx_pairs:
+	CMPQ    CX, $2
+	JB      avx_lanes
+	VMOVDQU (SI), Y1
+	PAIR
+	JMP     avx_pairs
+
+avx_lanes:
+	// Add the high avx_lanes into the low ones; then the single block left, if
+	// any (its mask window at R10).
+	VPXOR   Y4, Y0, Y0
+	VEXTRACTI128 $1, Y0, X4
+	VPXOR   X4, X0, X0
+	TESTQ   CX, CX
+	JZ      avx_reduce
+	VMOVDQU (SI), X1
+	VPOR    (R10), X1, X1
+	VPCLMULQDQ $0x00, (R9), X1, X2
+	VPCLMULQDQ $0x11, (R9), X1, X1
+	VPXOR   X2, X0, X0
+	VPXOR   X1, X0, X0
+
+avx_reduce:
+	// As in the SSE code.
+	VPCLMULQDQ $0x00, OFF_FOLD(R8), X0, X1
+	VPXOR   X1, X0, X0
+	VPSRLDQ $8, X0, X0
+	VPCLMULQDQ $0x00, OFF_MU(R8), X0, X1
+	VPAND   OFF_LO32(R8), X1, X1
+	VPCLMULQDQ $0x00, OFF_POLY(R8), X1, X1
+	VPXOR   X1, X0, X0
+	VPEXTRD $1, X0, AX
+	VZEROUPPER
+
+
+done:
+	// AX = R(0, m).
+	NOTL AX
+	MOVQ n+8(FP), CX
+	LEAQ ·icrcZeroK(SB), R8
+	XORL (R8)(CX*4), AX
+	MOVL AX, ret+16(FP)
+	RET
+
+// func icrcCPUID(eaxIn, ecxIn uint32) (eax, ebx, ecx, edx uint32)
+TEXT ·icrcCPUID(SB), NOSPLIT, $0-24
+	MOVL eaxIn+0(FP), AX
+	MOVL ecxIn+4(FP), CX
+	CPUID
+	MOVL AX, eax+8(FP)
+	MOVL BX, ebx+12(FP)
+	MOVL CX, ecx+16(FP)
+	MOVL DX, edx+20(FP)
+	RET
+
+// func icrcXGETBV0() (eax uint32)
+TEXT ·icrcXGETBV0(SB), NOSPLIT, $0-4
+	MOVL $0, CX
+	XGETBV
+	MOVL AX, eax+0(FP)
+	RET

@@ -1,0 +1,18 @@
+//go:build !amd64
+
+package roce
+
+// There is no carry-less-multiply routine for this architecture: icrcShort
+// takes the portable paths. The variables exist so that the tests build
+// unchanged.
+var (
+	useICRCAsm = false
+	icrcUseAVX = false
+)
+
+// icrcAsm20 is never called where useICRCAsm is false; it is the portable
+// path so that the tests run unchanged.
+func icrcAsm20(l3 []byte) uint32 { return icrcInPlace(l3, IPv4MinLen) }
+
+// icrcHaveAVX reports false: there is no 256-bit variant here.
+func icrcHaveAVX() bool { return false }
