@@ -6,25 +6,33 @@ import "unsafe"
 
 // The carry-less-multiply routine of icrc_amd64.s and the CPU features it
 // needs: PCLMULQDQ and SSSE3 (PSHUFB); for its 256-bit variant also AVX2 and
-// VPCLMULQDQ, with the OS saving the YMM state. Without the former,
-// icrcShort takes the portable paths.
+// VPCLMULQDQ, with the OS saving the YMM state; for its 512-bit variant
+// AVX-512 F and BW, BMI2 and VPCLMULQDQ, with the OS saving the ZMM and
+// opmask state. Without the first, icrcShort takes the portable paths.
 var (
-	icrcHaveCLMUL, icrcHaveVPCLMUL = icrcCPUFeatures()
+	icrcHaveCLMUL, icrcMaxLevel = icrcCPUFeatures()
 
-	// useICRCAsm reports whether icrcAsm20 may run, and icrcUseAVX whether
-	// icrcClmul20 takes its 256-bit variant (read by the assembly). They are variables so that the tests can
-	// check every path on a machine that has them all.
+	// useICRCAsm reports whether icrcAsm20 may run, and icrcLevel which
+	// variant icrcClmul20 takes (read by the assembly). They are variables
+	// so that the tests can check every path on a machine that has them all.
 	useICRCAsm = icrcHaveCLMUL
-	icrcUseAVX = icrcHaveVPCLMUL
+	icrcLevel  = icrcMaxLevel
+)
+
+// The variants of icrcClmul20, by icrcLevel.
+const (
+	icrcLevelSSE    = 0 // 128-bit PCLMULQDQ, one block at a time
+	icrcLevelAVX2   = 1 // 256-bit VPCLMULQDQ, two blocks
+	icrcLevelAVX512 = 2 // 512-bit VPCLMULQDQ, four blocks, masked loads
 )
 
 // icrcClmulTab holds the constants and masks of the routines.
 var icrcClmulTab = *makeClmulTables()
 
-func icrcCPUFeatures() (clmul, vpclmul bool) {
+func icrcCPUFeatures() (clmul bool, level uint8) {
 	maxLeaf, _, _, _ := icrcCPUID(0, 0)
 	if maxLeaf < 1 {
-		return false, false
+		return false, 0
 	}
 	_, _, ecx1, _ := icrcCPUID(1, 0)
 	const (
@@ -33,15 +41,29 @@ func icrcCPUFeatures() (clmul, vpclmul bool) {
 		osxsave   = 1 << 27 // CPUID.1:ECX
 		avx       = 1 << 28 // CPUID.1:ECX
 		avx2      = 1 << 5  // CPUID.7.0:EBX
+		bmi2      = 1 << 8  // CPUID.7.0:EBX
+		avx512f   = 1 << 16 // CPUID.7.0:EBX
+		avx512bw  = 1 << 30 // CPUID.7.0:EBX
 		vpclmulqd = 1 << 10 // CPUID.7.0:ECX
 		xmmYmm    = 1<<1 | 1<<2
+		zmmK      = 1<<5 | 1<<6 | 1<<7 // opmask, ZMM0-15 high halves, ZMM16-31
 	)
 	clmul = ecx1&pclmulqdq != 0 && ecx1&ssse3 != 0
-	if !clmul || maxLeaf < 7 || ecx1&osxsave == 0 || ecx1&avx == 0 || icrcXGETBV0()&xmmYmm != xmmYmm {
-		return clmul, false
+	if !clmul || maxLeaf < 7 || ecx1&osxsave == 0 || ecx1&avx == 0 {
+		return clmul, icrcLevelSSE
+	}
+	xcr0 := icrcXGETBV0()
+	if xcr0&xmmYmm != xmmYmm {
+		return clmul, icrcLevelSSE
 	}
 	_, ebx7, ecx7, _ := icrcCPUID(7, 0)
-	return clmul, ebx7&avx2 != 0 && ecx7&vpclmulqd != 0
+	if ebx7&avx2 == 0 || ecx7&vpclmulqd == 0 {
+		return clmul, icrcLevelSSE
+	}
+	if ebx7&(avx512f|avx512bw|bmi2) != avx512f|avx512bw|bmi2 || xcr0&zmmK != zmmK {
+		return clmul, icrcLevelAVX2
+	}
+	return clmul, icrcLevelAVX512
 }
 
 // icrcAsm20 is icrcShort for a 20-byte IPv4 header by carry-less multiply,
@@ -51,7 +73,7 @@ func icrcAsm20(l3 []byte) uint32 { return icrcClmul20(unsafe.SliceData(l3), len(
 
 // icrcClmul20 returns the ICRC of the n bytes at p, a span with a 20-byte
 // IPv4 header, 40 <= n <= 256 (icrc_fast.go explains the method). It needs
-// PCLMULQDQ and SSSE3, and with icrcUseAVX set also AVX2 and VPCLMULQDQ.
+// PCLMULQDQ and SSSE3, and the features of the variant icrcLevel selects.
 //
 //go:noescape
 func icrcClmul20(p *byte, n int) uint32
@@ -62,6 +84,3 @@ func icrcCPUID(eaxIn, ecxIn uint32) (eax, ebx, ecx, edx uint32)
 // icrcXGETBV0 returns the low half of XCR0 (the OS-enabled state
 // components); the caller checks OSXSAVE first.
 func icrcXGETBV0() (eax uint32)
-
-// icrcHaveAVX reports whether the CPU can run the 256-bit variant.
-func icrcHaveAVX() bool { return icrcHaveVPCLMUL }

@@ -3,19 +3,20 @@
 #include "textflag.h"
 
 // Carry-less-multiply ICRC for spans of 40..256 bytes with a 20-byte IPv4
-// header: the method and the tables are described in icrc_fast.go. Both
-// variants read the span in place, from p to p+n-1 and nothing else: the
-// leading partial block is one 16-byte load from p shuffled, the whole
-// blocks follow it.
+// header: the method and the tables are described in icrc_fast.go. The
+// variants (128-, 256- and 512-bit, by icrcLevel) read the span in place,
+// from p to p+n-1 and nothing else: in the first two the leading partial
+// block is one 16-byte load from p shuffled and the whole blocks follow it;
+// the third uses byte-masked loads (masked-off bytes are not accessed).
 
 // Field offsets of clmulTables (icrc_fast.go; checked by TestICRCClmulTables).
 #define OFF_FOLD 256
 #define OFF_MU 272
 #define OFF_POLY 288
 #define OFF_LO32 304
-#define OFF_MASK 320
-#define OFF_ZERO 384
-#define OFF_SHUF 416
+#define OFF_MASK 336
+#define OFF_ZERO 400
+#define OFF_SHUF 432
 
 // SETUP loads the arguments: SI = p, R8 = the tables, DX = k = n%16, CX =
 // F = n/16 (whole blocks), R9 = &kr[16-B] where B = F + (k > 0), the
@@ -63,11 +64,13 @@
 // func icrcClmul20(p *byte, n int) uint32
 //
 // The ICRC of the n bytes at p: R(0, masked span) by carry-less multiply,
-// with 256-bit VPCLMULQDQ when icrcUseAVX is set, then inverted and XORed
-// with icrcZeroK[n] (the initial state's share).
+// in the variant icrcLevel selects, then inverted and XORed with
+// icrcZeroK[n] (the initial state's share).
 TEXT ·icrcClmul20(SB), NOSPLIT, $0-20
-	CMPB ·icrcUseAVX(SB), $0
-	JNE  avx
+	MOVBLZX ·icrcLevel(SB), AX
+	CMPQ AX, $1
+	JE   avx
+	JA   avx512
 
 	// SSE: one block at a time.
 	SETUP
@@ -139,7 +142,6 @@ sse_reduce:
 	SHRQ  $32, AX
 	JMP   done
 
-
 avx:
 	// AVX2 + VPCLMULQDQ: the same sums, two blocks per instruction.
 	SETUP
@@ -187,7 +189,7 @@ avx_pairs:
 	JMP     avx_pairs
 
 avx_lanes:
-	// Add the high avx_lanes into the low ones; then the single block left, if
+	// Add the high lanes into the low ones; then the single block left, if
 	// any (its mask window at R10).
 	VPXOR   Y4, Y0, Y0
 	VEXTRACTI128 $1, Y0, X4
@@ -212,7 +214,73 @@ avx_reduce:
 	VPXOR   X1, X0, X0
 	VPEXTRD $1, X0, AX
 	VZEROUPPER
+	JMP     done
 
+avx512:
+	// AVX-512 + VPCLMULQDQ: four blocks per instruction. The span is read
+	// as the message m' = 0^z || m (z = -n mod 16), 64 bytes at a time from
+	// p - z with byte-masked loads: the bytes before p and from p+n on are
+	// masked off, so they are neither read (masked-off bytes do not fault)
+	// nor counted (they load as zeros).
+	MOVQ p+0(FP), SI
+	MOVQ n+8(FP), CX
+	LEAQ ·icrcClmulTab(SB), R8
+	MOVQ CX, DX
+	NEGQ DX
+	ANDQ $15, DX                 // z
+	SUBQ DX, SI                  // p - z
+	ADDQ DX, CX                  // n' = n + z, bytes of m' left
+	MOVQ CX, R9
+	SHRQ $4, R9                  // B = n'/16 blocks
+	NEGQ R9
+	ADDQ $16, R9
+	SHLQ $4, R9
+	ADDQ R8, R9                  // R9 = &kr[16-B]
+	VPXORQ Z0, Z0, Z0
+	VPXORQ Z4, Z4, Z4
+	// First 64 bytes: bytes z .. min(64, n')-1, the masks ORed in from the
+	// mask window at span offset -z (zero before offset 0).
+	MOVQ $64, BX
+	CMPQ CX, BX
+	CMOVQLT CX, BX
+	MOVQ $-1, AX
+	BZHIQ BX, AX, AX             // the low min(64, n') bits
+	MOVQ $-1, R11
+	SHLXQ DX, R11, R11
+	ANDQ R11, AX                 // minus the low z bits
+	KMOVQ AX, K1
+	VMOVDQU8.Z (SI), K1, Z1
+	MOVQ $OFF_MASK, R10
+	SUBQ DX, R10
+	VPORQ (R8)(R10*1), Z1, Z1
+
+avx512_chunk:
+	// Constants for the four blocks of Z1; past the last block they are
+	// other table fields, multiplied by zeros.
+	VPCLMULQDQ $0x00, (R9), Z1, Z2
+	VPCLMULQDQ $0x11, (R9), Z1, Z1
+	VPXORQ  Z2, Z0, Z0
+	VPXORQ  Z1, Z4, Z4
+	ADDQ    $64, SI
+	ADDQ    $64, R9
+	SUBQ    $64, CX
+	JLE     avx512_lanes
+	MOVQ    $64, BX
+	CMPQ    CX, BX
+	CMOVQLT CX, BX
+	MOVQ    $-1, AX
+	BZHIQ   BX, AX, AX
+	KMOVQ   AX, K1
+	VMOVDQU8.Z (SI), K1, Z1
+	JMP     avx512_chunk
+
+avx512_lanes:
+	VPXORQ  Z4, Z0, Z0
+	VEXTRACTI64X4 $1, Z0, Y1
+	VPXOR   Y1, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPXOR   X1, X0, X0
+	JMP     avx_reduce
 
 done:
 	// AX = R(0, m).

@@ -154,7 +154,10 @@ func noescape[T any](p *T) *T {
 // 94) read as reflected-128 values are x times the polynomial, hence the -1
 // in the exponents; their sum T is congruent to M*x^32, of degree <= 95, in
 // bits 32..127. The products are independent of each other: the blocks go
-// two at a time through 256-bit VPCLMULQDQ where the CPU has it. The reduction: the top 32 coefficients Ttop (bits 32..63) fold
+// two at a time through 256-bit VPCLMULQDQ, or four through 512-bit, where
+// the CPU has it (the 512-bit variant reads 0^(16-k) || m with byte-masked
+// loads from 16-k bytes before the span, the bytes outside it masked off:
+// not read, loaded as zeros). The reduction: the top 32 coefficients Ttop (bits 32..63) fold
 // into the low 64 (the high quadword) by clmul with fold = x^63 mod P, as
 // above; then Barrett: with mu = floor(x^64/P) as reflected-33, clmul(T',
 // mu) has the quotient q in its low 32 bits, and the remainder is bits 32..63
@@ -170,9 +173,12 @@ type clmulTables struct {
 	poly [2]uint64 // poly[0]: P, reflected-33
 	lo32 [2]uint64 // {0xffffffff, 0}: keeps the quotient
 	// mask has 0xff at the masked span offsets (IHL 20); its last 32 bytes
-	// (from clmulOffZero) are zero, the mask of blocks past the headers.
-	mask [96]byte
-	shuf [32]byte // PSHUFB window: 16 x 0x80, then 0..15
+	// (from clmulOffZero) are zero, the mask of blocks past the headers, and
+	// so are the 16 before it, the mask of the zeros before a leading
+	// partial block.
+	maskPad [16]byte
+	mask    [96]byte
+	shuf    [32]byte // PSHUFB window: 16 x 0x80, then 0..15
 }
 
 // Offsets of clmulTables' fields, as icrc_amd64.s uses them (checked by
@@ -183,9 +189,9 @@ const (
 	clmulOffMu   = 272
 	clmulOffPoly = 288
 	clmulOffLo32 = 304
-	clmulOffMask = 320
-	clmulOffZero = 384
-	clmulOffShuf = 416
+	clmulOffMask = 336
+	clmulOffZero = 400
+	clmulOffShuf = 432
 )
 
 // crcPoly is the CRC-32 (IEEE) polynomial, bit i the coefficient of x^i.

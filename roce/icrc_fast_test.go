@@ -213,35 +213,33 @@ func FuzzICRCFast(f *testing.F) {
 	})
 }
 
-// icrcAsmVariants returns the carry-less-multiply variants this machine can
-// run, by the value of icrcUseAVX they need. Where it has none (no PCLMULQDQ,
-// or not amd64) the tests of the assembly skip, saying so.
-func icrcAsmVariants(t testing.TB) []bool {
+// icrcAsmVariants returns the carry-less-multiply variants (icrcLevel
+// values) this machine can run. Where it has none (no PCLMULQDQ, or not
+// amd64) the tests of the assembly skip, saying so.
+func icrcAsmVariants(t testing.TB) []uint8 {
 	if !useICRCAsm {
 		t.Skip("no carry-less-multiply ICRC on this machine (not amd64, or no PCLMULQDQ/SSSE3)")
 	}
-	v := []bool{false}
-	if icrcHaveAVX() {
-		v = append(v, true)
-	} else {
-		t.Log("no AVX2/VPCLMULQDQ: only the 128-bit variant is checked")
+	var v []uint8
+	for l := uint8(icrcLevelSSE); l <= icrcMaxLevel; l++ {
+		v = append(v, l)
+	}
+	if icrcMaxLevel < icrcLevelAVX512 {
+		t.Logf("CPU without every variant: checking %s only", fmt.Sprint(v))
 	}
 	return v
 }
 
-// withICRCVariant runs f with icrcUseAVX set to avx, then restores it.
-func withICRCVariant(avx bool, f func()) {
-	old := icrcUseAVX
-	icrcUseAVX = avx
-	defer func() { icrcUseAVX = old }()
+// withICRCVariant runs f with icrcLevel set to level, then restores it.
+func withICRCVariant(level uint8, f func()) {
+	old := icrcLevel
+	icrcLevel = level
+	defer func() { icrcLevel = old }()
 	f()
 }
 
-func variantName(avx bool) string {
-	if avx {
-		return "avx2"
-	}
-	return "sse"
+func variantName(level uint8) string {
+	return [...]string{"sse", "avx2", "avx512"}[level]
 }
 
 // icrcAsmMaxTest is the longest span the assembly tests use: past
@@ -287,8 +285,8 @@ func checkAsm20(t *testing.T, what string, l3 []byte) {
 // values, the span at every alignment and ending exactly at the end of its
 // slice's capacity (with -race, checkptr also checks the reads' bounds).
 func TestICRCAsmMatchesRecipe(t *testing.T) {
-	for _, avx := range icrcAsmVariants(t) {
-		withICRCVariant(avx, func() {
+	for _, level := range icrcAsmVariants(t) {
+		withICRCVariant(level, func() {
 			r := rand.New(rand.NewPCG(11, 12))
 			for n := icrcFastMin; n <= icrcAsmMaxTest; n++ {
 				for align := range 16 {
@@ -296,7 +294,7 @@ func TestICRCAsmMatchesRecipe(t *testing.T) {
 					l3 := buf[align:]
 					for trial := 0; trial < 3; trial++ {
 						randomMasked20(r, l3)
-						checkAsm20(t, fmt.Sprintf("%s align %d", variantName(avx), align), l3)
+						checkAsm20(t, fmt.Sprintf("%s align %d", variantName(level), align), l3)
 					}
 				}
 			}
@@ -314,15 +312,15 @@ func TestICRCAsmMaskedBytes(t *testing.T) {
 	for _, m := range masked {
 		isMasked[m] = true
 	}
-	for _, avx := range icrcAsmVariants(t) {
-		withICRCVariant(avx, func() {
+	for _, level := range icrcAsmVariants(t) {
+		withICRCVariant(level, func() {
 			r := rand.New(rand.NewPCG(13, 14))
 			for n := icrcFastMin; n <= icrcFastMax; n++ {
 				l3 := make([]byte, n)
 				randomMasked20(r, l3)
 				base := icrcAsm20(l3)
 				if want := icrcRecipe(l3); base != want {
-					t.Fatalf("%s n %d: %08x, recipe %08x", variantName(avx), n, base, want)
+					t.Fatalf("%s n %d: %08x, recipe %08x", variantName(level), n, base, want)
 				}
 				for off := 1; off < min(48, n); off++ {
 					old := l3[off]
@@ -331,7 +329,7 @@ func TestICRCAsmMaskedBytes(t *testing.T) {
 						got := icrcAsm20(l3)
 						if isMasked[off] && got != base || !isMasked[off] && byte(v) != old && got == base {
 							t.Fatalf("%s n %d: byte %d = %#02x: ICRC %08x, with %#02x %08x (masked %v)",
-								variantName(avx), n, off, v, got, old, base, isMasked[off])
+								variantName(level), n, off, v, got, old, base, isMasked[off])
 						}
 					}
 					l3[off] = old
@@ -360,14 +358,14 @@ func TestICRCAsmGuardPages(t *testing.T) {
 	}
 	page := mem[ps : 2*ps : 2*ps]
 	r := rand.New(rand.NewPCG(15, 16))
-	for _, avx := range variants {
-		withICRCVariant(avx, func() {
+	for _, level := range variants {
+		withICRCVariant(level, func() {
 			for n := icrcFastMin; n <= icrcFastMax; n++ {
 				for _, l3 := range [][]byte{page[:n:n], page[ps-n:]} {
 					randomMasked20(r, l3)
 					want := icrcRecipe(l3)
 					if got := icrcAsm20(l3); got != want {
-						t.Fatalf("%s n %d at page offset %d: %08x, recipe %08x", variantName(avx), n,
+						t.Fatalf("%s n %d at page offset %d: %08x, recipe %08x", variantName(level), n,
 							uintptr(unsafe.Pointer(&l3[0]))-uintptr(unsafe.Pointer(&page[0])), got, want)
 					}
 				}
@@ -406,6 +404,7 @@ func TestICRCClmulTables(t *testing.T) {
 		{"mu", unsafe.Offsetof(tb.mu), clmulOffMu},
 		{"poly", unsafe.Offsetof(tb.poly), clmulOffPoly},
 		{"lo32", unsafe.Offsetof(tb.lo32), clmulOffLo32},
+		{"maskPad", unsafe.Offsetof(tb.maskPad), clmulOffMask - 16},
 		{"mask", unsafe.Offsetof(tb.mask), clmulOffMask},
 		{"zero", unsafe.Offsetof(tb.mask) + 64, clmulOffZero},
 		{"shuf", unsafe.Offsetof(tb.shuf), clmulOffShuf},
@@ -465,8 +464,8 @@ func TestICRCClmulTables(t *testing.T) {
 	for _, off := range []int{1, 8, 10, 11, 26, 27, 32} { // TOS, TTL, IPv4 and UDP checksums, BTH byte 4
 		mask[off] = 0xff
 	}
-	if tab.mask != mask {
-		t.Errorf("mask = %x", tab.mask)
+	if tab.mask != mask || tab.maskPad != [16]byte{} {
+		t.Errorf("mask = %x %x", tab.maskPad, tab.mask)
 	}
 	for i, v := range tab.shuf {
 		if want := byte(0x80); i >= 16 && v != byte(i-16) || i < 16 && v != want {
@@ -491,10 +490,10 @@ func FuzzICRCAsm(f *testing.F) {
 		l3 = l3[:len(l3):len(l3)]
 		l3[0] = 0x45
 		want := icrcRecipe(l3)
-		for _, avx := range variants {
-			withICRCVariant(avx, func() {
+		for _, level := range variants {
+			withICRCVariant(level, func() {
 				if got := icrcAsm20(l3); got != want {
-					t.Fatalf("%s n %d: %08x, recipe %08x", variantName(avx), len(l3), got, want)
+					t.Fatalf("%s n %d: %08x, recipe %08x", variantName(level), len(l3), got, want)
 				}
 			})
 		}

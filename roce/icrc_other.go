@@ -6,13 +6,18 @@ package roce
 // takes the portable paths. The variables exist so that the tests build
 // unchanged.
 var (
-	useICRCAsm = false
-	icrcUseAVX = false
+	useICRCAsm   = false
+	icrcLevel    uint8
+	icrcMaxLevel uint8
+)
+
+// The variant levels of the amd64 routine, for the tests.
+const (
+	icrcLevelSSE    = 0
+	icrcLevelAVX2   = 1
+	icrcLevelAVX512 = 2
 )
 
 // icrcAsm20 is never called where useICRCAsm is false; it is the portable
 // path so that the tests run unchanged.
 func icrcAsm20(l3 []byte) uint32 { return icrcInPlace(l3, IPv4MinLen) }
-
-// icrcHaveAVX reports false: there is no 256-bit variant here.
-func icrcHaveAVX() bool { return false }
