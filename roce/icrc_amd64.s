@@ -7,16 +7,17 @@
 // variants (128-, 256- and 512-bit, by icrcLevel) read the span in place,
 // from p to p+n-1 and nothing else: in the first two the leading partial
 // block is one 16-byte load from p shuffled and the whole blocks follow it;
-// the third uses byte-masked loads (masked-off bytes are not accessed).
+// the third reads 64-byte chunks that end at the span's end, the first one
+// byte-masked (masked-off bytes are not accessed).
 
 // Field offsets of clmulTables (icrc_fast.go; checked by TestICRCClmulTables).
 #define OFF_FOLD 256
 #define OFF_MU 272
 #define OFF_POLY 288
 #define OFF_LO32 304
-#define OFF_MASK 336
-#define OFF_ZERO 400
-#define OFF_SHUF 432
+#define OFF_MASK 384
+#define OFF_ZERO 448
+#define OFF_SHUF 512
 
 // SETUP loads the arguments: SI = p, R8 = the tables, DX = k = n%16, CX =
 // F = n/16 (whole blocks), R9 = &kr[16-B] where B = F + (k > 0), the
@@ -217,62 +218,62 @@ avx_reduce:
 	JMP     done
 
 avx512:
-	// AVX-512 + VPCLMULQDQ: four blocks per instruction. The span is read
-	// as the message m' = 0^z || m (z = -n mod 16), 64 bytes at a time from
-	// p - z with byte-masked loads: the bytes before p and from p+n on are
-	// masked off, so they are neither read (masked-off bytes do not fault)
-	// nor counted (they load as zeros).
+	// AVX-512 + VPCLMULQDQ: four blocks per instruction, in C = n'/64
+	// chunks of the message m' = 0^z || m (z = -n mod 16, n' = n + z
+	// rounded up to 64) that end at the span's end. The first chunk is
+	// loaded byte-masked from p + s0, s0 = n - 64C in -63..0: the bytes
+	// before p are masked off, so they are neither read (masked-off bytes
+	// do not fault) nor counted (they load as zeros), and its lanes before
+	// the first block take constants that multiply zeros. The masks of the
+	// variant fields (span offsets up to 32) are ORed into the first two
+	// chunks.
 	MOVQ p+0(FP), SI
 	MOVQ n+8(FP), CX
 	LEAQ ·icrcClmulTab(SB), R8
 	MOVQ CX, DX
 	NEGQ DX
 	ANDQ $15, DX                 // z
-	SUBQ DX, SI                  // p - z
-	ADDQ DX, CX                  // n' = n + z, bytes of m' left
-	MOVQ CX, R9
-	SHRQ $4, R9                  // B = n'/16 blocks
-	NEGQ R9
-	ADDQ $16, R9
-	SHLQ $4, R9
-	ADDQ R8, R9                  // R9 = &kr[16-B]
-	VPXORQ Z0, Z0, Z0
-	VPXORQ Z4, Z4, Z4
-	// First 64 bytes: bytes z .. min(64, n')-1, the masks ORed in from the
-	// mask window at span offset -z (zero before offset 0).
-	MOVQ $64, BX
-	CMPQ CX, BX
-	CMOVQLT CX, BX
+	LEAQ 63(CX)(DX*1), R11
+	ANDQ $-64, R11               // 64C
+	LEAQ 256(R8), R9
+	SUBQ R11, R9                 // R9 = &kr[16-4C]
+	MOVQ CX, BX
+	SUBQ R11, BX                 // s0
+	MOVQ BX, R12
+	NEGQ R12
 	MOVQ $-1, AX
-	BZHIQ BX, AX, AX             // the low min(64, n') bits
-	MOVQ $-1, R11
-	SHLXQ DX, R11, R11
-	ANDQ R11, AX                 // minus the low z bits
+	SHLXQ R12, AX, AX            // bytes -s0..63 of the chunk
 	KMOVQ AX, K1
+	ADDQ BX, SI                  // p + s0
+	LEAQ OFF_MASK(R8)(BX*1), R10 // mask window at span offset s0
 	VMOVDQU8.Z (SI), K1, Z1
-	MOVQ $OFF_MASK, R10
-	SUBQ DX, R10
-	VPORQ (R8)(R10*1), Z1, Z1
-
-avx512_chunk:
-	// Constants for the four blocks of Z1; past the last block they are
-	// other table fields, multiplied by zeros.
+	VPORQ   (R10), Z1, Z1
+	VPCLMULQDQ $0x00, (R9), Z1, Z0
+	VPCLMULQDQ $0x11, (R9), Z1, Z4
+	SHRQ    $6, R11              // C
+	DECQ    R11
+	JZ      avx512_lanes
+	ADDQ    $64, SI
+	ADDQ    $64, R9
+	VMOVDQU64 (SI), Z1
+	VPORQ   64(R10), Z1, Z1
 	VPCLMULQDQ $0x00, (R9), Z1, Z2
 	VPCLMULQDQ $0x11, (R9), Z1, Z1
 	VPXORQ  Z2, Z0, Z0
 	VPXORQ  Z1, Z4, Z4
+	DECQ    R11
+	JZ      avx512_lanes
+
+avx512_chunk:
 	ADDQ    $64, SI
 	ADDQ    $64, R9
-	SUBQ    $64, CX
-	JLE     avx512_lanes
-	MOVQ    $64, BX
-	CMPQ    CX, BX
-	CMOVQLT CX, BX
-	MOVQ    $-1, AX
-	BZHIQ   BX, AX, AX
-	KMOVQ   AX, K1
-	VMOVDQU8.Z (SI), K1, Z1
-	JMP     avx512_chunk
+	VMOVDQU64 (SI), Z1
+	VPCLMULQDQ $0x00, (R9), Z1, Z2
+	VPCLMULQDQ $0x11, (R9), Z1, Z1
+	VPXORQ  Z2, Z0, Z0
+	VPXORQ  Z1, Z4, Z4
+	DECQ    R11
+	JNZ     avx512_chunk
 
 avx512_lanes:
 	VPXORQ  Z4, Z0, Z0

@@ -155,9 +155,10 @@ func noescape[T any](p *T) *T {
 // in the exponents; their sum T is congruent to M*x^32, of degree <= 95, in
 // bits 32..127. The products are independent of each other: the blocks go
 // two at a time through 256-bit VPCLMULQDQ, or four through 512-bit, where
-// the CPU has it (the 512-bit variant reads 0^(16-k) || m with byte-masked
-// loads from 16-k bytes before the span, the bytes outside it masked off:
-// not read, loaded as zeros). The reduction: the top 32 coefficients Ttop (bits 32..63) fold
+// the CPU has it. The 512-bit variant reads the span as 64-byte chunks
+// ending at its end; the first is a byte-masked load that starts up to 63
+// bytes before the span, the bytes outside it masked off (not accessed,
+// loaded as zeros), so that the leading block needs no shuffle. The reduction: the top 32 coefficients Ttop (bits 32..63) fold
 // into the low 64 (the high quadword) by clmul with fold = x^63 mod P, as
 // above; then Barrett: with mu = floor(x^64/P) as reflected-33, clmul(T',
 // mu) has the quotient q in its low 32 bits, and the remainder is bits 32..63
@@ -172,12 +173,11 @@ type clmulTables struct {
 	mu   [2]uint64 // mu[0]: floor(x^64 / P), reflected-33
 	poly [2]uint64 // poly[0]: P, reflected-33
 	lo32 [2]uint64 // {0xffffffff, 0}: keeps the quotient
-	// mask has 0xff at the masked span offsets (IHL 20); its last 32 bytes
-	// (from clmulOffZero) are zero, the mask of blocks past the headers, and
-	// so are the 16 before it, the mask of the zeros before a leading
-	// partial block.
-	maskPad [16]byte
-	mask    [96]byte
+	// mask has 0xff at the masked span offsets (IHL 20) and zeros from
+	// offset 33 on (clmulOffZero: the mask of blocks past the headers); the
+	// 64 bytes before it are zero, the mask of bytes before the span.
+	maskPad [64]byte
+	mask    [128]byte
 	shuf    [32]byte // PSHUFB window: 16 x 0x80, then 0..15
 }
 
@@ -189,9 +189,9 @@ const (
 	clmulOffMu   = 272
 	clmulOffPoly = 288
 	clmulOffLo32 = 304
-	clmulOffMask = 336
-	clmulOffZero = 400
-	clmulOffShuf = 432
+	clmulOffMask = 384
+	clmulOffZero = 448
+	clmulOffShuf = 512
 )
 
 // crcPoly is the CRC-32 (IEEE) polynomial, bit i the coefficient of x^i.

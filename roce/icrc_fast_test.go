@@ -404,7 +404,7 @@ func TestICRCClmulTables(t *testing.T) {
 		{"mu", unsafe.Offsetof(tb.mu), clmulOffMu},
 		{"poly", unsafe.Offsetof(tb.poly), clmulOffPoly},
 		{"lo32", unsafe.Offsetof(tb.lo32), clmulOffLo32},
-		{"maskPad", unsafe.Offsetof(tb.maskPad), clmulOffMask - 16},
+		{"maskPad", unsafe.Offsetof(tb.maskPad), clmulOffMask - 64},
 		{"mask", unsafe.Offsetof(tb.mask), clmulOffMask},
 		{"zero", unsafe.Offsetof(tb.mask) + 64, clmulOffZero},
 		{"shuf", unsafe.Offsetof(tb.shuf), clmulOffShuf},
@@ -460,11 +460,11 @@ func TestICRCClmulTables(t *testing.T) {
 	if tab.lo32 != [2]uint64{0xffffffff, 0} {
 		t.Errorf("lo32 = %#x", tab.lo32)
 	}
-	var mask [96]byte
+	var mask [128]byte
 	for _, off := range []int{1, 8, 10, 11, 26, 27, 32} { // TOS, TTL, IPv4 and UDP checksums, BTH byte 4
 		mask[off] = 0xff
 	}
-	if tab.mask != mask || tab.maskPad != [16]byte{} {
+	if tab.mask != mask || tab.maskPad != [64]byte{} {
 		t.Errorf("mask = %x %x", tab.maskPad, tab.mask)
 	}
 	for i, v := range tab.shuf {
