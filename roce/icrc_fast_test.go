@@ -542,3 +542,23 @@ func BenchmarkICRCSpans(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkICRCAsmVariants times each carry-less-multiply variant the CPU
+// has on its own (icrcAsm20, no packet), by span length.
+func BenchmarkICRCAsmVariants(b *testing.B) {
+	for _, level := range icrcAsmVariants(b) {
+		for _, n := range []int{44, 56, 68, 108, 124, 200, 256} {
+			l3 := make([]byte, n)
+			randomMasked20(rand.New(rand.NewPCG(1, uint64(n))), l3)
+			b.Run(fmt.Sprintf("%s/span=%d", variantName(level), n), func(b *testing.B) {
+				withICRCVariant(level, func() {
+					b.ReportAllocs()
+					b.SetBytes(int64(n))
+					for b.Loop() {
+						icrcSink += icrcAsm20(l3)
+					}
+				})
+			})
+		}
+	}
+}
