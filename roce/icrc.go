@@ -20,8 +20,11 @@ import (
 // rest of the packet is read in place: by the same loop when short, and by
 // one crc32.Update call (carry-less multiply) over a multiple of 16 bytes
 // when long. The 8 leading 0xFF bytes are a precomputed CRC state. Spans of
-// icrcFastMin to icrcFastMax bytes take neither: they are copied, masked and
-// zero-padded, and go to crc32.Update in one call (icrc_fast.go).
+// icrcFastMin to icrcFastMax bytes take neither (icrc_fast.go): with a
+// 20-byte IPv4 header on amd64 with PCLMULQDQ they go to a carry-less
+// multiply in assembly that reads them in place (icrc_amd64.s); otherwise
+// they are copied, masked and zero-padded, and go to crc32.Update in one
+// call.
 
 var (
 	crcTab8  [8][256]uint32
