@@ -15,8 +15,16 @@ var (
 	// useICRCAsm reports whether icrcAsm20 may run, and icrcLevel which
 	// variant icrcClmul20 takes (read by the assembly). They are variables
 	// so that the tests can check every path on a machine that has them all.
+	//
+	// The default is at most the AVX2 variant. The AVX-512 one is a little
+	// faster on spans read over and over (BenchmarkICRCAsmVariants), but its
+	// first, byte-masked load starts up to 63 bytes before the span, and a
+	// masked-off byte still brings its cache line in: in a DPDK mbuf that
+	// line is the headroom, which nothing else touches, so every frame paid
+	// a cache miss (swordbox middlebox bench --io ring: the engine's
+	// ns/frame 260-284 with AVX-512 against 170-222 with AVX2 or SSE).
 	useICRCAsm = icrcHaveCLMUL
-	icrcLevel  = icrcMaxLevel
+	icrcLevel  = min(icrcMaxLevel, icrcLevelAVX2)
 )
 
 // The variants of icrcClmul20, by icrcLevel.
