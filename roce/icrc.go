@@ -111,14 +111,22 @@ func icrcInPlace(l3 []byte, ihl int) uint32 {
 	var hdr [IPv4MaxLen + UDPLen + BTHLen]byte
 	n := ihl + UDPLen + BTHLen
 	copy(hdr[:n], l3[:n])
-	hdr[IPv4TOSOff] = 0xff
-	hdr[IPv4TTLOff] = 0xff
-	hdr[IPv4ChecksumOff] = 0xff
-	hdr[IPv4ChecksumOff+1] = 0xff
-	hdr[ihl+UDPChecksumOff] = 0xff
-	hdr[ihl+UDPChecksumOff+1] = 0xff
-	hdr[ihl+UDPLen+BTHFBOff] = 0xff
+	maskICRCFields(hdr[:n], ihl)
 	return icrcRest(crcUpdate(crcSeed, hdr[:n]), l3[n:])
+}
+
+// maskICRCFields sets the fields the ICRC does not cover to all ones in a
+// copy of the IPv4 (ihl bytes), UDP and BT headers: TOS, TTL, the IPv4
+// and UDP checksums, and BTH byte 4.
+func maskICRCFields(h []byte, ihl int) {
+	_ = h[ihl+UDPLen+BTHFBOff]
+	h[IPv4TOSOff] = 0xff
+	h[IPv4TTLOff] = 0xff
+	h[IPv4ChecksumOff] = 0xff
+	h[IPv4ChecksumOff+1] = 0xff
+	h[ihl+UDPChecksumOff] = 0xff
+	h[ihl+UDPChecksumOff+1] = 0xff
+	h[ihl+UDPLen+BTHFBOff] = 0xff
 }
 
 func icrcRest(crc uint32, rest []byte) uint32 {

@@ -100,13 +100,7 @@ func icrcCopy(l3 []byte, ihl int) uint32 {
 func icrcPadded(buf, l3 []byte, ihl int) uint32 {
 	m := buf[len(buf)-len(l3):]
 	copy(m, l3)
-	m[IPv4TOSOff] = 0xff
-	m[IPv4TTLOff] = 0xff
-	m[IPv4ChecksumOff] = 0xff
-	m[IPv4ChecksumOff+1] = 0xff
-	m[ihl+UDPChecksumOff] = 0xff
-	m[ihl+UDPChecksumOff+1] = 0xff
-	m[ihl+UDPLen+BTHFBOff] = 0xff
+	maskICRCFields(m, ihl)
 	return crc32.Update(0xffffffff, crc32.IEEETable, buf)
 }
 
