@@ -40,51 +40,59 @@ func BenchEngine(mix MixConfig, cores int, dur time.Duration) (BenchResult, erro
 	if cores < 1 {
 		return BenchResult{}, fmt.Errorf("middlebox bench: %d cores", cores)
 	}
-	res := BenchResult{IO: "engine", Cores: cores, Mix: mix, PerCore: make([]CoreStats, cores)}
-	errs := make([]error, cores)
+	return runCores(BenchResult{IO: "engine", Cores: cores, Mix: mix}, func(k int, st *CoreStats) error {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		mc := mix
+		mc.Server = byte(k + 1)
+		mc.Seed = mix.Seed + uint64(k)
+		m, err := NewMix(mc)
+		if err != nil {
+			return err
+		}
+		e, err := New(m.EngineConfig())
+		if err != nil {
+			return err
+		}
+		const batch = 1 << 15
+		tr, out := NewTrace(batch), NewOut(1024, 1<<17)
+		var busy time.Duration
+		var cpu int64
+		var in, outN uint64
+		deadline := time.Now().Add(dur)
+		for time.Now().Before(deadline) {
+			m.Fill(tr, batch)
+			t0, c0 := time.Now(), threadCPU()
+			for i, f := range tr.Frames {
+				out.Reset()
+				e.Process(0, tr.Sides[i], f, out)
+				outN += uint64(out.Len())
+			}
+			busy += time.Since(t0)
+			cpu += threadCPU() - c0
+			in += uint64(len(tr.Frames))
+		}
+		c := e.Counters()
+		*st = CoreStats{FramesIn: in, FramesOut: outN, Busy: busy.Seconds(), CPU: float64(cpu) / 1e9,
+			Mpps: float64(in) / busy.Seconds() / 1e6, MppsCPU: float64(in) / (float64(cpu) / 1e9) / 1e6,
+			Drops: c.TotalDrops(), Counters: c.String()}
+		return nil
+	})
+}
+
+// runCores runs core(k, &res.PerCore[k]) for each of res.Cores cores
+// concurrently, then fills in the wall time and the totals. The first error
+// of a core is returned (with what was measured).
+func runCores(res BenchResult, core func(k int, st *CoreStats) error) (BenchResult, error) {
+	res.PerCore = make([]CoreStats, res.Cores)
+	errs := make([]error, res.Cores)
 	var wg sync.WaitGroup
 	start := time.Now()
-	for k := 0; k < cores; k++ {
+	for k := 0; k < res.Cores; k++ {
 		wg.Add(1)
 		go func(k int) {
 			defer wg.Done()
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			mc := mix
-			mc.Server = byte(k + 1)
-			mc.Seed = mix.Seed + uint64(k)
-			m, err := NewMix(mc)
-			if err != nil {
-				errs[k] = err
-				return
-			}
-			e, err := New(m.EngineConfig())
-			if err != nil {
-				errs[k] = err
-				return
-			}
-			const batch = 1 << 15
-			tr, out := NewTrace(batch), NewOut(1024, 1<<17)
-			var busy time.Duration
-			var cpu int64
-			var in, outN uint64
-			deadline := time.Now().Add(dur)
-			for time.Now().Before(deadline) {
-				m.Fill(tr, batch)
-				t0, c0 := time.Now(), threadCPU()
-				for i, f := range tr.Frames {
-					out.Reset()
-					e.Process(0, tr.Sides[i], f, out)
-					outN += uint64(out.Len())
-				}
-				busy += time.Since(t0)
-				cpu += threadCPU() - c0
-				in += uint64(len(tr.Frames))
-			}
-			c := e.Counters()
-			res.PerCore[k] = CoreStats{FramesIn: in, FramesOut: outN, Busy: busy.Seconds(), CPU: float64(cpu) / 1e9,
-				Mpps: float64(in) / busy.Seconds() / 1e6, MppsCPU: float64(in) / (float64(cpu) / 1e9) / 1e6,
-				Drops: c.TotalDrops(), Counters: c.String()}
+			errs[k] = core(k, &res.PerCore[k])
 		}(k)
 	}
 	wg.Wait()

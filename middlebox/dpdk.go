@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -339,29 +338,9 @@ func BenchDPDK(cfg DPDKBenchConfig) (BenchResult, error) {
 	if err := dpdk.Init(eal); err != nil {
 		return BenchResult{}, err
 	}
-	res := BenchResult{IO: io, Cores: cfg.Cores, Mix: cfg.Mix, PerCore: make([]CoreStats, cfg.Cores)}
-	errs := make([]error, cfg.Cores)
-	var wg sync.WaitGroup
-	start := time.Now()
-	for k := 0; k < cfg.Cores; k++ {
-		wg.Add(1)
-		go func(k int) {
-			defer wg.Done()
-			errs[k] = benchDPDKCore(cfg, k, devName(vdevs[2*k]), devName(vdevs[2*k+1]), &res.PerCore[k])
-		}(k)
-	}
-	wg.Wait()
-	res.Wall = time.Since(start).Seconds()
-	for _, err := range errs {
-		if err != nil {
-			return res, err
-		}
-	}
-	for _, c := range res.PerCore {
-		res.TotalMpp += c.Mpps
-		res.TotalCPU += c.MppsCPU
-	}
-	return res, nil
+	return runCores(BenchResult{IO: io, Cores: cfg.Cores, Mix: cfg.Mix}, func(k int, st *CoreStats) error {
+		return benchDPDKCore(cfg, k, devName(vdevs[2*k]), devName(vdevs[2*k+1]), st)
+	})
 }
 
 func benchVdevs(cores int) []string {
