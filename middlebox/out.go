@@ -171,6 +171,15 @@ func (e *Engine) template(c *conn) *ackTemplate {
 	return t
 }
 
+// putAnswer fills the PSN, syndrome and MSN of an answer copied from a
+// template (whose PSN word's first byte is already zero).
+func putAnswer(f []byte, psn uint32, syn roce.Syndrome, msn uint32) {
+	_ = f[genAETH+3]
+	put24(f[genBTH+roce.BTHAckPSNOff+1:], psn)
+	f[genAETH] = byte(syn)
+	put24(f[genAETH+1:], msn)
+}
+
 // emitAck appends an ACK (or NAK: any syndrome) to client c.
 func (e *Engine) emitAck(out *Out, c *conn, psn uint32, syn roce.Syndrome, msn uint32) {
 	f := out.alloc(ClientSide, ackLen)
@@ -180,13 +189,7 @@ func (e *Engine) emitAck(out *Out, c *conn, psn uint32, syn roce.Syndrome, msn u
 	}
 	t := e.template(c)
 	*(*[ackLen]byte)(f) = t.ack
-	f[genBTH+roce.BTHAckPSNOff+1] = byte(psn >> 16)
-	f[genBTH+roce.BTHAckPSNOff+2] = byte(psn >> 8)
-	f[genBTH+roce.BTHAckPSNOff+3] = byte(psn)
-	f[genAETH] = byte(syn)
-	f[genAETH+1] = byte(msn >> 16)
-	f[genAETH+2] = byte(msn >> 8)
-	f[genAETH+3] = byte(msn)
+	putAnswer(f, psn, syn, msn)
 	// The 8 bytes from the PSN word's first (zero in template and frame)
 	// to the MSN's last.
 	d := raw8((*[8]byte)(f[genBTH+roce.BTHAckPSNOff : genAtomic]))
@@ -208,13 +211,7 @@ func (e *Engine) emitAtomicAck(out *Out, c *conn, psn uint32, orig uint64, msn u
 	}
 	t := e.template(c)
 	*(*[atomicAckLn]byte)(f) = t.atomic
-	f[genBTH+roce.BTHAckPSNOff+1] = byte(psn >> 16)
-	f[genBTH+roce.BTHAckPSNOff+2] = byte(psn >> 8)
-	f[genBTH+roce.BTHAckPSNOff+3] = byte(psn)
-	f[genAETH] = byte(roce.ACKSyndrome(roce.CreditInvalid))
-	f[genAETH+1] = byte(msn >> 16)
-	f[genAETH+2] = byte(msn >> 8)
-	f[genAETH+3] = byte(msn)
+	putAnswer(f, psn, roce.ACKSyndrome(roce.CreditInvalid), msn)
 	binary.BigEndian.PutUint64(f[genAtomic:], orig)
 	end := genAtomic + roce.AtomicAckETHLen
 	d := raw16((*[16]byte)(f[genBTH+roce.BTHAckPSNOff : end])) // as in emitAck
