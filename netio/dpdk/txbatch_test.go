@@ -205,18 +205,8 @@ func BenchmarkTxBatchForward(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer tb.Close()
-	const burst = 32
-	ms := AllocMbufSlice(burst)
+	ms := preload(b, pool, p, 32)
 	defer FreeMbufSlice(ms)
-	if err := pool.AllocBulk(ms); err != nil {
-		b.Fatal(err)
-	}
-	for i, m := range ms {
-		m.SetData(frame(i, 64))
-	}
-	if n := p.TxBurst(0, ms); n != burst {
-		b.Fatalf("preload: TxBurst = %d", n)
-	}
 	b.ReportAllocs()
 	b.SetBytes(64)
 	b.ResetTimer()
