@@ -44,24 +44,40 @@ func TestBenchDPDKRing(t *testing.T) {
 	t.Logf("net_ring: %.2f Mpps wall, %.2f Mpps per core of CPU time, %d frames; %s", c.Mpps, c.MppsCPU, c.FramesIn, c.Counters)
 }
 
+// dpdkThread skips tb unless it runs as root, initialises the EAL on a
+// net_ring pair, locks the goroutine to its OS thread and, with lcore,
+// registers that thread as a DPDK lcore (as the loops do). Defer the
+// function it returns.
+func dpdkThread(tb testing.TB, lcore bool) (done func()) {
+	tb.Helper()
+	if os.Geteuid() != 0 {
+		tb.Skip("DPDK without hugepages needs root here")
+	}
+	if err := dpdk.Init(benchEAL(1, benchVdevs(1))); err != nil {
+		tb.Fatal(err)
+	}
+	runtime.LockOSThread()
+	if lcore {
+		if _, err := dpdk.RegisterThread(); err != nil {
+			runtime.UnlockOSThread()
+			tb.Fatal(err)
+		}
+	}
+	return func() {
+		if lcore {
+			dpdk.UnregisterThread()
+		}
+		runtime.UnlockOSThread()
+	}
+}
+
 // The loop's output is the engine's: the same trace through the ring loop
 // (rewrites in place, generated frames copied into consumed inputs' mbufs
 // and stock mbufs, one TX list) and through Engine.Process directly gives
 // the same frames in the same order, byte for byte; and every mbuf goes
 // back to the pool.
 func TestDPDKLoopMatchesEngine(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("DPDK without hugepages needs root here")
-	}
-	if err := dpdk.Init(benchEAL(1, benchVdevs(1))); err != nil {
-		t.Fatal(err)
-	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if _, err := dpdk.RegisterThread(); err != nil {
-		t.Fatal(err)
-	}
-	defer dpdk.UnregisterThread()
+	defer dpdkThread(t, true)()
 	for _, burst := range []int{1, 7, dpdkBurst, 64} {
 		r, err := newRingBench(DPDKBenchConfig{Mix: benchMix, Cores: 1}, 0, "net_ring0", "net_ring1")
 		if err != nil {
@@ -123,14 +139,7 @@ func TestDPDKLoopMatchesEngine(t *testing.T) {
 // A chained frame (two segments) is dropped, counted, and its mbufs freed;
 // the frames around it go through.
 func TestDPDKLoopDropsChained(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("DPDK without hugepages needs root here")
-	}
-	if err := dpdk.Init(benchEAL(1, benchVdevs(1))); err != nil {
-		t.Fatal(err)
-	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
+	defer dpdkThread(t, false)()
 	r, err := newRingBench(DPDKBenchConfig{Mix: benchMix, Cores: 1}, 0, "net_ring0", "net_ring1")
 	if err != nil {
 		t.Fatal(err)
@@ -305,15 +314,7 @@ func BenchmarkDPDKLoop(b *testing.B) {
 }
 
 func benchDPDKLoop(b *testing.B, loopOnly bool) {
-	if err := dpdk.Init(benchEAL(1, benchVdevs(1))); err != nil {
-		b.Fatal(err)
-	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if _, err := dpdk.RegisterThread(); err != nil {
-		b.Fatal(err)
-	}
-	defer dpdk.UnregisterThread()
+	defer dpdkThread(b, true)()
 	r, err := newRingBench(DPDKBenchConfig{Mix: benchMix, Cores: 1}, 0, "net_ring0", "net_ring1")
 	if err != nil {
 		b.Fatal(err)
