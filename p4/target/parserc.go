@@ -398,38 +398,54 @@ func (h *headerCodec) decode(slots []uint64, b []byte) {
 // capacity for the header plus 8 bytes of slack.
 func (h *headerCodec) encode(b []byte, slots []uint64) []byte {
 	o := len(b)
-	dst := b[o : o+h.bytes+8]
-	var acc uint64
-	var n uint
-	at := 0
+	bw := bitWriter{dst: b[o : o+h.bytes+8]}
 	for i := range h.fields {
 		f := &h.fields[i]
-		v, w := slots[f.slot], uint(f.w)
-		if n+w <= 64 {
-			acc = acc<<w | v
-			n += w
-			continue
-		}
-		r := 64 - n
-		acc = acc<<r | v>>(w-r)
-		binary.BigEndian.PutUint64(dst[at:], acc)
-		at += 8
-		n = w - r
-		acc = v & (1<<n - 1)
+		bw.put(slots[f.slot], uint(f.w))
 	}
-	if n > 0 {
-		binary.BigEndian.PutUint64(dst[at:], acc<<(64-n))
-	}
+	bw.flush()
 	return b[:o+h.bytes]
+}
+
+// bitWriter packs fields MSB first into dst, which needs 8 bytes of slack
+// beyond the data: whole 64-bit words as they fill, the rest at flush.
+type bitWriter struct {
+	dst []byte
+	acc uint64
+	n   uint // bits in acc
+	at  int  // bytes of dst written
+}
+
+// put appends the w low bits of v (w <= 64).
+func (bw *bitWriter) put(v uint64, w uint) {
+	if bw.n+w <= 64 {
+		bw.acc = bw.acc<<w | v
+		bw.n += w
+		return
+	}
+	r := 64 - bw.n
+	binary.BigEndian.PutUint64(bw.dst[bw.at:], bw.acc<<r|v>>(w-r))
+	bw.at += 8
+	bw.n = w - r
+	bw.acc = v & (1<<bw.n - 1)
+}
+
+// flush writes the bits left (a trailing partial byte padded with zero
+// bits) and returns the number of bytes used.
+func (bw *bitWriter) flush() int {
+	if bw.n > 0 {
+		binary.BigEndian.PutUint64(bw.dst[bw.at:], bw.acc<<(64-bw.n))
+		bw.at += int(bw.n+7) / 8
+		bw.n = 0
+	}
+	return bw.at
 }
 
 // packBits writes fields MSB first into dst (which needs 8 bytes of slack
 // beyond the data) and returns the number of bytes used; a trailing
 // partial byte is padded with zero bits.
 func packBits(dst []byte, s *pktState, fields []dataField) int {
-	var acc uint64
-	var n uint
-	at := 0
+	bw := bitWriter{dst: dst}
 	for i := range fields {
 		f := &fields[i]
 		var v uint64
@@ -438,24 +454,9 @@ func packBits(dst []byte, s *pktState, fields []dataField) int {
 		} else {
 			v = f.fn(s)
 		}
-		w := uint(f.w)
-		if n+w <= 64 {
-			acc = acc<<w | v
-			n += w
-			continue
-		}
-		r := 64 - n
-		acc = acc<<r | v>>(w-r)
-		binary.BigEndian.PutUint64(dst[at:], acc)
-		at += 8
-		n = w - r
-		acc = v & (1<<n - 1)
+		bw.put(v, uint(f.w))
 	}
-	if n > 0 {
-		binary.BigEndian.PutUint64(dst[at:], acc<<(64-n))
-		at += int(n+7) / 8
-	}
-	return at
+	return bw.flush()
 }
 
 func (c *compiler) extract(sc *scope, e *callExpr) stmtFn {
