@@ -174,7 +174,7 @@ func (cr *CloverRack) Load(ctx context.Context, w *ycsb.Workload) error {
 func (cr *CloverRack) KVs() []KV {
 	out := make([]KV, len(cr.Clients))
 	for i, c := range cr.Clients {
-		out[i] = cloverKV{c}
+		out[i] = CloverKV(c)
 	}
 	return out
 }
@@ -230,6 +230,9 @@ func (cr *CloverRack) Close() error {
 	}
 	return cr.Rack.Close()
 }
+
+// CloverKV adapts a Clover client to the harness's KV.
+func CloverKV(c *clover.Client) KV { return cloverKV{c} }
 
 type cloverKV struct{ c *clover.Client }
 

@@ -269,7 +269,7 @@ func RunClients(ctx context.Context, cfg ClientsConfig, dev *rnic.Device, in io.
 		if err != nil {
 			return fail(fmt.Errorf("clover clients: thread %d: %w", g, err))
 		}
-		clients[j], kvs[j] = c, cloverKV{c}
+		clients[j], kvs[j] = c, testbed.CloverKV(c)
 	}
 	enc.Encode(Event{Event: "ready", Threads: len(local)})
 
@@ -389,16 +389,4 @@ func sumMetrics(cs []*clover.Client) clover.Metrics {
 		s.Recoveries += m.Recoveries
 	}
 	return s
-}
-
-// cloverKV adapts a Clover client to the harness.
-type cloverKV struct{ c *clover.Client }
-
-func (k cloverKV) Get(ctx context.Context, key uint64, buf []byte) ([]byte, error) {
-	v := buf[:k.c.ValueSize()]
-	return v, k.c.Get(ctx, key, v)
-}
-
-func (k cloverKV) Put(ctx context.Context, key uint64, value []byte) error {
-	return k.c.Put(ctx, key, value)
 }
