@@ -249,39 +249,10 @@ func (s *sendQueue) transmit(q *QP, w *wqe, k uint32, em emitter) bool {
 		p.payload = buf
 		first, last := k == 0, k == w.npkts-1
 		imm := w.wr.Op == verbs.OpSendImm || w.wr.Op == verbs.OpWriteImm
-		if w.wr.Op == verbs.OpSend || w.wr.Op == verbs.OpSendImm {
-			switch {
-			case first && last && imm:
-				p.op = roce.OpRCSendOnlyImm
-			case first && last:
-				p.op = roce.OpRCSendOnly
-			case first:
-				p.op = roce.OpRCSendFirst
-			case last && imm:
-				p.op = roce.OpRCSendLastImm
-			case last:
-				p.op = roce.OpRCSendLast
-			default:
-				p.op = roce.OpRCSendMiddle
-			}
-		} else {
-			switch {
-			case first && last && imm:
-				p.op = roce.OpRCWriteOnlyImm
-			case first && last:
-				p.op = roce.OpRCWriteOnly
-			case first:
-				p.op = roce.OpRCWriteFirst
-			case last && imm:
-				p.op = roce.OpRCWriteLastImm
-			case last:
-				p.op = roce.OpRCWriteLast
-			default:
-				p.op = roce.OpRCWriteMiddle
-			}
-			if first {
-				p.va, p.rkey, p.dmaLen = w.wr.RemoteAddr, w.wr.RKey, w.length
-			}
+		send := w.wr.Op == verbs.OpSend || w.wr.Op == verbs.OpSendImm
+		p.op = segOpcode(send, first, last, imm)
+		if !send && first {
+			p.va, p.rkey, p.dmaLen = w.wr.RemoteAddr, w.wr.RKey, w.length
 		}
 		if imm && last {
 			p.imm = w.wr.Imm
@@ -636,3 +607,33 @@ func (s *sendQueue) failAt(q *QP, i int, st verbs.Status) {
 
 // fail moves the QP to ERR, flushing everything.
 func (s *sendQueue) fail(q *QP, st verbs.Status) { s.failAt(q, -1, st) }
+
+// segOpcodes are the opcodes of the packets of a SEND ([0]) or RDMA WRITE
+// ([1]) message, by position: only, only with immediate, first, middle,
+// last, last with immediate.
+var segOpcodes = [2][6]roce.Opcode{
+	{roce.OpRCSendOnly, roce.OpRCSendOnlyImm, roce.OpRCSendFirst, roce.OpRCSendMiddle, roce.OpRCSendLast, roce.OpRCSendLastImm},
+	{roce.OpRCWriteOnly, roce.OpRCWriteOnlyImm, roce.OpRCWriteFirst, roce.OpRCWriteMiddle, roce.OpRCWriteLast, roce.OpRCWriteLastImm},
+}
+
+// segOpcode returns the opcode of a packet of a SEND (send) or WRITE
+// message; imm matters only on the packet that ends it.
+func segOpcode(send, first, last, imm bool) roce.Opcode {
+	t := &segOpcodes[1]
+	if send {
+		t = &segOpcodes[0]
+	}
+	switch {
+	case first && last && imm:
+		return t[1]
+	case first && last:
+		return t[0]
+	case first:
+		return t[2]
+	case last && imm:
+		return t[5]
+	case last:
+		return t[4]
+	}
+	return t[3]
+}
