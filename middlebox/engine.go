@@ -25,8 +25,12 @@ type Engine struct {
 	touched []int32 // scratch: clients touched by one response
 	replay  bool
 	verify  bool
-	steer   *steerer
-	pmtu    uint32
+	fast    bool // take the fast path (fast.go) when it applies; off in tests only
+	// fastHits counts the frames the fast path handled (not a Counter: the
+	// tests compare the Counters of engines with and without it).
+	fastHits uint64
+	steer    *steerer
+	pmtu     uint32
 }
 
 // New returns an engine for cfg (validated; defaults applied).
@@ -45,6 +49,7 @@ func New(cfg Config) (*Engine, error) {
 		pmtu:    uint32(d.PMTU),
 		replay:  d.NAKRecovery == NAKReplay,
 		verify:  !d.SkipICRCCheck,
+		fast:    true,
 	}
 	for _, s := range d.Servers {
 		ip, _ := parseIP4(s.IP)
@@ -152,8 +157,16 @@ func (e *Engine) addConn(p connParams, learned bool) (int32, error) {
 func (e *Engine) Process(now int64, in Side, frame []byte, out *Out) {
 	if in == ClientSide {
 		e.c.RxClient++
+		if e.fast && e.fastRequest(now, frame, out) {
+			e.fastHits++
+			return
+		}
 	} else {
 		e.c.RxServer++
+		if e.fast && e.fastResponse(now, frame, out) {
+			e.fastHits++
+			return
+		}
 	}
 	p := &e.pkt
 	if err := roce.ParseInto(p, frame); err != nil {
@@ -311,9 +324,10 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 	// Where does it go?
 	home := ci
 	var va uint64
+	var dmaLen uint32
 	switch {
 	case p.RETH != nil:
-		va = p.RETH.VA()
+		va, dmaLen = p.RETH.VA(), p.RETH.DMALen()
 	case p.AtomicETH != nil:
 		va = p.AtomicETH.VA()
 	}
@@ -330,59 +344,9 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 			home = c.msgOut
 		}
 	}
-	if inRange && sv.shared >= 0 && sv.shared != ci {
-		s := &e.conns[sv.shared]
-		switch {
-		case !c.bound:
-			e.c.RangeUnbound++
-		case !s.ready():
-			e.c.Drops[DropSharedNotReady]++
-			return
-		default:
-			home = sv.shared
-		}
-	}
-	if cls != opSend && cls != opMultiFirst && cls != opMultiMid && cls != opMultiLast && !inRange &&
-		c.fcount > 0 && c.outConn >= 0 {
-		home = c.outConn // follow the outstanding operations (keeps the client's order)
-	}
-	if c.fcount > 0 && c.outConn != home {
-		e.c.Drops[DropBarrier]++
-		e.gap(c, out) // the client will have to resend from here
+	home, npkts, ok := e.admit(ci, sv, cls, inRange, home, psn, dmaLen, out)
+	if !ok {
 		return
-	}
-	o := &e.conns[home]
-
-	npkts := uint32(1)
-	if cls == opRead {
-		l := p.RETH.DMALen()
-		if l > e.pmtu {
-			npkts = (l + e.pmtu - 1) / e.pmtu
-		}
-		if npkts > uint32(len(o.ring)/2) || npkts > uint32(len(c.inRing)/2) {
-			e.c.Drops[DropReadTooLarge]++
-			return
-		}
-	}
-	if c.fcount+1 > len(c.fifo) {
-		e.c.Drops[DropWindowFull]++
-		return
-	}
-	if c.fcount > 0 {
-		// The client PSNs outstanding (READs take several) must fit the
-		// retransmission index, or a retransmission could not be found.
-		oldest := e.conns[c.outConn].slot(c.fifoHead()).inPSN
-		if int(psnDiff(psnAdd(psn, int(npkts)), oldest)) > len(c.inRing) {
-			e.c.Drops[DropWindowFull]++
-			return
-		}
-	}
-	for i := uint32(0); i < npkts; i++ {
-		s := o.slot(o.outNext + i)
-		if s.valid && !s.done {
-			e.c.Drops[DropRingFull]++
-			return
-		}
 	}
 
 	// Accepted: steer (Clover), record, transform, forward. (Remap ranges
@@ -394,35 +358,9 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 			va = p.AtomicETH.VA()
 		}
 	}
-	outPSN := o.outNext
-	first := o.slot(outPSN)
-	*first = entry{client: ci, inPSN: psn, outPSN: outPSN, valid: true, word: -1, msgEnd: true, kind: kPlain}
-	switch cls {
-	case opMultiFirst, opMultiMid:
-		first.msgEnd = false
-	case opAtomic:
-		first.kind, first.fa = kAtomicPass, p.Opcode == roce.OpRCFetchAdd
-	case opRead:
-		first.kind, first.npkts = kRead, npkts
-		for i := uint32(1); i < npkts; i++ {
-			op := psnAdd(outPSN, int(i))
-			cs := o.slot(op)
-			*cs = entry{client: ci, inPSN: psnAdd(psn, int(i)), outPSN: op, valid: true, word: -1, kind: kReadCont, npkts: i}
-			c.inRing[(psn+i)&uint32(len(c.inRing)-1)] = inRef{out: home, outPSN: op}
-		}
-	}
-	c.inRing[psn&uint32(len(c.inRing)-1)] = inRef{out: home, outPSN: outPSN}
-	c.fifoPush(outPSN)
-	c.outConn = home
-	switch cls {
-	case opMultiFirst:
-		c.inMsg, c.msgOut = true, home
-	case opMultiLast, opSend:
-		c.inMsg = false
-	}
-	c.inNext = psnAdd(psn, int(npkts))
-	c.nakSent, c.nakPending = false, false
-	o.outNext = psnAdd(outPSN, int(npkts))
+	first := e.record(ci, home, psn, npkts, cls, p.Opcode == roce.OpRCFetchAdd)
+	o := &e.conns[home]
+	outPSN := first.outPSN
 	remapped := home != ci
 	onShared := home == sv.shared
 
@@ -444,11 +382,11 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 		}
 	case opWriteOnly, opMultiFirst:
 		if len(sv.cas) > 0 && inRanges(sv.cas, va) {
-			e.writeOnWords(si, p, first, va, onShared)
+			e.writeOnWords(si, p.Payload, dmaLen, first, va, onShared)
 		}
 	}
 	if remapped {
-		retargetRequest(p, o)
+		retargetRequest(p.Frame, p.L3Off, p.L4Off, p.BTHOff, o)
 		e.c.Remapped++
 	}
 	if rewrite {
@@ -456,15 +394,121 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 		switch {
 		case !steered && !first.converted() && fast:
 			ipChecksum(p.IP)
-			fastICRC(p, e.reqDelta(ci, home), psn, outPSN, false, 0, 0)
+			fastICRC(p.Frame, p.L3Off, p.ICRCOff, e.reqDelta(ci, home), psn, outPSN, false, 0, 0)
 		case !steered && first.converted() && cv.ok:
 			ipChecksum(p.IP)
-			convICRC(p, &cv, e.reqDelta(ci, home), psn, outPSN)
+			convICRC(p.Frame, p.L3Off, p.ICRCOff, &cv, e.reqDelta(ci, home), psn, outPSN)
 		default:
 			finish(p, &sp, spanOK && !steered && !first.converted())
 		}
 		frame = p.Frame
 	}
+	e.forward(o, onShared, first, frame, out)
+}
+
+// admit decides where an in-order request of client connection ci goes,
+// starting from home, and checks that it fits: the barrier between
+// connections, the READ's size, the client's window and the outgoing
+// ring. It returns the outgoing connection and the PSNs the request takes
+// there, or false after counting the drop.
+func (e *Engine) admit(ci int32, sv *server, cls opClass, inRange bool, home int32, psn, dmaLen uint32, out *Out) (int32, uint32, bool) {
+	c := &e.conns[ci]
+	if inRange && sv.shared >= 0 && sv.shared != ci {
+		s := &e.conns[sv.shared]
+		switch {
+		case !c.bound:
+			e.c.RangeUnbound++
+		case !s.ready():
+			e.c.Drops[DropSharedNotReady]++
+			return 0, 0, false
+		default:
+			home = sv.shared
+		}
+	}
+	if cls != opSend && cls != opMultiFirst && cls != opMultiMid && cls != opMultiLast && !inRange &&
+		c.fcount > 0 && c.outConn >= 0 {
+		home = c.outConn // follow the outstanding operations (keeps the client's order)
+	}
+	if c.fcount > 0 && c.outConn != home {
+		e.c.Drops[DropBarrier]++
+		e.gap(c, out) // the client will have to resend from here
+		return 0, 0, false
+	}
+	o := &e.conns[home]
+
+	npkts := uint32(1)
+	if cls == opRead {
+		if dmaLen > e.pmtu {
+			npkts = (dmaLen + e.pmtu - 1) / e.pmtu
+		}
+		if npkts > uint32(len(o.ring)/2) || npkts > uint32(len(c.inRing)/2) {
+			e.c.Drops[DropReadTooLarge]++
+			return 0, 0, false
+		}
+	}
+	if c.fcount+1 > len(c.fifo) {
+		e.c.Drops[DropWindowFull]++
+		return 0, 0, false
+	}
+	if c.fcount > 0 {
+		// The client PSNs outstanding (READs take several) must fit the
+		// retransmission index, or a retransmission could not be found.
+		oldest := e.conns[c.outConn].slot(c.fifoHead()).inPSN
+		if int(psnDiff(psnAdd(psn, int(npkts)), oldest)) > len(c.inRing) {
+			e.c.Drops[DropWindowFull]++
+			return 0, 0, false
+		}
+	}
+	for i := uint32(0); i < npkts; i++ {
+		s := o.slot(o.outNext + i)
+		if s.valid && !s.done {
+			e.c.Drops[DropRingFull]++
+			return 0, 0, false
+		}
+	}
+	return home, npkts, true
+}
+
+// record enters an admitted request of client connection ci at client PSN
+// psn into the map of its outgoing connection home and into the client's
+// bookkeeping, and returns its (first) map entry.
+func (e *Engine) record(ci, home int32, psn, npkts uint32, cls opClass, fa bool) *entry {
+	c, o := &e.conns[ci], &e.conns[home]
+	outPSN := o.outNext
+	first := o.slot(outPSN)
+	*first = entry{client: ci, inPSN: psn, outPSN: outPSN, valid: true, word: -1, msgEnd: true, kind: kPlain}
+	switch cls {
+	case opMultiFirst, opMultiMid:
+		first.msgEnd = false
+	case opAtomic:
+		first.kind, first.fa = kAtomicPass, fa
+	case opRead:
+		first.kind, first.npkts = kRead, npkts
+		for i := uint32(1); i < npkts; i++ {
+			op := psnAdd(outPSN, int(i))
+			cs := o.slot(op)
+			*cs = entry{client: ci, inPSN: psnAdd(psn, int(i)), outPSN: op, valid: true, word: -1, kind: kReadCont, npkts: i}
+			c.inRing[(psn+i)&uint32(len(c.inRing)-1)] = inRef{out: home, outPSN: op}
+		}
+	}
+	c.inRing[psn&uint32(len(c.inRing)-1)] = inRef{out: home, outPSN: outPSN}
+	c.fifoPush(outPSN)
+	c.outConn = home
+	switch cls {
+	case opMultiFirst:
+		c.inMsg, c.msgOut = true, home
+	case opMultiLast, opSend:
+		c.inMsg = false
+	}
+	c.inNext = psnAdd(psn, int(npkts))
+	c.nakSent, c.nakPending = false, false
+	o.outNext = psnAdd(outPSN, int(npkts))
+	return first
+}
+
+// forward sends a recorded request, ready to go, to the server on
+// connection o, keeping a copy for replay when o is the shared one.
+func (e *Engine) forward(o *conn, onShared bool, first *entry, frame []byte, out *Out) {
 	if o.log != nil && onShared && len(frame) <= len(o.log.buf) {
 		first.fpos, first.flen = o.log.put(frame), uint16(len(frame))
 	}
@@ -476,26 +520,39 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 	e.c.TxServer++
 }
 
-// atomicOnWord handles a CMP_SWAP or FETCH_ADD on a tracked word: replaced
-// by a WRITE of the outcome when the word's value is known, else sent
-// unchanged and logged so its ATOMIC ACK can teach the value.
-// When it is replaced, cv records what convICRC needs.
+// atomicOnWord handles a CMP_SWAP or FETCH_ADD on a tracked word (see
+// atomicWord); when it is replaced by a WRITE, cv records what convICRC
+// needs.
 func (e *Engine) atomicOnWord(si int32, p *roce.Packet, en *entry, va uint64, onShared, rewrite bool, cv *convPre) ([]byte, bool) {
+	conv, v := e.atomicWord(si, en, va, p.Opcode == roce.OpRCFetchAdd, p.AtomicETH.SwapAdd(), p.AtomicETH.Compare(), onShared)
+	if !conv {
+		return p.Frame, rewrite
+	}
+	if saveConv(cv, p); cv.ok {
+		return casToWriteConv(p, v), true
+	}
+	return casToWrite(p, v), true
+}
+
+// atomicWord applies a CMP_SWAP or FETCH_ADD (swap or addend sa, compare
+// cmp) on a tracked word to the word's cache and to its map entry en. It
+// reports whether the atomic is to be replaced by a WRITE of v (the word's
+// value is known); otherwise it is sent unchanged and logged so that its
+// ATOMIC ACK can teach the value.
+func (e *Engine) atomicWord(si int32, en *entry, va uint64, isFA bool, sa, cmp uint64, onShared bool) (bool, uint64) {
 	wi := e.words.lookup(si, va&^7, true)
-	isFA := p.Opcode == roce.OpRCFetchAdd
 	en.fa = isFA
 	if wi < 0 || va&7 != 0 {
 		en.kind = kAtomicPass
-		return p.Frame, rewrite
+		return false, 0
 	}
 	w := &e.words.slots[wi]
 	if !onShared {
 		w.sendUnknown()
 		e.servers[si].foreign++
 		en.kind, en.word, en.foreign, en.fsrv = kAtomicPass, wi, true, si
-		return p.Frame, rewrite
+		return false, 0
 	}
-	sa, cmp := p.AtomicETH.SwapAdd(), p.AtomicETH.Compare()
 	o := wop{kind: wopCAS, a: cmp, b: sa}
 	if isFA {
 		o = wop{kind: wopFA, a: sa}
@@ -509,24 +566,20 @@ func (e *Engine) atomicOnWord(si int32, p *roce.Packet, en *entry, va uint64, on
 		} else {
 			e.c.CASToWrite++
 		}
-		if saveConv(cv, p); cv.ok {
-			return casToWriteConv(p, w.value), true
-		}
-		return casToWrite(p, w.value), true
+		return true, w.value
 	}
 	en.kind, en.word = kAtomicPass, wi
 	en.wordSeq = w.send(o)
 	e.c.AtomicPassthrough++
-	return p.Frame, rewrite
+	return false, 0
 }
 
-// writeOnWords applies a WRITE (its first packet's payload) to the tracked
-// words it covers.
-func (e *Engine) writeOnWords(si int32, p *roce.Packet, en *entry, va uint64, onShared bool) {
-	pl := p.Payload
+// writeOnWords applies a WRITE (its first packet's payload pl; dmaLen bytes
+// in all) to the tracked words it covers.
+func (e *Engine) writeOnWords(si int32, pl []byte, dmaLen uint32, en *entry, va uint64, onShared bool) {
 	end := va + uint64(len(pl))
-	if uint64(p.RETH.DMALen()) > uint64(len(pl)) {
-		end = va + uint64(p.RETH.DMALen()) // later packets: unknown bytes
+	if uint64(dmaLen) > uint64(len(pl)) {
+		end = va + uint64(dmaLen) // later packets: unknown bytes
 	}
 	for wva := va &^ 7; wva < end; wva += 8 {
 		wi := e.words.lookup(si, wva, false)
@@ -596,7 +649,7 @@ func (e *Engine) retransmit(now int64, ci int32, psn uint32, p *roce.Packet, out
 		spanOK = false
 	}
 	if ref.out != ci {
-		retargetRequest(p, o)
+		retargetRequest(p.Frame, p.L3Off, p.L4Off, p.BTHOff, o)
 	}
 	p.BTH.SetPSN(en.outPSN)
 	finish(p, &sp, spanOK)

@@ -217,18 +217,19 @@ func (e *Engine) respDelta(oi, ci int32) uint32 {
 
 func binaryPut16(b []byte, v uint16) { b[0], b[1] = byte(v>>8), byte(v) }
 
-// fastICRC updates the ICRC of a packet (20-byte IPv4 header) whose only
-// changes since it was received are the per-connection fields behind k,
-// the PSN (oldPSN to newPSN) and, when msnDelta is set, the AETH MSN.
-func fastICRC(p *roce.Packet, k, oldPSN, newPSN uint32, aeth bool, oldMSN, newMSN uint32) {
+// fastICRC updates the ICRC (at icrcOff) of the packet in f whose 20-byte
+// IPv4 header is at l3 and whose only changes since it was received are
+// the per-connection fields behind k, the PSN (oldPSN to newPSN) and, when
+// aeth is set, the AETH MSN (oldMSN to newMSN).
+func fastICRC(f []byte, l3, icrcOff int, k, oldPSN, newPSN uint32, aeth bool, oldMSN, newMSN uint32) {
 	x := k ^ raw24(oldPSN^newPSN) // PSN: the last 3 bytes of the span
-	end := p.L3Off + kSpanEnd
+	end := l3 + kSpanEnd
 	if aeth {
 		x = applyTab(&zeroTabs[2], x) ^ raw24(oldMSN^newMSN) // advance over the 4-byte AETH (2^2) // syndrome unchanged, MSN
 		end += roce.AETHLen
 	}
-	old := binary.LittleEndian.Uint32(p.Frame[p.ICRCOff:])
-	binary.LittleEndian.PutUint32(p.Frame[p.ICRCOff:], old^zeroAdvance(x, p.ICRCOff-end))
+	old := binary.LittleEndian.Uint32(f[icrcOff:])
+	binary.LittleEndian.PutUint32(f[icrcOff:], old^zeroAdvance(x, icrcOff-end))
 }
 
 // fastOK reports whether p has the layout fastICRC assumes.
@@ -334,25 +335,30 @@ type convPre struct {
 // convICRC.
 func saveConv(cv *convPre, p *roce.Packet) {
 	cv.ok = fastOK(p) && p.ICRCOff-p.L3Off == convInLen && p.BTH.PadCnt() == 0
-	if !cv.ok {
-		return
+	if cv.ok {
+		cv.fa = p.Opcode == roce.OpRCFetchAdd
+		cv.pre = convPreOf(p.Frame, p.L3Off, p.ICRCOff)
 	}
-	f := p.Frame
-	t := p.L3Off + hdrLen20 + 12 // swap/add and compare
-	cv.fa = p.Opcode == roce.OpRCFetchAdd
-	cv.pre = invAdvance4(^binary.LittleEndian.Uint32(f[p.ICRCOff:]) ^ raw16((*[16]byte)(f[t:t+16])))
 }
 
-// convICRC writes the ICRC of p, the WRITE_ONLY that the atomic saved in cv
-// became, whose header changes besides the conversion are the connection
-// pair's (k, reqDelta) and the PSN's.
-func convICRC(p *roce.Packet, cv *convPre, k, oldPSN, newPSN uint32) {
+// convPreOf returns convPre.pre of the atomic in f (20-byte IPv4 header at
+// l3, ICRC at icrcOff, the layout saveConv accepts).
+func convPreOf(f []byte, l3, icrcOff int) uint32 {
+	t := l3 + hdrLen20 + 12 // swap/add and compare
+	return invAdvance4(^binary.LittleEndian.Uint32(f[icrcOff:]) ^ raw16((*[16]byte)(f[t:t+16])))
+}
+
+// convICRC writes the ICRC (at icrcOff) of the WRITE_ONLY in f (20-byte
+// IPv4 header at l3) that the atomic saved in cv became, whose header
+// changes besides the conversion are the connection pair's (k, reqDelta)
+// and the PSN's.
+func convICRC(f []byte, l3, icrcOff int, cv *convPre, k, oldPSN, newPSN uint32) {
 	c := convConst[0]
 	if cv.fa {
 		c = convConst[1]
 	}
 	h := advance24(k^raw24(oldPSN^newPSN)) ^ c
-	v := p.L3Off + hdrLen20 + roce.RETHLen // the stored value, after the DMA length 8
-	r := cv.pre ^ h ^ dmaLen8 ^ raw8((*[8]byte)(p.Frame[v:v+8]))
-	binary.LittleEndian.PutUint32(p.Frame[p.ICRCOff:], ^r)
+	v := l3 + hdrLen20 + roce.RETHLen // the stored value, after the DMA length 8
+	r := cv.pre ^ h ^ dmaLen8 ^ raw8((*[8]byte)(f[v:v+8]))
+	binary.LittleEndian.PutUint32(f[icrcOff:], ^r)
 }

@@ -122,10 +122,10 @@ func TestConvICRC(t *testing.T) {
 			t.Fatalf("trial %d: layout refused", trial)
 		}
 		casToWrite(&p, rng.Uint64())
-		retargetRequest(&p, &o)
+		retargetRequest(p.Frame, p.L3Off, p.L4Off, p.BTHOff, &o)
 		p.BTH.SetPSN(newPSN)
 		ipChecksum(p.IP)
-		convICRC(&p, &cv, k, oldPSN, newPSN)
+		convICRC(p.Frame, p.L3Off, p.ICRCOff, &cv, k, oldPSN, newPSN)
 		if got := p.ICRCOK(); got == corrupt {
 			t.Fatalf("trial %d (corrupt %v): incremental ICRC %#x, full %#x", trial, corrupt, p.StoredICRC(), p.ComputeICRC())
 		}
@@ -152,7 +152,7 @@ func BenchmarkConvICRC(b *testing.B) {
 	})
 	b.Run("incremental", func(b *testing.B) {
 		for b.Loop() {
-			convICRC(&p, &cv, 0, 5, 9)
+			convICRC(p.Frame, p.L3Off, p.ICRCOff, &cv, 0, 5, 9)
 		}
 	})
 	if !p.ICRCOK() {

@@ -220,11 +220,10 @@ func (e *Engine) emitAtomicAck(out *Out, c *conn, psn uint32, orig uint64, msn u
 	e.c.AtomicACKsOut++
 }
 
-// retargetRequest rewrites a parsed request in place so that it travels on
-// connection o: MACs, IPs, UDP source port, destination QP.
-func retargetRequest(p *roce.Packet, o *conn) {
-	f := p.Frame
-	l3, l4, bth := p.L3Off, p.L4Off, p.BTHOff
+// retargetRequest rewrites a request in place (IPv4 header at l3, UDP at
+// l4, BTH at bth) so that it travels on connection o: MACs, IPs, UDP
+// source port, destination QP.
+func retargetRequest(f []byte, l3, l4, bth int, o *conn) {
 	_ = f[bth+roce.BTHLen-1] // the parser checked it; one bounds check for all below
 	*(*[6]byte)(f[roce.EthDstOff:]) = o.srvMAC
 	*(*[6]byte)(f[roce.EthSrcOff:]) = o.cliMAC
@@ -259,12 +258,27 @@ func casToWrite(p *roce.Packet, v uint64) []byte {
 
 // casToWriteConv is casToWrite for the layout saveConv accepted (cv.ok:
 // 20-byte IPv4 header, no VLAN tag, no pad): the byte offsets are
-// constants, so it writes the WRITE's fields directly and updates only the
-// parts of p the rest of the request path reads (Pad and Trailer are left
-// stale).
+// constants (convWrite), and it updates only the parts of p the rest of
+// the request path reads (Pad and Trailer are left stale).
 func casToWriteConv(p *roce.Packet, v uint64) []byte {
-	l3 := p.L3Off
-	f := p.Frame[:l3+convOutLen+roce.ICRCLen]
+	f := convWrite(p.Frame, p.L3Off, v)
+	ext := p.L3Off + hdrLen20
+	p.Opcode = roce.OpRCWriteOnly
+	p.Frame = f
+	p.RETH, p.AtomicETH = roce.RETH(f[ext:ext+roce.RETHLen]), nil
+	p.PayloadOff = ext + roce.RETHLen
+	p.Payload = f[p.PayloadOff : p.PayloadOff+8]
+	p.ICRCOff, p.End = p.L3Off+convOutLen, p.L3Off+convOutLen+roce.ICRCLen
+	p.ICRC = f[p.ICRCOff:p.End]
+	return f
+}
+
+// convWrite rewrites, in place, the CMP_SWAP or FETCH_ADD in f whose
+// 20-byte IPv4 header is at l3 (no pad, no IPv4 options) into a
+// WRITE_ONLY of the 8-byte value v, and returns the frame, 4 bytes
+// shorter. The caller fixes the IPv4 checksum and the ICRC.
+func convWrite(f []byte, l3 int, v uint64) []byte {
+	f = f[:l3+convOutLen+roce.ICRCLen]
 	bth := l3 + roce.IPv4MinLen + roce.UDPLen
 	ext := bth + roce.BTHLen
 	f[bth+roce.BTHOpcodeOff] = byte(roce.OpRCWriteOnly)
@@ -273,12 +287,5 @@ func casToWriteConv(p *roce.Packet, v uint64) []byte {
 	binary.BigEndian.PutUint16(f[l3+roce.IPv4TotalLenOff:], convOutLen+roce.ICRCLen)
 	binary.BigEndian.PutUint16(f[l3+roce.IPv4MinLen+roce.UDPLengthOff:], convOutLen+roce.ICRCLen-roce.IPv4MinLen)
 	f[l3+roce.IPv4MinLen+roce.UDPChecksumOff], f[l3+roce.IPv4MinLen+roce.UDPChecksumOff+1] = 0, 0
-	p.Opcode = roce.OpRCWriteOnly
-	p.Frame = f
-	p.RETH, p.AtomicETH = roce.RETH(f[ext:ext+roce.RETHLen]), nil
-	p.PayloadOff = ext + roce.RETHLen
-	p.Payload = f[p.PayloadOff : p.PayloadOff+8]
-	p.ICRCOff, p.End = l3+convOutLen, l3+convOutLen+roce.ICRCLen
-	p.ICRC = f[p.ICRCOff:p.End]
 	return f
 }

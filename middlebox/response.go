@@ -22,32 +22,10 @@ func (e *Engine) response(now int64, p *roce.Packet, out *Out) {
 			return
 		}
 	}
-	o := &e.conns[oi]
-	o.lastSeen = now
-	o.srvPort = p.UDP.SrcPort()
-	e.epoch++
-	e.touched = e.touched[:0]
+	e.arrived(now, oi, p.UDP.SrcPort())
 	switch p.Opcode {
 	case roce.OpRCAcknowledge:
-		syn := p.AETH.Syndrome()
-		switch syn.Kind() {
-		case roce.KindACK:
-			e.c.ServerACKs++
-			e.serverAck(oi, psn, out)
-		case roce.KindNAK:
-			e.c.ServerNAKs++
-			if syn.NAKCode() == roce.NAKPSNSequenceError {
-				e.c.ServerSeqNAKs++
-				e.seqNAK(now, oi, psn, out)
-			} else {
-				e.otherNAK(oi, psn, syn, true, out)
-			}
-		case roce.KindRNRNAK:
-			e.c.ServerNAKs++
-			e.otherNAK(oi, psn, syn, false, out)
-		default:
-			e.c.Drops[DropMalformed]++
-		}
+		e.ack(now, oi, psn, p.AETH.Syndrome(), out)
 	case roce.OpRCAtomicAcknowledge:
 		if !p.AETH.Syndrome().IsACK() {
 			e.c.Drops[DropMalformed]++
@@ -56,6 +34,39 @@ func (e *Engine) response(now int64, p *roce.Packet, out *Out) {
 		e.atomicAck(oi, psn, p.AtomicAckETH.Orig(), out)
 	default:
 		e.readResp(oi, psn, p, out)
+	}
+}
+
+// arrived notes a response on outgoing connection oi from UDP source port
+// sport, and starts the bookkeeping of the clients it touches.
+func (e *Engine) arrived(now int64, oi int32, sport uint16) {
+	o := &e.conns[oi]
+	o.lastSeen = now
+	o.srvPort = sport
+	e.epoch++
+	e.touched = e.touched[:0]
+}
+
+// ack handles an ACK, NAK or RNR NAK (syndrome syn) for outgoing PSN psn
+// on connection oi.
+func (e *Engine) ack(now int64, oi int32, psn uint32, syn roce.Syndrome, out *Out) {
+	switch syn.Kind() {
+	case roce.KindACK:
+		e.c.ServerACKs++
+		e.serverAck(oi, psn, out)
+	case roce.KindNAK:
+		e.c.ServerNAKs++
+		if syn.NAKCode() == roce.NAKPSNSequenceError {
+			e.c.ServerSeqNAKs++
+			e.seqNAK(now, oi, psn, out)
+		} else {
+			e.otherNAK(oi, psn, syn, true, out)
+		}
+	case roce.KindRNRNAK:
+		e.c.ServerNAKs++
+		e.otherNAK(oi, psn, syn, false, out)
+	default:
+		e.c.Drops[DropMalformed]++
 	}
 }
 
@@ -421,7 +432,7 @@ func (e *Engine) readResp(oi int32, psn uint32, p *roce.Packet, out *Out) {
 		}
 		p.BTH.SetPSN(en.inPSN)
 		ipChecksum(p.IP)
-		fastICRC(p, k, psn, en.inPSN, p.AETH != nil, oldMSN, msn)
+		fastICRC(p.Frame, p.L3Off, p.ICRCOff, k, psn, en.inPSN, p.AETH != nil, oldMSN, msn)
 	} else {
 		var sp icrcSpan
 		end := p.BTHOff + roce.BTHLen

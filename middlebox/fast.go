@@ -1,0 +1,231 @@
+package middlebox
+
+import (
+	"encoding/binary"
+
+	"github.com/swordbox/swordbox/roce"
+)
+
+// The fast path.
+//
+// In steady state nearly every frame has the common layout (untagged
+// Ethernet, a 20-byte IPv4 header, UDP to port 4791, a BTH without pad)
+// and is the common case of its kind: an in-order WRITE_ONLY, READ
+// (one response packet), CMP_SWAP or FETCH_ADD from a known connection
+// whose addresses the engine has learned, or an ACK or ATOMIC ACK on a
+// known outgoing connection. For those, Process works at constant offsets
+// in the frame instead of parsing it into a roce.Packet first, and goes
+// straight to the steps the general path would take (admit, record,
+// atomicWord, forward; arrived, ack, atomicAck), which are shared.
+//
+// The fast path only ever decides to handle a frame before it changes
+// anything: every test it makes is one of the general path's (the parser's
+// fast layout included), so a frame it refuses takes the general path
+// from the start, and a frame it accepts meets the same state changes,
+// counters and output bytes either way. TestFastPathMatchesGeneral runs
+// traces through two engines, one of them with the fast path off, and
+// compares them frame by frame.
+//
+// Not on the fast path: Clover steering, learning a connection or its
+// addresses, retransmissions and gaps, multi-packet messages, READ
+// responses, NAKs, VLAN tags and IPv4 options.
+
+// Offsets of the common layout.
+const (
+	xIP  = roce.EthernetLen
+	xUDP = xIP + roce.IPv4MinLen
+	xBTH = xUDP + roce.UDPLen
+	xExt = xBTH + roce.BTHLen
+
+	// IPv4 total lengths by kind (headers, extension header, ICRC).
+	xHdrs      = roce.IPv4MinLen + roce.UDPLen + roce.BTHLen
+	xReadLen   = xHdrs + roce.RETHLen + roce.ICRCLen
+	xAtomicLen = xHdrs + roce.AtomicETHLen + roce.ICRCLen
+	xAckLen    = xHdrs + roce.AETHLen + roce.ICRCLen
+	xAtAckLen  = xAckLen + roce.AtomicAckETHLen
+
+	xMinFrame = xIP + xAckLen // the shortest frame the fast path takes
+)
+
+// fastLayout reports whether f has the layout of roce.ParseInto's fast
+// path with no pad, and returns the end of its IPv4 packet.
+func fastLayout(f []byte) (int, bool) {
+	if len(f) < xMinFrame {
+		return 0, false
+	}
+	_ = f[xMinFrame-1] // one bounds check for the fixed offsets below
+	be := binary.BigEndian
+	if be.Uint16(f[roce.EthTypeOff:]) != roce.EtherTypeIPv4 ||
+		f[xIP+roce.IPv4VersionIHLOff] != 0x45 ||
+		f[xIP+roce.IPv4ProtocolOff] != roce.IPProtoUDP ||
+		be.Uint16(f[xIP+roce.IPv4FlagsFragOff:])&(roce.IPv4FlagMF|roce.IPv4FragOffMask) != 0 ||
+		be.Uint16(f[xUDP+roce.UDPDstPortOff:]) != roce.UDPPort ||
+		f[xBTH+roce.BTHFlagsOff]&0x30 != 0 { // PadCnt
+		return 0, false
+	}
+	total := int(be.Uint16(f[xIP+roce.IPv4TotalLenOff:]))
+	end := xIP + total
+	if end > len(f) || int(be.Uint16(f[xUDP+roce.UDPLengthOff:])) != total-roce.IPv4MinLen {
+		return 0, false
+	}
+	return end, true
+}
+
+// icrcOK reports whether the ICRC of the packet in f (common layout) that
+// ends at end is correct.
+func icrcOK(f []byte, end int) bool {
+	c, err := roce.ICRCOf(f[xIP : end-roce.ICRCLen])
+	return err == nil && c == binary.LittleEndian.Uint32(f[end-roce.ICRCLen:end])
+}
+
+// fastRequest handles f, received from a client, if it is the common case
+// (see above), and reports whether it did.
+func (e *Engine) fastRequest(now int64, f []byte, out *Out) bool {
+	end, ok := fastLayout(f)
+	if !ok || e.steer != nil {
+		return false
+	}
+	total := end - xIP
+	op := roce.Opcode(f[xBTH+roce.BTHOpcodeOff])
+	var cls opClass
+	switch op {
+	case roce.OpRCWriteOnly:
+		cls = opWriteOnly
+		if total < xReadLen {
+			return false
+		}
+	case roce.OpRCReadRequest:
+		cls = opRead
+		if total != xReadLen {
+			return false
+		}
+	case roce.OpRCCompareSwap, roce.OpRCFetchAdd:
+		cls = opAtomic
+		if total != xAtomicLen {
+			return false
+		}
+	default:
+		return false
+	}
+	_ = f[xIP+xReadLen-1] // the shortest of the three
+	be := binary.BigEndian
+	si, ok := e.serverOf(f[xIP+roce.IPv4DstOff : xIP+roce.IPv4DstOff+4])
+	if !ok {
+		return false
+	}
+	ci, ok := e.req.get(uint64(be.Uint32(f[xIP+roce.IPv4SrcOff:]))<<32|uint64(be.Uint32(f[xIP+roce.IPv4DstOff:])),
+		uint64(be.Uint16(f[xUDP+roce.UDPSrcPortOff:]))<<32|uint64(be.Uint32(f[xBTH+roce.BTHDestQPOff-1:])&psnMask))
+	if !ok {
+		return false
+	}
+	c := &e.conns[ci]
+	psn := be.Uint32(f[xBTH+roce.BTHAckPSNOff:]) & psnMask
+	if psn != c.inNext || !c.inKnown || !c.outKnown || !c.macKnown || !c.pkeyKnown {
+		return false
+	}
+	if e.verify && !icrcOK(f, end) {
+		e.c.Drops[DropBadICRC]++
+		return true
+	}
+
+	c.lastSeen = now
+	sv := &e.servers[si]
+	va := be.Uint64(f[xExt:]) // the RETH's or AtomicETH's
+	var dmaLen uint32
+	if cls != opAtomic {
+		dmaLen = be.Uint32(f[xExt+roce.RETHDMALenOff:])
+	}
+	inRange := inRanges(sv.remap, va)
+	home, npkts, ok := e.admit(ci, sv, cls, inRange, ci, psn, dmaLen, out)
+	if !ok {
+		return true
+	}
+	first := e.record(ci, home, psn, npkts, cls, op == roce.OpRCFetchAdd)
+	o := &e.conns[home]
+	outPSN := first.outPSN
+	icrcOff := end - roce.ICRCLen
+	frame := f
+	conv, fa := false, false
+	var pre uint32
+	switch cls {
+	case opAtomic:
+		if inRanges(sv.cas, va) {
+			fa = op == roce.OpRCFetchAdd
+			var v uint64
+			conv, v = e.atomicWord(si, first, va, fa,
+				be.Uint64(f[xExt+roce.AtomicSwapAddOff:]), be.Uint64(f[xExt+roce.AtomicCompareOff:]), home == sv.shared)
+			if conv {
+				pre = convPreOf(f, xIP, icrcOff)
+				frame = convWrite(f, xIP, v)
+				icrcOff = xIP + convOutLen
+			}
+		}
+	case opWriteOnly:
+		if len(sv.cas) > 0 && inRanges(sv.cas, va) {
+			e.writeOnWords(si, f[xExt+roce.RETHLen:icrcOff], dmaLen, first, va, home == sv.shared)
+		}
+	}
+	remapped := home != ci
+	if remapped {
+		retargetRequest(frame, xIP, xUDP, xBTH, o)
+		e.c.Remapped++
+	}
+	if remapped || outPSN != psn || conv {
+		put24(frame[xBTH+roce.BTHAckPSNOff+1:], outPSN)
+		ipChecksum(frame[xIP:xUDP])
+		k := e.reqDelta(ci, home)
+		if conv {
+			cv := convPre{ok: true, fa: fa, pre: pre}
+			convICRC(frame, xIP, icrcOff, &cv, k, psn, outPSN)
+		} else {
+			fastICRC(frame, xIP, icrcOff, k, psn, outPSN, false, 0, 0)
+		}
+	}
+	e.forward(o, home == sv.shared, first, frame, out)
+	return true
+}
+
+// fastResponse handles f, received from a server, if it is an ACK or
+// ATOMIC ACK in the common layout on a known outgoing connection, and
+// reports whether it did.
+func (e *Engine) fastResponse(now int64, f []byte, out *Out) bool {
+	end, ok := fastLayout(f)
+	if !ok {
+		return false
+	}
+	total := end - xIP
+	op := roce.Opcode(f[xBTH+roce.BTHOpcodeOff])
+	switch {
+	case op == roce.OpRCAcknowledge && total == xAckLen:
+	case op == roce.OpRCAtomicAcknowledge && total == xAtAckLen:
+	default:
+		return false
+	}
+	be := binary.BigEndian
+	if _, ok := e.serverOf(f[xIP+roce.IPv4SrcOff : xIP+roce.IPv4SrcOff+4]); !ok {
+		return false
+	}
+	oi, ok := e.rev.get(uint64(be.Uint32(f[xIP+roce.IPv4SrcOff:]))<<32|uint64(be.Uint32(f[xIP+roce.IPv4DstOff:])),
+		uint64(be.Uint32(f[xBTH+roce.BTHDestQPOff-1:])&psnMask))
+	if !ok {
+		return false
+	}
+	if e.verify && !icrcOK(f, end) {
+		e.c.Drops[DropBadICRC]++
+		return true
+	}
+	psn := be.Uint32(f[xBTH+roce.BTHAckPSNOff:]) & psnMask
+	syn := roce.Syndrome(f[xExt+roce.AETHSyndromeOff])
+	e.arrived(now, oi, be.Uint16(f[xUDP+roce.UDPSrcPortOff:]))
+	if op == roce.OpRCAcknowledge {
+		e.ack(now, oi, psn, syn, out)
+		return true
+	}
+	if !syn.IsACK() {
+		e.c.Drops[DropMalformed]++
+		return true
+	}
+	_ = f[xIP+xAtAckLen-1]
+	e.atomicAck(oi, psn, be.Uint64(f[xExt+roce.AETHLen+roce.AtomicAckOrigOff:]), out)
+	return true
+}

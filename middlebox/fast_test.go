@@ -1,0 +1,310 @@
+package middlebox
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/swordbox/swordbox/roce"
+)
+
+// twin runs every frame through two engines of the same configuration, one
+// with the fast path (fast.go) and one without, and fails at the first
+// frame whose outputs or counters differ.
+type twin struct {
+	t          testing.TB
+	fast, slow *Engine
+	fo, so     *Out
+	n          int
+	fastTaken  int // frames the fast path handled
+}
+
+func newTwin(t testing.TB, cfg Config) *twin {
+	t.Helper()
+	a, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.fast = false
+	return &twin{t: t, fast: a, slow: b, fo: NewOut(1024, 1<<18), so: NewOut(1024, 1<<18)}
+}
+
+// step processes frame on side in, in both engines, and returns the fast
+// engine's output (valid until the next step).
+func (w *twin) step(now int64, in Side, frame []byte) *Out {
+	w.t.Helper()
+	w.n++
+	a, b := append([]byte(nil), frame...), append([]byte(nil), frame...)
+	w.fo.Reset()
+	w.so.Reset()
+	hits := w.fast.fastHits
+	w.fast.Process(now, in, a, w.fo)
+	if w.fast.fastHits != hits {
+		w.fastTaken++
+	}
+	w.slow.Process(now, in, b, w.so)
+	if fc, sc := w.fast.Counters(), w.slow.Counters(); fc != sc {
+		w.t.Fatalf("frame %d (%v side, % x): counters differ\nfast: %s\nslow: %s", w.n, in, frame, fc.String(), sc.String())
+	}
+	if w.fo.Len() != w.so.Len() {
+		w.t.Fatalf("frame %d (%v side, % x): fast path emitted %d frames, general path %d", w.n, in, frame, w.fo.Len(), w.so.Len())
+	}
+	for i := range w.fo.Frames {
+		if w.fo.Sides[i] != w.so.Sides[i] || w.fo.FromInput[i] != w.so.FromInput[i] || !bytes.Equal(w.fo.Frames[i], w.so.Frames[i]) {
+			w.t.Fatalf("frame %d (%v side, % x): output %d differs\nfast: %v %v % x\nslow: %v %v % x", w.n, in, frame, i,
+				w.fo.Sides[i], w.fo.FromInput[i], w.fo.Frames[i], w.so.Sides[i], w.so.FromInput[i], w.so.Frames[i])
+		}
+	}
+	return w.fo
+}
+
+// The recorded benchmark mix, both ICRC modes: every frame handled alike,
+// and (the point of the fast path) most of them by the fast path.
+func TestFastPathMatchesGeneralOnMix(t *testing.T) {
+	for _, skip := range []bool{false, true} {
+		mc := benchMix
+		mc.SkipICRCCheck = skip
+		m, err := NewMix(mc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := newTwin(t, m.EngineConfig())
+		tr := NewTrace(4096)
+		for batch := 0; batch < 3; batch++ {
+			m.Fill(tr, 4096)
+			for i, f := range tr.Frames {
+				w.step(int64(i), tr.Sides[i], f)
+			}
+		}
+		if w.fastTaken < w.n*3/4 {
+			t.Fatalf("skip-icrc-check %v: the fast path took %d of %d frames", skip, w.fastTaken, w.n)
+		}
+		if c := w.fast.Counters(); c.CASToWrite == 0 || c.TotalDrops() != 0 {
+			t.Fatalf("skip-icrc-check %v: %s", skip, c.String())
+		}
+	}
+}
+
+// A random protocol run: clients (preloaded and learned) send CMP_SWAP,
+// FETCH_ADD, WRITEs on and off tracked words, small and multi-packet
+// READs, multi-packet WRITEs; they retransmit, skip PSNs, send corrupted
+// frames and frames with Ethernet padding; a server answers what reached
+// it with coalesced ACKs, ATOMIC ACKs, READ responses, sequence NAKs and
+// duplicates, sometimes corrupted. Both engines must agree on every frame.
+func TestFastPathMatchesGeneral(t *testing.T) {
+	for seed := uint64(1); seed <= 6; seed++ {
+		remap := seed%3 != 0
+		cfg := testConfig(remap, remap && seed%2 == 1)
+		if seed == 4 {
+			cfg.SkipICRCCheck = true
+		}
+		if seed == 5 {
+			cfg.NAKRecovery = NAKBroadcast
+		}
+		runTwinTrace(t, seed, cfg, 4000)
+	}
+}
+
+func runTwinTrace(t *testing.T, seed uint64, cfg Config, steps int) {
+	rng := rand.New(rand.NewPCG(seed, 99))
+	r := newTestRack(t, 6, cfg)
+	cfg = r.e.cfg
+	// Clients 4 and 5 are not preloaded: the engine learns them.
+	cfg.Conns = cfg.Conns[:4]
+	w := newTwin(t, cfg)
+	r.t = t
+
+	type sent struct {
+		in  Side
+		raw []byte
+	}
+	var history []sent    // every frame sent, for retransmissions and corruption
+	var toServer [][]byte // requests the server received and has not answered
+	msn := uint32(0)
+
+	send := func(in Side, f []byte) {
+		out := w.step(int64(len(history)), in, f)
+		history = append(history, sent{in, append([]byte(nil), f...)})
+		for i, o := range out.Frames {
+			if out.Sides[i] == ServerSide && rng.IntN(50) != 0 { // a few are lost
+				toServer = append(toServer, append([]byte(nil), o...))
+			}
+		}
+	}
+	// hostOf returns the rack client whose connection a request to the
+	// server travels on.
+	hostOf := func(p *roce.Packet) int {
+		for j, h := range r.cli {
+			if h.srvQP == p.BTH.DestQP() && h.ip == p.IP.Src() {
+				return j
+			}
+		}
+		return -1
+	}
+	for step := 0; step < steps; step++ {
+		i := rng.IntN(len(r.cli))
+		// Mostly, the client resends from where the engine expects it (as
+		// after a NAK or a timeout); sometimes it is out of step.
+		h := r.cli[i]
+		k0, k1 := reqKey{cli: h.ip, srv: testSrvIP, port: h.port, qp: h.srvQP}.words()
+		if ci, ok := w.fast.req.get(k0, k1); ok && w.fast.conns[ci].inKnown && rng.IntN(8) != 0 {
+			r.cli[i].psn = w.fast.conns[ci].inNext
+		}
+		switch x := rng.IntN(100); {
+		case x < 12:
+			f, _ := r.cas(i, 0x1000+8*uint64(rng.IntN(3)), uint64(rng.IntN(2)), uint64(rng.IntN(2)))
+			send(ClientSide, f)
+		case x < 15:
+			f, _ := r.fetchAdd(i, 0x1000+8*uint64(rng.IntN(3)), uint64(rng.IntN(5)))
+			send(ClientSide, f)
+		case x < 24:
+			va := uint64(0x5000 + 64*rng.IntN(4))
+			if rng.IntN(3) == 0 {
+				va = 0x1000 + uint64(rng.IntN(24)) // on tracked words, aligned or not
+			}
+			n := 4 * (1 + rng.IntN(2))
+			if rng.IntN(4) == 0 {
+				n = 1 + rng.IntN(8) // padded
+			}
+			f := r.reqFields(i, roce.OpRCWriteOnly, r.cli[i].psn)
+			f.VA, f.RKey, f.DMALen, f.Payload, f.PadCnt = va, 0x1234, uint32(n), le64(rng.Uint64())[:n], uint8((4-n%4)%4)
+			r.cli[i].psn = psnAdd(r.cli[i].psn, 1)
+			send(ClientSide, buildFrame(t, &f))
+		case x < 30:
+			n := uint32(64)
+			if rng.IntN(4) == 0 {
+				n = 3000 // three response packets at PMTU 1024
+			}
+			f, _ := r.read(i, 0x8000, n, 1024)
+			send(ClientSide, f)
+		case x < 32:
+			// A multi-packet WRITE.
+			f := r.reqFields(i, roce.OpRCWriteFirst, r.cli[i].psn)
+			f.VA, f.RKey, f.DMALen, f.Payload = 0x9000, 0x1234, 2048, make([]byte, 1024)
+			send(ClientSide, buildFrame(t, &f))
+			f = r.reqFields(i, roce.OpRCWriteLast, psnAdd(r.cli[i].psn, 1))
+			f.Payload = make([]byte, 1024)
+			send(ClientSide, buildFrame(t, &f))
+			r.cli[i].psn = psnAdd(r.cli[i].psn, 2)
+		case x < 34 && len(history) > 0:
+			// A retransmission of an earlier frame, or one from the server.
+			h := history[len(history)-1-rng.IntN(min(len(history), 40))]
+			send(h.in, h.raw)
+		case x < 35:
+			r.cli[i].psn = psnAdd(r.cli[i].psn, 1+rng.IntN(2)) // a gap
+			f, _ := r.write(i, 0x5000, le64(1))
+			send(ClientSide, f)
+		case x < 38 && len(history) > 0:
+			// A corrupted frame, its ICRC fixed or not, or padded.
+			h := history[len(history)-1-rng.IntN(min(len(history), 40))]
+			f := append([]byte(nil), h.raw...)
+			switch rng.IntN(3) {
+			case 0:
+				f[rng.IntN(len(f))] ^= byte(1 + rng.IntN(255))
+			case 1:
+				f[rng.IntN(min(len(f), 64))] ^= byte(1 + rng.IntN(255))
+				_ = roce.SetICRC(f)
+			default:
+				f = append(f, make([]byte, 1+rng.IntN(8))...) // Ethernet padding
+			}
+			send(h.in, f)
+		case len(toServer) > 0:
+			// The server answers the oldest requests it received.
+			k := min(len(toServer), 1+rng.IntN(6))
+			var last *roce.Packet
+			lastJ := -1
+			for _, q := range toServer[:k] {
+				p, err := roce.Parse(q)
+				if err != nil {
+					continue
+				}
+				j := hostOf(&p)
+				if j < 0 {
+					continue
+				}
+				psn := p.BTH.PSN()
+				switch p.Opcode {
+				case roce.OpRCCompareSwap, roce.OpRCFetchAdd:
+					msn++
+					send(ServerSide, r.atomicAck(j, psn, uint64(rng.IntN(2)), msn))
+				case roce.OpRCReadRequest:
+					n := (p.RETH.DMALen() + 1023) / 1024
+					for m := uint32(0); m < max(n, 1); m++ {
+						op := roce.OpRCReadResponseMiddle
+						switch {
+						case n <= 1:
+							op = roce.OpRCReadResponseOnly
+						case m == 0:
+							op = roce.OpRCReadResponseFirst
+						case m == n-1:
+							op = roce.OpRCReadResponseLast
+						}
+						if m == n-1 || n <= 1 {
+							msn++
+						}
+						send(ServerSide, r.readResp(j, op, psnAdd(psn, int(m)), make([]byte, min(p.RETH.DMALen()-1024*m, 1024)), msn))
+					}
+				default:
+					msn++
+					pp := p
+					last, lastJ = &pp, j
+				}
+			}
+			if last != nil {
+				syn := roce.ACKSyndrome(roce.CreditInvalid)
+				psn := last.BTH.PSN()
+				switch rng.IntN(10) {
+				case 0:
+					syn = roce.NAKSyndrome(roce.NAKPSNSequenceError)
+				case 1:
+					syn = roce.RNRNAKSyndrome(3)
+				}
+				f := r.ack(lastJ, psn, syn, msn)
+				send(ServerSide, f)
+				if rng.IntN(8) == 0 {
+					send(ServerSide, f) // a duplicate
+				}
+			}
+			toServer = toServer[k:]
+		}
+	}
+	if w.fastTaken == 0 || w.fastTaken == w.n {
+		t.Fatalf("seed %d: the fast path took %d of %d frames: the trace does not exercise both paths", seed, w.fastTaken, w.n)
+	}
+	c := w.fast.Counters()
+	t.Logf("seed %d: %d frames, %d on the fast path; %s", seed, w.n, w.fastTaken, c.String())
+}
+
+// FuzzFastPath feeds a fuzzed frame, after some valid traffic, to both
+// engines: they must agree.
+func FuzzFastPath(f *testing.F) {
+	seed := newTestRack(f, 3, testConfig(true, true))
+	c1, _ := seed.cas(1, 0x1000, 0, 1)
+	f.Add(byte(2), c1)
+	f.Add(byte(3), seed.ack(0, 7, synACK, 1))
+	f.Add(byte(3), seed.atomicAck(0, 7, 0, 1))
+	f.Fuzz(func(t *testing.T, side byte, frame []byte) {
+		r := newTestRack(t, 3, testConfig(true, true))
+		w := newTwin(t, r.e.cfg)
+		a, _ := r.cas(1, 0x1000, 0, 1)
+		b, _ := r.write(2, 0x5000, le64(7))
+		for _, x := range [][]byte{a, b} {
+			w.step(0, ClientSide, x)
+		}
+		in := append([]byte(nil), frame...)
+		if side&2 != 0 {
+			_ = roce.SetICRC(in)
+		}
+		if side&4 != 0 && len(in) >= xBTH+12 {
+			// Aim at the connections' PSNs.
+			binary.BigEndian.PutUint32(in[xBTH+8:], r.cli[int(side>>3)%3].psn)
+			_ = roce.SetICRC(in)
+		}
+		w.step(1, Side(side&1), in)
+	})
+}
