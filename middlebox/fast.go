@@ -12,11 +12,12 @@ import (
 // Ethernet, a 20-byte IPv4 header, UDP to port 4791, a BTH without pad)
 // and is the common case of its kind: an in-order WRITE_ONLY, READ
 // (one response packet), CMP_SWAP or FETCH_ADD from a known connection
-// whose addresses the engine has learned, or an ACK or ATOMIC ACK on a
-// known outgoing connection. For those, Process works at constant offsets
+// whose addresses the engine has learned, or an ACK, ATOMIC ACK or READ
+// response on a known outgoing connection. For those, Process works at constant offsets
 // in the frame instead of parsing it into a roce.Packet first, and goes
 // straight to the steps the general path would take (admit, record,
-// atomicWord, forward; arrived, ack, atomicAck), which are shared.
+// atomicWord, forward; arrived, ack, atomicAck, readResp), which are
+// shared.
 //
 // The fast path only ever decides to handle a frame before it changes
 // anything: every test it makes is one of the general path's (the parser's
@@ -27,8 +28,8 @@ import (
 // compares them frame by frame.
 //
 // Not on the fast path: Clover steering, learning a connection or its
-// addresses, retransmissions and gaps, multi-packet messages, READ
-// responses, NAKs, VLAN tags and IPv4 options.
+// addresses, retransmissions and gaps, multi-packet requests, VLAN tags
+// and IPv4 options.
 
 // Offsets of the common layout.
 const (
@@ -185,9 +186,9 @@ func (e *Engine) fastRequest(now int64, f []byte, out *Out) bool {
 	return true
 }
 
-// fastResponse handles f, received from a server, if it is an ACK or
-// ATOMIC ACK in the common layout on a known outgoing connection, and
-// reports whether it did.
+// fastResponse handles f, received from a server, if it is an ACK, ATOMIC
+// ACK or READ response in the common layout on a known outgoing
+// connection, and reports whether it did.
 func (e *Engine) fastResponse(now int64, f []byte, out *Out) bool {
 	end, ok := fastLayout(f)
 	if !ok {
@@ -198,6 +199,8 @@ func (e *Engine) fastResponse(now int64, f []byte, out *Out) bool {
 	switch {
 	case op == roce.OpRCAcknowledge && total == xAckLen:
 	case op == roce.OpRCAtomicAcknowledge && total == xAtAckLen:
+	case op == roce.OpRCReadResponseMiddle:
+	case op >= roce.OpRCReadResponseFirst && op <= roce.OpRCReadResponseOnly && total >= xAckLen:
 	default:
 		return false
 	}
@@ -217,8 +220,13 @@ func (e *Engine) fastResponse(now int64, f []byte, out *Out) bool {
 	psn := be.Uint32(f[xBTH+roce.BTHAckPSNOff:]) & psnMask
 	syn := roce.Syndrome(f[xExt+roce.AETHSyndromeOff])
 	e.arrived(now, oi, be.Uint16(f[xUDP+roce.UDPSrcPortOff:]))
-	if op == roce.OpRCAcknowledge {
+	switch op {
+	case roce.OpRCAcknowledge:
 		e.ack(now, oi, psn, syn, out)
+		return true
+	case roce.OpRCAtomicAcknowledge:
+	default:
+		e.readResp(oi, psn, op, f, end-roce.ICRCLen, nil, out)
 		return true
 	}
 	if !syn.IsACK() {

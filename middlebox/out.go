@@ -234,11 +234,10 @@ func retargetRequest(f []byte, l3, l4, bth int, o *conn) {
 	put24(f[bth+roce.BTHDestQPOff:], o.srvQP)
 }
 
-// retargetResponse rewrites a parsed response in place so that it reaches
-// client c as if its own connection had carried it.
-func retargetResponse(p *roce.Packet, c *conn) {
-	f := p.Frame
-	l3, l4, bth := p.L3Off, p.L4Off, p.BTHOff
+// retargetResponse rewrites a response in place (IPv4 header at l3, UDP at
+// l4, BTH at bth) so that it reaches client c as if its own connection had
+// carried it.
+func retargetResponse(f []byte, l3, l4, bth int, c *conn) {
 	_ = f[bth+roce.BTHLen-1]
 	*(*[6]byte)(f[roce.EthDstOff:]) = c.cliMAC
 	*(*[6]byte)(f[roce.EthSrcOff:]) = c.srvMAC

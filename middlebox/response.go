@@ -33,7 +33,7 @@ func (e *Engine) response(now int64, p *roce.Packet, out *Out) {
 		}
 		e.atomicAck(oi, psn, p.AtomicAckETH.Orig(), out)
 	default:
-		e.readResp(oi, psn, p, out)
+		e.readResp(oi, psn, p.Opcode, p.Frame, p.ICRCOff, p, out)
 	}
 }
 
@@ -376,9 +376,11 @@ func (e *Engine) atomicAck(oi int32, psn uint32, orig uint64, out *Out) {
 	e.flushTouched(out)
 }
 
-// readResp maps a READ response packet back to the client that issued the
-// READ: its MACs, IPs, QP, PSN and MSN.
-func (e *Engine) readResp(oi int32, psn uint32, p *roce.Packet, out *Out) {
+// readResp maps a READ response packet (opcode op, in frame f with its
+// ICRC at icrcOff) back to the client that issued the READ: its MACs, IPs,
+// QP, PSN and MSN. p is the parsed packet, or nil when f has the fast
+// path's layout (fast.go).
+func (e *Engine) readResp(oi int32, psn uint32, op roce.Opcode, f []byte, icrcOff int, p *roce.Packet, out *Out) {
 	o := &e.conns[oi]
 	if psnDiff(psn, o.outNext) >= 0 {
 		e.c.Drops[DropUnknownResponse]++
@@ -400,7 +402,7 @@ func (e *Engine) readResp(oi int32, psn uint32, p *roce.Packet, out *Out) {
 	}
 	ci := en.client
 	c := &e.conns[ci]
-	last := p.Opcode == roce.OpRCReadResponseLast || p.Opcode == roce.OpRCReadResponseOnly
+	last := op == roce.OpRCReadResponseLast || op == roce.OpRCReadResponseOnly
 	if !rd.done {
 		e.ackRange(oi, psnAdd(first, -1))
 		e.flushTouched(out)
@@ -419,20 +421,26 @@ func (e *Engine) readResp(oi int32, psn uint32, p *roce.Packet, out *Out) {
 	if completes {
 		msn = (msn + 1) & psnMask
 	}
-	if fastOK(p) {
+	hasAETH := op != roce.OpRCReadResponseMiddle
+	if p == nil || fastOK(p) {
+		l3, l4, bth := xIP, xUDP, xBTH
+		if p != nil {
+			l3, l4, bth = p.L3Off, p.L4Off, p.BTHOff
+		}
 		oldMSN := uint32(0)
-		if p.AETH != nil {
-			oldMSN = p.AETH.MSN()
-			p.AETH.SetMSN(msn)
+		if hasAETH {
+			a := bth + roce.BTHLen + roce.AETHMSNOff
+			oldMSN = uint32(f[a])<<16 | uint32(f[a+1])<<8 | uint32(f[a+2])
+			put24(f[a:], msn)
 		}
 		k := uint32(0)
 		if oi != ci {
-			retargetResponse(p, c)
+			retargetResponse(f, l3, l4, bth, c)
 			k = e.respDelta(oi, ci)
 		}
-		p.BTH.SetPSN(en.inPSN)
-		ipChecksum(p.IP)
-		fastICRC(p.Frame, p.L3Off, p.ICRCOff, k, psn, en.inPSN, p.AETH != nil, oldMSN, msn)
+		put24(f[bth+roce.BTHAckPSNOff+1:], en.inPSN)
+		ipChecksum(f[l3 : l3+roce.IPv4MinLen])
+		fastICRC(f, l3, icrcOff, k, psn, en.inPSN, hasAETH, oldMSN, msn)
 	} else {
 		var sp icrcSpan
 		end := p.BTHOff + roce.BTHLen
@@ -441,7 +449,7 @@ func (e *Engine) readResp(oi int32, psn uint32, p *roce.Packet, out *Out) {
 		}
 		spanOK := saveSpan(&sp, p, end)
 		if oi != ci {
-			retargetResponse(p, c)
+			retargetResponse(f, p.L3Off, p.L4Off, p.BTHOff, c)
 		}
 		p.BTH.SetPSN(en.inPSN)
 		if p.AETH != nil {
@@ -449,7 +457,7 @@ func (e *Engine) readResp(oi int32, psn uint32, p *roce.Packet, out *Out) {
 		}
 		finish(p, &sp, spanOK)
 	}
-	if !out.addInput(ClientSide, p.Frame) {
+	if !out.addInput(ClientSide, f) {
 		e.c.Drops[DropOutOverflow]++
 		return
 	}
