@@ -224,27 +224,34 @@ func (e *Engine) emitAtomicAck(out *Out, c *conn, psn uint32, orig uint64, msn u
 // l4, BTH at bth) so that it travels on connection o: MACs, IPs, UDP
 // source port, destination QP.
 func retargetRequest(f []byte, l3, l4, bth int, o *conn) {
-	_ = f[bth+roce.BTHLen-1] // the parser checked it; one bounds check for all below
-	*(*[6]byte)(f[roce.EthDstOff:]) = o.srvMAC
-	*(*[6]byte)(f[roce.EthSrcOff:]) = o.cliMAC
-	*(*[4]byte)(f[l3+roce.IPv4SrcOff:]) = o.cliIP
-	*(*[4]byte)(f[l3+roce.IPv4DstOff:]) = o.srvIP
-	binary.BigEndian.PutUint16(f[l4+roce.UDPSrcPortOff:], o.cliPort)
-	f[l4+roce.UDPChecksumOff], f[l4+roce.UDPChecksumOff+1] = 0, 0
-	put24(f[bth+roce.BTHDestQPOff:], o.srvQP)
+	eth, ip, udp, b := headers(f, l3, l4, bth)
+	*(*[6]byte)(eth[roce.EthDstOff:]) = o.srvMAC
+	*(*[6]byte)(eth[roce.EthSrcOff:]) = o.cliMAC
+	*(*[4]byte)(ip[roce.IPv4SrcOff:]) = o.cliIP
+	*(*[4]byte)(ip[roce.IPv4DstOff:]) = o.srvIP
+	binary.BigEndian.PutUint16(udp[roce.UDPSrcPortOff:], o.cliPort)
+	udp[roce.UDPChecksumOff], udp[roce.UDPChecksumOff+1] = 0, 0
+	put24(b[roce.BTHDestQPOff:], o.srvQP)
+}
+
+// headers returns the Ethernet, IPv4 (the first 20 bytes), UDP and BT
+// headers of f, at the offsets given, as arrays: the bounds are checked
+// once here, not at every field.
+func headers(f []byte, l3, l4, bth int) (*[roce.EthernetLen]byte, *[roce.IPv4MinLen]byte, *[roce.UDPLen]byte, *[roce.BTHLen]byte) {
+	return (*[roce.EthernetLen]byte)(f), (*[roce.IPv4MinLen]byte)(f[l3:]), (*[roce.UDPLen]byte)(f[l4:]), (*[roce.BTHLen]byte)(f[bth:])
 }
 
 // retargetResponse rewrites a response in place (IPv4 header at l3, UDP at
 // l4, BTH at bth) so that it reaches client c as if its own connection had
 // carried it.
 func retargetResponse(f []byte, l3, l4, bth int, c *conn) {
-	_ = f[bth+roce.BTHLen-1]
-	*(*[6]byte)(f[roce.EthDstOff:]) = c.cliMAC
-	*(*[6]byte)(f[roce.EthSrcOff:]) = c.srvMAC
-	*(*[4]byte)(f[l3+roce.IPv4SrcOff:]) = c.srvIP
-	*(*[4]byte)(f[l3+roce.IPv4DstOff:]) = c.cliIP
-	f[l4+roce.UDPChecksumOff], f[l4+roce.UDPChecksumOff+1] = 0, 0
-	put24(f[bth+roce.BTHDestQPOff:], c.cliQP)
+	eth, ip, udp, b := headers(f, l3, l4, bth)
+	*(*[6]byte)(eth[roce.EthDstOff:]) = c.cliMAC
+	*(*[6]byte)(eth[roce.EthSrcOff:]) = c.srvMAC
+	*(*[4]byte)(ip[roce.IPv4SrcOff:]) = c.srvIP
+	*(*[4]byte)(ip[roce.IPv4DstOff:]) = c.cliIP
+	udp[roce.UDPChecksumOff], udp[roce.UDPChecksumOff+1] = 0, 0
+	put24(b[roce.BTHDestQPOff:], c.cliQP)
 }
 
 // casToWrite rewrites a parsed CMP_SWAP or FETCH_ADD in place into an RDMA
