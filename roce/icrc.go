@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"unsafe"
 )
 
 // The ICRC (IBA annex A17, RoCEv2 over IPv4) is CRC-32 (IEEE) over 8 bytes
@@ -154,10 +155,35 @@ func ICRCOf(l3 []byte) (uint32, error) {
 	return icrcOver(l3, ihl), nil
 }
 
+// ICRC20 returns the ICRC of l3, the bytes of an IPv4 RoCEv2 packet from
+// its IPv4 header, which must be 20 bytes long (no options; IHL 5, which is
+// not checked), up to, not including, the ICRC: UDP header, BTH, extension
+// headers and payload. len(l3) must be at least 40 (IPv4, UDP and BTH); a
+// shorter l3 panics. It is ICRCOf for callers that already know the layout,
+// and the shortest route to the carry-less-multiply routine: on amd64 with
+// PCLMULQDQ it inlines to one call of the assembly for spans of 40 to 256
+// bytes, which falls back (by a tail call) to the portable path for longer
+// spans and on other CPUs; other architectures take the portable path.
+func ICRC20(l3 []byte) uint32 { return icrc20(unsafe.SliceData(l3), len(l3)) }
+
+// icrc20Slow is ICRC20 where icrc20 has no carry-less-multiply route (n
+// outside 40..256, or no PCLMULQDQ, or not amd64). The assembly reaches it by
+// a tail call, so it has icrc20's signature.
+func icrc20Slow(p *byte, n int) uint32 {
+	if n < icrcFastMin {
+		panic(fmt.Sprintf("roce: ICRC20 of %d bytes, need at least %d (IPv4, UDP, BTH)", n, icrcFastMin))
+	}
+	return icrcOver(unsafe.Slice(p, n), IPv4MinLen)
+}
+
 // ComputeICRC returns the ICRC the packet should carry, computed from its
-// current contents.
+// current contents. With a 20-byte IPv4 header it is ICRC20.
 func (p *Packet) ComputeICRC() uint32 {
-	return icrcOver(p.Frame[p.L3Off:p.ICRCOff], p.IP.HeaderLen())
+	l3 := p.Frame[p.L3Off:p.ICRCOff]
+	if ihl := p.IP.HeaderLen(); ihl != IPv4MinLen {
+		return icrcOver(l3, ihl)
+	}
+	return ICRC20(l3)
 }
 
 // StoredICRC returns the ICRC carried by the packet (read little-endian).

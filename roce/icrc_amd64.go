@@ -77,14 +77,15 @@ func icrcCPUFeatures() (clmul bool, level uint8) {
 // icrcAsm20 is icrcShort for a 20-byte IPv4 header by carry-less multiply,
 // reading l3 in place (nothing before l3[0] or from len(l3) on). The caller
 // guarantees icrcFastMin <= len(l3) <= icrcFastMax and useICRCAsm.
-func icrcAsm20(l3 []byte) uint32 { return icrcClmul20(unsafe.SliceData(l3), len(l3)) }
+func icrcAsm20(l3 []byte) uint32 { return icrc20(unsafe.SliceData(l3), len(l3)) }
 
-// icrcClmul20 returns the ICRC of the n bytes at p, a span with a 20-byte
-// IPv4 header, 40 <= n <= 256 (icrc_fast.go explains the method). It needs
-// PCLMULQDQ and SSSE3, and the features of the variant icrcLevel selects.
+// icrc20 returns the ICRC of the n bytes at p, a span with a 20-byte IPv4
+// header (icrc_fast.go explains the method): by carry-less multiply, in the
+// variant icrcLevel selects, when useICRCAsm and 40 <= n <= 256; otherwise
+// by a tail call to icrc20Slow. It is ICRC20 without the slice.
 //
 //go:noescape
-func icrcClmul20(p *byte, n int) uint32
+func icrc20(p *byte, n int) uint32
 
 // icrcCPUID executes CPUID with the given EAX and ECX.
 func icrcCPUID(eaxIn, ecxIn uint32) (eax, ebx, ecx, edx uint32)

@@ -6,25 +6,22 @@
 // header: the method and the tables are described in icrc_fast.go. The
 // variants (128-, 256- and 512-bit, by icrcLevel) read the span in place,
 // from p to p+n-1 and nothing else: in the first two the leading partial
-// block is one 16-byte load from p shuffled and the whole blocks follow it;
-// the third reads 64-byte chunks that end at the span's end, the first one
-// byte-masked (masked-off bytes are not accessed).
+// block is one 16-byte load from p shuffled and the whole blocks follow it
+// (the 256-bit one takes spans up to 128 bytes by a straight-line path that
+// shuffles a leading partial pair instead); the third reads 64-byte chunks
+// that end at the span's end, the first one byte-masked (masked-off bytes
+// are not accessed).
 
 // Field offsets of clmulTables (icrc_fast.go; checked by TestICRCClmulTables).
-#define OFF_FOLD 256
-#define OFF_MU 272
-#define OFF_POLY 288
-#define OFF_LO32 304
-#define OFF_MASK 384
-#define OFF_ZERO 448
-#define OFF_SHUF 512
+#define OFF_RED 256
+#define OFF_SHUF 272
+#define OFF_MASK 448
+#define OFF_ZERO 512
 
-// SETUP loads the arguments: SI = p, R8 = the tables, DX = k = n%16, CX =
-// F = n/16 (whole blocks), R9 = &kr[16-B] where B = F + (k > 0), the
-// constants of the first block.
+// SETUP loads the tables and splits the span (SI = p, CX = n): R8 = the
+// tables, DX = k = n%16, CX = F = n/16 (whole blocks), R9 = &kr[16-B] where
+// B = F + (k > 0), the constants of the first block.
 #define SETUP \
-	MOVQ p+0(FP), SI; \
-	MOVQ n+8(FP), CX; \
 	LEAQ ·icrcClmulTab(SB), R8; \
 	MOVQ CX, DX; \
 	ANDQ $15, DX; \
@@ -62,12 +59,44 @@
 	ADDQ    $32, R9; \
 	SUBQ    $2, CX
 
-// func icrcClmul20(p *byte, n int) uint32
+// AVX_REDUCE returns the ICRC from T in X0 (congruent to M*x^32, degree <=
+// 94, in bits 33..127; R8 = the tables): Barrett with a 64-bit quotient. A =
+// T >> 32 (bits 33..95 of T: T = A*x^32 + B) is reflected-64; the low
+// quadword of clmul(A, mu) is q = floor(T/P); the remainder is B ^ (q*P' mod
+// x^32), the latter bits 31..62 of the high quadword of clmul(q, P'). B and
+// the initial state's share icrcZeroK[n] (n reloaded: CX may be a counter
+// by now) are combined off the critical path. Then VZEROUPPER and return.
+#define AVX_REDUCE \
+	VPSRLDQ $4, X0, X1; \
+	VPCLMULQDQ $0x00, OFF_RED(R8), X1, X1; \
+	VPEXTRD $3, X0, BX; \
+	MOVQ    n+8(FP), CX; \
+	LEAQ    ·icrcZeroK(SB), DI; \
+	XORL    (DI)(CX*4), BX; \
+	NOTL    BX; \
+	VPCLMULQDQ $0x10, OFF_RED(R8), X1, X1; \
+	VPEXTRQ $1, X1, AX; \
+	SHRQ    $31, AX; \
+	XORL    BX, AX; \
+	VZEROUPPER; \
+	MOVL    AX, ret+16(FP); \
+	RET
+
+// func icrc20(p *byte, n int) uint32
 //
 // The ICRC of the n bytes at p: R(0, masked span) by carry-less multiply,
 // in the variant icrcLevel selects, then inverted and XORed with
-// icrcZeroK[n] (the initial state's share).
-TEXT ·icrcClmul20(SB), NOSPLIT, $0-20
+// icrcZeroK[n] (the initial state's share). Spans outside 40..256 bytes, and
+// every span when useICRCAsm is false, go to icrc20Slow (a tail call: the
+// arguments are where it expects them).
+TEXT ·icrc20(SB), NOSPLIT, $0-20
+	MOVQ n+8(FP), CX
+	LEAQ -40(CX), AX
+	CMPQ AX, $216                // n-40 > 256-40, unsigned: n < 40 or n > 256
+	JA   slow
+	CMPB ·useICRCAsm(SB), $0
+	JE   slow
+	MOVQ p+0(FP), SI
 	MOVBLZX ·icrcLevel(SB), AX
 	CMPQ AX, $1
 	JE   avx
@@ -121,30 +150,94 @@ sse_loop:
 	JNZ   sse_loop
 
 sse_reduce:
-	// T = X0 ^ X4, congruent to M*x^32, in bits 32..127. Fold its top 32
-	// coefficients (bits 32..63) into the high quadword.
+	// T = X0 ^ X4; then as AVX_REDUCE, in SSE2 (no PEXTRD/PEXTRQ, which
+	// are SSE4.1).
 	PXOR  X4, X0
-	MOVOU OFF_FOLD(R8), X3
 	MOVO  X0, X1
-	PCLMULQDQ $0x00, X3, X1
-	PXOR  X1, X0
-	PSRLO $8, X0                 // X0.lo = T', degree <= 63
-	// Barrett: q = low 32 bits of clmul(T', mu); the remainder is bits
-	// 32..63 of T' ^ clmul(q, P).
-	MOVOU OFF_MU(R8), X3
-	MOVO  X0, X1
-	PCLMULQDQ $0x00, X3, X1
-	MOVOU OFF_LO32(R8), X2
-	PAND  X2, X1
-	MOVOU OFF_POLY(R8), X3
-	PCLMULQDQ $0x00, X3, X1
-	PXOR  X1, X0
-	MOVQ  X0, AX
-	SHRQ  $32, AX
-	JMP   done
+	PSRLDQ $4, X1                // A
+	MOVOU OFF_RED(R8), X3
+	PCLMULQDQ $0x00, X3, X1      // q = clmul(A, mu), low quadword
+	PSHUFD $0xff, X0, X0
+	MOVL  X0, BX                 // B
+	MOVQ  n+8(FP), CX
+	LEAQ  ·icrcZeroK(SB), DI
+	XORL  (DI)(CX*4), BX
+	NOTL  BX
+	PCLMULQDQ $0x10, X3, X1      // clmul(q, P')
+	PSRLDQ $8, X1
+	MOVQ  X1, AX
+	SHRQ  $31, AX
+	XORL  BX, AX
+	MOVL  AX, ret+16(FP)
+	RET
 
 avx:
 	// AVX2 + VPCLMULQDQ: the same sums, two blocks per instruction.
+	CMPQ  CX, $128
+	JA    avx_long
+
+	// Spans of 40..128 bytes, straight-line. The span is P = (n-1)/32
+	// (1..3) whole pairs ending at its end, at p+r+32i (i < P), after a
+	// leading partial pair of r = n-32P (1..32) bytes, read as the 32
+	// bytes 0^(32-r) || m[0:r]. Its low block 0^(32-r) || m[0:r-16] (zero
+	// when r <= 16) is m[0:16] shuffled by the window shuf[t], t = max(r-16,
+	// 0); its high block m[r-16:r] (when r >= 16) or 0^(16-r) || m[0:r] is
+	// the 16 bytes at p+t shuffled by the window shuf[u], u = min(r, 16)
+	// (the identity when u = 16). The pairs take the constants from K =
+	// &kr[14-2P] on, 32 bytes each. The masks (span offsets <= 32) fall in
+	// the partial pair and the first whole pair. Only the second and third
+	// whole pairs are behind a branch (P > 1, P > 2).
+	LEAQ  ·icrcClmulTab(SB), R8
+	LEAQ  -1(CX), AX
+	ANDQ  $-32, AX               // 32P
+	MOVQ  CX, DX
+	SUBQ  AX, DX                 // r
+	LEAQ  224(R8), R9
+	SUBQ  AX, R9                 // K
+	LEAQ  -16(DX), R10
+	XORL  R11, R11
+	TESTQ R10, R10
+	CMOVQLT R11, R10             // t
+	MOVL  $16, R12
+	CMPQ  DX, R12
+	CMOVQLT DX, R12              // u
+	VMOVDQU (SI), X1
+	VPOR    OFF_MASK(R8), X1, X1
+	VPSHUFB OFF_SHUF(R8)(R10*1), X1, X1
+	VMOVDQU (SI)(R10*1), X2
+	VPOR    OFF_MASK(R8)(R10*1), X2, X2
+	VPSHUFB OFF_SHUF(R8)(R12*1), X2, X2
+	VINSERTI128 $1, X2, Y1, Y1
+	VMOVDQU (SI)(DX*1), Y2
+	VPOR    OFF_MASK(R8)(DX*1), Y2, Y2
+	VPCLMULQDQ $0x00, (R9), Y1, Y0
+	VPCLMULQDQ $0x11, (R9), Y1, Y1
+	VPCLMULQDQ $0x00, 32(R9), Y2, Y4
+	VPCLMULQDQ $0x11, 32(R9), Y2, Y2
+	VPXOR   Y1, Y0, Y0
+	VPXOR   Y2, Y4, Y4
+	VPXOR   Y4, Y0, Y0
+	CMPQ    AX, $32
+	JE      short_lanes          // P = 1
+	VMOVDQU 32(SI)(DX*1), Y3
+	VPCLMULQDQ $0x00, 64(R9), Y3, Y6
+	VPCLMULQDQ $0x11, 64(R9), Y3, Y3
+	VPXOR   Y3, Y6, Y6
+	VPXOR   Y6, Y0, Y0
+	CMPQ    AX, $64
+	JE      short_lanes          // P = 2
+	VMOVDQU 64(SI)(DX*1), Y5
+	VPCLMULQDQ $0x00, 96(R9), Y5, Y7
+	VPCLMULQDQ $0x11, 96(R9), Y5, Y5
+	VPXOR   Y5, Y7, Y7
+	VPXOR   Y7, Y0, Y0
+
+short_lanes:
+	VEXTRACTI128 $1, Y0, X1
+	VPXOR   X1, X0, X0
+	AVX_REDUCE
+
+avx_long:
 	SETUP
 	VPXOR Y0, Y0, Y0
 	VPXOR Y4, Y4, Y4
@@ -205,17 +298,7 @@ avx_lanes:
 	VPXOR   X1, X0, X0
 
 avx_reduce:
-	// As in the SSE code.
-	VPCLMULQDQ $0x00, OFF_FOLD(R8), X0, X1
-	VPXOR   X1, X0, X0
-	VPSRLDQ $8, X0, X0
-	VPCLMULQDQ $0x00, OFF_MU(R8), X0, X1
-	VPAND   OFF_LO32(R8), X1, X1
-	VPCLMULQDQ $0x00, OFF_POLY(R8), X1, X1
-	VPXOR   X1, X0, X0
-	VPEXTRD $1, X0, AX
-	VZEROUPPER
-	JMP     done
+	AVX_REDUCE
 
 avx512:
 	// AVX-512 + VPCLMULQDQ: four blocks per instruction, in C = n'/64
@@ -227,8 +310,6 @@ avx512:
 	// the first block take constants that multiply zeros. The masks of the
 	// variant fields (span offsets up to 32) are ORed into the first two
 	// chunks.
-	MOVQ p+0(FP), SI
-	MOVQ n+8(FP), CX
 	LEAQ ·icrcClmulTab(SB), R8
 	MOVQ CX, DX
 	NEGQ DX
@@ -281,16 +362,10 @@ avx512_lanes:
 	VPXOR   Y1, Y0, Y0
 	VEXTRACTI128 $1, Y0, X1
 	VPXOR   X1, X0, X0
-	JMP     avx_reduce
+	AVX_REDUCE
 
-done:
-	// AX = R(0, m).
-	NOTL AX
-	MOVQ n+8(FP), CX
-	LEAQ ·icrcZeroK(SB), R8
-	XORL (R8)(CX*4), AX
-	MOVL AX, ret+16(FP)
-	RET
+slow:
+	JMP ·icrc20Slow(SB)
 
 // func icrcCPUID(eaxIn, ecxIn uint32) (eax, ebx, ecx, edx uint32)
 TEXT ·icrcCPUID(SB), NOSPLIT, $0-24

@@ -146,46 +146,56 @@ func noescape[T any](p *T) *T {
 // {x^(128d+95), x^(128d+31)} mod P as reflected-32 values in the high half
 // of a quadword (clmulTables.kr). The products (reflected-127, of degree <=
 // 94) read as reflected-128 values are x times the polynomial, hence the -1
-// in the exponents; their sum T is congruent to M*x^32, of degree <= 95, in
-// bits 32..127. The products are independent of each other: the blocks go
+// in the exponents; their sum T is congruent to M*x^32, of degree <= 94, in
+// bits 33..127. The products are independent of each other: the blocks go
 // two at a time through 256-bit VPCLMULQDQ, or four through 512-bit, where
-// the CPU has it. The 512-bit variant reads the span as 64-byte chunks
-// ending at its end; the first is a byte-masked load that starts up to 63
-// bytes before the span, the bytes outside it masked off (not accessed,
-// loaded as zeros), so that the leading block needs no shuffle. The reduction: the top 32 coefficients Ttop (bits 32..63) fold
-// into the low 64 (the high quadword) by clmul with fold = x^63 mod P, as
-// above; then Barrett: with mu = floor(x^64/P) as reflected-33, clmul(T',
-// mu) has the quotient q in its low 32 bits, and the remainder is bits 32..63
-// of T' ^ clmul(q, P) (P as reflected-33). That is the raw register R(0, m).
+// the CPU has it. The 256-bit variant takes spans of up to 128 bytes by a
+// straight-line path (no loop): the span is read as 1 to 3 whole 32-byte
+// pairs ending at its end after a leading pair of 1 to 32 bytes (two
+// shuffled 16-byte loads); the only branches skip the pairs a span of up to
+// 64 or 96 bytes does not have. (Always reading four pairs, the missing ones
+// weighted by zero constants, was slower: BenchmarkICRCAsmVariants.) The
+// 512-bit variant reads the span as 64-byte chunks ending at its end; the
+// first is a byte-masked load that starts up to 63 bytes before the span,
+// the bytes outside it masked off (not accessed, loaded as zeros), so that
+// the leading block needs no shuffle.
+//
+// The reduction: Barrett with a 64-bit quotient, two dependent carry-less
+// multiplies. Write T = A*x^32 + B (B of degree < 32, A < 63). With mu =
+// floor(x^95/P) (degree 63), the quotient is q = floor(T/P) = floor(A*mu /
+// x^63) (exact for deg T < 95), and the remainder T mod P = B ^ (q*P' mod
+// x^32), P' = P - x^32, since q*x^32 contributes nothing below x^32. In the
+// registers: T >> 32 holds A as reflected-64; the low quadword of clmul(A,
+// mu) (reflected-127: its terms x^63.. are bits 63-..) is q as
+// reflected-64; and bits 31..62 of the high quadword of clmul(q, P') are
+// the terms x^31..x^0 of q*P' as reflected-32. That is the raw register
+// R(0, m).
 
 // clmulTables is read by icrc_amd64.s at the offsets clmulOff*.
 type clmulTables struct {
 	// kr[i] holds the block constants for distance 15-i: consecutive
 	// blocks use consecutive entries, the first of B blocks kr[16-B].
-	kr   [icrcFastMax / 16][2]uint64
-	fold [2]uint64 // fold[0]: x^63 mod P
-	mu   [2]uint64 // mu[0]: floor(x^64 / P), reflected-33
-	poly [2]uint64 // poly[0]: P, reflected-33
-	lo32 [2]uint64 // {0xffffffff, 0}: keeps the quotient
+	kr [icrcFastMax / 16][2]uint64
+	// red holds the reduction's constants: red[0] = mu = floor(x^95 / P)
+	// as reflected-64, red[1] = P - x^32 as reflected-32 in the high half.
+	red  [2]uint64
+	shuf [32]byte // PSHUFB window: 16 x 0x80, then 0..15
+	_    [80]byte
 	// mask has 0xff at the masked span offsets (IHL 20) and zeros from
 	// offset 33 on (clmulOffZero: the mask of blocks past the headers); the
 	// 64 bytes before it are zero, the mask of bytes before the span.
 	maskPad [64]byte
 	mask    [128]byte
-	shuf    [32]byte // PSHUFB window: 16 x 0x80, then 0..15
 }
 
 // Offsets of clmulTables' fields, as icrc_amd64.s uses them (checked by
 // TestICRCClmulTables).
 const (
 	clmulOffK    = 0
-	clmulOffFold = 256
-	clmulOffMu   = 272
-	clmulOffPoly = 288
-	clmulOffLo32 = 304
-	clmulOffMask = 384
-	clmulOffZero = 448
-	clmulOffShuf = 512
+	clmulOffRed  = 256
+	clmulOffShuf = 272
+	clmulOffMask = 448
+	clmulOffZero = 512
 )
 
 // crcPoly is the CRC-32 (IEEE) polynomial, bit i the coefficient of x^i.
@@ -207,8 +217,24 @@ func xPowMod(e int) uint64 {
 // the high half of a quadword.
 func refl32hi(p uint64) uint64 { return uint64(bits.Reverse32(uint32(p))) << 32 }
 
-// refl33 returns a polynomial of degree <= 32 as a reflected-33 value.
-func refl33(p uint64) uint64 { return bits.Reverse64(p) >> 31 }
+// barrettMu returns floor(x^95 / P), a polynomial of degree 63, bit i the
+// coefficient of x^i, by long division.
+func barrettMu() uint64 {
+	var q uint64
+	rem := [2]uint64{0, 1 << 31} // x^95: bit 95 is bit 31 of the high word
+	for i := 95; i >= 32; i-- {
+		if rem[i/64]>>(i%64)&1 == 0 {
+			continue
+		}
+		q |= 1 << (i - 32)
+		s := i - 32 // subtract P*x^s
+		rem[0] ^= crcPoly << s
+		if s > 0 {
+			rem[1] ^= crcPoly >> (64 - s)
+		}
+	}
+	return q
+}
 
 func makeClmulTables() *clmulTables {
 	t := new(clmulTables)
@@ -216,19 +242,7 @@ func makeClmulTables() *clmulTables {
 		d := len(t.kr) - 1 - i
 		t.kr[i] = [2]uint64{refl32hi(xPowMod(128*d + 95)), refl32hi(xPowMod(128*d + 31))}
 	}
-	t.fold[0] = refl32hi(xPowMod(63))
-	// floor(x^64 / P) by long division; the first step, x^64 - x^32*P, is
-	// taken by hand because x^64 does not fit.
-	q, r := uint64(1)<<32, uint64(crcPoly&0xffffffff)<<32
-	for i := 63; i >= 32; i-- {
-		if r&(1<<i) != 0 {
-			q |= 1 << (i - 32)
-			r ^= crcPoly << (i - 32)
-		}
-	}
-	t.mu[0] = refl33(q)
-	t.poly[0] = refl33(crcPoly)
-	t.lo32[0] = 0xffffffff
+	t.red = [2]uint64{bits.Reverse64(barrettMu()), refl32hi(crcPoly & 0xffffffff)}
 	for _, off := range []int{IPv4TOSOff, IPv4TTLOff, IPv4ChecksumOff, IPv4ChecksumOff + 1,
 		IPv4MinLen + UDPChecksumOff, IPv4MinLen + UDPChecksumOff + 1, IPv4MinLen + UDPLen + BTHFBOff} {
 		t.mask[off] = 0xff

@@ -400,10 +400,7 @@ func TestICRCClmulTables(t *testing.T) {
 		got, off uintptr
 	}{
 		{"kr", unsafe.Offsetof(tb.kr), clmulOffK},
-		{"fold", unsafe.Offsetof(tb.fold), clmulOffFold},
-		{"mu", unsafe.Offsetof(tb.mu), clmulOffMu},
-		{"poly", unsafe.Offsetof(tb.poly), clmulOffPoly},
-		{"lo32", unsafe.Offsetof(tb.lo32), clmulOffLo32},
+		{"red", unsafe.Offsetof(tb.red), clmulOffRed},
 		{"maskPad", unsafe.Offsetof(tb.maskPad), clmulOffMask - 64},
 		{"mask", unsafe.Offsetof(tb.mask), clmulOffMask},
 		{"zero", unsafe.Offsetof(tb.mask) + 64, clmulOffZero},
@@ -433,20 +430,17 @@ func TestICRCClmulTables(t *testing.T) {
 			}
 		}
 	}
-	if want := uint64(xPowRefl(63)) << 32; tab.fold != [2]uint64{want, 0} {
-		t.Errorf("fold = %#x, want {%#x, 0}", tab.fold, want)
+	if tab.red[1] != 0xedb88320<<32 { // P - x^32, reflected
+		t.Errorf("red[1] = %#x", tab.red[1])
 	}
-	if tab.poly != [2]uint64{0x1db710641, 0} { // 0xedb88320 (the reflected poly) and x^32
-		t.Errorf("poly = %#x", tab.poly)
-	}
-	// mu, back from reflected-33 to bit i = x^i, times P (carry-less) must
-	// be x^64 plus a polynomial of degree < 32.
-	mu := bits.Reverse64(tab.mu[0]) >> 31
-	if tab.mu[1] != 0 || mu>>33 != 0 || mu>>32 != 1 {
-		t.Fatalf("mu = %#x: not a degree-32 polynomial", tab.mu)
+	// mu, back from reflected-64 to bit i = x^i, times P (carry-less) must
+	// be x^95 plus a polynomial of degree < 32.
+	mu := bits.Reverse64(tab.red[0])
+	if mu>>63 != 1 {
+		t.Fatalf("mu = %#x: not of degree 63", mu)
 	}
 	var lo, hi uint64
-	for i := range 33 {
+	for i := range 64 {
 		if mu>>i&1 != 0 {
 			lo ^= crcPoly << i
 			if i > 0 {
@@ -454,11 +448,8 @@ func TestICRCClmulTables(t *testing.T) {
 			}
 		}
 	}
-	if hi != 1 || lo>>32 != 0 {
-		t.Errorf("mu*P = %#x:%016x, want x^64 + (degree < 32)", hi, lo)
-	}
-	if tab.lo32 != [2]uint64{0xffffffff, 0} {
-		t.Errorf("lo32 = %#x", tab.lo32)
+	if hi != 1<<31 || lo>>32 != 0 {
+		t.Errorf("mu*P = %#x:%016x, want x^95 + (degree < 32)", hi, lo)
 	}
 	var mask [128]byte
 	for _, off := range []int{1, 8, 10, 11, 26, 27, 32} { // TOS, TTL, IPv4 and UDP checksums, BTH byte 4

@@ -18,6 +18,9 @@ const (
 	icrcLevelAVX512 = 2
 )
 
+// icrc20 is ICRC20 without the slice: here, the portable path.
+func icrc20(p *byte, n int) uint32 { return icrc20Slow(p, n) }
+
 // icrcAsm20 is never called where useICRCAsm is false; it is the portable
 // path so that the tests run unchanged.
 func icrcAsm20(l3 []byte) uint32 { return icrcInPlace(l3, IPv4MinLen) }
