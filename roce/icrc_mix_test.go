@@ -1,12 +1,14 @@
 package roce
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
 
-// This file uses only the exported API and the shared test helpers, so it
-// can be dropped into an older tree for before/after comparisons.
+// This file uses only the exported API, the shared test helpers and
+// icrcAsm20, so it can be dropped into an older tree (from the assembly on)
+// for before/after comparisons.
 
 // icrcMixFrames returns n parsed frames of the kinds a SwordBox middlebox
 // checks most, in a fixed pseudo-random order: ACK (L3..ICRC span 44), READ
@@ -56,3 +58,29 @@ func BenchmarkICRCMix(b *testing.B) {
 }
 
 var icrcMixSink uint32
+
+// BenchmarkICRCAsmSweep times the default carry-less-multiply variant
+// (icrcAsm20, which every tree with the assembly has) on its own, by span
+// length: the middlebox's short spans, 44 to 128 bytes.
+func BenchmarkICRCAsmSweep(b *testing.B) {
+	if !useICRCAsm {
+		b.Skip("no carry-less-multiply ICRC on this machine")
+	}
+	for _, n := range []int{44, 56, 64, 68, 72, 80, 88, 96, 104, 108, 112, 120, 128} {
+		l3 := make([]byte, n)
+		r := rand.New(rand.NewPCG(2, uint64(n)))
+		for i := range l3 {
+			l3[i] = byte(r.Uint32())
+		}
+		l3[0] = 0x45
+		b.Run(fmt.Sprintf("span=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(n))
+			var sink uint32
+			for b.Loop() {
+				sink += icrcAsm20(l3)
+			}
+			icrcMixSink = sink
+		})
+	}
+}
