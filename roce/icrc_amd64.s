@@ -15,8 +15,11 @@
 // Field offsets of clmulTables (icrc_fast.go; checked by TestICRCClmulTables).
 #define OFF_RED 256
 #define OFF_SHUF 272
+#define OFF_SHORT_T 304
+#define OFF_SHORT_U 337
 #define OFF_MASK 448
 #define OFF_ZERO 512
+#define OFF_ZERO_INV 576
 
 // SETUP loads the tables and splits the span (SI = p, CX = n): R8 = the
 // tables, DX = k = n%16, CX = F = n/16 (whole blocks), R9 = &kr[16-B] where
@@ -64,16 +67,13 @@
 // T >> 32 (bits 33..95 of T: T = A*x^32 + B) is reflected-64; the low
 // quadword of clmul(A, mu) is q = floor(T/P); the remainder is B ^ (q*P' mod
 // x^32), the latter bits 31..62 of the high quadword of clmul(q, P'). B and
-// the initial state's share icrcZeroK[n] (n reloaded: CX may be a counter
-// by now) are combined off the critical path. Then VZEROUPPER and return.
+// the initial state's share, inverted (zeroInv[n]; CX = n), are combined off
+// the critical path. Then VZEROUPPER and return.
 #define AVX_REDUCE \
 	VPSRLDQ $4, X0, X1; \
 	VPCLMULQDQ $0x00, OFF_RED(R8), X1, X1; \
 	VPEXTRD $3, X0, BX; \
-	MOVQ    n+8(FP), CX; \
-	LEAQ    ·icrcZeroK(SB), DI; \
-	XORL    (DI)(CX*4), BX; \
-	NOTL    BX; \
+	XORL    OFF_ZERO_INV(R8)(CX*4), BX; \
 	VPCLMULQDQ $0x10, OFF_RED(R8), X1, X1; \
 	VPEXTRQ $1, X1, AX; \
 	SHRQ    $31, AX; \
@@ -160,9 +160,7 @@ sse_reduce:
 	PSHUFD $0xff, X0, X0
 	MOVL  X0, BX                 // B
 	MOVQ  n+8(FP), CX
-	LEAQ  ·icrcZeroK(SB), DI
-	XORL  (DI)(CX*4), BX
-	NOTL  BX
+	XORL  OFF_ZERO_INV(R8)(CX*4), BX
 	PCLMULQDQ $0x10, X3, X1      // clmul(q, P')
 	PSRLDQ $8, X1
 	MOVQ  X1, AX
@@ -194,13 +192,8 @@ avx:
 	SUBQ  AX, DX                 // r
 	LEAQ  224(R8), R9
 	SUBQ  AX, R9                 // K
-	LEAQ  -16(DX), R10
-	XORL  R11, R11
-	TESTQ R10, R10
-	CMOVQLT R11, R10             // t
-	MOVL  $16, R12
-	CMPQ  DX, R12
-	CMOVQLT DX, R12              // u
+	MOVBLZX OFF_SHORT_T(R8)(DX*1), R10 // t
+	MOVBLZX OFF_SHORT_U(R8)(DX*1), R12 // u
 	VMOVDQU (SI), X1
 	VPOR    OFF_MASK(R8), X1, X1
 	VPSHUFB OFF_SHUF(R8)(R10*1), X1, X1
@@ -298,6 +291,7 @@ avx_lanes:
 	VPXOR   X1, X0, X0
 
 avx_reduce:
+	MOVQ    n+8(FP), CX          // CX counted blocks
 	AVX_REDUCE
 
 avx512:
@@ -362,7 +356,7 @@ avx512_lanes:
 	VPXOR   Y1, Y0, Y0
 	VEXTRACTI128 $1, Y0, X1
 	VPXOR   X1, X0, X0
-	AVX_REDUCE
+	AVX_REDUCE                   // CX = n still
 
 slow:
 	JMP ·icrc20Slow(SB)

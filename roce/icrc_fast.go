@@ -180,22 +180,33 @@ type clmulTables struct {
 	// as reflected-64, red[1] = P - x^32 as reflected-32 in the high half.
 	red  [2]uint64
 	shuf [32]byte // PSHUFB window: 16 x 0x80, then 0..15
-	_    [80]byte
+	// shortT[r] = max(r-16, 0) and shortU[r] = min(r, 16), r = 0..32: the
+	// load offset and shuffle windows of the 256-bit straight-line path's
+	// leading partial pair of r bytes.
+	shortT [33]byte
+	shortU [33]byte
+	_      [14]byte
 	// mask has 0xff at the masked span offsets (IHL 20) and zeros from
 	// offset 33 on (clmulOffZero: the mask of blocks past the headers); the
 	// 64 bytes before it are zero, the mask of bytes before the span.
 	maskPad [64]byte
 	mask    [128]byte
+	// zeroInv[n] = ^icrcZeroK[n]: XORed into the raw register it gives the
+	// ICRC.
+	zeroInv [icrcFastMax + 1]uint32
 }
 
 // Offsets of clmulTables' fields, as icrc_amd64.s uses them (checked by
 // TestICRCClmulTables).
 const (
-	clmulOffK    = 0
-	clmulOffRed  = 256
-	clmulOffShuf = 272
-	clmulOffMask = 448
-	clmulOffZero = 512
+	clmulOffK       = 0
+	clmulOffRed     = 256
+	clmulOffShuf    = 272
+	clmulOffShortT  = 304
+	clmulOffShortU  = 337
+	clmulOffMask    = 448
+	clmulOffZero    = 512
+	clmulOffZeroInv = 576
 )
 
 // crcPoly is the CRC-32 (IEEE) polynomial, bit i the coefficient of x^i.
@@ -246,6 +257,16 @@ func makeClmulTables() *clmulTables {
 	for _, off := range []int{IPv4TOSOff, IPv4TTLOff, IPv4ChecksumOff, IPv4ChecksumOff + 1,
 		IPv4MinLen + UDPChecksumOff, IPv4MinLen + UDPChecksumOff + 1, IPv4MinLen + UDPLen + BTHFBOff} {
 		t.mask[off] = 0xff
+	}
+	for r := range t.shortT {
+		t.shortT[r], t.shortU[r] = byte(max(r-16, 0)), byte(min(r, 16))
+	}
+	// The raw register after the initial value and 8 bytes of 0xFF, then
+	// after n zero bytes (as icrcZeroK, which init has not filled yet).
+	reg := ^crc32.ChecksumIEEE(ffPrefix[:])
+	for n := range t.zeroInv {
+		t.zeroInv[n] = ^reg
+		reg = crc32.IEEETable[byte(reg)] ^ reg>>8
 	}
 	for i := range 16 {
 		t.shuf[i] = 0x80

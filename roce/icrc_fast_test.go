@@ -401,6 +401,9 @@ func TestICRCClmulTables(t *testing.T) {
 	}{
 		{"kr", unsafe.Offsetof(tb.kr), clmulOffK},
 		{"red", unsafe.Offsetof(tb.red), clmulOffRed},
+		{"shortT", unsafe.Offsetof(tb.shortT), clmulOffShortT},
+		{"shortU", unsafe.Offsetof(tb.shortU), clmulOffShortU},
+		{"zeroInv", unsafe.Offsetof(tb.zeroInv), clmulOffZeroInv},
 		{"maskPad", unsafe.Offsetof(tb.maskPad), clmulOffMask - 64},
 		{"mask", unsafe.Offsetof(tb.mask), clmulOffMask},
 		{"zero", unsafe.Offsetof(tb.mask) + 64, clmulOffZero},
@@ -428,6 +431,20 @@ func TestICRCClmulTables(t *testing.T) {
 			if want := uint64(xPowRefl(e)) << 32; c[j] != want {
 				t.Errorf("kr[%d][%d] = %#x, want x^%d mod P = %#x", i, j, c[j], e, want)
 			}
+		}
+	}
+	for r := range tab.shortT {
+		wantT, wantU := 0, r
+		if r > 16 {
+			wantT, wantU = r-16, 16
+		}
+		if int(tab.shortT[r]) != wantT || int(tab.shortU[r]) != wantU {
+			t.Errorf("shortT, shortU[%d] = %d, %d, want %d, %d", r, tab.shortT[r], tab.shortU[r], wantT, wantU)
+		}
+	}
+	for n, v := range tab.zeroInv {
+		if v != ^icrcZeroK[n] {
+			t.Errorf("zeroInv[%d] = %08x, want ^icrcZeroK = %08x", n, v, ^icrcZeroK[n])
 		}
 	}
 	if tab.red[1] != 0xedb88320<<32 { // P - x^32, reflected
