@@ -191,3 +191,40 @@ func BenchmarkICRC20Mix(b *testing.B) {
 	}
 	icrcMixSink = sink
 }
+
+// BenchmarkICRC20Spans times ICRC20 on the spans of BenchmarkICRCSpans'
+// frames (ACK 44, READ request 56, CMP_SWAP 68, WRITE with 8 to 64 bytes 64
+// to 120, READ response with 64 bytes 108), as the middlebox calls it.
+func BenchmarkICRC20Spans(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		op   Opcode
+		pay  int
+	}{
+		{"ack", OpRCAcknowledge, 0},
+		{"read", OpRCReadRequest, 0},
+		{"write", OpRCWriteOnly, 8},
+		{"cas", OpRCCompareSwap, 0},
+		{"write", OpRCWriteOnly, 32},
+		{"write", OpRCWriteOnly, 48},
+		{"readresp", OpRCReadResponseOnly, 64},
+		{"write", OpRCWriteOnly, 64},
+	} {
+		f := baseFields(c.op)
+		f.Payload = make([]byte, c.pay)
+		var p Packet
+		if err := ParseInto(&p, build(b, &f, 0)); err != nil {
+			b.Fatal(err)
+		}
+		l3 := p.Frame[p.L3Off:p.ICRCOff]
+		b.Run(fmt.Sprintf("%s=%d", c.name, len(l3)), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(l3)))
+			var sink uint32
+			for b.Loop() {
+				sink += ICRC20(l3)
+			}
+			icrcMixSink = sink
+		})
+	}
+}
