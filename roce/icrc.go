@@ -26,6 +26,13 @@ import (
 // multiply in assembly that reads them in place (icrc_amd64.s); otherwise
 // they are copied, masked and zero-padded, and go to crc32.Update in one
 // call.
+//
+// Entry points. ICRC20 (and ComputeICRC, for a 20-byte IPv4 header) inline
+// to one call of the assembly entry icrc20, which checks the length and
+// useICRCAsm itself and tail-calls icrc20Slow (the paths above, through
+// icrcOver) when it does not apply: a caller that knows its layout reaches
+// the carry-less multiply with no Go call in between. ICRCOf and spans with
+// IPv4 options go through icrcOver.
 
 var (
 	crcTab8  [8][256]uint32
