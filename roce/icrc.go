@@ -31,8 +31,8 @@ import (
 // to one call of the assembly entry icrc20, which checks the length and
 // useICRCAsm itself and tail-calls icrc20Slow (the paths above, through
 // icrcOver) when it does not apply: a caller that knows its layout reaches
-// the carry-less multiply with no Go call in between. ICRCOf and spans with
-// IPv4 options go through icrcOver.
+// the carry-less multiply with no Go call in between. ICRCOf takes the same
+// route for IHL 5; spans with IPv4 options go through icrcOver.
 
 var (
 	crcTab8  [8][256]uint32
@@ -158,6 +158,9 @@ func ICRCOf(l3 []byte) (uint32, error) {
 	ihl := IPv4(l3).HeaderLen()
 	if ihl < IPv4MinLen || len(l3) < ihl+UDPLen+BTHLen {
 		return 0, fmt.Errorf("roce: icrc: %d bytes with IHL %d, need IPv4, UDP and BTH", len(l3), ihl)
+	}
+	if ihl == IPv4MinLen {
+		return ICRC20(l3), nil
 	}
 	return icrcOver(l3, ihl), nil
 }
