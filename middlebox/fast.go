@@ -66,7 +66,7 @@ func fastLayout(f []byte) (int, bool) {
 	}
 	total := int(be.Uint16(f[xIP+roce.IPv4TotalLenOff:]))
 	end := xIP + total
-	if end > len(f) || int(be.Uint16(f[xUDP+roce.UDPLengthOff:])) != total-roce.IPv4MinLen {
+	if total < xHdrs+roce.ICRCLen || end > len(f) || int(be.Uint16(f[xUDP+roce.UDPLengthOff:])) != total-roce.IPv4MinLen {
 		return 0, false
 	}
 	return end, true
@@ -75,8 +75,7 @@ func fastLayout(f []byte) (int, bool) {
 // icrcOK reports whether the ICRC of the packet in f (common layout) that
 // ends at end is correct.
 func icrcOK(f []byte, end int) bool {
-	c, err := roce.ICRCOf(f[xIP : end-roce.ICRCLen])
-	return err == nil && c == binary.LittleEndian.Uint32(f[end-roce.ICRCLen:end])
+	return roce.ICRC20(f[xIP:end-roce.ICRCLen]) == binary.LittleEndian.Uint32(f[end-roce.ICRCLen:end])
 }
 
 // fastRequest handles f, received from a client, if it is the common case

@@ -308,3 +308,33 @@ func FuzzFastPath(f *testing.F) {
 		w.step(1, Side(side&1), in)
 	})
 }
+
+// Frames whose IPv4 total length is too short for the headers are not the
+// fast path's (roce.ParseInto refuses them too): no panic, same drops.
+func TestFastPathShortTotalLength(t *testing.T) {
+	r := newTestRack(t, 3, testConfig(true, true))
+	w := newTwin(t, r.e.cfg)
+	a, _ := r.cas(1, 0x1000, 0, 1)
+	w.step(0, ClientSide, a)
+	for _, op := range []roce.Opcode{roce.OpRCReadResponseMiddle, roce.OpRCAcknowledge, roce.OpRCWriteOnly} {
+		var f []byte
+		if op == roce.OpRCWriteOnly {
+			f, _ = r.write(1, 0x5000, le64(1))
+		} else {
+			f = r.readResp(0, roce.OpRCReadResponseMiddle, 7, make([]byte, 64), 1)
+		}
+		f[xBTH] = byte(op)
+		for total := 0; total < xHdrs+roce.ICRCLen; total++ {
+			binary.BigEndian.PutUint16(f[xIP+roce.IPv4TotalLenOff:], uint16(total))
+			binary.BigEndian.PutUint16(f[xUDP+roce.UDPLengthOff:], uint16(total-roce.IPv4MinLen))
+			side := ServerSide
+			if op == roce.OpRCWriteOnly {
+				side = ClientSide
+			}
+			w.step(1, side, f)
+		}
+	}
+	if c := w.fast.Counters(); c.Drops[DropMalformed] == 0 {
+		t.Fatalf("short frames not dropped as malformed: %s", c.String())
+	}
+}
