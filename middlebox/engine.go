@@ -344,7 +344,7 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 			home = c.msgOut
 		}
 	}
-	home, npkts, ok := e.admit(ci, sv, cls, inRange, home, psn, dmaLen, out)
+	home, npkts, ok := e.admit(c, ci, sv, cls, inRange, home, psn, dmaLen, out)
 	if !ok {
 		return
 	}
@@ -358,8 +358,8 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 			va = p.AtomicETH.VA()
 		}
 	}
-	first := e.record(ci, home, psn, npkts, cls, p.Opcode == roce.OpRCFetchAdd)
 	o := &e.conns[home]
+	first := e.record(c, o, ci, home, psn, npkts, cls, p.Opcode == roce.OpRCFetchAdd)
 	outPSN := first.outPSN
 	remapped := home != ci
 	onShared := home == sv.shared
@@ -409,10 +409,9 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 // admit decides where an in-order request of client connection ci goes,
 // starting from home, and checks that it fits: the barrier between
 // connections, the READ's size, the client's window and the outgoing
-// ring. It returns the outgoing connection and the PSNs the request takes
-// there, or false after counting the drop.
-func (e *Engine) admit(ci int32, sv *server, cls opClass, inRange bool, home int32, psn, dmaLen uint32, out *Out) (int32, uint32, bool) {
-	c := &e.conns[ci]
+// ring (c is e.conns[ci]). It returns the outgoing connection and the PSNs
+// the request takes there, or false after counting the drop.
+func (e *Engine) admit(c *conn, ci int32, sv *server, cls opClass, inRange bool, home int32, psn, dmaLen uint32, out *Out) (int32, uint32, bool) {
 	if inRange && sv.shared >= 0 && sv.shared != ci {
 		s := &e.conns[sv.shared]
 		switch {
@@ -471,9 +470,9 @@ func (e *Engine) admit(ci int32, sv *server, cls opClass, inRange bool, home int
 
 // record enters an admitted request of client connection ci at client PSN
 // psn into the map of its outgoing connection home and into the client's
-// bookkeeping, and returns its (first) map entry.
-func (e *Engine) record(ci, home int32, psn, npkts uint32, cls opClass, fa bool) *entry {
-	c, o := &e.conns[ci], &e.conns[home]
+// bookkeeping (c and o are e.conns[ci] and e.conns[home]), and returns
+// its (first) map entry.
+func (e *Engine) record(c, o *conn, ci, home int32, psn, npkts uint32, cls opClass, fa bool) *entry {
 	outPSN := o.outNext
 	first := o.slot(outPSN)
 	*first = entry{client: ci, inPSN: psn, outPSN: outPSN, valid: true, word: -1, msgEnd: true, kind: kPlain}

@@ -136,12 +136,12 @@ func (e *Engine) fastRequest(now int64, f []byte, out *Out) bool {
 		dmaLen = be.Uint32(f[xExt+roce.RETHDMALenOff:])
 	}
 	inRange := inRanges(sv.remap, va)
-	home, npkts, ok := e.admit(ci, sv, cls, inRange, ci, psn, dmaLen, out)
+	home, npkts, ok := e.admit(c, ci, sv, cls, inRange, ci, psn, dmaLen, out)
 	if !ok {
 		return true
 	}
-	first := e.record(ci, home, psn, npkts, cls, op == roce.OpRCFetchAdd)
 	o := &e.conns[home]
+	first := e.record(c, o, ci, home, psn, npkts, cls, op == roce.OpRCFetchAdd)
 	outPSN := first.outPSN
 	icrcOff := end - roce.ICRCLen
 	frame := f
