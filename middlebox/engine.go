@@ -403,7 +403,7 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 		}
 		frame = p.Frame
 	}
-	e.forward(o, onShared, first, frame, out)
+	e.forward(o, first, frame, out)
 }
 
 // admit decides where an in-order request of client connection ci goes,
@@ -506,9 +506,12 @@ func (e *Engine) record(c, o *conn, ci, home int32, psn, npkts uint32, cls opCla
 }
 
 // forward sends a recorded request, ready to go, to the server on
-// connection o, keeping a copy for replay when o is the shared one.
-func (e *Engine) forward(o *conn, onShared bool, first *entry, frame []byte, out *Out) {
-	if o.log != nil && onShared && len(frame) <= len(o.log.buf) {
+// connection o, keeping a copy for replay when o is a shared connection
+// (only those have a log: a request whose outgoing connection is shared is
+// on its own server's shared connection, since a client's requests only
+// ever travel to the server it addressed).
+func (e *Engine) forward(o *conn, first *entry, frame []byte, out *Out) {
+	if o.log != nil && len(frame) <= len(o.log.buf) {
 		first.fpos, first.flen = o.log.put(frame), uint16(len(frame))
 	}
 	if !out.addInput(ServerSide, frame) {

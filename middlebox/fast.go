@@ -142,21 +142,21 @@ func (e *Engine) fastRequest(now int64, f []byte, out *Out) bool {
 	}
 	o := &e.conns[home]
 	first := e.record(c, o, ci, home, psn, npkts, cls, op == roce.OpRCFetchAdd)
-	outPSN := first.outPSN
+	if home != ci {
+		retargetRequest(f, xIP, xUDP, xBTH, o)
+		e.c.Remapped++
+	}
 	icrcOff := end - roce.ICRCLen
-	frame := f
-	conv, fa := false, false
-	var pre uint32
+	var cv convPre
 	switch cls {
 	case opAtomic:
 		if inRanges(sv.cas, va) {
-			fa = op == roce.OpRCFetchAdd
-			var v uint64
-			conv, v = e.atomicWord(si, first, va, fa,
+			fa := op == roce.OpRCFetchAdd
+			conv, v := e.atomicWord(si, first, va, fa,
 				be.Uint64(f[xExt+roce.AtomicSwapAddOff:]), be.Uint64(f[xExt+roce.AtomicCompareOff:]), home == sv.shared)
 			if conv {
-				pre = convPreOf(f, xIP, icrcOff)
-				frame = convWrite(f, xIP, v)
+				cv = convPre{ok: true, fa: fa, pre: convPreOf(f, xIP, icrcOff)}
+				f = convWrite(f, xIP, v)
 				icrcOff = xIP + convOutLen
 			}
 		}
@@ -165,23 +165,16 @@ func (e *Engine) fastRequest(now int64, f []byte, out *Out) bool {
 			e.writeOnWords(si, f[xExt+roce.RETHLen:icrcOff], dmaLen, first, va, home == sv.shared)
 		}
 	}
-	remapped := home != ci
-	if remapped {
-		retargetRequest(frame, xIP, xUDP, xBTH, o)
-		e.c.Remapped++
-	}
-	if remapped || outPSN != psn || conv {
-		put24(frame[xBTH+roce.BTHAckPSNOff+1:], outPSN)
-		ipChecksum(frame[xIP:xUDP])
-		k := e.reqDelta(ci, home)
-		if conv {
-			cv := convPre{ok: true, fa: fa, pre: pre}
-			convICRC(frame, xIP, icrcOff, &cv, k, psn, outPSN)
+	if outPSN := first.outPSN; home != ci || outPSN != psn || cv.ok {
+		put24(f[xBTH+roce.BTHAckPSNOff+1:], outPSN)
+		ipChecksum(f[xIP:xUDP])
+		if k := e.reqDelta(ci, home); cv.ok {
+			convICRC(f, xIP, icrcOff, &cv, k, psn, outPSN)
 		} else {
-			fastICRC(frame, xIP, icrcOff, k, psn, outPSN, false, 0, 0)
+			fastICRC(f, xIP, icrcOff, k, psn, outPSN, false, 0, 0)
 		}
 	}
-	e.forward(o, home == sv.shared, first, frame, out)
+	e.forward(o, first, f, out)
 	return true
 }
 
