@@ -15,7 +15,11 @@ import (
 )
 
 func main() {
-	if err := rootCmd.Execute(); err != nil {
+	err := rootCmd.Execute()
+	if perr := stopProfile(); err == nil {
+		err = perr
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "swordbox:", err)
 		os.Exit(1)
 	}

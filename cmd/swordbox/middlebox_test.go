@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,4 +71,42 @@ func TestMiddleboxBenchEngineJSON(t *testing.T) {
 	if !strings.Contains(res.PerCore[0].Counters, "cas-to-write=") {
 		t.Fatalf("the mix did not replace any CAS: %s", res.PerCore[0].Counters)
 	}
+}
+
+// --cpuprofile writes a profile pprof reads.
+func TestCPUProfileFlag(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cpu.pprof")
+	var out bytes.Buffer
+	rootCmd.SetOut(&out)
+	rootCmd.SetArgs([]string{"--cpuprofile", path, "middlebox", "bench", "--io", "engine", "--duration", "200ms", "--json"})
+	defer rootCmd.SetArgs(nil)
+	err := rootCmd.Execute()
+	if perr := stopProfile(); err == nil {
+		err = perr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A pprof profile is a gzipped protocol buffer.
+	zr, err := gzip.NewReader(bytes.NewReader(mustRead(t, path)))
+	if err != nil {
+		t.Fatalf("profile: %v", err)
+	}
+	if b, err := io.ReadAll(zr); err != nil || len(b) == 0 {
+		t.Fatalf("profile: %d bytes, %v", len(b), err)
+	}
+	rootCmd.SetArgs([]string{"--cpuprofile", filepath.Join(t.TempDir(), "no", "such", "dir"), "middlebox", "bench", "--io", "engine", "--duration", "10ms"})
+	if err := rootCmd.Execute(); err == nil || !strings.Contains(err.Error(), "cpuprofile") {
+		t.Fatalf("unwritable profile path: %v", err)
+	}
+	rootCmd.PersistentFlags().Set("cpuprofile", "")
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
