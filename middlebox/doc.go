@@ -16,7 +16,12 @@
 //
 // Process(now, side, frame, out) parses the frame with roce.ParseInto,
 // rewrites it in place when it is forwarded, and appends every frame to
-// send, in order, to out. A request from a client (client side) is looked
+// send, in order, to out. The common frames of the steady state (fast.go:
+// the usual layout, an in-order single-packet request on a known
+// connection, an ACK, ATOMIC ACK or READ response on a known outgoing
+// connection) skip the parse and are handled at constant offsets by the
+// same steps; the fast path takes a frame only when the general path would
+// do exactly the same with it, which TestFastPathMatchesGeneral checks. A request from a client (client side) is looked
 // up in the connection table by (client IP, server IP, UDP source port,
 // destination QP); a response from a server by (server IP, client IP,
 // destination QP). Connections are preloaded (Config.Conns) or learned
