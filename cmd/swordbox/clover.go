@@ -81,16 +81,10 @@ SIGINT or SIGTERM.`,
 		if err := loadConfig(cmd, "clover-ms", &cfg); err != nil {
 			return err
 		}
-		dev, err := cloverDevice("ms", cfg.Iface, cfg.MAC, cfg.IP, cfg.MTU, cfg.AckTimeout)
-		if err != nil {
-			return err
-		}
-		defer dev.Close()
-		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
-		defer func() { fmt.Fprintf(cmd.ErrOrStderr(), "clover ms: RNIC %+v\n", dev.Stats()) }()
-		return netns.RunMS(ctx, netns.MSConfig{Listen: cfg.Listen, Memory: cfg.Memnode, Keys: cfg.Keys, Chunks: cfg.Chunks,
-			Threads: cfg.Threads, ReadTimeout: cfg.ReadTimeout, EpochPeriod: cfg.EpochPeriod}, dev, cmd.OutOrStdout())
+		return runCloverHost(cmd, "ms", cfg.Iface, cfg.MAC, cfg.IP, cfg.MTU, cfg.AckTimeout, func(ctx context.Context, dev *rnic.Device) error {
+			return netns.RunMS(ctx, netns.MSConfig{Listen: cfg.Listen, Memory: cfg.Memnode, Keys: cfg.Keys, Chunks: cfg.Chunks,
+				Threads: cfg.Threads, ReadTimeout: cfg.ReadTimeout, EpochPeriod: cfg.EpochPeriod}, dev, cmd.OutOrStdout())
+		})
 	},
 }
 
@@ -121,19 +115,28 @@ A failure prints {"event":"error","error":"..."} and exits non-zero.`,
 		if _, _, err := ycsb.Preset(ycsb.Kind(cfg.Workload)); err != nil {
 			return fmt.Errorf("clover clients: --workload: %w", err)
 		}
-		dev, err := cloverDevice("clients", cfg.Iface, cfg.MAC, cfg.IP, cfg.MTU, cfg.AckTimeout)
-		if err != nil {
-			return err
-		}
-		defer dev.Close()
-		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
-		defer func() { fmt.Fprintf(cmd.ErrOrStderr(), "clover clients: RNIC %+v\n", dev.Stats()) }()
-		return netns.RunClients(ctx, netns.ClientsConfig{Host: cfg.Host, Hosts: cfg.Hosts, Threads: cfg.Threads,
-			Memory: cfg.Memnode, MS: cfg.MS, Workload: ycsb.Kind(cfg.Workload), Keys: cfg.Keys, ValueSize: cfg.ValueSize,
-			Zipf: cfg.Zipf, Seed: cfg.Seed, Warmup: cfg.Warmup, Duration: cfg.Duration, ReadTimeout: cfg.ReadTimeout},
-			dev, cmd.InOrStdin(), cmd.OutOrStdout())
+		return runCloverHost(cmd, "clients", cfg.Iface, cfg.MAC, cfg.IP, cfg.MTU, cfg.AckTimeout, func(ctx context.Context, dev *rnic.Device) error {
+			return netns.RunClients(ctx, netns.ClientsConfig{Host: cfg.Host, Hosts: cfg.Hosts, Threads: cfg.Threads,
+				Memory: cfg.Memnode, MS: cfg.MS, Workload: ycsb.Kind(cfg.Workload), Keys: cfg.Keys, ValueSize: cfg.ValueSize,
+				Zipf: cfg.Zipf, Seed: cfg.Seed, Warmup: cfg.Warmup, Duration: cfg.Duration, ReadTimeout: cfg.ReadTimeout},
+				dev, cmd.InOrStdin(), cmd.OutOrStdout())
+		})
 	},
+}
+
+// runCloverHost opens the RNIC of a Clover host (role ms or clients) and
+// runs run with it until it returns or SIGINT/SIGTERM cancels its context;
+// the RNIC's counters go to stderr at the end.
+func runCloverHost(cmd *cobra.Command, role, iface, mac, ip string, mtu int, ackTimeout time.Duration, run func(context.Context, *rnic.Device) error) error {
+	dev, err := cloverDevice(role, iface, mac, ip, mtu, ackTimeout)
+	if err != nil {
+		return err
+	}
+	defer dev.Close()
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	defer func() { fmt.Fprintf(cmd.ErrOrStderr(), "clover %s: RNIC %+v\n", role, dev.Stats()) }()
+	return run(ctx, dev)
 }
 
 // cloverDevice opens the data port and the RNIC of a Clover host.
