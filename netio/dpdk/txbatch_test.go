@@ -53,15 +53,8 @@ func TestRegisterThread(t *testing.T) {
 // and intact at the next FlushRx, dropped and surplus mbufs go back to the
 // pool, and nothing is lost or leaked.
 func TestTxBatchFlushRx(t *testing.T) {
-	needEAL(t)
-	registered(t)
 	const n = 1023
-	pool := newPool(t, n)
-	p := ringPort(t, pool)
-	b, err := NewTxBatch(pool, [2]*EthPort{p, p}, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pool, p, b := txBatchOnRing(t, n, 64)
 	defer func() {
 		b.Close()
 		if got := pool.Available(); got != n {
@@ -112,15 +105,8 @@ func TestTxBatchFlushRx(t *testing.T) {
 
 // What the ring refuses is freed and counted; a sink drains the port.
 func TestTxBatchOverflowAndSink(t *testing.T) {
-	needEAL(t)
-	registered(t)
 	const n = 4095
-	pool := newPool(t, n)
-	p := ringPort(t, pool)
-	b, err := NewTxBatch(pool, [2]*EthPort{p, p}, TxBatchStock)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pool, p, b := txBatchOnRing(t, n, TxBatchStock)
 	const queued = 1500 // net_ring0's ring holds fewer
 	for i := range queued {
 		m := b.Take()
@@ -159,15 +145,8 @@ func TestTxBatchOverflowAndSink(t *testing.T) {
 
 // An empty pool: Take returns nil and counts it; nothing else breaks.
 func TestTxBatchPoolEmpty(t *testing.T) {
-	needEAL(t)
-	registered(t)
 	const n = 63
-	pool := newPool(t, n)
-	p := ringPort(t, pool)
-	b, err := NewTxBatch(pool, [2]*EthPort{p, p}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pool, p, b := txBatchOnRing(t, n, 0)
 	var held []*Mbuf
 	for m := b.Take(); m != nil; m = b.Take() {
 		held = append(held, m)
@@ -219,4 +198,20 @@ func BenchmarkTxBatchForward(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds()/1e6, "Mpps")
+}
+
+// txBatchOnRing returns, on a thread registered as an lcore, a pool of n
+// mbufs, the net_ring0 loopback port over it, and a TxBatch sending both
+// sides to that port with a stock of stock mbufs.
+func txBatchOnRing(t *testing.T, n, stock int) (*Mempool, *EthPort, *TxBatch) {
+	t.Helper()
+	needEAL(t)
+	registered(t)
+	pool := newPool(t, n)
+	p := ringPort(t, pool)
+	b, err := NewTxBatch(pool, [2]*EthPort{p, p}, stock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pool, p, b
 }
