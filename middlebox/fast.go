@@ -72,6 +72,12 @@ func fastLayout(f []byte) (int, bool) {
 	return end, true
 }
 
+// xHeaders is headers for the common layout (f at least xExt bytes long).
+func xHeaders(f []byte) (*[roce.EthernetLen]byte, *[roce.IPv4MinLen]byte, *[roce.UDPLen]byte, *[roce.BTHLen]byte) {
+	h := (*[xExt]byte)(f)
+	return (*[roce.EthernetLen]byte)(h[:]), (*[roce.IPv4MinLen]byte)(h[xIP:]), (*[roce.UDPLen]byte)(h[xUDP:]), (*[roce.BTHLen]byte)(h[xBTH:])
+}
+
 // icrcOK reports whether the ICRC of the packet in f (common layout) that
 // ends at end is correct.
 func icrcOK(f []byte, end int) bool {
@@ -143,7 +149,8 @@ func (e *Engine) fastRequest(now int64, f []byte, out *Out) bool {
 	o := &e.conns[home]
 	first := e.record(c, o, ci, home, psn, npkts, cls, op == roce.OpRCFetchAdd)
 	if home != ci {
-		retargetRequest(f, xIP, xUDP, xBTH, o)
+		eth, ip, udp, b := xHeaders(f)
+		retargetRequestHdrs(eth, ip, udp, b, o)
 		e.c.Remapped++
 	}
 	icrcOff := end - roce.ICRCLen

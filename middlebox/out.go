@@ -225,6 +225,13 @@ func (e *Engine) emitAtomicAck(out *Out, c *conn, psn uint32, orig uint64, msn u
 // source port, destination QP.
 func retargetRequest(f []byte, l3, l4, bth int, o *conn) {
 	eth, ip, udp, b := headers(f, l3, l4, bth)
+	retargetRequestHdrs(eth, ip, udp, b, o)
+}
+
+// retargetRequestHdrs is retargetRequest on the headers themselves (from
+// headers, or from xHeaders on the fast path, where the offsets are
+// constants and the bounds are checked once).
+func retargetRequestHdrs(eth *[roce.EthernetLen]byte, ip *[roce.IPv4MinLen]byte, udp *[roce.UDPLen]byte, b *[roce.BTHLen]byte, o *conn) {
 	*(*[6]byte)(eth[roce.EthDstOff:]) = o.srvMAC
 	*(*[6]byte)(eth[roce.EthSrcOff:]) = o.cliMAC
 	*(*[4]byte)(ip[roce.IPv4SrcOff:]) = o.cliIP
