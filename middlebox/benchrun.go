@@ -64,10 +64,14 @@ func BenchEngine(mix MixConfig, cores int, dur time.Duration) (BenchResult, erro
 			m.Fill(tr, batch)
 			t0, c0 := time.Now(), threadCPU()
 			for i, f := range tr.Frames {
-				out.Reset()
+				if i%benchBurst == 0 { // one Out per burst, as in the I/O loops
+					outN += uint64(out.Len())
+					out.Reset()
+				}
 				e.Process(0, tr.Sides[i], f, out)
-				outN += uint64(out.Len())
 			}
+			outN += uint64(out.Len())
+			out.Reset()
 			busy += time.Since(t0)
 			cpu += threadCPU() - c0
 			in += uint64(len(tr.Frames))
@@ -79,6 +83,10 @@ func BenchEngine(mix MixConfig, cores int, dur time.Duration) (BenchResult, erro
 		return nil
 	})
 }
+
+// benchBurst is the number of frames BenchEngine processes into one Out:
+// the I/O loops' receive burst.
+const benchBurst = 32
 
 // runCores runs core(k, &res.PerCore[k]) for each of res.Cores cores
 // concurrently, then fills in the wall time and the totals. The first error
