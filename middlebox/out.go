@@ -157,10 +157,16 @@ type ackTemplate struct {
 }
 
 func (e *Engine) template(c *conn) *ackTemplate {
-	t := &c.tmpl
-	if t.ok && t.port == c.srvPort {
-		return t
+	if t := &c.tmpl; t.ok && t.port == c.srvPort {
+		return t // inlined: the usual case
 	}
+	return buildTemplate(c)
+}
+
+// buildTemplate (re)builds c's answer templates: the first answer, or the
+// server's UDP source port changed.
+func buildTemplate(c *conn) *ackTemplate {
+	t := &c.tmpl
 	writeResponseHeaders(t.ack[:], c, roce.OpRCAcknowledge, 0)
 	setICRC(t.ack[:])
 	t.ackICRC = binary.LittleEndian.Uint32(t.ack[genAtomic:])

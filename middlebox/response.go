@@ -169,9 +169,18 @@ func (e *Engine) flushTouched(out *Out) {
 	}
 }
 
-// complete marks an entry acknowledged to its client.
+// complete marks an entry acknowledged to its client. Small enough to be
+// inlined; a multi-packet READ or a foreign entry takes completeMore.
 func (e *Engine) complete(o *conn, en *entry) {
 	en.done = true
+	if en.kind == kRead && en.npkts > 1 || en.foreign {
+		e.completeMore(o, en)
+	}
+}
+
+// completeMore is complete's rarer part: a READ's later PSNs, and the
+// foreign count.
+func (e *Engine) completeMore(o *conn, en *entry) {
 	if en.kind == kRead {
 		for i := uint32(1); i < en.npkts; i++ {
 			q := psnAdd(en.outPSN, int(i))
