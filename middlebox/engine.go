@@ -475,7 +475,10 @@ func (e *Engine) admit(c *conn, ci int32, sv *server, cls opClass, inRange bool,
 func (e *Engine) record(c, o *conn, ci, home int32, psn, npkts uint32, cls opClass, fa bool) *entry {
 	outPSN := o.outNext
 	first := o.slot(outPSN)
-	*first = entry{client: ci, inPSN: psn, outPSN: outPSN, valid: true, word: -1, msgEnd: true, kind: kPlain}
+	// Zeroed, then the fields set in place: a composite literal would be
+	// built on the stack and copied.
+	*first = entry{}
+	first.client, first.inPSN, first.outPSN, first.valid, first.word, first.msgEnd, first.kind = ci, psn, outPSN, true, -1, true, kPlain
 	switch cls {
 	case opMultiFirst, opMultiMid:
 		first.msgEnd = false
