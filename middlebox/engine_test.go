@@ -546,3 +546,23 @@ func TestServerResponseEdgeCases(t *testing.T) {
 		})
 	}
 }
+
+// An answer the engine generates for the owner of the shared connection
+// carries the UDP source port the server's responses on that connection
+// carry now, also after the server changed it (the answer templates are
+// rebuilt).
+func TestAnswersFollowServerPort(t *testing.T) {
+	r := newTestRack(t, 2, testConfig(true, false))
+	for _, port := range []uint16{50000, 50000, 50001, 4791} {
+		s0 := r.cli[0].psn
+		f0, p0 := r.write(0, 0x5010, le64(3))
+		r.checkToServer(r.one(ClientSide, f0), 0, roce.OpRCWriteOnly, s0)
+		ack := r.respFields(0, roce.OpRCAcknowledge, s0)
+		ack.Syndrome, ack.MSN, ack.SrcPort = synACK, 1, port
+		x := r.one(ServerSide, buildFrame(t, &ack))
+		r.checkToClient(x, 0, roce.OpRCAcknowledge, p0)
+		if got := x.p.UDP.SrcPort(); got != port {
+			t.Fatalf("server port %d: the answer's UDP source port is %d", port, got)
+		}
+	}
+}
