@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/swordbox/swordbox/roce"
@@ -336,5 +337,81 @@ func TestFastPathShortTotalLength(t *testing.T) {
 	}
 	if c := w.fast.Counters(); c.Drops[DropMalformed] == 0 {
 		t.Fatalf("short frames not dropped as malformed: %s", c.String())
+	}
+}
+
+// With SkipICRCCheck a frame that arrived corrupted leaves corrupted, also
+// through the fast path (its ICRC updates are incremental in that mode);
+// with verification on, the engine drops it. Requests (a CMP_SWAP replaced
+// by a WRITE, a WRITE, a READ) and a READ response, each corrupted in a
+// field the engine does not act on.
+func TestFastPathCorruption(t *testing.T) {
+	for _, skip := range []bool{true, false} {
+		cfg := testConfig(true, true)
+		cfg.SkipICRCCheck = skip
+		cfg.Words = []WordConfig{{VA: 0x1000}}
+		r := newTestRack(t, 2, cfg)
+		// A clean round first: the engine learns what the fast path needs.
+		f, _ := r.write(1, 0x5000, le64(1))
+		x := r.one(ClientSide, f)
+		r.one(ServerSide, r.ack(0, x.p.BTH.PSN(), synACK, 1))
+
+		rkey := roce.EthernetLen + roce.IPv4MinLen + roce.UDPLen + roce.BTHLen + roce.RETHRKeyOff
+		payload := roce.EthernetLen + roce.IPv4MinLen + roce.UDPLen + roce.BTHLen + roce.RETHLen
+		for _, tc := range []struct {
+			name  string
+			frame func() ([]byte, uint32)
+			at    int
+		}{
+			{"CMP_SWAP", func() ([]byte, uint32) { return r.cas(1, 0x1000, 0, 1) }, rkey},
+			{"WRITE", func() ([]byte, uint32) { return r.write(1, 0x5000, le64(2)) }, payload + 3},
+			{"READ", func() ([]byte, uint32) { return r.read(1, 0x6000, 8, 1024) }, rkey},
+		} {
+			f, psn := tc.frame()
+			checkCorrupted(t, r, skip, tc.name, ClientSide, f, tc.at)
+			if !skip {
+				r.cli[1].psn = psn // dropped: the client will send its next request at this PSN
+			}
+		}
+		if skip {
+			// The READ went to the server (corrupted); answer it.
+			outPSN := r.e.conns[0].outNext - 1
+			resp := r.readResp(0, roce.OpRCReadResponseOnly, outPSN, le64(7), 3)
+			checkCorrupted(t, r, skip, "READ response", ServerSide, resp, len(resp)-roce.ICRCLen-1)
+		}
+	}
+}
+
+// checkCorrupted flips a bit of frame at offset at, sends it from side in,
+// and checks that the fast path took it and that it left with a wrong ICRC
+// (skip) or was dropped for its ICRC.
+func checkCorrupted(t *testing.T, r *testRack, skip bool, name string, in Side, frame []byte, at int) {
+	t.Helper()
+	frame[at] ^= 0x10
+	hits, bad := r.e.fastHits, r.e.c.Drops[DropBadICRC]
+	r.out.Reset()
+	r.e.Process(0, in, frame, r.out)
+	if r.e.fastHits != hits+1 {
+		t.Fatalf("skip %v, %s: not on the fast path", skip, name)
+	}
+	if !skip {
+		if r.out.Len() != 0 || r.e.c.Drops[DropBadICRC] != bad+1 {
+			t.Fatalf("verify, %s: %d frames out, bad-ICRC drops %d -> %d", name, r.out.Len(), bad, r.e.c.Drops[DropBadICRC])
+		}
+		return
+	}
+	j := slices.Index(r.out.FromInput, true) // the frame itself (a response may also complete earlier requests)
+	if j < 0 || slices.Index(r.out.FromInput[j+1:], true) >= 0 {
+		t.Fatalf("skip, %s: %d frames out, want the input once among them (%s)", name, r.out.Len(), r.e.c.String())
+	}
+	p, err := roce.Parse(r.out.Frames[j])
+	if err != nil {
+		t.Fatalf("skip, %s: %v", name, err)
+	}
+	if p.ICRCOK() {
+		t.Fatalf("skip, %s: the corruption was laundered (the frame left with a correct ICRC)", name)
+	}
+	if name == "CMP_SWAP" && p.Opcode != roce.OpRCWriteOnly {
+		t.Fatalf("skip, %s: left as %v, want a WRITE_ONLY", name, p.Opcode)
 	}
 }
