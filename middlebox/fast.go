@@ -162,7 +162,10 @@ func (e *Engine) fastRequest(now int64, f []byte, out *Out) bool {
 			conv, v := e.atomicWord(si, first, va, fa,
 				be.Uint64(f[xExt+roce.AtomicSwapAddOff:]), be.Uint64(f[xExt+roce.AtomicCompareOff:]), home == sv.shared)
 			if conv {
-				cv = convPre{ok: true, fa: fa, pre: convPreOf(f, xIP, icrcOff)}
+				cv.ok, cv.fa = true, fa
+				if !e.verify {
+					cv.pre = convPreOf(f, xIP, icrcOff)
+				}
 				f = convWrite(f, xIP, v)
 				icrcOff = xIP + convOutLen
 			}
@@ -175,7 +178,9 @@ func (e *Engine) fastRequest(now int64, f []byte, out *Out) bool {
 	if outPSN := first.outPSN; home != ci || outPSN != psn || cv.ok {
 		put24(f[xBTH+roce.BTHAckPSNOff+1:], outPSN)
 		ipChecksum(f[xIP:xUDP])
-		if k := e.reqDelta(ci, home); cv.ok {
+		if e.verify {
+			putICRC20(f, xIP, icrcOff)
+		} else if k := e.reqDelta(ci, home); cv.ok {
 			convICRC(f, xIP, icrcOff, &cv, k, psn, outPSN)
 		} else {
 			fastICRC(f, xIP, icrcOff, k, psn, outPSN, false, 0, 0)

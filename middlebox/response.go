@@ -442,14 +442,20 @@ func (e *Engine) readResp(oi int32, psn uint32, op roce.Opcode, f []byte, icrcOf
 			oldMSN = uint32(f[a])<<16 | uint32(f[a+1])<<8 | uint32(f[a+2])
 			put24(f[a:], msn)
 		}
-		k := uint32(0)
 		if oi != ci {
 			retargetResponse(f, l3, l4, bth, c)
-			k = e.respDelta(oi, ci)
 		}
 		put24(f[bth+roce.BTHAckPSNOff+1:], en.inPSN)
 		ipChecksum(f[l3 : l3+roce.IPv4MinLen])
-		fastICRC(f, l3, icrcOff, k, psn, en.inPSN, hasAETH, oldMSN, msn)
+		if e.verify {
+			putICRC20(f, l3, icrcOff)
+		} else {
+			k := uint32(0)
+			if oi != ci {
+				k = e.respDelta(oi, ci)
+			}
+			fastICRC(f, l3, icrcOff, k, psn, en.inPSN, hasAETH, oldMSN, msn)
+		}
 	} else {
 		var sp icrcSpan
 		end := p.BTHOff + roce.BTHLen
