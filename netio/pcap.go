@@ -16,8 +16,11 @@ import (
 // Tap wraps a Port and records every frame it sends and receives to a pcap
 // stream (Ethernet link type, nanosecond timestamps) that Wireshark and
 // tshark read. A sent frame is recorded once the wrapped port accepted it, a
-// received frame when Recv returns it. Classic pcap has no direction field:
-// tap each end of a link into its own file when direction matters.
+// received frame when Recv returns it. The Tap holds its lock across the
+// wrapped port's Send (which never blocks for long), so a frame the peer
+// sends in answer, however fast, is recorded after the frame it answers.
+// Classic pcap has no direction field: tap each end of a link into its own
+// file when direction matters.
 //
 // Recording happens under one mutex on the caller's goroutine into a
 // buffered writer; it does not allocate. Call Flush to make the file
@@ -62,9 +65,17 @@ func (t *Tap) record(frames [][]byte) {
 	if len(frames) == 0 {
 		return
 	}
-	now := time.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.recordLocked(frames)
+}
+
+// recordLocked is record with t.mu held.
+func (t *Tap) recordLocked(frames [][]byte) {
+	if len(frames) == 0 {
+		return
+	}
+	now := time.Now()
 	if t.err != nil {
 		return
 	}
@@ -88,10 +99,13 @@ func (t *Tap) Recv(bufs [][]byte) (int, error) {
 	return n, err
 }
 
-// Send implements Port and records the frames the wrapped port accepted.
+// Send implements Port and records the frames the wrapped port accepted,
+// before any frame a concurrent Recv returns afterwards.
 func (t *Tap) Send(frames [][]byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	n, err := t.inner.Send(frames)
-	t.record(frames[:n])
+	t.recordLocked(frames[:n])
 	return n, err
 }
 

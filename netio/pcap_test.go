@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
@@ -127,5 +128,76 @@ func TestTapDoesNotAllocate(t *testing.T) {
 	round()
 	if allocs := testing.AllocsPerRun(1000, round); allocs != 0 {
 		t.Fatalf("%v allocations per round, want 0", allocs)
+	}
+}
+
+// echoPort answers every frame sent to it at once: Send hands the frame to
+// a concurrent Recv and returns only after that Recv has returned it, the
+// worst case for a capture's order (a peer faster than the sender's own
+// bookkeeping).
+type echoPort struct {
+	q        chan []byte
+	returned chan struct{}
+}
+
+func (p *echoPort) Name() string { return "echo" }
+
+func (p *echoPort) Recv(bufs [][]byte) (int, error) {
+	f, ok := <-p.q
+	if !ok {
+		return 0, ErrClosed
+	}
+	bufs[0] = append(bufs[0][:0], f...)
+	p.returned <- struct{}{}
+	return 1, nil
+}
+
+func (p *echoPort) Send(frames [][]byte) (int, error) {
+	p.q <- numbered(99) // the answer
+	select {
+	case <-p.returned:
+	case <-time.After(5 * time.Second):
+		return 0, errors.New("echo: the answer was not received")
+	}
+	return len(frames), nil
+}
+
+func (p *echoPort) Close() error { close(p.q); return nil }
+
+// A frame the peer answers before the wrapped Send has even returned is
+// still recorded after the frame it answers.
+func TestTapRecordsSendBeforeItsAnswer(t *testing.T) {
+	inner := &echoPort{q: make(chan []byte, 1), returned: make(chan struct{})}
+	var buf bytes.Buffer
+	tap, err := NewTap(inner, &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := tap.Recv(newBufs(1))
+		done <- err
+	}()
+	if _, err := tap.Send([][]byte{numbered(1)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := tap.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := pcapgo.NewReader(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range [][]byte{numbered(1), numbered(99)} {
+		data, _, err := r.ReadPacketData()
+		if err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+		if !bytes.Equal(data, w) {
+			t.Fatalf("record %d is not the %s", i, []string{"sent frame", "answer"}[i])
+		}
 	}
 }
