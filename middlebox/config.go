@@ -65,11 +65,13 @@ type Config struct {
 	// ReplayHoldoff is the least time between two replays of one
 	// connection triggered by client retransmissions (default 1ms).
 	ReplayHoldoff time.Duration `mapstructure:"replay-holdoff" yaml:"replay-holdoff"`
-	// SkipICRCCheck turns off the verification of the ICRC of received
-	// frames, for NICs that drop frames with a bad Ethernet FCS (the
-	// links of the software rack can corrupt frames without one). Frames
-	// rewritten in place keep a wrong ICRC wrong either way (incremental
-	// update); CMP_SWAP replaced by WRITE and generated ACKs get a fresh one.
+	// SkipICRCCheck turns off the dropping of received frames whose ICRC
+	// is wrong, for NICs that drop frames with a bad Ethernet FCS (the
+	// links of the software rack can corrupt frames without one). A frame
+	// the engine rewrites keeps a wrong ICRC wrong (CMP_SWAP replaced by
+	// WRITE included), so the server drops it; generated answers get a
+	// correct one. It saves no time: the fast path computes every received
+	// frame's ICRC error either way, to carry it (icrc.go).
 	SkipICRCCheck bool `mapstructure:"skip-icrc-check" yaml:"skip-icrc-check"`
 	// Steering enables Clover steering in software (nil: off); see steer.go.
 	Steering *SteerConfig `mapstructure:"steering" yaml:"steering"`

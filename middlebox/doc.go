@@ -128,26 +128,18 @@
 //
 // Received ICRCs are verified unless SkipICRCCheck (a NIC that drops bad
 // Ethernet FCS makes that redundant; the software rack's links can corrupt
-// without an FCS). With verification on, a frame the fast path rewrites is
-// known to be intact, and its new ICRC is computed in full with the
-// carry-less-multiply route of roce.ICRC20 (putICRC20), which on these
-// 40-130-byte spans costs less than the incremental update's table lookups
-// and keeps those tables out of the L1 cache the frames need. Generated
-// answers come from per-client templates and are computed the same way.
-//
-// Without verification, rewrites update the ICRC incrementally instead
-// (icrc.go: the CRC's linearity, with zero-advance tables), so that a
-// frame that arrived corrupted stays corrupted and the server drops it.
-// The fields a remap rewrites are all connection-key fields, so their
-// share of the delta is a per-connection-pair constant, and a remapped
-// request or READ response folds in only its PSN (and MSN). CMP_SWAP to
-// WRITE changes the length, but the register algebra still gives its ICRC
-// from the atomic's (icrc.go: un-advance over the atomic's last 16 bytes,
-// fold in the per-pair, PSN and conversion constants, advance over the new
-// 12), so a corrupted atomic also stays corrupted as a WRITE. The general
-// path's requests are updated incrementally in both modes (the same bytes,
-// for an intact frame); only unusual layouts (IPv4 options, steered
-// frames) are recomputed in full.
+// without an FCS). The fast path and READ responses compute a rewritten
+// frame's new ICRC in full with the carry-less-multiply route of
+// roce.ICRC20, and carry the received frame's error into it (icrc.go:
+// putICRC, convErr): an intact frame leaves with a correct ICRC, a
+// corrupted one (only with SkipICRCCheck) leaves corrupted, and the bytes
+// are the ones an incremental update would write. The general path's
+// requests are updated incrementally (icrc.go: the CRC's linearity, with
+// zero-advance tables; CMP_SWAP to WRITE by the register algebra), which
+// gives the same bytes; its unusual layouts (IPv4 options, steered frames)
+// are recomputed in full. Generated answers come from per-client templates
+// and get their ICRC computed. The tables stay out of the common case:
+// tens of KB of them competed with the frames for the L1 cache.
 //
 // # Cores
 //

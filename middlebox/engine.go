@@ -394,7 +394,7 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 		switch {
 		case !steered && !first.converted() && fast:
 			ipChecksum(p.IP)
-			fastICRC(p.Frame, p.L3Off, p.ICRCOff, e.reqDelta(ci, home), psn, outPSN, false, 0, 0)
+			fastICRC(p.Frame, p.L3Off, p.ICRCOff, e.reqDelta(ci, home), psn, outPSN)
 		case !steered && first.converted() && cv.ok:
 			ipChecksum(p.IP)
 			convICRC(p.Frame, p.L3Off, p.ICRCOff, &cv, e.reqDelta(ci, home), psn, outPSN)

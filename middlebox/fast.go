@@ -78,10 +78,10 @@ func xHeaders(f []byte) (*[roce.EthernetLen]byte, *[roce.IPv4MinLen]byte, *[roce
 	return (*[roce.EthernetLen]byte)(h[:]), (*[roce.IPv4MinLen]byte)(h[xIP:]), (*[roce.UDPLen]byte)(h[xUDP:]), (*[roce.BTHLen]byte)(h[xBTH:])
 }
 
-// icrcOK reports whether the ICRC of the packet in f (common layout) that
-// ends at end is correct.
-func icrcOK(f []byte, end int) bool {
-	return roce.ICRC20(f[xIP:end-roce.ICRCLen]) == binary.LittleEndian.Uint32(f[end-roce.ICRCLen:end])
+// icrcErr returns the ICRC stored in the packet in f (common layout) that
+// ends at end xor the one it should carry: zero for an intact packet.
+func icrcErr(f []byte, end int) uint32 {
+	return icrcErrAt(f, xIP, end-roce.ICRCLen)
 }
 
 // fastRequest handles f, received from a client, if it is the common case
@@ -129,7 +129,8 @@ func (e *Engine) fastRequest(now int64, f []byte, out *Out) bool {
 	if psn != c.inNext || !c.inKnown || !c.outKnown || !c.macKnown || !c.pkeyKnown {
 		return false
 	}
-	if e.verify && !icrcOK(f, end) {
+	bad := icrcErr(f, end) // carried into the rewritten frame's ICRC (putICRC)
+	if bad != 0 && e.verify {
 		e.c.Drops[DropBadICRC]++
 		return true
 	}
@@ -154,20 +155,17 @@ func (e *Engine) fastRequest(now int64, f []byte, out *Out) bool {
 		e.c.Remapped++
 	}
 	icrcOff := end - roce.ICRCLen
-	var cv convPre
+	conv := false
 	switch cls {
 	case opAtomic:
 		if inRanges(sv.cas, va) {
-			fa := op == roce.OpRCFetchAdd
-			conv, v := e.atomicWord(si, first, va, fa,
+			var v uint64
+			conv, v = e.atomicWord(si, first, va, op == roce.OpRCFetchAdd,
 				be.Uint64(f[xExt+roce.AtomicSwapAddOff:]), be.Uint64(f[xExt+roce.AtomicCompareOff:]), home == sv.shared)
 			if conv {
-				cv.ok, cv.fa = true, fa
-				if !e.verify {
-					cv.pre = convPreOf(f, xIP, icrcOff)
-				}
 				f = convWrite(f, xIP, v)
 				icrcOff = xIP + convOutLen
+				bad = convErr(bad)
 			}
 		}
 	case opWriteOnly:
@@ -175,16 +173,10 @@ func (e *Engine) fastRequest(now int64, f []byte, out *Out) bool {
 			e.writeOnWords(si, f[xExt+roce.RETHLen:icrcOff], dmaLen, first, va, home == sv.shared)
 		}
 	}
-	if outPSN := first.outPSN; home != ci || outPSN != psn || cv.ok {
+	if outPSN := first.outPSN; home != ci || outPSN != psn || conv {
 		put24(f[xBTH+roce.BTHAckPSNOff+1:], outPSN)
 		ipChecksum(f[xIP:xUDP])
-		if e.verify {
-			putICRC20(f, xIP, icrcOff)
-		} else if k := e.reqDelta(ci, home); cv.ok {
-			convICRC(f, xIP, icrcOff, &cv, k, psn, outPSN)
-		} else {
-			fastICRC(f, xIP, icrcOff, k, psn, outPSN, false, 0, 0)
-		}
+		putICRC(f, xIP, icrcOff, bad)
 	}
 	e.forward(o, first, f, out)
 	return true
@@ -217,7 +209,7 @@ func (e *Engine) fastResponse(now int64, f []byte, out *Out) bool {
 	if !ok {
 		return false
 	}
-	if e.verify && !icrcOK(f, end) {
+	if e.verify && icrcErr(f, end) != 0 {
 		e.c.Drops[DropBadICRC]++
 		return true
 	}

@@ -341,20 +341,26 @@ func TestFastPathShortTotalLength(t *testing.T) {
 }
 
 // With SkipICRCCheck a frame that arrived corrupted leaves corrupted, also
-// through the fast path (its ICRC updates are incremental in that mode);
-// with verification on, the engine drops it. Requests (a CMP_SWAP replaced
-// by a WRITE, a WRITE, a READ) and a READ response, each corrupted in a
-// field the engine does not act on.
+// through the fast path, with the same bytes as the general path's
+// incremental updates give (the twin compares them); with verification on,
+// the engine drops it. Requests (a CMP_SWAP replaced by a WRITE, a WRITE, a
+// READ) and a READ response, each corrupted in a field the engine does not
+// act on.
 func TestFastPathCorruption(t *testing.T) {
 	for _, skip := range []bool{true, false} {
 		cfg := testConfig(true, true)
 		cfg.SkipICRCCheck = skip
 		cfg.Words = []WordConfig{{VA: 0x1000}}
-		r := newTestRack(t, 2, cfg)
+		r := newTestRack(t, 2, cfg) // builds the frames
+		w := newTwin(t, r.e.cfg)
 		// A clean round first: the engine learns what the fast path needs.
 		f, _ := r.write(1, 0x5000, le64(1))
-		x := r.one(ClientSide, f)
-		r.one(ServerSide, r.ack(0, x.p.BTH.PSN(), synACK, 1))
+		o := w.step(0, ClientSide, f)
+		p, err := roce.Parse(o.Frames[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.step(0, ServerSide, r.ack(0, p.BTH.PSN(), synACK, 1))
 
 		rkey := roce.EthernetLen + roce.IPv4MinLen + roce.UDPLen + roce.BTHLen + roce.RETHRKeyOff
 		payload := roce.EthernetLen + roce.IPv4MinLen + roce.UDPLen + roce.BTHLen + roce.RETHLen
@@ -368,43 +374,43 @@ func TestFastPathCorruption(t *testing.T) {
 			{"READ", func() ([]byte, uint32) { return r.read(1, 0x6000, 8, 1024) }, rkey},
 		} {
 			f, psn := tc.frame()
-			checkCorrupted(t, r, skip, tc.name, ClientSide, f, tc.at)
+			checkCorrupted(t, w, skip, tc.name, ClientSide, f, tc.at)
 			if !skip {
 				r.cli[1].psn = psn // dropped: the client will send its next request at this PSN
 			}
 		}
 		if skip {
 			// The READ went to the server (corrupted); answer it.
-			outPSN := r.e.conns[0].outNext - 1
+			outPSN := w.fast.conns[0].outNext - 1
 			resp := r.readResp(0, roce.OpRCReadResponseOnly, outPSN, le64(7), 3)
-			checkCorrupted(t, r, skip, "READ response", ServerSide, resp, len(resp)-roce.ICRCLen-1)
+			checkCorrupted(t, w, skip, "READ response", ServerSide, resp, len(resp)-roce.ICRCLen-1)
 		}
 	}
 }
 
-// checkCorrupted flips a bit of frame at offset at, sends it from side in,
-// and checks that the fast path took it and that it left with a wrong ICRC
-// (skip) or was dropped for its ICRC.
-func checkCorrupted(t *testing.T, r *testRack, skip bool, name string, in Side, frame []byte, at int) {
+// checkCorrupted flips a bit of frame at offset at, sends it from side in
+// through the twin (which checks that both engines agree), and checks that
+// the fast path took it and that it left with a wrong ICRC (skip) or was
+// dropped for its ICRC.
+func checkCorrupted(t *testing.T, w *twin, skip bool, name string, in Side, frame []byte, at int) {
 	t.Helper()
 	frame[at] ^= 0x10
-	hits, bad := r.e.fastHits, r.e.c.Drops[DropBadICRC]
-	r.out.Reset()
-	r.e.Process(0, in, frame, r.out)
-	if r.e.fastHits != hits+1 {
+	hits, bad := w.fast.fastHits, w.fast.c.Drops[DropBadICRC]
+	out := w.step(0, in, frame)
+	if w.fast.fastHits != hits+1 {
 		t.Fatalf("skip %v, %s: not on the fast path", skip, name)
 	}
 	if !skip {
-		if r.out.Len() != 0 || r.e.c.Drops[DropBadICRC] != bad+1 {
-			t.Fatalf("verify, %s: %d frames out, bad-ICRC drops %d -> %d", name, r.out.Len(), bad, r.e.c.Drops[DropBadICRC])
+		if out.Len() != 0 || w.fast.c.Drops[DropBadICRC] != bad+1 {
+			t.Fatalf("verify, %s: %d frames out, bad-ICRC drops %d -> %d", name, out.Len(), bad, w.fast.c.Drops[DropBadICRC])
 		}
 		return
 	}
-	j := slices.Index(r.out.FromInput, true) // the frame itself (a response may also complete earlier requests)
-	if j < 0 || slices.Index(r.out.FromInput[j+1:], true) >= 0 {
-		t.Fatalf("skip, %s: %d frames out, want the input once among them (%s)", name, r.out.Len(), r.e.c.String())
+	j := slices.Index(out.FromInput, true) // the frame itself (a response may also complete earlier requests)
+	if j < 0 || slices.Index(out.FromInput[j+1:], true) >= 0 {
+		t.Fatalf("skip, %s: %d frames out, want the input once among them (%s)", name, out.Len(), w.fast.c.String())
 	}
-	p, err := roce.Parse(r.out.Frames[j])
+	p, err := roce.Parse(out.Frames[j])
 	if err != nil {
 		t.Fatalf("skip, %s: %v", name, err)
 	}

@@ -166,12 +166,13 @@ func (s *icrcSpan) update(f []byte, l3, icrcOff int, masked []int) {
 // addresses, UDP source port, destination QP) is part of the connection
 // key, so the part of the ICRC delta they cause is a constant of the pair
 // (client connection, outgoing connection): it is computed once and cached
-// in the client connection, leaving only the PSN (and a response's MSN) to
-// fold in per frame. Offsets are relative to a 20-byte IPv4 header.
+// in the client connection, leaving only the PSN to fold in per frame (the
+// general path's requests; the fast path and READ responses compute the
+// ICRC instead, see putICRC). Offsets are relative to a 20-byte IPv4
+// header.
 const (
 	kSpanStart = roce.IPv4SrcOff                             // first byte of the delta span (L3 relative)
 	kSpanEnd   = roce.IPv4MinLen + roce.UDPLen + roce.BTHLen // end of the BTH
-	kPSNOff    = roce.IPv4MinLen + roce.UDPLen + roce.BTHAckPSNOff + 1
 	kQPOff     = roce.IPv4MinLen + roce.UDPLen + roce.BTHDestQPOff
 	kPortOff   = roce.IPv4MinLen + roce.UDPSrcPortOff
 )
@@ -201,48 +202,51 @@ func (e *Engine) reqDelta(ci, oi int32) uint32 {
 	return c.reqK
 }
 
-// respDelta is reqDelta for a response on connection oi retargeted to
-// client ci (destination IPv4 address and QP), PSN excluded.
-func (e *Engine) respDelta(oi, ci int32) uint32 {
-	c := &e.conns[ci]
-	if c.respKFor == oi+1 {
-		return c.respK
-	}
-	o := &e.conns[oi]
-	var d [kSpanEnd - kSpanStart]byte
-	for i := 0; i < 4; i++ {
-		d[4+i] = o.cliIP[i] ^ c.cliIP[i]
-	}
-	put24(d[kQPOff-kSpanStart:], o.cliQP^c.cliQP)
-	c.respK, c.respKFor = rawCRC(0, d[:]), oi+1
-	return c.respK
-}
-
 func binaryPut16(b []byte, v uint16) { b[0], b[1] = byte(v>>8), byte(v) }
 
-// fastICRC updates the ICRC (at icrcOff) of the packet in f whose 20-byte
-// IPv4 header is at l3 and whose only changes since it was received are
-// the per-connection fields behind k, the PSN (oldPSN to newPSN) and, when
-// aeth is set, the AETH MSN (oldMSN to newMSN).
-func fastICRC(f []byte, l3, icrcOff int, k, oldPSN, newPSN uint32, aeth bool, oldMSN, newMSN uint32) {
+// fastICRC updates the ICRC (at icrcOff) of the request in f whose
+// 20-byte IPv4 header is at l3 and whose only changes since it was
+// received are the per-connection fields behind k and the PSN (oldPSN to
+// newPSN).
+func fastICRC(f []byte, l3, icrcOff int, k, oldPSN, newPSN uint32) {
 	x := k ^ raw24(oldPSN^newPSN) // PSN: the last 3 bytes of the span
-	end := l3 + kSpanEnd
-	if aeth {
-		x = applyTab(&zeroTabs[2], x) ^ raw24(oldMSN^newMSN) // advance over the 4-byte AETH (2^2) // syndrome unchanged, MSN
-		end += roce.AETHLen
-	}
 	old := binary.LittleEndian.Uint32(f[icrcOff:])
-	binary.LittleEndian.PutUint32(f[icrcOff:], old^zeroAdvance(x, icrcOff-end))
+	binary.LittleEndian.PutUint32(f[icrcOff:], old^zeroAdvance(x, icrcOff-(l3+kSpanEnd)))
 }
 
-// putICRC20 writes the ICRC of the packet in f whose 20-byte IPv4 header
-// is at l3 and whose ICRC is at icrcOff, computed in full (carry-less
-// multiply, no tables). With ICRC verification on, a frame the engine
-// rewrites arrived with a correct ICRC, so this gives the same bytes as
-// the incremental updates; it is used there because it is faster than
-// their table lookups, which compete for the L1 cache with the frames.
-func putICRC20(f []byte, l3, icrcOff int) {
-	binary.LittleEndian.PutUint32(f[icrcOff:], roce.ICRC20(f[l3:icrcOff]))
+// Rewrites on the fast path and in readResp compute the new ICRC in full
+// with the carry-less-multiply route of roce.ICRC20 (no tables), and carry
+// the received frame's error into it: with err the received ICRC xor the
+// one the received bytes should carry (icrcErrAt, taken before the
+// rewrite), the new ICRC is the one the new bytes should carry xor err.
+// For a rewrite that keeps the length that is exactly what the incremental
+// update (fastICRC) writes, since the CRC is linear; for CMP_SWAP to WRITE,
+// four bytes shorter, the register algebra below (convICRC) carries err as
+// adv4^-1(err) (convErr). So an intact frame leaves with a correct ICRC,
+// a corrupted one (only with SkipICRCCheck: verification drops it) leaves
+// corrupted, and the bytes are the same as the general path's incremental
+// updates, while the tables those use (tens of KB, against a 32 KB L1
+// cache the frames need too) stay out of the common case.
+
+// icrcErrAt returns the ICRC stored at icrcOff in f xor the ICRC of the
+// packet whose 20-byte IPv4 header is at l3: zero when it is intact.
+func icrcErrAt(f []byte, l3, icrcOff int) uint32 {
+	return roce.ICRC20(f[l3:icrcOff]) ^ binary.LittleEndian.Uint32(f[icrcOff:icrcOff+roce.ICRCLen])
+}
+
+// putICRC writes at icrcOff the ICRC of the packet in f whose 20-byte IPv4
+// header is at l3, xor err.
+func putICRC(f []byte, l3, icrcOff int, err uint32) {
+	binary.LittleEndian.PutUint32(f[icrcOff:], roce.ICRC20(f[l3:icrcOff])^err)
+}
+
+// convErr is the error a CMP_SWAP or FETCH_ADD received with ICRC error
+// err carries as the WRITE it becomes.
+func convErr(err uint32) uint32 {
+	if err == 0 {
+		return 0
+	}
+	return invAdvance4(err)
 }
 
 // fastOK reports whether p has the layout fastICRC assumes.

@@ -137,7 +137,7 @@ func writeResponseHeaders(f []byte, c *conn, op roce.Opcode, psn uint32) {
 
 // ackTemplate is a prebuilt ACK and ATOMIC ACK towards one client, with
 // PSN, syndrome, MSN and original value zero: an answer is the template
-// with those bytes filled in and its ICRC computed (putICRC20: on this
+// with those bytes filled in and its ICRC computed (putICRC: on this
 // 44- or 52-byte span a carry-less multiply is as fast as updating the
 // template's ICRC by table lookups, and leaves the L1 cache alone).
 type ackTemplate struct {
@@ -183,7 +183,7 @@ func (e *Engine) emitAck(out *Out, c *conn, psn uint32, syn roce.Syndrome, msn u
 	t := e.template(c)
 	*(*[ackLen]byte)(f) = t.ack
 	putAnswer(f, psn, syn, msn)
-	putICRC20(f, genIP, genAtomic)
+	putICRC(f, genIP, genAtomic, 0)
 	e.c.TxClient++
 	if syn.IsACK() {
 		e.c.ACKsOut++
@@ -204,7 +204,7 @@ func (e *Engine) emitAtomicAck(out *Out, c *conn, psn uint32, orig uint64, msn u
 	putAnswer(f, psn, roce.ACKSyndrome(roce.CreditInvalid), msn)
 	binary.BigEndian.PutUint64(f[genAtomic:], orig)
 	end := genAtomic + roce.AtomicAckETHLen
-	putICRC20(f, genIP, end)
+	putICRC(f, genIP, end, 0)
 	e.c.TxClient++
 	e.c.AtomicACKsOut++
 }

@@ -436,26 +436,19 @@ func (e *Engine) readResp(oi int32, psn uint32, op roce.Opcode, f []byte, icrcOf
 		if p != nil {
 			l3, l4, bth = p.L3Off, p.L4Off, p.BTHOff
 		}
-		oldMSN := uint32(0)
+		var bad uint32 // with verification, the frame is known to be intact
+		if !e.verify {
+			bad = icrcErrAt(f, l3, icrcOff) // carried into the new ICRC (icrc.go)
+		}
 		if hasAETH {
-			a := bth + roce.BTHLen + roce.AETHMSNOff
-			oldMSN = uint32(f[a])<<16 | uint32(f[a+1])<<8 | uint32(f[a+2])
-			put24(f[a:], msn)
+			put24(f[bth+roce.BTHLen+roce.AETHMSNOff:], msn)
 		}
 		if oi != ci {
 			retargetResponse(f, l3, l4, bth, c)
 		}
 		put24(f[bth+roce.BTHAckPSNOff+1:], en.inPSN)
 		ipChecksum(f[l3 : l3+roce.IPv4MinLen])
-		if e.verify {
-			putICRC20(f, l3, icrcOff)
-		} else {
-			k := uint32(0)
-			if oi != ci {
-				k = e.respDelta(oi, ci)
-			}
-			fastICRC(f, l3, icrcOff, k, psn, en.inPSN, hasAETH, oldMSN, msn)
-		}
+		putICRC(f, l3, icrcOff, bad)
 	} else {
 		var sp icrcSpan
 		end := p.BTHOff + roce.BTHLen

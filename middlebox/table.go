@@ -108,10 +108,8 @@ type conn struct {
 	log      *replayLog // NAKReplay, shared connections only: copies of the requests sent
 
 	tmpl       ackTemplate
-	reqK       uint32 // ICRC delta constants (icrc.go), valid for outgoing connection reqKFor-1
+	reqK       uint32 // ICRC delta constant (icrc.go), valid for outgoing connection reqKFor-1
 	reqKFor    int32
-	respK      uint32 // valid for responses arriving on connection respKFor-1
-	respKFor   int32
 	steer      steerConn
 	lastSeen   int64
 	lastReplay int64 // when the middlebox last replayed this connection's requests
