@@ -128,18 +128,16 @@
 //
 // Received ICRCs are verified unless SkipICRCCheck (a NIC that drops bad
 // Ethernet FCS makes that redundant; the software rack's links can corrupt
-// without an FCS). The fast path and READ responses compute a rewritten
-// frame's new ICRC in full with the carry-less-multiply route of
-// roce.ICRC20, and carry the received frame's error into it (icrc.go:
-// putICRC, convErr): an intact frame leaves with a correct ICRC, a
-// corrupted one (only with SkipICRCCheck) leaves corrupted, and the bytes
-// are the ones an incremental update would write. The general path's
-// requests are updated incrementally (icrc.go: the CRC's linearity, with
-// zero-advance tables; CMP_SWAP to WRITE by the register algebra), which
-// gives the same bytes; its unusual layouts (IPv4 options, steered frames)
-// are recomputed in full. Generated answers come from per-client templates
-// and get their ICRC computed. The tables stay out of the common case:
-// tens of KB of them competed with the frames for the L1 cache.
+// without an FCS). Every frame the engine rewrites gets its new ICRC
+// computed in full (roce.ICRC20's carry-less multiply on the fast path,
+// roce.Packet.SetICRC for other layouts), xor the error the received frame
+// carried (icrc.go: icrcErrAt, icrcErrOf, putICRC, finish; convErr for
+// CMP_SWAP to WRITE, which is 4 bytes shorter). An intact frame leaves
+// with a correct ICRC; a corrupted one (only with SkipICRCCheck) leaves
+// corrupted, with the very ICRC an incremental update would have written,
+// so the server drops it. Steered frames and retransmissions included.
+// Generated answers come from per-client templates and get their ICRC
+// computed.
 //
 // # Cores
 //

@@ -351,6 +351,10 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 
 	// Accepted: steer (Clover), record, transform, forward. (Remap ranges
 	// match the client's own address, before steering.)
+	var bad uint32 // the ICRC error to carry (icrc.go); with verification, the frame is intact
+	if !e.verify {
+		bad = icrcErrOf(p)
+	}
 	steered := false
 	if e.steer != nil {
 		steered = e.steerRequest(ci, p)
@@ -366,19 +370,10 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 
 	frame := p.Frame
 	rewrite := remapped || outPSN != psn || steered
-	// The span snapshot serves only the slow path below: a steered request
-	// or an unusual layout (VLAN tag, IPv4 options) that is not converted.
-	var sp icrcSpan
-	spanOK := false
-	fast := fastOK(p)
-	if !fast && !steered {
-		spanOK = saveSpan(&sp, p, p.BTHOff+roce.BTHLen)
-	}
-	var cv convPre
 	switch cls {
 	case opAtomic:
 		if inRanges(sv.cas, va) {
-			frame, rewrite = e.atomicOnWord(si, p, first, va, onShared, rewrite, &cv)
+			frame, rewrite = e.atomicOnWord(si, p, first, va, onShared, rewrite)
 		}
 	case opWriteOnly, opMultiFirst:
 		if len(sv.cas) > 0 && inRanges(sv.cas, va) {
@@ -391,16 +386,10 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 	}
 	if rewrite {
 		p.BTH.SetPSN(outPSN)
-		switch {
-		case !steered && !first.converted() && fast:
-			ipChecksum(p.IP)
-			fastICRC(p.Frame, p.L3Off, p.ICRCOff, e.reqDelta(ci, home), psn, outPSN)
-		case !steered && first.converted() && cv.ok:
-			ipChecksum(p.IP)
-			convICRC(p.Frame, p.L3Off, p.ICRCOff, &cv, e.reqDelta(ci, home), psn, outPSN)
-		default:
-			finish(p, &sp, spanOK && !steered && !first.converted())
+		if first.converted() {
+			bad = convErr(bad)
 		}
+		finish(p, bad)
 		frame = p.Frame
 	}
 	e.forward(o, first, frame, out)
@@ -526,15 +515,11 @@ func (e *Engine) forward(o *conn, first *entry, frame []byte, out *Out) {
 }
 
 // atomicOnWord handles a CMP_SWAP or FETCH_ADD on a tracked word (see
-// atomicWord); when it is replaced by a WRITE, cv records what convICRC
-// needs.
-func (e *Engine) atomicOnWord(si int32, p *roce.Packet, en *entry, va uint64, onShared, rewrite bool, cv *convPre) ([]byte, bool) {
+// atomicWord), replacing it by a WRITE when the word's value is known.
+func (e *Engine) atomicOnWord(si int32, p *roce.Packet, en *entry, va uint64, onShared, rewrite bool) ([]byte, bool) {
 	conv, v := e.atomicWord(si, en, va, p.Opcode == roce.OpRCFetchAdd, p.AtomicETH.SwapAdd(), p.AtomicETH.Compare(), onShared)
 	if !conv {
 		return p.Frame, rewrite
-	}
-	if saveConv(cv, p); cv.ok {
-		return casToWriteConv(p, v), true
 	}
 	return casToWrite(p, v), true
 }
@@ -643,21 +628,23 @@ func (e *Engine) retransmit(now int64, ci int32, psn uint32, p *roce.Packet, out
 		e.c.RetransmitsAbsorbed++
 		return
 	}
-	var sp icrcSpan
-	spanOK := saveSpan(&sp, p, p.BTHOff+roce.BTHLen)
+	var bad uint32 // the ICRC error to carry (icrc.go); with verification, the frame is intact
+	if !e.verify {
+		bad = icrcErrOf(p)
+	}
 	if en.kind == kAtomicConv {
 		if p.AtomicETH == nil {
 			e.c.Drops[DropStaleRetransmit]++
 			return
 		}
 		casToWrite(p, en.written)
-		spanOK = false
+		bad = convErr(bad)
 	}
 	if ref.out != ci {
 		retargetRequest(p.Frame, p.L3Off, p.L4Off, p.BTHOff, o)
 	}
 	p.BTH.SetPSN(en.outPSN)
-	finish(p, &sp, spanOK)
+	finish(p, bad)
 	if !out.addInput(ServerSide, p.Frame) {
 		e.c.Drops[DropOutOverflow]++
 		return
@@ -722,28 +709,6 @@ func (e *Engine) gap(c *conn, out *Out) {
 	e.emitAck(out, c, c.inNext, roce.NAKSyndrome(roce.NAKPSNSequenceError), c.msn)
 	c.nakSent, c.nakPending = true, false
 	e.c.GapNAKs++
-}
-
-// saveSpan snapshots the bytes of p from the IPv4 source address to end
-// (exclusive) before a rewrite, for an incremental ICRC update.
-func saveSpan(sp *icrcSpan, p *roce.Packet, end int) bool {
-	a := p.L3Off + roce.IPv4SrcOff
-	if end-a > spanMax || end > p.ICRCOff {
-		return false
-	}
-	sp.save(p.Frame, a, end)
-	return true
-}
-
-// finish fixes the IPv4 checksum and the ICRC of a rewritten packet:
-// incrementally when only the saved span changed, else in full.
-func finish(p *roce.Packet, sp *icrcSpan, incremental bool) {
-	ipChecksum(p.IP)
-	if incremental {
-		sp.update(p.Frame, p.L3Off, p.ICRCOff, []int{p.L4Off + roce.UDPChecksumOff, p.L4Off + roce.UDPChecksumOff + 1, p.BTHOff + roce.BTHFBOff})
-		return
-	}
-	p.SetICRC()
 }
 
 // ipChecksum recomputes an IPv4 header checksum. The one's complement sum

@@ -547,6 +547,46 @@ func TestServerResponseEdgeCases(t *testing.T) {
 	}
 }
 
+// With SkipICRCCheck, a corrupted retransmission the engine sends on (a
+// CMP_SWAP it replaces by a WRITE, and a WRITE) keeps its corruption: the
+// same ICRC as the intact retransmission's, which is correct, with the
+// corrupted byte (the rkey) different.
+func TestRetransmitKeepsCorruption(t *testing.T) {
+	cfg := testConfig(true, true)
+	cfg.NAKRecovery = NAKBroadcast // no replay after the retransmission
+	cfg.SkipICRCCheck = true
+	r := newTestRack(t, 3, cfg)
+	s0 := r.cli[0].psn
+	f, _ := r.cas(1, 0x1000, 0, 1)
+	r.one(ClientSide, f)
+	r.one(ServerSide, r.atomicAck(0, s0, 0, 1)) // learned: 1
+	cas, _ := r.cas(2, 0x1000, 0, 1)            // replaced by a WRITE of 1
+	wr, _ := r.write(1, 0x5000, le64(9))
+	rkey := roce.EthernetLen + roce.IPv4MinLen + roce.UDPLen + roce.BTHLen + roce.RETHRKeyOff
+	for _, frame := range [][]byte{cas, wr} {
+		intact := append([]byte(nil), frame...)
+		corrupt := append([]byte(nil), frame...)
+		corrupt[rkey] ^= 0x10
+		r.one(ClientSide, frame)
+		good := r.one(ClientSide, intact) // a retransmission, sent on
+		r.out.Reset()
+		r.e.Process(0, ClientSide, corrupt, r.out)
+		if r.out.Len() != 1 {
+			t.Fatalf("%d frames out for the corrupted retransmission (%s)", r.out.Len(), r.e.c.String())
+		}
+		var p roce.Packet
+		if err := roce.ParseInto(&p, r.out.Frames[0]); err != nil {
+			t.Fatal(err)
+		}
+		if p.ICRCOK() || p.StoredICRC() != good.p.StoredICRC() || p.Opcode != good.p.Opcode {
+			t.Fatalf("%v: ICRC %#x (correct: %v), want the intact retransmission's %#x (wrong for these bytes)", p.Opcode, p.StoredICRC(), p.ICRCOK(), good.p.StoredICRC())
+		}
+	}
+	if c := r.e.Counters(); c.Retransmits != 4 {
+		t.Fatalf("counters: %s", c.String())
+	}
+}
+
 // An answer the engine generates for the owner of the shared connection
 // carries the UDP source port the server's responses on that connection
 // carry now, also after the server changed it (the answer templates are

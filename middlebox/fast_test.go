@@ -341,8 +341,9 @@ func TestFastPathShortTotalLength(t *testing.T) {
 }
 
 // With SkipICRCCheck a frame that arrived corrupted leaves corrupted, also
-// through the fast path, with the same bytes as the general path's
-// incremental updates give (the twin compares them); with verification on,
+// through the fast path, with the same bytes as the general path gives
+// (the twin compares them; TestCarriedICRCError checks the ICRC itself
+// against the intact frame's); with verification on,
 // the engine drops it. Requests (a CMP_SWAP replaced by a WRITE, a WRITE, a
 // READ) and a READ response, each corrupted in a field the engine does not
 // act on.

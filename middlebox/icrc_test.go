@@ -1,161 +1,120 @@
 package middlebox
 
 import (
+	"hash/crc32"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/swordbox/swordbox/roce"
 )
 
-// The incremental update agrees with a full recomputation by the roce
-// package, for any change of the span and any payload length.
-func TestIncrementalICRC(t *testing.T) {
+// A rewrite carries the received frame's ICRC error (icrc.go): the same
+// rewrite of an intact frame and of a copy with one byte corrupted that the
+// rewrite keeps (VA, rkey or payload) must leave with the same ICRC, the
+// intact one's correct and the corrupted one's wrong. This is checked for
+// the fast path's helpers (icrcErrAt, convWrite, putICRC) and the general
+// ones (icrcErrOf, casToWrite, finish, with and without a VLAN tag), for
+// WRITE, READ, CMP_SWAP and FETCH_ADD (the atomics turned into WRITEs,
+// convErr), against a full computation by the roce package.
+func TestCarriedICRCError(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for _, plen := range []int{0, 4, 8, 60, 64, 1024, 4096} {
-		for trial := 0; trial < 50; trial++ {
-			f := roce.Fields{Opcode: roce.OpRCWriteOnly, TTL: 64, SrcPort: 1234, PKey: 0xffff, DestQP: 0x11, PSN: 5,
-				VA: 0x1000, RKey: 7, DMALen: uint32(plen), Payload: make([]byte, plen)}
-			if plen == 0 {
-				f.Opcode, f.Payload = roce.OpRCReadRequest, nil
-			}
+	ops := []roce.Opcode{roce.OpRCWriteOnly, roce.OpRCReadRequest, roce.OpRCCompareSwap, roce.OpRCFetchAdd}
+	for trial := 0; trial < 400; trial++ {
+		op := ops[trial%len(ops)]
+		general := trial%8 >= 4
+		f := roce.Fields{Opcode: op, TTL: 64, SrcPort: uint16(rng.Uint32()), PKey: 0xffff, DestQP: rng.Uint32() & 0xffffff,
+			PSN: rng.Uint32() & psnMask, VA: rng.Uint64(), RKey: rng.Uint32(), VLAN: general && trial%3 == 0}
+		switch op {
+		case roce.OpRCWriteOnly:
+			f.Payload = make([]byte, 4*(1+rng.IntN(64)))
 			for i := range f.Payload {
 				f.Payload[i] = byte(rng.Uint32())
 			}
-			frame := buildFrame(t, &f)
-			p, err := roce.Parse(frame)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var sp icrcSpan
-			a, b := p.L3Off+12, p.BTHOff+roce.BTHLen
-			sp.save(frame, a, b)
-			for k := 0; k < 1+rng.IntN(10); k++ {
-				frame[a+rng.IntN(b-a)] = byte(rng.Uint32())
-			}
-			sp.update(frame, p.L3Off, p.ICRCOff, []int{p.L4Off + 6, p.L4Off + 7, p.BTHOff + 4})
-			if !p.ICRCOK() {
-				t.Fatalf("payload %d trial %d: incremental ICRC %#x, full %#x", plen, trial, p.StoredICRC(), p.ComputeICRC())
-			}
+			f.DMALen = uint32(len(f.Payload))
+		case roce.OpRCReadRequest:
+			f.DMALen = rng.Uint32() & 0xffff
+		default:
+			f.SwapAdd, f.Compare = rng.Uint64(), rng.Uint64()
 		}
-	}
-}
-
-// A frame that arrived with a wrong ICRC still has a wrong one afterwards.
-func TestIncrementalICRCKeepsCorruption(t *testing.T) {
-	f := roce.Fields{Opcode: roce.OpRCReadRequest, TTL: 64, PKey: 0xffff, DestQP: 0x11, PSN: 5, VA: 0x1000, DMALen: 8}
-	frame := buildFrame(t, &f)
-	p, _ := roce.Parse(frame)
-	frame[p.ExtOff] ^= 0x40 // corrupt the VA
-	var sp icrcSpan
-	sp.save(frame, p.L3Off+12, p.BTHOff+12)
-	p.BTH.SetPSN(99)
-	sp.update(frame, p.L3Off, p.ICRCOff, nil)
-	if p.ICRCOK() {
-		t.Fatal("corruption laundered")
-	}
-	frame[p.ExtOff] ^= 0x40
-	if !p.ICRCOK() {
-		t.Fatal("update wrong")
-	}
-}
-
-// raw8, raw16 and raw24 (independent per-byte lookups) equal the serial
-// raw CRC.
-func TestIndependentLookups(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	for trial := 0; trial < 1000; trial++ {
-		var b16 [16]byte
-		var b8 [8]byte
-		for i := range b16 {
-			b16[i] = byte(rng.Uint32())
-		}
-		copy(b8[:], b16[3:])
-		if got, want := raw16(&b16), rawCRC(0, b16[:]); got != want {
-			t.Fatalf("%x: raw16 %#x, rawCRC %#x", b16, got, want)
-		}
-		if got, want := raw8(&b8), rawCRC(0, b8[:]); got != want {
-			t.Fatalf("%x: raw8 %#x, rawCRC %#x", b8, got, want)
-		}
-		v := rng.Uint32() & psnMask
-		if got, want := raw24(v), rawCRC(0, []byte{byte(v >> 16), byte(v >> 8), byte(v)}); got != want {
-			t.Fatalf("%#x: raw24 %#x, rawCRC %#x", v, got, want)
-		}
-	}
-}
-
-// The incremental CMP_SWAP/FETCH_ADD to WRITE update agrees with a full
-// recomputation, with a new PSN and a retargeted connection, and keeps a
-// corrupted frame corrupted.
-func TestConvICRC(t *testing.T) {
-	rng := rand.New(rand.NewPCG(7, 8))
-	for trial := 0; trial < 200; trial++ {
-		op := roce.OpRCCompareSwap
-		if trial%2 == 1 {
-			op = roce.OpRCFetchAdd
-		}
-		oldPSN, newPSN := rng.Uint32()&psnMask, rng.Uint32()&psnMask
-		f := roce.Fields{Opcode: op, TTL: 64, SrcPort: uint16(rng.Uint32()), PKey: 0xffff, DestQP: rng.Uint32() & 0xffffff,
-			PSN: oldPSN, AckReq: trial%3 == 0, VA: rng.Uint64(), RKey: rng.Uint32(), SwapAdd: rng.Uint64(), Compare: rng.Uint64()}
-		frame := buildFrame(t, &f)
-		corrupt := trial%5 == 4
+		intact := buildFrame(t, &f)
 		var p roce.Packet
-		if err := roce.ParseInto(&p, frame); err != nil {
+		if err := roce.ParseInto(&p, append([]byte(nil), intact...)); err != nil {
 			t.Fatal(err)
 		}
-		if corrupt {
-			frame[p.ExtOff+20] ^= 0x10 // the compare value
+		kept := p.ExtOff + 12 + rng.IntN(len(intact)-roce.ICRCLen-p.ExtOff-12+1) // payload (or, below, VA and rkey)
+		if op != roce.OpRCWriteOnly || rng.IntN(2) == 0 {
+			kept = p.ExtOff + rng.IntN(12)
 		}
-		// The connection pair's constant, as reqDelta computes it.
-		var d [kSpanEnd - kSpanStart]byte
-		o := conn{cliIP: [4]byte{10, 9, 8, byte(trial)}, srvIP: [4]byte{10, 0, 0, 2}, cliPort: uint16(rng.Uint32()), srvQP: rng.Uint32() & 0xffffff}
-		for i := 0; i < 4; i++ {
-			d[i] = p.IP[roce.IPv4SrcOff+i] ^ o.cliIP[i]
-			d[4+i] = p.IP[roce.IPv4DstOff+i] ^ o.srvIP[i]
-		}
-		binaryPut16(d[kPortOff-kSpanStart:], p.UDP.SrcPort()^o.cliPort)
-		put24(d[kQPOff-kSpanStart:], p.BTH.DestQP()^o.srvQP)
-		k := rawCRC(0, d[:])
+		corrupt := append([]byte(nil), intact...)
+		corrupt[kept] ^= byte(1 + rng.IntN(255))
 
-		var cv convPre
-		saveConv(&cv, &p)
-		if !cv.ok {
-			t.Fatalf("trial %d: layout refused", trial)
+		o := conn{cliIP: [4]byte{10, 9, 8, byte(trial)}, srvIP: [4]byte{10, 0, 0, 2}, cliPort: uint16(rng.Uint32()), srvQP: rng.Uint32() & 0xffffff}
+		newPSN, v := rng.Uint32()&psnMask, rng.Uint64()
+		conv := op == roce.OpRCCompareSwap || op == roce.OpRCFetchAdd
+		rewrite := func(frame []byte) []byte {
+			if general {
+				var q roce.Packet
+				if err := roce.ParseInto(&q, frame); err != nil {
+					t.Fatal(err)
+				}
+				bad := icrcErrOf(&q)
+				if conv {
+					casToWrite(&q, v)
+					bad = convErr(bad)
+				}
+				retargetRequest(q.Frame, q.L3Off, q.L4Off, q.BTHOff, &o)
+				q.BTH.SetPSN(newPSN)
+				finish(&q, bad)
+				return q.Frame
+			}
+			bad := icrcErrAt(frame, xIP, len(frame)-roce.ICRCLen)
+			icrcOff := len(frame) - roce.ICRCLen
+			if conv {
+				frame = convWrite(frame, xIP, v)
+				icrcOff = xIP + convOutLen
+				bad = convErr(bad)
+			}
+			retargetRequest(frame, xIP, xUDP, xBTH, &o)
+			put24(frame[xBTH+roce.BTHAckPSNOff+1:], newPSN)
+			ipChecksum(frame[xIP:xUDP])
+			putICRC(frame, xIP, icrcOff, bad)
+			return frame
 		}
-		casToWrite(&p, rng.Uint64())
-		retargetRequest(p.Frame, p.L3Off, p.L4Off, p.BTHOff, &o)
-		p.BTH.SetPSN(newPSN)
-		ipChecksum(p.IP)
-		convICRC(p.Frame, p.L3Off, p.ICRCOff, &cv, k, oldPSN, newPSN)
-		if got := p.ICRCOK(); got == corrupt {
-			t.Fatalf("trial %d (corrupt %v): incremental ICRC %#x, full %#x", trial, corrupt, p.StoredICRC(), p.ComputeICRC())
+		good, bad := rewrite(intact), rewrite(corrupt)
+		var pg, pb roce.Packet
+		if err := roce.ParseInto(&pg, good); err != nil {
+			t.Fatal(err)
+		}
+		if err := roce.ParseInto(&pb, bad); err != nil {
+			t.Fatal(err)
+		}
+		if !pg.ICRCOK() || !pg.IP.ChecksumOK() {
+			t.Fatalf("trial %d (%v, general %v): the intact frame left with a wrong ICRC or IPv4 checksum", trial, op, general)
+		}
+		if pb.ICRCOK() {
+			t.Fatalf("trial %d (%v, general %v, byte %d): the corruption was laundered", trial, op, general, kept)
+		}
+		if pb.StoredICRC() != pg.StoredICRC() {
+			t.Fatalf("trial %d (%v, general %v, byte %d): ICRC %#x, want the intact frame's %#x", trial, op, general, kept, pb.StoredICRC(), pg.StoredICRC())
 		}
 	}
 }
 
-// BenchmarkConvICRC compares the ICRC of a CMP_SWAP turned WRITE computed
-// incrementally (convICRC) and in full (roce.Packet.SetICRC).
-func BenchmarkConvICRC(b *testing.B) {
-	f := roce.Fields{Opcode: roce.OpRCCompareSwap, TTL: 64, PKey: 0xffff, DestQP: 0x11, PSN: 5, VA: 0x1000, RKey: 7, SwapAdd: 1}
-	frame := buildFrame(b, &f)
-	var p roce.Packet
-	if err := roce.ParseInto(&p, frame); err != nil {
-		b.Fatal(err)
+// convErr's table is adv4^-1: after advancing an error over four zero
+// bytes (the CRC register, byte by byte), it gives the error back.
+func TestConvErrInvertsAdvance4(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	if convErr(0) != 0 {
+		t.Fatal("convErr(0) != 0")
 	}
-	var cv convPre
-	saveConv(&cv, &p)
-	casToWrite(&p, 1)
-	p.BTH.SetPSN(9)
-	b.Run("full", func(b *testing.B) {
-		for b.Loop() {
-			p.SetICRC()
+	for i := 0; i < 1000; i++ {
+		e := rng.Uint32() | 1
+		s := e
+		for k := 0; k < 4; k++ {
+			s = crc32.IEEETable[s&0xff] ^ s>>8
 		}
-	})
-	b.Run("incremental", func(b *testing.B) {
-		for b.Loop() {
-			convICRC(p.Frame, p.L3Off, p.ICRCOff, &cv, 0, 5, 9)
+		if got := convErr(s); got != e {
+			t.Fatalf("convErr(adv4(%#x)) = %#x", e, got)
 		}
-	})
-	if !p.ICRCOK() {
-		b.Fatal("wrong ICRC")
 	}
 }

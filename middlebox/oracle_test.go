@@ -28,10 +28,9 @@ for line in sys.stdin:
     print(bytes(pkt).hex(), flush=True)
 `
 
-// Every kind of frame the engine writes — remapped requests (incremental
-// ICRC from per-connection constants), CMP_SWAP turned WRITE (full ICRC),
-// READ responses mapped back, ACKs, ATOMIC ACKs and NAKs built from
-// templates — carries the ICRC scapy computes.
+// Every kind of frame the engine writes — remapped requests, CMP_SWAP
+// turned WRITE, READ responses mapped back, ACKs, ATOMIC ACKs and NAKs
+// built from templates — carries the ICRC scapy computes.
 func TestEngineFramesAgainstScapy(t *testing.T) {
 	const python = "/usr/bin/python3"
 	if _, err := os.Stat(python); err != nil {

@@ -258,23 +258,6 @@ func casToWrite(p *roce.Packet, v uint64) []byte {
 	return p.Frame
 }
 
-// casToWriteConv is casToWrite for the layout saveConv accepted (cv.ok:
-// 20-byte IPv4 header, no VLAN tag, no pad): the byte offsets are
-// constants (convWrite), and it updates only the parts of p the rest of
-// the request path reads (Pad and Trailer are left stale).
-func casToWriteConv(p *roce.Packet, v uint64) []byte {
-	f := convWrite(p.Frame, p.L3Off, v)
-	ext := p.L3Off + hdrLen20
-	p.Opcode = roce.OpRCWriteOnly
-	p.Frame = f
-	p.RETH, p.AtomicETH = roce.RETH(f[ext:ext+roce.RETHLen]), nil
-	p.PayloadOff = ext + roce.RETHLen
-	p.Payload = f[p.PayloadOff : p.PayloadOff+8]
-	p.ICRCOff, p.End = p.L3Off+convOutLen, p.L3Off+convOutLen+roce.ICRCLen
-	p.ICRC = f[p.ICRCOff:p.End]
-	return f
-}
-
 // convWrite rewrites, in place, the CMP_SWAP or FETCH_ADD in f whose
 // 20-byte IPv4 header is at l3 (no pad, no IPv4 options) into a
 // WRITE_ONLY of the 8-byte value v, and returns the frame, 4 bytes

@@ -431,31 +431,24 @@ func (e *Engine) readResp(oi int32, psn uint32, op roce.Opcode, f []byte, icrcOf
 		msn = (msn + 1) & psnMask
 	}
 	hasAETH := op != roce.OpRCReadResponseMiddle
-	if p == nil || fastOK(p) {
-		l3, l4, bth := xIP, xUDP, xBTH
-		if p != nil {
-			l3, l4, bth = p.L3Off, p.L4Off, p.BTHOff
-		}
-		var bad uint32 // with verification, the frame is known to be intact
+	var bad uint32 // the ICRC error to carry (icrc.go); with verification, the frame is intact
+	if p == nil {  // the fast path: the common layout, at constant offsets
 		if !e.verify {
-			bad = icrcErrAt(f, l3, icrcOff) // carried into the new ICRC (icrc.go)
+			bad = icrcErrAt(f, xIP, icrcOff)
 		}
 		if hasAETH {
-			put24(f[bth+roce.BTHLen+roce.AETHMSNOff:], msn)
+			put24(f[xExt+roce.AETHMSNOff:], msn)
 		}
 		if oi != ci {
-			retargetResponse(f, l3, l4, bth, c)
+			retargetResponse(f, xIP, xUDP, xBTH, c)
 		}
-		put24(f[bth+roce.BTHAckPSNOff+1:], en.inPSN)
-		ipChecksum(f[l3 : l3+roce.IPv4MinLen])
-		putICRC(f, l3, icrcOff, bad)
+		put24(f[xBTH+roce.BTHAckPSNOff+1:], en.inPSN)
+		ipChecksum(f[xIP:xUDP])
+		putICRC(f, xIP, icrcOff, bad)
 	} else {
-		var sp icrcSpan
-		end := p.BTHOff + roce.BTHLen
-		if p.AETH != nil {
-			end += roce.AETHLen
+		if !e.verify {
+			bad = icrcErrOf(p)
 		}
-		spanOK := saveSpan(&sp, p, end)
 		if oi != ci {
 			retargetResponse(f, p.L3Off, p.L4Off, p.BTHOff, c)
 		}
@@ -463,7 +456,7 @@ func (e *Engine) readResp(oi int32, psn uint32, op roce.Opcode, f []byte, icrcOf
 		if p.AETH != nil {
 			p.AETH.SetMSN(msn)
 		}
-		finish(p, &sp, spanOK)
+		finish(p, bad)
 	}
 	if !out.addInput(ClientSide, f) {
 		e.c.Drops[DropOutOverflow]++

@@ -108,8 +108,6 @@ type conn struct {
 	log      *replayLog // NAKReplay, shared connections only: copies of the requests sent
 
 	tmpl       ackTemplate
-	reqK       uint32 // ICRC delta constant (icrc.go), valid for outgoing connection reqKFor-1
-	reqKFor    int32
 	steer      steerConn
 	lastSeen   int64
 	lastReplay int64 // when the middlebox last replayed this connection's requests
