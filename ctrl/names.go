@@ -15,6 +15,7 @@ const (
 	pSlot         = "slot"
 	rSteerMode    = "steer_mode"
 	rNodeSize     = "node_size"
+	rTailTTL      = "tail_ttl"
 	mEgressPort   = "egress_port" // field of the packet_out controller header
 	cStats        = "stats"
 	cKeyCAS       = "key_cas_steered"

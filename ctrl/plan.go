@@ -2,6 +2,7 @@ package ctrl
 
 import (
 	"fmt"
+	"time"
 
 	p4 "github.com/p4lang/p4runtime/go/p4/v1"
 	"google.golang.org/protobuf/proto"
@@ -16,7 +17,7 @@ import (
 // written: a plan that cannot be built writes nothing.
 type Plan struct {
 	Forward   []*p4.TableEntry    // one per host: dst MAC -> port
-	Registers []*p4.RegisterEntry // steer_mode and node_size
+	Registers []*p4.RegisterEntry // steer_mode, node_size and tail_ttl
 	// Tracked is the initial tracked-keys table (key -> slot): the fixed
 	// tracked-keys list, or empty under hot-key steering.
 	Tracked map[uint64]uint16
@@ -45,7 +46,8 @@ func BuildPlan(r *rack.Rack, s *p4rtc.Schema) (*Plan, error) {
 	for _, reg := range []struct {
 		name  string
 		value uint64
-	}{{rSteerMode, mode}, {rNodeSize, uint64(16 + r.ObjectSize)}} {
+	}{{rSteerMode, mode}, {rNodeSize, uint64(rack.NodeOverhead + r.ObjectSize)},
+		{rTailTTL, uint64(r.TailTTL / time.Microsecond)}} {
 		e, err := registerCell(s, reg.name, 0, reg.value)
 		if err != nil {
 			return nil, err

@@ -1,25 +1,24 @@
 /*
  * swordbox.p4: SwordBox steering for Clover (P4_16, v1model).
  *
- * What it does (SwordBox paper, sections 4.2, 4.4.2, 4.5 and 5.1):
+ * What it does (SwordBox paper, sections 4.2, 4.4.2, 4.5 and 5.1), with the
+ * rules that make it safe (docs/swordbox-p4.md, "Semantics"):
  *   - forwards Ethernet frames by destination MAC, with a CPU port for
  *     PacketIn / PacketOut (@controller_header metadata);
- *   - tracks RoCEv2 RC connections (source IP, destination IP, UDP source
- *     port, destination QP) in registers: the last PSN seen, the key of the
- *     connection's last Clover node WRITE and that WRITE's VA;
- *   - caches, per tracked key, the VA and the GC entry version of the tail
- *     of the key's version chain, and steers stale CAS and READ requests to
- *     it by rewriting the target VA (and, for CAS, the entry-version bits of
- *     compare and swap);
- *   - keeps, per connection, the last CAS forwarded so that the controller
- *     can retransmit it when it stays outstanding too long (section 4.5);
- *     the CAS's ATOMIC ACKNOWLEDGE clears it.
- *
- * The Clover node layout it parses is docs/clover-layout.md: a node WRITE
- * carries the header word (u64, little-endian) then the key (u64,
- * little-endian) at the front of its payload; the entry version is bits
- * 18..11 of the header word. Every name below is part of the controller
- * contract, documented in docs/swordbox-p4.md.
+ *   - learns, from every Clover node WRITE (docs/clover-layout.md), where
+ *     the node lives: its VA, key and entry version, in two hashed maps, one
+ *     by the node's own logical handle (carried in the node) and one by VA;
+ *   - recognises a linking CAS by its swap value (the new node's handle and
+ *     version), so no per-connection state is needed: 240+ clients' ~720
+ *     connections cost nothing;
+ *   - caches, per tracked key, the tail CONFIRMED by the ATOMIC ACK of the
+ *     CAS that linked it, and steers stale CAS and node READs to it while it
+ *     is younger than tail_ttl (set by the controller below Clover's T_r, so
+ *     a steered request never lands on a reclaimed slot);
+ *   - forgets a cached tail when a CAS steered to it fails;
+ *   - forwards a retransmitted CAS exactly as its first copy was forwarded;
+ *   - keeps every CAS forwarded until its ATOMIC ACK, so that the controller
+ *     can retransmit one outstanding too long (section 4.5).
  *
  * ICRC: the switch rewrites the AtomicETH and RETH VAs and the AtomicETH
  * compare and swap values but does NOT recompute the RoCEv2 ICRC, exactly as
@@ -28,8 +27,7 @@
  * steering, so its checksum stays valid (and is not recomputed).
  *
  * Registers are one value per index; 64-bit quantities the data plane
- * compares (cached tail VA, pending VA, address map VA) are kept as two
- * 32-bit registers, as on Tofino.
+ * compares (VAs) are kept as two 32-bit registers, as on Tofino.
  */
 #include <core.p4>
 #include <v1model.p4>
@@ -50,37 +48,39 @@ const bit<8> OP_COMPARE_SWAP    = 0x13;
 const bit<8> OP_FETCH_ADD       = 0x14;
 
 /* Register and table sizes. */
-const bit<32> CONN_SLOTS = 1024;   /* tracked RC connections (hash of the 4-tuple); a power of two */
 const bit<32> KEY_SLOTS  = 4096;   /* tracked Clover keys (slot given by the controller) */
-const bit<32> ADDR_SLOTS = 16384;  /* address-to-key map for READ steering (hash of the VA) */
-const bit<32> ACK_SLOTS  = 4096;   /* (client IP, server IP, PSN) -> connection, for ATOMIC ACKs */
+const bit<32> NODE_SLOTS = 32768;  /* node map: crc32(node LH) -> VA, key, version */
+const bit<32> ADDR_SLOTS = 32768;  /* address map for READ steering: crc32(VA) -> key */
+const bit<32> LINK_SLOTS = 8192;   /* CAS in flight: crc32(client IP, server IP, PSN) */
 
 /* steer_mode register values (bit 0: write steering, bit 1: read steering). */
 const bit<8> MODE_WRITE = 1;
 const bit<8> MODE_READ  = 2;
 
-/* conn_flags register bits. */
-const bit<8> CONN_HAS_KEY  = 1;  /* conn_key holds the key of the last node WRITE */
-const bit<8> CONN_PENDING  = 2;  /* conn_pending_* hold that WRITE's node, not yet linked by a CAS */
-
 /* Indices of the stats counter. */
-const bit<32> STAT_ROCE          = 0;  /* RoCEv2 packets seen while steering is on */
-const bit<32> STAT_NODE_WRITES   = 1;  /* node WRITEs of a tracked key learned */
-const bit<32> STAT_CAS           = 2;  /* CAS requests seen (not retransmissions) */
-const bit<32> STAT_CAS_STEERED   = 3;  /* CAS requests steered */
-const bit<32> STAT_READS         = 4;  /* node-sized READ requests seen */
-const bit<32> STAT_READS_STEERED = 5;  /* READ requests steered */
-const bit<32> STAT_READ_MISSES   = 6;  /* node-sized READs not steered for lack of a cached tail */
-const bit<32> STAT_RETRANSMITS   = 7;  /* requests whose PSN is not ahead of the last seen */
-const bit<32> STAT_ACKS_CLEARED  = 8;  /* ATOMIC ACKs that cleared an outstanding CAS */
-const bit<32> STAT_CONN_TAKEOVER = 9;  /* connection slots taken over by another 4-tuple's node WRITE */
-const bit<32> STAT_TAIL_DROPPED  = 10; /* cached tails invalidated because the CAS that made them failed */
-const bit<32> STAT_CONN_FOREIGN  = 11; /* requests on a connection whose slot another connection owns */
-const bit<32> STAT_COUNT         = 16;
+const bit<32> STAT_ROCE            = 0;  /* RoCEv2 requests seen while steering is on */
+const bit<32> STAT_NODE_WRITES     = 1;  /* node WRITEs learned (node and address maps) */
+const bit<32> STAT_CAS             = 2;  /* linking CAS seen (not retransmissions) */
+const bit<32> STAT_CAS_STEERED     = 3;  /* CAS requests steered */
+const bit<32> STAT_READS           = 4;  /* node-sized READ requests seen */
+const bit<32> STAT_READS_STEERED   = 5;  /* READ requests steered */
+const bit<32> STAT_READ_MISSES     = 6;  /* node-sized READs not steered (no fresh tail of a known key) */
+const bit<32> STAT_RETRANSMITS     = 7;  /* CAS retransmissions forwarded as their first copy */
+const bit<32> STAT_ACKS_CLEARED    = 8;  /* ATOMIC ACKs that matched a CAS in flight */
+const bit<32> STAT_LINK_TAKEOVER   = 9;  /* CAS records overwritten before their ACK (hash collision) */
+const bit<32> STAT_TAIL_DROPPED    = 10; /* cached tails forgotten because a CAS steered to them failed */
+const bit<32> STAT_LINK_UNRESOLVED = 11; /* linking CAS whose new node is not in the node map (not learned) */
+const bit<32> STAT_TAIL_CONFIRMED  = 12; /* tails confirmed by a successful linking CAS's ACK */
+const bit<32> STAT_TAIL_EXPIRED    = 13; /* requests not steered because the tail was older than tail_ttl */
+const bit<32> STAT_CONFIRM_STALE   = 14; /* confirmations older than the cached tail (not applied) */
+const bit<32> STAT_COUNT           = 16;
 
 /* Entry-version bits 18..11 of a Clover header word. */
 const bit<64> EV_MASK  = 0x000000000007F800;
 const bit<64> EV_SHIFT = 11;
+
+/* The delete mark in a next pointer (docs/clover-layout.md). */
+const bit<32> LH_DELETED = 0xFFFFFFFF;
 
 typedef bit<48> mac_t;
 typedef bit<32> ip4_t;
@@ -169,9 +169,10 @@ header atomic_ack_eth_t {
 }
 
 /*
- * The first 16 bytes of a Clover node WRITE payload (docs/clover-layout.md):
- * the header word and the key, both little-endian u64, so they are parsed
- * byte by byte. Entry version = header word bits 18..11 = hw2[2:0] ++ hw1[7:3].
+ * The first 24 bytes of a Clover node WRITE payload (docs/clover-layout.md):
+ * the header word, the key and the node's own logical handle, little-endian,
+ * so they are parsed byte by byte. Entry version = header word bits 18..11
+ * = hw2[2:0] ++ hw1[7:3].
  */
 header clover_node_t {
     bit<8>  hw0;
@@ -187,6 +188,11 @@ header clover_node_t {
     bit<8>  key5;
     bit<8>  key6;
     bit<8>  key7;
+    bit<8>  self0;
+    bit<8>  self1;
+    bit<8>  self2;
+    bit<8>  self3;
+    bit<32> self_high;
 }
 
 struct headers_t {
@@ -206,44 +212,51 @@ struct headers_t {
 struct metadata_t {
     bit<8>  mode;
     bit<32> node_size;
-    bit<1>  is_request;
-    bit<32> conn;
-    bit<32> conn_tag;
-    bit<32> old_tag;
-    bit<32> last_psn;
-    bit<24> psn_delta;
-    bit<1>  retrans;
-    bit<8>  conn_flags;
-    bit<1>  key_valid;
+    bit<48> ttl;
+    bit<48> now;
     bit<64> clover_key;
     bit<1>  tracked;
     bit<32> key_slot;
+    /* the key's cached tail */
     bit<8>  tail_valid;
+    bit<64> tail_key;
     bit<32> tail_va_hi;
     bit<32> tail_va_lo;
     bit<8>  tail_ver;
     bit<32> tail_dst_ip;
-    bit<32> pend_va_hi;
-    bit<32> pend_va_lo;
-    bit<8>  pend_ver;
+    bit<48> tail_ts;
+    bit<1>  tail_fresh;
+    /* the node a linking CAS links (from its swap value and the node map) */
+    bit<32> new_lh;
+    bit<8>  new_ver;
+    bit<32> node_slot;
+    bit<32> node_lh;
+    bit<8>  node_ver;
+    bit<32> node_va_hi;
+    bit<32> node_va_lo;
+    bit<64> node_key;
+    /* the address map */
     bit<32> addr_slot;
-    bit<8>  addr_valid;
     bit<32> addr_va_hi;
     bit<32> addr_va_lo;
-    bit<32> ack_slot;
-    bit<32> ack_conn;
-    bit<8>  out_valid;
-    bit<32> out_psn;
-    bit<32> out_src_ip;
-    bit<32> out_dst_ip;
-    bit<1>  conn_own;
-    bit<8>  link_valid;
+    bit<64> addr_key;
+    /* the CAS record (in flight until its ATOMIC ACK) */
     bit<32> link_slot;
+    bit<8>  link_valid;
     bit<32> link_psn;
     bit<32> link_cip;
+    bit<32> link_mip;
+    bit<64> link_orig_va;
+    bit<32> link_lh;
+    bit<8>  link_tracked;
+    bit<32> link_key_slot;
+    bit<64> link_key;
     bit<64> link_cmp;
-    bit<32> link_va_hi;
-    bit<32> link_va_lo;
+    bit<64> link_va;
+    bit<8>  link_ver;
+    bit<48> link_ts;
+    bit<1>  retrans;
+    bit<1>  linking;
 }
 
 parser SwordboxParser(packet_in packet,
@@ -305,11 +318,12 @@ parser SwordboxParser(packet_in packet,
         transition accept;
     }
 
-    /* A WRITE shorter than a node prefix (16 bytes) carries no node. */
+    /* A WRITE shorter than a node prefix (24 bytes) carries no node. */
     state parse_write_reth {
         packet.extract(hdr.reth);
         transition select(hdr.reth.dma_len) {
             32w0 &&& 32w0xFFFFFFF0: accept;
+            32w16 &&& 32w0xFFFFFFF8: accept;
             default: parse_node;
         }
     }
@@ -352,55 +366,57 @@ control SwordboxIngress(inout headers_t hdr,
 
     /* ---- steering configuration (written by the controller) ---- */
     register<bit<8>>(1)  steer_mode;  /* 0 off, 1 write, 2 read, 3 write and read */
-    register<bit<32>>(1) node_size;   /* DMA length of a node WRITE/READ: 16 + object size */
-
-    /* ---- per connection (index: conn_tag mod CONN_SLOTS) ---- */
-    register<bit<32>>(CONN_SLOTS) conn_tag;           /* 1 + crc32 of the 4-tuple mod 2^32-1; 0 = free */
-    register<bit<32>>(CONN_SLOTS) conn_last_psn;      /* bit 24: valid; bits 23..0: last request PSN */
-    register<bit<8>>(CONN_SLOTS)  conn_flags;         /* CONN_HAS_KEY | CONN_PENDING */
-    register<bit<64>>(CONN_SLOTS) conn_key;           /* key of the last node WRITE */
-    register<bit<32>>(CONN_SLOTS) conn_pending_va_hi; /* VA of that WRITE (the pending new tail) */
-    register<bit<32>>(CONN_SLOTS) conn_pending_va_lo;
-    register<bit<8>>(CONN_SLOTS)  conn_pending_ver;   /* its entry version (header word bits 18..11) */
-    /* The last linking CAS of the connection, checked against its ATOMIC ACK:
-     * a failed CAS must not leave its node as the key's cached tail. */
-    register<bit<8>>(CONN_SLOTS)  conn_link_valid;
-    register<bit<32>>(CONN_SLOTS) conn_link_slot;     /* key slot */
-    register<bit<32>>(CONN_SLOTS) conn_link_psn;
-    register<bit<32>>(CONN_SLOTS) conn_link_cip;      /* client IP */
-    register<bit<64>>(CONN_SLOTS) conn_link_cmp;      /* compare value as forwarded */
-    register<bit<32>>(CONN_SLOTS) conn_link_va_hi;    /* the node it links (the new cached tail) */
-    register<bit<32>>(CONN_SLOTS) conn_link_va_lo;
+    register<bit<32>>(1) node_size;   /* DMA length of a node WRITE/READ: 24 + object size */
+    register<bit<48>>(1) tail_ttl;    /* microseconds a confirmed tail may be steered to; below T_r/2 */
 
     /* ---- per tracked key (index: the slot given by tracked_keys) ---- */
     register<bit<8>>(KEY_SLOTS)  tail_valid;
+    register<bit<64>>(KEY_SLOTS) tail_key;     /* the key whose tail this is (slots are reassigned) */
     register<bit<32>>(KEY_SLOTS) tail_va_hi;   /* cached tail VA, high and low 32 bits */
     register<bit<32>>(KEY_SLOTS) tail_va_lo;
     register<bit<8>>(KEY_SLOTS)  tail_ver;     /* the tail's entry version */
     register<bit<32>>(KEY_SLOTS) tail_dst_ip;  /* memory node holding the tail */
+    register<bit<48>>(KEY_SLOTS) tail_ts;      /* when the CAS that linked it was forwarded */
 
-    /* ---- address-to-key map for READ steering (index: crc32 of the VA) ---- */
-    register<bit<8>>(ADDR_SLOTS)  addr_valid;
+    /* ---- node map: where each recently written node lives (index: crc32(LH)) ---- */
+    register<bit<32>>(NODE_SLOTS) node_lh;
+    register<bit<8>>(NODE_SLOTS)  node_ver;
+    register<bit<32>>(NODE_SLOTS) node_va_hi;
+    register<bit<32>>(NODE_SLOTS) node_va_lo;
+    register<bit<64>>(NODE_SLOTS) node_key;
+
+    /* ---- address map for READ steering (index: crc32(VA)) ---- */
     register<bit<32>>(ADDR_SLOTS) addr_va_hi;
     register<bit<32>>(ADDR_SLOTS) addr_va_lo;
     register<bit<64>>(ADDR_SLOTS) addr_key;
 
-    /* ---- outstanding CAS, per connection (section 4.5) ---- */
-    register<bit<8>>(CONN_SLOTS)  cas_out_valid;
-    register<bit<48>>(CONN_SLOTS) cas_out_src_mac;
-    register<bit<48>>(CONN_SLOTS) cas_out_dst_mac;
-    register<bit<32>>(CONN_SLOTS) cas_out_src_ip;
-    register<bit<32>>(CONN_SLOTS) cas_out_dst_ip;
-    register<bit<16>>(CONN_SLOTS) cas_out_udp_sport;
-    register<bit<32>>(CONN_SLOTS) cas_out_dst_qp;
-    register<bit<32>>(CONN_SLOTS) cas_out_psn;
-    register<bit<16>>(CONN_SLOTS) cas_out_pkey;
-    register<bit<64>>(CONN_SLOTS) cas_out_va;
-    register<bit<32>>(CONN_SLOTS) cas_out_rkey;
-    register<bit<64>>(CONN_SLOTS) cas_out_swap;
-    register<bit<64>>(CONN_SLOTS) cas_out_compare;
-    register<bit<48>>(CONN_SLOTS) cas_out_ts;     /* ingress_global_timestamp when forwarded */
-    register<bit<32>>(ACK_SLOTS)  cas_ack_map;    /* crc32(client IP, server IP, PSN) -> 1 + connection */
+    /* ---- CAS in flight (index: crc32(client IP, server IP, PSN)) ----
+     * What the switch needs at the ATOMIC ACK (the link's outcome), to
+     * forward a retransmission as the first copy, and (cas_out_*) for the
+     * controller to rebuild and retransmit a CAS outstanding too long. */
+    register<bit<32>>(LINK_SLOTS) link_orig_va_hi;  /* VA as the client sent it */
+    register<bit<32>>(LINK_SLOTS) link_orig_va_lo;
+    register<bit<32>>(LINK_SLOTS) link_lh;          /* the new node's LH (swap bits 59..28) */
+    register<bit<8>>(LINK_SLOTS)  link_tracked;     /* 1: a linking CAS of a tracked key */
+    register<bit<32>>(LINK_SLOTS) link_key_slot;
+    register<bit<64>>(LINK_SLOTS) link_key;
+    register<bit<32>>(LINK_SLOTS) link_va_hi;       /* the new node's VA (the tail it makes) */
+    register<bit<32>>(LINK_SLOTS) link_va_lo;
+    register<bit<8>>(LINK_SLOTS)  link_ver;         /* the new node's entry version */
+    register<bit<8>>(LINK_SLOTS)  cas_out_valid;
+    register<bit<48>>(LINK_SLOTS) cas_out_src_mac;
+    register<bit<48>>(LINK_SLOTS) cas_out_dst_mac;
+    register<bit<32>>(LINK_SLOTS) cas_out_src_ip;
+    register<bit<32>>(LINK_SLOTS) cas_out_dst_ip;
+    register<bit<16>>(LINK_SLOTS) cas_out_udp_sport;
+    register<bit<32>>(LINK_SLOTS) cas_out_dst_qp;
+    register<bit<32>>(LINK_SLOTS) cas_out_psn;
+    register<bit<16>>(LINK_SLOTS) cas_out_pkey;
+    register<bit<64>>(LINK_SLOTS) cas_out_va;       /* as forwarded (after steering) */
+    register<bit<32>>(LINK_SLOTS) cas_out_rkey;
+    register<bit<64>>(LINK_SLOTS) cas_out_swap;
+    register<bit<64>>(LINK_SLOTS) cas_out_compare;
+    register<bit<48>>(LINK_SLOTS) cas_out_ts;       /* ingress_global_timestamp when forwarded */
 
     /* ---- counters ---- */
     counter(STAT_COUNT, CounterType.packets) stats;
@@ -455,30 +471,45 @@ control SwordboxIngress(inout headers_t hdr,
 
     action read_tail() {
         tail_valid.read(meta.tail_valid, meta.key_slot);
+        tail_key.read(meta.tail_key, meta.key_slot);
         tail_va_hi.read(meta.tail_va_hi, meta.key_slot);
         tail_va_lo.read(meta.tail_va_lo, meta.key_slot);
         tail_ver.read(meta.tail_ver, meta.key_slot);
         tail_dst_ip.read(meta.tail_dst_ip, meta.key_slot);
+        tail_ts.read(meta.tail_ts, meta.key_slot);
     }
 
-    action record_outstanding_cas() {
-        cas_out_valid.write(meta.conn, 1);
-        cas_out_src_mac.write(meta.conn, hdr.ethernet.src_addr);
-        cas_out_dst_mac.write(meta.conn, hdr.ethernet.dst_addr);
-        cas_out_src_ip.write(meta.conn, hdr.ipv4.src_addr);
-        cas_out_dst_ip.write(meta.conn, hdr.ipv4.dst_addr);
-        cas_out_udp_sport.write(meta.conn, hdr.udp.src_port);
-        cas_out_dst_qp.write(meta.conn, (bit<32>)hdr.bth.dst_qp);
-        cas_out_psn.write(meta.conn, (bit<32>)hdr.bth.psn);
-        cas_out_pkey.write(meta.conn, hdr.bth.pkey);
-        cas_out_va.write(meta.conn, hdr.atomic_eth.va);
-        cas_out_rkey.write(meta.conn, hdr.atomic_eth.rkey);
-        cas_out_swap.write(meta.conn, hdr.atomic_eth.swap);
-        cas_out_compare.write(meta.conn, hdr.atomic_eth.compare);
-        cas_out_ts.write(meta.conn, standard_metadata.ingress_global_timestamp);
-        hash(meta.ack_slot, HashAlgorithm.crc32, 32w0,
-             { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.bth.psn }, ACK_SLOTS);
-        cas_ack_map.write(meta.ack_slot, meta.conn + 1);
+    action read_link() {
+        cas_out_valid.read(meta.link_valid, meta.link_slot);
+        cas_out_psn.read(meta.link_psn, meta.link_slot);
+        cas_out_src_ip.read(meta.link_cip, meta.link_slot);
+        cas_out_dst_ip.read(meta.link_mip, meta.link_slot);
+    }
+
+    action record_link() {
+        cas_out_valid.write(meta.link_slot, 1);
+        cas_out_src_mac.write(meta.link_slot, hdr.ethernet.src_addr);
+        cas_out_dst_mac.write(meta.link_slot, hdr.ethernet.dst_addr);
+        cas_out_src_ip.write(meta.link_slot, hdr.ipv4.src_addr);
+        cas_out_dst_ip.write(meta.link_slot, hdr.ipv4.dst_addr);
+        cas_out_udp_sport.write(meta.link_slot, hdr.udp.src_port);
+        cas_out_dst_qp.write(meta.link_slot, (bit<32>)hdr.bth.dst_qp);
+        cas_out_psn.write(meta.link_slot, (bit<32>)hdr.bth.psn);
+        cas_out_pkey.write(meta.link_slot, hdr.bth.pkey);
+        cas_out_va.write(meta.link_slot, hdr.atomic_eth.va);
+        cas_out_rkey.write(meta.link_slot, hdr.atomic_eth.rkey);
+        cas_out_swap.write(meta.link_slot, hdr.atomic_eth.swap);
+        cas_out_compare.write(meta.link_slot, hdr.atomic_eth.compare);
+        cas_out_ts.write(meta.link_slot, meta.now);
+        link_orig_va_hi.write(meta.link_slot, meta.link_orig_va[63:32]);
+        link_orig_va_lo.write(meta.link_slot, meta.link_orig_va[31:0]);
+        link_lh.write(meta.link_slot, meta.new_lh);
+        link_tracked.write(meta.link_slot, (bit<8>)meta.linking);
+        link_key_slot.write(meta.link_slot, meta.key_slot);
+        link_key.write(meta.link_slot, meta.clover_key);
+        link_va_hi.write(meta.link_slot, meta.node_va_hi);
+        link_va_lo.write(meta.link_slot, meta.node_va_lo);
+        link_ver.write(meta.link_slot, meta.new_ver);
     }
 
     apply {
@@ -492,46 +523,53 @@ control SwordboxIngress(inout headers_t hdr,
             if (hdr.bth.isValid()) {
                 steer_mode.read(meta.mode, 0);
                 node_size.read(meta.node_size, 0);
+                tail_ttl.read(meta.ttl, 0);
+                meta.now = standard_metadata.ingress_global_timestamp;
             }
 
-            /* ATOMIC ACK: clear the outstanding CAS it answers. */
+            /* ATOMIC ACK: the outcome of the CAS it answers. */
             if (hdr.atomic_ack.isValid()) {
-                hash(meta.ack_slot, HashAlgorithm.crc32, 32w0,
-                     { hdr.ipv4.dst_addr, hdr.ipv4.src_addr, hdr.bth.psn }, ACK_SLOTS);
-                cas_ack_map.read(meta.ack_conn, meta.ack_slot);
-                if (meta.ack_conn != 0) {
-                    meta.conn = meta.ack_conn - 1;
-                    cas_out_valid.read(meta.out_valid, meta.conn);
-                    cas_out_psn.read(meta.out_psn, meta.conn);
-                    cas_out_src_ip.read(meta.out_src_ip, meta.conn);
-                    cas_out_dst_ip.read(meta.out_dst_ip, meta.conn);
-                    if (meta.out_valid == 1 && meta.out_psn == (bit<32>)hdr.bth.psn &&
-                        meta.out_src_ip == hdr.ipv4.dst_addr && meta.out_dst_ip == hdr.ipv4.src_addr) {
-                        cas_out_valid.write(meta.conn, 0);
-                        cas_ack_map.write(meta.ack_slot, 0);
-                        stats.count(STAT_ACKS_CLEARED);
-                    }
-                    /* The outcome of a linking CAS: the original value equals the
-                     * compare value exactly when the CAS succeeded. A failed one
-                     * linked nothing, so if its node is still the key's cached tail,
-                     * forget that tail (the next linking CAS teaches a new one)
-                     * rather than steer requests to a node that may be reused. */
-                    conn_link_valid.read(meta.link_valid, meta.conn);
-                    conn_link_psn.read(meta.link_psn, meta.conn);
-                    conn_link_cip.read(meta.link_cip, meta.conn);
-                    if (meta.link_valid == 1 && meta.link_psn == (bit<32>)hdr.bth.psn &&
-                        meta.link_cip == hdr.ipv4.dst_addr) {
-                        conn_link_valid.write(meta.conn, 0);
-                        cas_ack_map.write(meta.ack_slot, 0);
-                        conn_link_cmp.read(meta.link_cmp, meta.conn);
-                        if (hdr.atomic_ack.orig != meta.link_cmp) {
-                            conn_link_slot.read(meta.link_slot, meta.conn);
-                            conn_link_va_hi.read(meta.link_va_hi, meta.conn);
-                            conn_link_va_lo.read(meta.link_va_lo, meta.conn);
-                            tail_va_hi.read(meta.tail_va_hi, meta.link_slot);
-                            tail_va_lo.read(meta.tail_va_lo, meta.link_slot);
-                            if (meta.tail_va_hi == meta.link_va_hi && meta.tail_va_lo == meta.link_va_lo) {
-                                tail_valid.write(meta.link_slot, 0);
+                hash(meta.link_slot, HashAlgorithm.crc32, 32w0,
+                     { hdr.ipv4.dst_addr, hdr.ipv4.src_addr, hdr.bth.psn }, LINK_SLOTS);
+                read_link();
+                if (meta.link_valid == 1 && meta.link_psn == (bit<32>)hdr.bth.psn &&
+                    meta.link_cip == hdr.ipv4.dst_addr && meta.link_mip == hdr.ipv4.src_addr) {
+                    cas_out_valid.write(meta.link_slot, 0);
+                    stats.count(STAT_ACKS_CLEARED);
+                    link_tracked.read(meta.link_tracked, meta.link_slot);
+                    if (meta.link_tracked == 1) {
+                        link_key_slot.read(meta.key_slot, meta.link_slot);
+                        link_key.read(meta.link_key, meta.link_slot);
+                        cas_out_compare.read(meta.link_cmp, meta.link_slot);
+                        cas_out_ts.read(meta.link_ts, meta.link_slot);
+                        read_tail();
+                        if (hdr.atomic_ack.orig == meta.link_cmp) {
+                            /* The CAS succeeded: its node is linked after a node that was
+                             * the tail, so it is now the tail. A confirmation older than
+                             * the cached tail (ACKs of two links reordered) is not applied. */
+                            if (meta.tail_key != meta.link_key || meta.tail_valid == 0 ||
+                                meta.link_ts - meta.tail_ts < 48w0x800000000000) {
+                                link_va_hi.read(meta.node_va_hi, meta.link_slot);
+                                link_va_lo.read(meta.node_va_lo, meta.link_slot);
+                                link_ver.read(meta.node_ver, meta.link_slot);
+                                tail_valid.write(meta.key_slot, 1);
+                                tail_key.write(meta.key_slot, meta.link_key);
+                                tail_va_hi.write(meta.key_slot, meta.node_va_hi);
+                                tail_va_lo.write(meta.key_slot, meta.node_va_lo);
+                                tail_ver.write(meta.key_slot, meta.node_ver);
+                                tail_dst_ip.write(meta.key_slot, hdr.ipv4.src_addr);
+                                tail_ts.write(meta.key_slot, meta.link_ts);
+                                stats.count(STAT_TAIL_CONFIRMED);
+                            } else {
+                                stats.count(STAT_CONFIRM_STALE);
+                            }
+                        } else {
+                            /* The CAS failed. If it was aimed at the cached tail, that
+                             * tail has a successor the switch did not learn: forget it. */
+                            cas_out_va.read(meta.link_va, meta.link_slot);
+                            if (meta.tail_valid == 1 && meta.tail_key == meta.link_key &&
+                                (meta.tail_va_hi ++ meta.tail_va_lo) == meta.link_va) {
+                                tail_valid.write(meta.key_slot, 0);
                                 stats.count(STAT_TAIL_DROPPED);
                             }
                         }
@@ -545,153 +583,117 @@ control SwordboxIngress(inout headers_t hdr,
                  hdr.bth.opcode == OP_FETCH_ADD)) {
                 stats.count(STAT_ROCE);
 
-                /* Connection slot and tag from one hash of the 4-tuple: the tag
-                 * (never 0) is kept in the slot; a different 4-tuple hashing to the
-                 * same slot takes it over. */
-                hash(meta.conn_tag, HashAlgorithm.crc32, 32w1,
-                     { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.udp.src_port, hdr.bth.dst_qp },
-                     32w0xFFFFFFFF);
-                meta.conn = meta.conn_tag & (CONN_SLOTS - 1);
-                conn_tag.read(meta.old_tag, meta.conn);
-                meta.conn_own = 1;
-                if (meta.old_tag != meta.conn_tag) {
-                    /* A free slot goes to any connection; an owned one only to a
-                     * node WRITE. Connections that never carry a node WRITE (the
-                     * metadata server's SENDs, small READs) would otherwise evict
-                     * a Clover data connection between its node WRITE and its
-                     * CAS, and the switch would miss that CAS and keep a stale
-                     * tail. A request on a slot another connection owns passes
-                     * untracked (not steered, not recorded as outstanding). */
-                    if (meta.old_tag == 0 || (hdr.node.isValid() && hdr.reth.dma_len == meta.node_size)) {
-                        conn_tag.write(meta.conn, meta.conn_tag);
-                        conn_last_psn.write(meta.conn, 0);
-                        conn_flags.write(meta.conn, 0);
-                        conn_link_valid.write(meta.conn, 0);
-                        if (meta.old_tag != 0) {
-                            stats.count(STAT_CONN_TAKEOVER);
-                        }
-                    } else {
-                        meta.conn_own = 0;
-                        stats.count(STAT_CONN_FOREIGN);
-                    }
-                }
-
-                if (meta.conn_own == 1) {
-                    /* Retransmission: PSN not ahead of the last one seen (24-bit serial arithmetic). */
-                    conn_last_psn.read(meta.last_psn, meta.conn);
-                    meta.psn_delta = hdr.bth.psn - meta.last_psn[23:0];
-                    if (meta.last_psn[24:24] == 1 && (meta.psn_delta == 0 || meta.psn_delta[23:23] == 1)) {
-                        meta.retrans = 1;
-                        stats.count(STAT_RETRANSMITS);
-                    } else {
-                        conn_last_psn.write(meta.conn, 7w0 ++ 1w1 ++ hdr.bth.psn);
-                    }
-                    conn_flags.read(meta.conn_flags, meta.conn);
-                }
-
-                /* Which key the request concerns. */
                 if (hdr.node.isValid() && hdr.reth.dma_len == meta.node_size) {
+                    /* Node WRITE: learn where the node lives, by its handle and by its VA.
+                     * Every node WRITE is learned, tracked key or not: a VA reused by an
+                     * untracked key must stop naming the tracked key it held before. */
                     meta.clover_key = hdr.node.key7 ++ hdr.node.key6 ++ hdr.node.key5 ++ hdr.node.key4 ++
                                       hdr.node.key3 ++ hdr.node.key2 ++ hdr.node.key1 ++ hdr.node.key0;
-                    meta.key_valid = 1;
-                } else if (hdr.bth.opcode == OP_COMPARE_SWAP && (meta.conn_flags & CONN_HAS_KEY) != 0) {
-                    conn_key.read(meta.clover_key, meta.conn);
-                    meta.key_valid = 1;
+                    meta.node_lh = hdr.node.self3 ++ hdr.node.self2 ++ hdr.node.self1 ++ hdr.node.self0;
+                    hash(meta.node_slot, HashAlgorithm.crc32, 32w0, { meta.node_lh }, NODE_SLOTS);
+                    node_lh.write(meta.node_slot, meta.node_lh);
+                    node_ver.write(meta.node_slot, hdr.node.hw2[2:0] ++ hdr.node.hw1[7:3]);
+                    node_va_hi.write(meta.node_slot, hdr.reth.va[63:32]);
+                    node_va_lo.write(meta.node_slot, hdr.reth.va[31:0]);
+                    node_key.write(meta.node_slot, meta.clover_key);
+                    hash(meta.addr_slot, HashAlgorithm.crc32, 32w0, { hdr.reth.va }, ADDR_SLOTS);
+                    addr_va_hi.write(meta.addr_slot, hdr.reth.va[63:32]);
+                    addr_va_lo.write(meta.addr_slot, hdr.reth.va[31:0]);
+                    addr_key.write(meta.addr_slot, meta.clover_key);
+                    stats.count(STAT_NODE_WRITES);
+                } else if (hdr.bth.opcode == OP_COMPARE_SWAP) {
+                    meta.link_orig_va = hdr.atomic_eth.va;
+                    meta.new_lh = hdr.atomic_eth.swap[59:28];
+                    meta.new_ver = hdr.atomic_eth.swap[26:19];
+                    hash(meta.link_slot, HashAlgorithm.crc32, 32w0,
+                         { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.bth.psn }, LINK_SLOTS);
+                    read_link();
+                    /* A retransmission: the CAS recorded at this slot (same client, server
+                     * and PSN) with the same VA and new node as the client sent them. */
+                    if (meta.link_valid == 1 && meta.link_psn == (bit<32>)hdr.bth.psn &&
+                        meta.link_cip == hdr.ipv4.src_addr && meta.link_mip == hdr.ipv4.dst_addr) {
+                        link_orig_va_hi.read(meta.addr_va_hi, meta.link_slot);
+                        link_orig_va_lo.read(meta.addr_va_lo, meta.link_slot);
+                        link_lh.read(meta.link_lh, meta.link_slot);
+                        if ((meta.addr_va_hi ++ meta.addr_va_lo) == hdr.atomic_eth.va &&
+                            meta.link_lh == meta.new_lh) {
+                            meta.retrans = 1;
+                        }
+                    }
+                    if (meta.retrans == 1) {
+                        /* Forwarded exactly as the first copy, so that the memory node
+                         * executes the same CAS whichever copy reaches it. */
+                        cas_out_va.read(hdr.atomic_eth.va, meta.link_slot);
+                        cas_out_compare.read(hdr.atomic_eth.compare, meta.link_slot);
+                        cas_out_swap.read(hdr.atomic_eth.swap, meta.link_slot);
+                        stats.count(STAT_RETRANSMITS);
+                        link_tracked.read(meta.link_tracked, meta.link_slot);
+                        if (meta.link_tracked == 1) {
+                            link_key_slot.read(meta.key_slot, meta.link_slot);
+                            key_retransmits.count(meta.key_slot);
+                        }
+                    } else {
+                        if (meta.link_valid == 1) {
+                            stats.count(STAT_LINK_TAKEOVER);
+                        }
+                        /* A linking CAS: compare is a tail word (next LH and next version
+                         * zero: bits 63..19) and swap names a node (not NULL, not the
+                         * delete mark). Its node, learned at its WRITE, names the key. */
+                        if (hdr.atomic_eth.compare[63:19] == 0 && meta.new_lh != 0 &&
+                            meta.new_lh != LH_DELETED) {
+                            stats.count(STAT_CAS);
+                            hash(meta.node_slot, HashAlgorithm.crc32, 32w0, { meta.new_lh }, NODE_SLOTS);
+                            node_lh.read(meta.node_lh, meta.node_slot);
+                            node_ver.read(meta.node_ver, meta.node_slot);
+                            if (meta.node_lh == meta.new_lh && meta.node_ver == meta.new_ver) {
+                                node_key.read(meta.clover_key, meta.node_slot);
+                                node_va_hi.read(meta.node_va_hi, meta.node_slot);
+                                node_va_lo.read(meta.node_va_lo, meta.node_slot);
+                                tracked_keys.apply();
+                            } else {
+                                stats.count(STAT_LINK_UNRESOLVED);
+                            }
+                            if (meta.tracked == 1) {
+                                meta.linking = 1;
+                                read_tail();
+                                if (meta.tail_valid == 1 && meta.tail_key == meta.clover_key &&
+                                    meta.tail_dst_ip == hdr.ipv4.dst_addr &&
+                                    (meta.tail_va_hi ++ meta.tail_va_lo) != hdr.atomic_eth.va) {
+                                    if (meta.now - meta.tail_ts >= meta.ttl) {
+                                        stats.count(STAT_TAIL_EXPIRED);
+                                    } else if ((meta.mode & MODE_WRITE) != 0) {
+                                        /* Stale CAS: steer it to the confirmed tail. */
+                                        hdr.atomic_eth.va = meta.tail_va_hi ++ meta.tail_va_lo;
+                                        hdr.atomic_eth.compare = (hdr.atomic_eth.compare & ~EV_MASK) |
+                                                                 (((bit<64>)meta.tail_ver) << EV_SHIFT);
+                                        hdr.atomic_eth.swap = (hdr.atomic_eth.swap & ~EV_MASK) |
+                                                              (((bit<64>)meta.tail_ver) << EV_SHIFT);
+                                        key_cas_steered.count(meta.key_slot);
+                                        stats.count(STAT_CAS_STEERED);
+                                    }
+                                }
+                            }
+                        }
+                        record_link();
+                    }
                 } else if (hdr.bth.opcode == OP_READ_REQUEST && hdr.reth.dma_len == meta.node_size &&
                            (meta.mode & MODE_READ) != 0) {
                     stats.count(STAT_READS);
                     hash(meta.addr_slot, HashAlgorithm.crc32, 32w0, { hdr.reth.va }, ADDR_SLOTS);
-                    addr_valid.read(meta.addr_valid, meta.addr_slot);
                     addr_va_hi.read(meta.addr_va_hi, meta.addr_slot);
                     addr_va_lo.read(meta.addr_va_lo, meta.addr_slot);
-                    if (meta.addr_valid == 1 && (meta.addr_va_hi ++ meta.addr_va_lo) == hdr.reth.va) {
+                    if ((meta.addr_va_hi ++ meta.addr_va_lo) == hdr.reth.va) {
                         addr_key.read(meta.clover_key, meta.addr_slot);
-                        meta.key_valid = 1;
+                        tracked_keys.apply();
                     }
-                }
-                if (meta.key_valid == 1) {
-                    tracked_keys.apply();
-                }
-
-                if (hdr.node.isValid() && hdr.reth.dma_len == meta.node_size) {
-                    /* Node WRITE: remember the pending new tail of the connection's key. */
-                    if (meta.retrans == 0) {
-                        /* The address map names the key of the last node written at
-                         * each VA, tracked or not: a slot reused by an untracked key
-                         * must stop mapping to the tracked key it held before, or
-                         * READs of the new node would be steered to that key's tail. */
-                        hash(meta.addr_slot, HashAlgorithm.crc32, 32w0, { hdr.reth.va }, ADDR_SLOTS);
-                        addr_valid.write(meta.addr_slot, 1);
-                        addr_va_hi.write(meta.addr_slot, hdr.reth.va[63:32]);
-                        addr_va_lo.write(meta.addr_slot, hdr.reth.va[31:0]);
-                        addr_key.write(meta.addr_slot, meta.clover_key);
-                        if (meta.tracked == 1) {
-                            conn_key.write(meta.conn, meta.clover_key);
-                            conn_pending_va_hi.write(meta.conn, hdr.reth.va[63:32]);
-                            conn_pending_va_lo.write(meta.conn, hdr.reth.va[31:0]);
-                            conn_pending_ver.write(meta.conn, hdr.node.hw2[2:0] ++ hdr.node.hw1[7:3]);
-                            conn_flags.write(meta.conn, CONN_HAS_KEY | CONN_PENDING);
-                            stats.count(STAT_NODE_WRITES);
-                        } else {
-                            conn_flags.write(meta.conn, 0);
-                        }
-                    }
-                } else if (hdr.bth.opcode == OP_COMPARE_SWAP && meta.conn_own == 1) {
-                    if (meta.retrans == 1) {
-                        if (meta.tracked == 1) {
-                            key_retransmits.count(meta.key_slot);
-                        }
-                    } else {
-                        stats.count(STAT_CAS);
-                        /* Only an append CAS links the pending node: its compare has
-                         * next LH 0 and next version 0 (bits 63..19 zero). */
-                        if (meta.tracked == 1 && (meta.conn_flags & CONN_PENDING) != 0 &&
-                            hdr.atomic_eth.compare[63:19] == 0) {
-                            read_tail();
-                            if ((meta.mode & MODE_WRITE) != 0 && meta.tail_valid == 1 &&
-                                meta.tail_dst_ip == hdr.ipv4.dst_addr &&
-                                (meta.tail_va_hi ++ meta.tail_va_lo) != hdr.atomic_eth.va) {
-                                /* Stale CAS: steer it to the cached tail. */
-                                hdr.atomic_eth.va = meta.tail_va_hi ++ meta.tail_va_lo;
-                                hdr.atomic_eth.compare = (hdr.atomic_eth.compare & ~EV_MASK) |
-                                                         (((bit<64>)meta.tail_ver) << EV_SHIFT);
-                                hdr.atomic_eth.swap = (hdr.atomic_eth.swap & ~EV_MASK) |
-                                                      (((bit<64>)meta.tail_ver) << EV_SHIFT);
-                                key_cas_steered.count(meta.key_slot);
-                                stats.count(STAT_CAS_STEERED);
-                            }
-                            /* The connection's pending node becomes the key's tail. */
-                            conn_pending_va_hi.read(meta.pend_va_hi, meta.conn);
-                            conn_pending_va_lo.read(meta.pend_va_lo, meta.conn);
-                            conn_pending_ver.read(meta.pend_ver, meta.conn);
-                            tail_valid.write(meta.key_slot, 1);
-                            tail_va_hi.write(meta.key_slot, meta.pend_va_hi);
-                            tail_va_lo.write(meta.key_slot, meta.pend_va_lo);
-                            tail_ver.write(meta.key_slot, meta.pend_ver);
-                            tail_dst_ip.write(meta.key_slot, hdr.ipv4.dst_addr);
-                            conn_flags.write(meta.conn, CONN_HAS_KEY);
-                            /* Remember the link, to check its outcome at the ATOMIC ACK. */
-                            conn_link_valid.write(meta.conn, 1);
-                            conn_link_slot.write(meta.conn, meta.key_slot);
-                            conn_link_psn.write(meta.conn, (bit<32>)hdr.bth.psn);
-                            conn_link_cip.write(meta.conn, hdr.ipv4.src_addr);
-                            conn_link_cmp.write(meta.conn, hdr.atomic_eth.compare);
-                            conn_link_va_hi.write(meta.conn, meta.pend_va_hi);
-                            conn_link_va_lo.write(meta.conn, meta.pend_va_lo);
-                            hash(meta.ack_slot, HashAlgorithm.crc32, 32w0,
-                                 { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.bth.psn }, ACK_SLOTS);
-                            cas_ack_map.write(meta.ack_slot, meta.conn + 1);
-                        }
-                    }
-                    if ((meta.mode & MODE_WRITE) != 0) {
-                        record_outstanding_cas();
-                    }
-                } else if (hdr.bth.opcode == OP_READ_REQUEST && hdr.reth.dma_len == meta.node_size &&
-                           (meta.mode & MODE_READ) != 0) {
                     if (meta.tracked == 1) {
                         read_tail();
+                        if (meta.tail_valid == 1 && meta.tail_key == meta.clover_key &&
+                            meta.tail_dst_ip == hdr.ipv4.dst_addr && meta.now - meta.tail_ts < meta.ttl) {
+                            meta.tail_fresh = 1;
+                        }
                     }
-                    if (meta.tracked == 1 && meta.tail_valid == 1 && meta.tail_dst_ip == hdr.ipv4.dst_addr) {
+                    if (meta.tail_fresh == 1) {
                         if ((meta.tail_va_hi ++ meta.tail_va_lo) != hdr.reth.va) {
                             hdr.reth.va = meta.tail_va_hi ++ meta.tail_va_lo;
                             key_reads_steered.count(meta.key_slot);

@@ -68,6 +68,12 @@ type Config struct {
 	HotKeyRange      string   `mapstructure:"hot-key-range"`
 	HotKeyProbes     int      `mapstructure:"hot-key-probes"`
 
+	// TailTTL is how long after the CAS that linked it a cached tail may
+	// be steered to. It must stay below half of the Clover store's T_r
+	// (its read timeout): a tail younger than T_r cannot have been
+	// reclaimed, and the other half covers the steered request's flight.
+	TailTTL time.Duration `mapstructure:"tail-ttl"`
+
 	RepairPeriod    time.Duration `mapstructure:"repair-period"`
 	RepairThreshold time.Duration `mapstructure:"repair-threshold"`
 	HotKeysPeriod   time.Duration `mapstructure:"hot-keys-period"`
@@ -140,6 +146,20 @@ func ferr(field, format string, a ...any) error {
 	return &FieldError{Field: "ctrl." + field, Err: fmt.Errorf(format, a...)}
 }
 
+// The node layout's sizes (docs/clover-layout.md): a node is NodeOverhead
+// bytes of header word, key and own handle, then the object.
+const (
+	NodeOverhead  = 24
+	MaxObjectSize = 4096 - NodeOverhead
+)
+
+// DefaultTailTTL is half of Clover's default T_r (50ms); MaxTailTTL is the
+// largest the switch's 48-bit microsecond clock comparison holds comfortably.
+const (
+	DefaultTailTTL = 25 * time.Millisecond
+	MaxTailTTL     = time.Hour
+)
+
 // Defaults returns the defaults of every scalar setting.
 func Defaults() Config {
 	return Config{
@@ -149,6 +169,7 @@ func Defaults() Config {
 		Push:            true,
 		Steering:        SteerWrite,
 		ObjectSize:      128,
+		TailTTL:         DefaultTailTTL,
 		RepairPeriod:    50 * time.Millisecond,
 		RepairThreshold: 200 * time.Millisecond,
 		HotKeysPeriod:   time.Second,
@@ -188,8 +209,11 @@ func (c Config) Parse() (*Rack, error) {
 	default:
 		return nil, ferr("steering", "%q is not one of off, write, read-write", c.Steering)
 	}
-	if c.ObjectSize <= 0 || c.ObjectSize > 4096-16 {
-		return nil, ferr("object-size", "%d out of 1..%d bytes (a node is 16+size bytes in one 4096-byte MTU)", c.ObjectSize, 4096-16)
+	if c.ObjectSize <= 0 || c.ObjectSize > MaxObjectSize {
+		return nil, ferr("object-size", "%d out of 1..%d bytes (a node is %d+size bytes in one 4096-byte MTU)", c.ObjectSize, MaxObjectSize, NodeOverhead)
+	}
+	if c.TailTTL < time.Microsecond || c.TailTTL > MaxTailTTL {
+		return nil, ferr("tail-ttl", "%s out of 1µs..%s (keep it below half of Clover's T_r)", c.TailTTL, MaxTailTTL)
 	}
 
 	byName := map[string]HostAddr{}
