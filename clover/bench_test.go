@@ -113,19 +113,19 @@ func runYCSB(b *testing.B, r *testRack, w *ycsb.Workload) {
 	}
 }
 
-func benchRack(b *testing.B, clients, keys, valueSize int, steer bool) (*testRack, []uint64) {
-	return benchRackDelay(b, clients, keys, valueSize, steer, 0)
+func benchRack(b *testing.B, clients, keys, valueSize int) (*testRack, []uint64) {
+	return benchRackDelay(b, clients, keys, valueSize, 0)
 }
 
 // benchRackDelay gives every compute-node link a fixed one-way delay, so
 // that operations of many clients overlap as on a real network, where a
 // round trip is long against the CPU time of an operation.
-func benchRackDelay(b *testing.B, clients, keys, valueSize int, steer bool, delay time.Duration) (*testRack, []uint64) {
+func benchRackDelay(b *testing.B, clients, keys, valueSize int, delay time.Duration) (*testRack, []uint64) {
 	nodes := keys + 64*clients + 4096
 	class, _ := ClassFor(NodeSize(valueSize))
 	perChunk := (1 << 20) / SlabClasses[class]
 	layout := RegionLayout{Shortcuts: keys + 16, Chunks: nodes/perChunk + 2*clients + 8, ChunkSize: 1 << 20}
-	r := newTestRack(b, rackConfig{clients: clients, valueSize: valueSize, layout: layout, cache: 2 * keys, timeout: 100 * time.Millisecond, epoch: time.Minute, steer: steer,
+	r := newTestRack(b, rackConfig{clients: clients, valueSize: valueSize, layout: layout, cache: 2 * keys, timeout: 100 * time.Millisecond, epoch: time.Minute,
 		faults: netio.Faults{Delay: delay}})
 	w, _ := ycsb.New(ycsb.Config{Workload: ycsb.WorkloadC, RecordCount: int64(keys)})
 	ks := make([]uint64, keys)
@@ -158,7 +158,7 @@ func benchRackDelay(b *testing.B, clients, keys, valueSize int, steer bool, dela
 func BenchmarkReadOnlyUniform(b *testing.B) {
 	for _, clients := range []int{1, 4} {
 		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
-			r, _ := benchRack(b, clients, 100_000, 128, false)
+			r, _ := benchRack(b, clients, 100_000, 128)
 			w, err := ycsb.New(ycsb.Config{Workload: ycsb.WorkloadC, Distribution: ycsb.DistUniform, RecordCount: 100_000, ValueSize: 128, Clients: clients, Seed: 1})
 			if err != nil {
 				b.Fatal(err)
@@ -170,23 +170,12 @@ func BenchmarkReadOnlyUniform(b *testing.B) {
 }
 
 // BenchmarkContendedZipf is the other end: 50% writes, zipf 0.99 on 1,024
-// keys, 128-byte values.
-//
-// steer=model puts the test model of the steering switch (steering_test.go)
-// in the hub: a functional stand-in for the P4 program, for the client's
-// side of the A/B; the rack's real switch is the testbed's.
+// keys, 128-byte values, without a switch (steering is measured on the
+// testbed's rack, with the real switch program: swordbox bench).
 func BenchmarkContendedZipf(b *testing.B) {
-	for _, tc := range []struct {
-		clients int
-		steer   bool
-	}{{8, false}, {32, false}, {128, false}, {32, true}, {128, true}} {
-		name := fmt.Sprintf("clients=%d/steer=off", tc.clients)
-		if tc.steer {
-			name = fmt.Sprintf("clients=%d/steer=model", tc.clients)
-		}
-		clients := tc.clients
-		b.Run(name, func(b *testing.B) {
-			r, _ := benchRack(b, clients, 1024, 128, tc.steer)
+	for _, clients := range []int{8, 32, 128} {
+		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
+			r, _ := benchRack(b, clients, 1024, 128)
 			w, err := ycsb.New(ycsb.Config{Workload: ycsb.WorkloadA, RecordCount: 1024, ValueSize: 128, Clients: clients, Seed: 1})
 			if err != nil {
 				b.Fatal(err)
@@ -227,17 +216,10 @@ func BenchmarkClientOps(b *testing.B) {
 // BenchmarkContendedZipfDelay is BenchmarkContendedZipf on links with a
 // 100us one-way delay: many clients' operations in flight at once.
 func BenchmarkContendedZipfDelay(b *testing.B) {
-	for _, tc := range []struct {
-		clients int
-		steer   bool
-	}{{32, false}, {128, false}, {128, true}} {
-		steer := "off"
-		if tc.steer {
-			steer = "model"
-		}
-		b.Run(fmt.Sprintf("clients=%d/steer=%s", tc.clients, steer), func(b *testing.B) {
-			r, _ := benchRackDelay(b, tc.clients, 1024, 128, tc.steer, 100*time.Microsecond)
-			w, err := ycsb.New(ycsb.Config{Workload: ycsb.WorkloadA, RecordCount: 1024, ValueSize: 128, Clients: tc.clients, Seed: 1})
+	for _, clients := range []int{32, 128} {
+		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
+			r, _ := benchRackDelay(b, clients, 1024, 128, 100*time.Microsecond)
+			w, err := ycsb.New(ycsb.Config{Workload: ycsb.WorkloadA, RecordCount: 1024, ValueSize: 128, Clients: clients, Seed: 1})
 			if err != nil {
 				b.Fatal(err)
 			}

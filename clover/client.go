@@ -21,7 +21,7 @@ type MemoryNodeConn struct {
 type ClientConfig struct {
 	// ID names the client in errors and metrics.
 	ID int
-	// ValueSize is the store's object size V: every node is 16+V bytes.
+	// ValueSize is the store's object size V: every node is 24+V bytes.
 	ValueSize int
 	// Device registers the client's local buffers.
 	Device interface {
@@ -81,6 +81,14 @@ type Metrics struct {
 	// the cursor was fresh (a steered READ), stale cursors (version or
 	// key mismatch), recoveries through shortcut or MS.
 	ReadsSteered, StaleCursors, Recoveries, ReadTimeouts uint64
+	// SteeredNonTail: steered node READs whose node was no longer the tail
+	// (the switch's cached tail lagged); the get then finished unsteered.
+	SteeredNonTail uint64
+	// Header READs: before and between a put's CASes beyond the one READ
+	// every put makes (PreCASReads), finishing unsteered gets
+	// (ChaseReads), and in recoveries through shortcut or MS
+	// (RecoveryReads).
+	PreCASReads, ChaseReads, RecoveryReads uint64
 	// ChaseHops totals next-pointer hops of gets; ChaseHist[i] counts gets
 	// with i hops (last bucket: that many or more); MaxChase is the longest.
 	ChaseHops uint64
@@ -101,6 +109,40 @@ type Metrics struct {
 	RetireUnknown uint64
 	// AllocWaits: ALLOCs answered "no space" and retried after T_r/4.
 	AllocWaits uint64
+}
+
+// Add adds o's counters to m (MaxChase: the larger).
+func (m *Metrics) Add(o Metrics) { m.combine(o, 1) }
+
+// Sub subtracts o's counters from m (MaxChase is left as it is): the
+// counters of an interval, from snapshots at its ends.
+func (m *Metrics) Sub(o Metrics) { m.combine(o, ^uint64(0)) }
+
+// combine adds sign*o to m's counters (sign 1 or -1 as a uint64).
+func (m *Metrics) combine(o Metrics, sign uint64) {
+	for _, f := range []struct {
+		d *uint64
+		s uint64
+	}{
+		{&m.Gets, o.Gets}, {&m.Puts, o.Puts}, {&m.Creates, o.Creates}, {&m.Deletes, o.Deletes},
+		{&m.NotFound, o.NotFound}, {&m.CAS, o.CAS}, {&m.CASFailures, o.CASFailures}, {&m.Retries, o.Retries},
+		{&m.CASSteered, o.CASSteered}, {&m.Uncertain, o.Uncertain}, {&m.ReadsSteered, o.ReadsSteered},
+		{&m.StaleCursors, o.StaleCursors}, {&m.Recoveries, o.Recoveries}, {&m.ReadTimeouts, o.ReadTimeouts},
+		{&m.SteeredNonTail, o.SteeredNonTail}, {&m.PreCASReads, o.PreCASReads}, {&m.ChaseReads, o.ChaseReads},
+		{&m.RecoveryReads, o.RecoveryReads}, {&m.ChaseHops, o.ChaseHops}, {&m.Verbs, o.Verbs},
+		{&m.RoundTrips, o.RoundTrips}, {&m.PayloadBytes, o.PayloadBytes}, {&m.WireBytes, o.WireBytes},
+		{&m.Reads, o.Reads}, {&m.Writes, o.Writes}, {&m.Atomics, o.Atomics}, {&m.GCVerbs, o.GCVerbs},
+		{&m.GCWireBytes, o.GCWireBytes}, {&m.MSRequests, o.MSRequests}, {&m.MSWireBytes, o.MSWireBytes},
+		{&m.RetireUnknown, o.RetireUnknown}, {&m.AllocWaits, o.AllocWaits},
+	} {
+		*f.d += sign * f.s
+	}
+	for i := range m.ChaseHist {
+		m.ChaseHist[i] += sign * o.ChaseHist[i]
+	}
+	if sign == 1 {
+		m.MaxChase = max(m.MaxChase, o.MaxChase)
+	}
 }
 
 // Ops is the number of completed operations.

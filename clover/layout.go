@@ -23,13 +23,15 @@ const (
 	hdrMustBeZero = 0xF<<60 | 1<<27
 )
 
-// Node layout: header word, key, value (all little-endian).
+// Node layout: header word, key, the node's own logical handle, value (all
+// little-endian).
 const (
 	NodeHeaderOff = 0
 	NodeKeyOff    = 8
-	NodeValueOff  = 16
+	NodeSelfOff   = 16
+	NodeValueOff  = 24
 	// NodeOverhead is the bytes of a node before its value.
-	NodeOverhead = 16
+	NodeOverhead = 24
 )
 
 // Header is a node's 8-byte header word: the CAS target.
@@ -105,18 +107,27 @@ func (n Node) Key() uint64 { return binary.LittleEndian.Uint64(n[NodeKeyOff:]) }
 // SetKey stores the key.
 func (n Node) SetKey(k uint64) { binary.LittleEndian.PutUint64(n[NodeKeyOff:], k) }
 
+// Self is the logical handle of the slot the node was written to: a READ
+// that a switch steered to another node says which node it returned.
+func (n Node) Self() LH { return LH(binary.LittleEndian.Uint32(n[NodeSelfOff:])) }
+
+// SetSelf stores the node's own handle (the high 32 bits of the word are zero).
+func (n Node) SetSelf(l LH) { binary.LittleEndian.PutUint64(n[NodeSelfOff:], uint64(l)) }
+
 // Value is the value bytes (a view).
 func (n Node) Value() []byte { return n[NodeValueOff:] }
 
-// EncodeNode writes a fresh node (next NULL, entry version ver) for key and
-// value into dst, which must hold NodeSize(len(value)) bytes.
-func EncodeNode(dst []byte, ver uint8, key uint64, value []byte) error {
+// EncodeNode writes a fresh node for slot p (next NULL, entry version
+// p.Ver, own handle p.LH) for key and value into dst, which must hold
+// NodeSize(len(value)) bytes.
+func EncodeNode(dst []byte, p Ptr, key uint64, value []byte) error {
 	if len(dst) < NodeSize(len(value)) {
 		return fmt.Errorf("clover: encode node: buffer %d bytes, need %d", len(dst), NodeSize(len(value)))
 	}
 	n := Node(dst)
-	n.SetHeader(TailWord(ver))
+	n.SetHeader(TailWord(p.Ver))
 	n.SetKey(key)
+	n.SetSelf(p.LH)
 	copy(n[NodeValueOff:], value)
 	return nil
 }

@@ -44,21 +44,23 @@ func TestHeaderWordBits(t *testing.T) {
 
 func TestNodeEncodingLittleEndian(t *testing.T) {
 	buf := make([]byte, NodeSize(4))
-	if err := EncodeNode(buf, 42, 0x1122334455667788, []byte{1, 2, 3, 4}); err != nil {
+	self := Ptr{LH: 0x01abcdef, Ver: 42}
+	if err := EncodeNode(buf, self, 0x1122334455667788, []byte{1, 2, 3, 4}); err != nil {
 		t.Fatal(err)
 	}
-	want := []byte{0, 0x50, 1, 0, 0, 0, 0, 0, 0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, 1, 2, 3, 4}
+	want := []byte{0, 0x50, 1, 0, 0, 0, 0, 0, 0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11,
+		0xef, 0xcd, 0xab, 0x01, 0, 0, 0, 0, 1, 2, 3, 4}
 	if string(buf) != string(want) {
 		t.Fatalf("node bytes % x\nwant       % x", buf, want)
 	}
 	n := Node(buf)
-	if n.Header().EntryVersion() != 42 || !n.Header().IsTail() || n.Key() != 0x1122334455667788 || string(n.Value()) != "\x01\x02\x03\x04" {
-		t.Errorf("decode: %v key %#x value %v", n.Header(), n.Key(), n.Value())
+	if n.Header().EntryVersion() != 42 || !n.Header().IsTail() || n.Key() != 0x1122334455667788 || n.Self() != self.LH || string(n.Value()) != "\x01\x02\x03\x04" {
+		t.Errorf("decode: %v key %#x self %v value %v", n.Header(), n.Key(), n.Self(), n.Value())
 	}
-	if EncodeNode(buf[:19], 1, 1, []byte{1, 2, 3, 4}) == nil {
+	if EncodeNode(buf[:NodeSize(4)-1], self, 1, []byte{1, 2, 3, 4}) == nil {
 		t.Error("EncodeNode accepted a short buffer")
 	}
-	if NodeSize(128) != 144 {
+	if NodeSize(128) != 152 {
 		t.Errorf("NodeSize(128) = %d", NodeSize(128))
 	}
 }
@@ -159,6 +161,7 @@ func FuzzReadRegionHeader(f *testing.F) {
 			n := Node(b)
 			_ = n.Header().String()
 			_ = n.Key()
+			_ = n.Self()
 			_ = n.Value()
 		}
 	})

@@ -77,19 +77,25 @@ func (c *Client) cursor(ctx context.Context, key uint64) (*cursorEntry, error) {
 
 // read READs n bytes of node p into the local read buffer and returns the
 // view and the post time. Reads that take longer than T_r are retried: their
-// bytes may mix two lives of the slot.
+// bytes may mix two lives of the slot. A read of the node size may be
+// steered by a switch to the key's confirmed tail; any other length never is.
 func (c *Client) read(ctx context.Context, p Ptr, n int, gc bool) (Node, time.Duration, error) {
-	qp, va, rkey, err := c.remote(p.LH)
-	if err != nil {
-		return nil, 0, err
-	}
 	off := c.offNodeR()
 	if n < c.nsize {
 		off = c.offSmall() + smWalk
 	}
+	return c.readAt(ctx, p, 0, off, n, gc)
+}
+
+// readAt READs n bytes at byte at of node p into the local buffer at off.
+func (c *Client) readAt(ctx context.Context, p Ptr, at, off, n int, gc bool) (Node, time.Duration, error) {
+	qp, va, rkey, err := c.remote(p.LH)
+	if err != nil {
+		return nil, 0, err
+	}
 	for {
 		t := c.cfg.Now()
-		id, err := c.post(qp, off, n, verbs.SendWR{Op: verbs.OpRead, RemoteAddr: va, RKey: rkey, Flags: verbs.Signaled})
+		id, err := c.post(qp, off, n, verbs.SendWR{Op: verbs.OpRead, RemoteAddr: va + uint64(at), RKey: rkey, Flags: verbs.Signaled})
 		if err != nil {
 			return nil, 0, err
 		}
@@ -107,20 +113,28 @@ func (c *Client) read(ctx context.Context, p Ptr, n int, gc bool) (Node, time.Du
 	}
 }
 
-// walk follows next pointers from p with 16-byte header+key READs (which no
-// steering switch touches: they are not node-sized) to the key's tail, and
-// validates e's cursor there. It returns ErrNotFound if the chain ends in a
-// delete mark, errStale if a slot on the way was reclaimed.
-func (c *Client) walk(ctx context.Context, key uint64, e *cursorEntry, p Ptr, limit int) error {
+// isNode reports whether n (at least NodeOverhead bytes) is the node p
+// names: a node of key, in p's slot, with p's version.
+func isNode(n Node, key uint64, p Ptr) bool {
+	return n.Key() == key && n.Header().Valid() && n.Self() == p.LH && n.Header().EntryVersion() == p.Ver
+}
+
+// walk follows next pointers from p with header READs (header, key and
+// handle: never node-sized, so no switch steers them) to the key's tail,
+// and validates e's cursor there. It returns ErrNotFound if the chain ends
+// in a delete mark, errStale if a slot on the way was reclaimed. Each READ
+// is counted in *reads.
+func (c *Client) walk(ctx context.Context, key uint64, e *cursorEntry, p Ptr, limit int, reads *uint64) error {
 	for hops := 0; hops <= limit; hops++ {
 		n, t, err := c.read(ctx, p, NodeOverhead, false)
 		if err != nil {
 			return err
 		}
-		h := n.Header()
-		if n.Key() != key || !h.Valid() || h.EntryVersion() != p.Ver {
+		*reads++
+		if !isNode(n, key, p) {
 			return errStale
 		}
+		h := n.Header()
 		switch {
 		case h.Next() == LHDeleted:
 			return ErrNotFound
@@ -145,7 +159,7 @@ func (c *Client) recover(ctx context.Context, key uint64, e *cursorEntry) error 
 			return err
 		}
 		if !s.IsZero() {
-			err := c.walk(ctx, key, e, s, 1<<20)
+			err := c.walk(ctx, key, e, s, 1<<20, &c.m.RecoveryReads)
 			if err == nil || !(errors.Is(err, errStale) || errors.Is(err, ErrNotFound)) {
 				return err
 			}
@@ -170,7 +184,7 @@ func (c *Client) recover(ctx context.Context, key uint64, e *cursorEntry) error 
 			return err
 		}
 		e.shortcut, e.class = ki.Shortcut, ki.Class
-		err = c.walk(ctx, key, e, ki.Latest, 1<<20)
+		err = c.walk(ctx, key, e, ki.Latest, 1<<20, &c.m.RecoveryReads)
 		if !errors.Is(err, errStale) {
 			return err
 		}
@@ -224,6 +238,14 @@ func (c *Client) writeShortcut(s ShortcutRef, p Ptr) error {
 
 // Get copies the value of key into dst (which must hold ValueSize bytes)
 // and returns ErrNotFound for a key that does not exist.
+//
+// A node READ may come back steered: a node of the key in another slot (its
+// own handle says which). The switch steers only to a tail confirmed by the
+// ATOMIC ACK of the CAS that linked it, younger than half of T_r, so such a
+// node is linked and not reclaimed: if it is still the tail, its value is
+// the key's current value and the cursor moves to it. If it is not (the
+// switch's tail lags), the get finishes without steering: header READs to
+// the tail, then a READ of the value alone (not node-sized).
 func (c *Client) Get(ctx context.Context, key uint64, dst []byte) error {
 	if err := c.maybeFlush(ctx); err != nil {
 		return err
@@ -247,16 +269,15 @@ func (c *Client) Get(ctx context.Context, key uint64, dst []byte) error {
 			return err
 		}
 		h := n.Header()
-		done := c.cfg.Now()
-		ours := n.Key() == key && h.Valid()
+		at := Ptr{LH: n.Self(), Ver: h.EntryVersion()}
+		steered := false
 		switch {
-		case ours && h.EntryVersion() == p.Ver:
+		case isNode(n, key, p):
 			// The node the pointer names.
-		case ours && p == e.ptr && c.fresh(e, done):
-			// Another version of the key, at the address of a cursor that
-			// cannot have been reclaimed: a switch steered the READ to its
-			// cached tail. Use it; the cursor stays (its address is all we
-			// know), unvalidated by this read.
+		case n.Key() == key && h.Valid() && at.LH != p.LH && at.LH.IsSlot():
+			// Another slot's node of the key: a switch steered the READ
+			// to its confirmed tail.
+			steered = true
 			c.m.ReadsSteered++
 		default:
 			c.m.StaleCursors++
@@ -281,11 +302,21 @@ func (c *Client) Get(ctx context.Context, key uint64, dst []byte) error {
 			p = e.ptr
 		case next == LHNull:
 			copy(dst, n.Value())
-			if h.EntryVersion() == p.Ver {
-				c.validate(e, p, t)
-			}
+			c.validate(e, at, t)
 			c.m.Gets++
 			c.chase(hops)
+			return nil
+		case steered:
+			c.m.SteeredNonTail++
+			if err := c.getUnsteered(ctx, key, e, Ptr{LH: next, Ver: h.NextVersion()}, dst); err != nil {
+				if errors.Is(err, errStale) {
+					p = e.ptr
+					continue
+				}
+				return c.notFound(err)
+			}
+			c.m.Gets++
+			c.chase(hops + 1)
 			return nil
 		default:
 			hops++
@@ -298,6 +329,33 @@ func (c *Client) Get(ctx context.Context, key uint64, dst []byte) error {
 			}
 		}
 	}
+}
+
+// getUnsteered finishes a get from p without node-sized READs: header
+// READs to the tail, then the tail's value alone. The tail was seen as the
+// tail by the last header READ, so its slot cannot be reused before T_r has
+// passed since: the value READ must complete by then.
+func (c *Client) getUnsteered(ctx context.Context, key uint64, e *cursorEntry, p Ptr, dst []byte) error {
+	for try := 0; try < 64; try++ {
+		if err := c.walk(ctx, key, e, p, 1<<20, &c.m.ChaseReads); err != nil {
+			if !errors.Is(err, errStale) {
+				return err
+			}
+			if err := c.recover(ctx, key, e); err != nil {
+				return err
+			}
+		}
+		v, _, err := c.readAt(ctx, e.ptr, NodeValueOff, c.offNodeR(), c.cfg.ValueSize, false)
+		if err != nil {
+			return err
+		}
+		if c.fresh(e, c.cfg.Now()) {
+			copy(dst, v)
+			return nil
+		}
+		p = e.ptr
+	}
+	return fmt.Errorf("clover client %d: get key %d: %w", c.cfg.ID, key, errStale)
 }
 
 func (c *Client) chase(hops int) {
@@ -321,14 +379,16 @@ func (c *Client) notFound(err error) error {
 
 // ---- writes ----
 
-// writeNode WRITEs a fresh node for key into slot n, then READs back its
-// last byte (the persistence check), as two round trips.
+// writeNode WRITEs a fresh node for key into slot n. The READ that
+// persists it (an RDMA READ on the same queue pair completes after the
+// WRITE before it) is the caller's: Put reads its cursor's header, Create
+// the node's own.
 func (c *Client) writeNode(ctx context.Context, key uint64, n Ptr, value []byte) error {
 	qp, va, rkey, err := c.remote(n.LH)
 	if err != nil {
 		return err
 	}
-	if err := EncodeNode(c.buf[c.offNodeW():c.offNodeW()+c.nsize], n.Ver, key, value); err != nil {
+	if err := EncodeNode(c.buf[c.offNodeW():c.offNodeW()+c.nsize], n, key, value); err != nil {
 		return err
 	}
 	id, err := c.post(qp, c.offNodeW(), c.nsize, verbs.SendWR{Op: verbs.OpWrite, RemoteAddr: va, RKey: rkey, Flags: verbs.Signaled})
@@ -336,15 +396,6 @@ func (c *Client) writeNode(ctx context.Context, key uint64, n Ptr, value []byte)
 		return err
 	}
 	c.account(verbs.OpWrite, c.nsize, false)
-	c.m.RoundTrips++
-	if _, err := c.wait(ctx, id); err != nil {
-		return err
-	}
-	id, err = c.post(qp, c.offSmall()+smReadBack, 1, verbs.SendWR{Op: verbs.OpRead, RemoteAddr: va + uint64(c.nsize) - 1, RKey: rkey, Flags: verbs.Signaled})
-	if err != nil {
-		return err
-	}
-	c.account(verbs.OpRead, 1, false)
 	c.m.RoundTrips++
 	_, err = c.wait(ctx, id)
 	return err
@@ -388,9 +439,21 @@ const (
 	linkDeleted
 )
 
-// link CASes the key's tail header from "tail" to point at next, chasing
-// and retrying until it succeeds. See the package doc for how a CAS's
-// original value is judged when a switch may have steered it.
+// toTail validates e's cursor as the key's tail: header READs from the
+// cursor (from shortcut and MS if it is stale). The first READ also
+// persists a node WRITE posted before it on the same queue pair.
+func (c *Client) toTail(ctx context.Context, key uint64, e *cursorEntry, from Ptr, reads *uint64) error {
+	err := c.walk(ctx, key, e, from, 1<<20, reads)
+	if errors.Is(err, errStale) {
+		err = c.recover(ctx, key, e)
+	}
+	return err
+}
+
+// link CASes the key's tail header to point at next, from a cursor seen as
+// the tail less than T_r/2 before, walking and retrying until it succeeds.
+// How a result is judged when a switch may have steered the CAS is in the
+// package doc ("Steering").
 func (c *Client) link(ctx context.Context, key uint64, e *cursorEntry, next Ptr) (Ptr, linkResult, error) {
 	for try := 0; ; try++ {
 		if try > 1<<16 {
@@ -399,77 +462,98 @@ func (c *Client) link(ctx context.Context, key uint64, e *cursorEntry, next Ptr)
 		if try > 0 {
 			c.m.Retries++
 		}
-		// Only CAS on a cursor seen as the tail well within T_r: then the
-		// slot cannot be reused before the CAS lands, and a tail word of
-		// another version can only come from a steered CAS.
 		if !c.fresh(e, c.cfg.Now()+c.cfg.ReadTimeout/2) {
-			if err := c.walk(ctx, key, e, e.ptr, 1<<20); err != nil {
+			if err := c.toTail(ctx, key, e, e.ptr, &c.m.PreCASReads); err != nil {
 				if errors.Is(err, ErrNotFound) {
 					return Ptr{}, linkDeleted, nil
 				}
-				if !errors.Is(err, errStale) {
-					return Ptr{}, 0, err
-				}
-				if err := c.recover(ctx, key, e); err != nil {
-					if errors.Is(err, ErrNotFound) {
-						return Ptr{}, linkDeleted, nil
-					}
-					return Ptr{}, 0, err
-				}
+				return Ptr{}, 0, err
 			}
 		}
 		x := e.ptr
-		orig, _, err := c.cas(ctx, x, MakeHeader(next.LH, next.Ver, x.Ver, false))
+		orig, posted, err := c.cas(ctx, x, MakeHeader(next.LH, next.Ver, x.Ver, false))
 		if err != nil {
 			return Ptr{}, 0, err
 		}
 		done := c.cfg.Now()
+		// quick: x (seen as the tail at e.valAt) cannot have been reused
+		// when the CAS executed, and neither can a tail the switch steered
+		// it to (younger than T_r/2 when forwarded, executed within T_r/2).
+		quick := c.fresh(e, done) && done-posted < c.cfg.ReadTimeout/2
 		switch {
 		case orig == TailWord(x.Ver):
 			return x, linked, nil
-		case orig.IsTailWordModVersion() && c.fresh(e, done):
+		case orig.IsTailWordModVersion() && quick:
 			c.m.CASSteered++
 			return x, linkedSteered, nil
 		case orig.IsTailWordModVersion():
-			// The CAS took so long that x may have been reused: check x
-			// itself. If x still holds our version, the CAS cannot have
-			// acted on x, so it was steered and succeeded.
-			n, _, err := c.read(ctx, x, NodeOverhead, false)
+			// Slow: the CAS may have met a reused slot. It succeeded if
+			// and only if our node is now in the chain after x.
+			pred, found, err := c.verifyLink(ctx, key, x, next)
 			if err != nil {
-				return Ptr{}, 0, err
+				c.m.Uncertain++
+				return Ptr{}, 0, fmt.Errorf("clover client %d: key %d: %w (%v)", c.cfg.ID, key, ErrUncertain, err)
 			}
-			if n.Key() == key && n.Header().EntryVersion() == x.Ver {
+			if found {
 				c.m.CASSteered++
-				return x, linkedSteered, nil
+				return pred, linked, nil
 			}
-			c.m.Uncertain++
-			return Ptr{}, 0, fmt.Errorf("clover client %d: key %d: %w", c.cfg.ID, key, ErrUncertain)
-		case orig.Next() == LHDeleted && orig.Valid():
+			c.m.CASFailures++
+			e.valAt = -1
+		case orig.Next() == LHDeleted && orig.Valid() && orig.EntryVersion() == x.Ver:
 			c.m.CASFailures++
 			return Ptr{}, linkDeleted, nil
-		case orig.Next().IsSlot() && orig.Valid():
-			// Someone linked after x (or after the tail a switch steered
-			// us to): walk on from its successor.
+		case orig.Next().IsSlot() && orig.Valid() && orig.EntryVersion() == x.Ver && quick:
+			// Someone linked after x: walk on from its successor.
 			c.m.CASFailures++
-			if err := c.walk(ctx, key, e, Ptr{LH: orig.Next(), Ver: orig.NextVersion()}, 1<<20); err != nil {
+			if err := c.toTail(ctx, key, e, Ptr{LH: orig.Next(), Ver: orig.NextVersion()}, &c.m.PreCASReads); err != nil {
 				if errors.Is(err, ErrNotFound) {
 					return Ptr{}, linkDeleted, nil
 				}
-				if !errors.Is(err, errStale) {
-					return Ptr{}, 0, err
-				}
-				e.valAt = -1
+				return Ptr{}, 0, err
 			}
 		default:
-			// Not a header word of ours (a reused slot): start over.
+			// A steered CAS that failed (the switch's tail had a
+			// successor it did not learn; it forgets that tail at the
+			// ATOMIC ACK), or a slow one: walk again from x.
 			c.m.CASFailures++
 			e.valAt = -1
 		}
 	}
 }
 
+// verifyLink walks from x (header READs) for the node whose next pointer is
+// n: found means n is linked, with that node as its predecessor; reaching
+// the tail without it means n is not linked. A reclaimed slot on the way
+// leaves it unknown (an error).
+func (c *Client) verifyLink(ctx context.Context, key uint64, x, n Ptr) (Ptr, bool, error) {
+	p := x
+	for hops := 0; hops < 1<<20; hops++ {
+		nd, _, err := c.read(ctx, p, NodeOverhead, false)
+		if err != nil {
+			return Ptr{}, false, err
+		}
+		c.m.PreCASReads++
+		if !isNode(nd, key, p) {
+			return Ptr{}, false, errStale
+		}
+		h := nd.Header()
+		if !h.Next().IsSlot() {
+			return Ptr{}, false, nil
+		}
+		next := Ptr{LH: h.Next(), Ver: h.NextVersion()}
+		if next == n {
+			return p, true, nil
+		}
+		p = next
+	}
+	return Ptr{}, false, errStale
+}
+
 // Put writes value (ValueSize bytes) as the new version of key: WRITE the
-// node into a free slot, READ back its last byte, CAS the tail's header.
+// node into a free slot; READ the cursor's header (which persists the node
+// and validates the cursor; header READs on to the tail if it moved); CAS
+// the tail's header.
 func (c *Client) Put(ctx context.Context, key uint64, value []byte) error {
 	if err := c.maybeFlush(ctx); err != nil {
 		return err
@@ -489,9 +573,8 @@ func (c *Client) Put(ctx context.Context, key uint64, value []byte) error {
 	if err := c.writeNode(ctx, key, n, value); err != nil {
 		return err
 	}
-	t0 := c.cfg.Now()
-	x, res, err := c.link(ctx, key, e, n)
-	e0 := x // the node the successful CAS was aimed at
+	t0 := c.cfg.Now() // before the CAS: n cannot be reclaimed before t0 + T_r
+	x, res, err := c.putLink(ctx, key, e, n)
 	if err != nil {
 		return err
 	}
@@ -500,24 +583,43 @@ func (c *Client) Put(ctx context.Context, key uint64, value []byte) error {
 		c.queueRetire(ctx, pendingRetire{key: key, from: n}) // never linked: free it
 		return c.notFound(ErrNotFound)
 	}
-	c.validate(e, n, t0)
-	if err := c.writeShortcut(e.shortcut, n); err != nil {
-		return err
-	}
 	if res == linkedSteered {
-		// The CAS landed on an unknown T after x. Find T now, while x is
-		// fresh: every node between x and n was linked after x was seen
-		// as the tail, so none can be reclaimed for T_r after that.
+		// The CAS landed on an unknown confirmed tail T after x. Find T
+		// now, while x is fresh: every node between x and n was linked
+		// after x was seen as the tail, so none can be reclaimed for T_r
+		// after that.
+		from := x
 		x = Ptr{}
 		if c.cfg.MaxRetireWalk > 0 {
-			x = c.findPredecessor(ctx, pendingRetire{key: key, from: e0, linked: n})
+			x = c.findPredecessor(ctx, pendingRetire{key: key, from: from, linked: n})
 		}
 		if x.IsZero() {
 			c.m.RetireUnknown++
 		}
 	}
+	c.validate(e, n, t0)
+	if err := c.writeShortcut(e.shortcut, n); err != nil {
+		return err
+	}
 	c.m.Puts++
 	return c.queueRetire(ctx, pendingRetire{key: key, from: x, linked: n})
+}
+
+// putLink validates the cursor (its first READ persists the node just
+// written) and links n.
+func (c *Client) putLink(ctx context.Context, key uint64, e *cursorEntry, n Ptr) (Ptr, linkResult, error) {
+	var reads uint64
+	err := c.toTail(ctx, key, e, e.ptr, &reads)
+	if reads > 1 {
+		c.m.PreCASReads += reads - 1 // the first is the persistence READ every put makes
+	}
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return Ptr{}, linkDeleted, nil
+		}
+		return Ptr{}, 0, err
+	}
+	return c.link(ctx, key, e, n)
 }
 
 // Create makes a new key with its first value; ErrExists if it exists.
@@ -535,6 +637,9 @@ func (c *Client) Create(ctx context.Context, key uint64, value []byte) error {
 	}
 	t0 := c.cfg.Now()
 	if err := c.writeNode(ctx, key, n, value); err != nil {
+		return err
+	}
+	if _, _, err := c.read(ctx, n, NodeOverhead, false); err != nil { // persists it
 		return err
 	}
 	b := c.sendBuf()
@@ -569,7 +674,8 @@ func (c *Client) Create(ctx context.Context, key uint64, value []byte) error {
 
 // Delete removes key: it CASes the tail's next pointer to the delete mark
 // (so every client's chase ends there) and tells the MS, which reclaims the
-// tail and the shortcut after T_r.
+// tail and the shortcut after T_r. No switch steers it (its swap names no
+// node).
 func (c *Client) Delete(ctx context.Context, key uint64) error {
 	if err := c.maybeFlush(ctx); err != nil {
 		return err
@@ -662,7 +768,7 @@ func (c *Client) findPredecessor(ctx context.Context, r pendingRetire) Ptr {
 			return Ptr{}
 		}
 		h := n.Header()
-		if n.Key() != r.key || h.EntryVersion() != p.Ver || !h.Next().IsSlot() {
+		if !isNode(n, r.key, p) || !h.Next().IsSlot() {
 			return Ptr{}
 		}
 		next := Ptr{LH: h.Next(), Ver: h.NextVersion()}

@@ -25,9 +25,7 @@ type hub struct {
 	bytes  atomic.Uint64
 	// toFrames/toBytes count by the destination MAC's last byte.
 	toFrames, toBytes [256]atomic.Uint64
-	// steer, when set, may rewrite a frame before it is forwarded.
-	steer func(f []byte)
-	wg    sync.WaitGroup
+	wg                sync.WaitGroup
 }
 
 func (h *hub) attach(mac [6]byte, p *netio.LinkPort) {
@@ -62,9 +60,6 @@ func (h *hub) attach(mac [6]byte, p *netio.LinkPort) {
 				if out == nil {
 					continue
 				}
-				if h.steer != nil {
-					h.steer(f)
-				}
 				h.frames.Add(1)
 				h.bytes.Add(uint64(len(f)))
 				h.toFrames[dst[5]].Add(1)
@@ -90,7 +85,6 @@ type rackConfig struct {
 	tr        time.Duration
 	epoch     time.Duration
 	cache     int
-	steer     bool          // put the test steering switch in the hub
 	timeout   time.Duration // RNIC ACK timeout (default 10ms)
 }
 
@@ -104,7 +98,6 @@ type testRack struct {
 	clients []*Client
 	cancel  context.CancelFunc
 	msErr   chan error
-	steer   *steering
 }
 
 func mac(i int) [6]byte { return [6]byte{2, 0, 0, 0, byte(i >> 8), byte(i)} }
@@ -126,10 +119,6 @@ func newTestRack(t testing.TB, rc rackConfig) *testRack {
 		rc.timeout = 50 * time.Millisecond
 	}
 	r := &testRack{t: t, hub: &hub{ports: map[[6]byte]*netio.LinkPort{}}, msErr: make(chan error, 1)}
-	if rc.steer {
-		r.steer = newSteering(NodeSize(rc.valueSize), ip(1))
-		r.hub.steer = r.steer.frame
-	}
 	dev := func(i int, name string, f netio.Faults) *rnic.Device {
 		a, b, err := netio.NewLink(name, "hub-"+name, netio.LinkConfig{Capacity: 8192, AtoB: f, BtoA: f})
 		if err != nil {

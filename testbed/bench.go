@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/swordbox/swordbox/clover"
 	"github.com/swordbox/swordbox/roce/rnic"
 	"github.com/swordbox/swordbox/testbed/report"
 	"github.com/swordbox/swordbox/testbed/ycsb"
@@ -124,10 +125,28 @@ func RunCell(ctx context.Context, spec CellSpec) (report.Cell, error) {
 	// and recoveries through the shortcut or the metadata server.
 	retries := (m1.Retries - m0.Retries) + (m1.ChaseHops - m0.ChaseHops) + (m1.Recoveries - m0.Recoveries)
 	cell.RetriesPerOp = float64(retries) / ops
+	var m clover.Metrics
+	m.Add(m1)
+	m.Sub(m0)
+	cell.Mechanism = map[string]float64{
+		"verbs_per_op":           float64(m.Verbs) / ops,
+		"precas_reads_per_op":    float64(m.PreCASReads) / ops,
+		"recoveries_per_op":      float64(m.Recoveries) / ops,
+		"steered_reads_per_op":   float64(m.ReadsSteered) / ops,
+		"steered_nontail_per_op": float64(m.SteeredNonTail) / ops,
+		"cas_steered_ok":         float64(m.CASSteered),
+		"retire_unknown":         float64(m.RetireUnknown),
+		"uncertain":              float64(m.Uncertain),
+	}
 	if s0 != nil && s1 != nil {
 		cell.Steering = map[string]uint64{}
-		for i, name := range []string{"requests", "node_writes", "cas_seen", "cas_steered", "node_reads", "reads_steered", "read_misses", "retransmissions", "outstanding_cleared", "conn_takeovers"} {
+		for i, name := range SwitchStats {
 			cell.Steering[name] = s1[int64(i)] - s0[int64(i)]
+		}
+		if steer != SteerOff {
+			cell.Mechanism["cas_unlearned"] = float64(cell.Steering["links_unresolved"])
+			cell.Mechanism["link_takeovers"] = float64(cell.Steering["link_takeovers"])
+			cell.Mechanism["tails_dropped"] = float64(cell.Steering["tails_dropped"])
 		}
 	}
 	if load.Errors > 0 && load.FirstErr != nil {
@@ -135,6 +154,12 @@ func RunCell(ctx context.Context, spec CellSpec) (report.Cell, error) {
 	}
 	return cell, nil
 }
+
+// SwitchStats names the cells of swordbox.p4's stats counter, by index
+// (docs/swordbox-p4.md, "Counters").
+var SwitchStats = []string{"requests", "node_writes", "cas_seen", "cas_steered", "node_reads", "reads_steered",
+	"read_misses", "retransmissions", "outstanding_cleared", "link_takeovers", "tails_dropped", "links_unresolved",
+	"tails_confirmed", "tails_expired", "confirms_stale"}
 
 // HottestKeys returns the n most popular keys of the workload's key chooser
 // (all keys when n < 0 or n >= keys), estimated by drawing from the same

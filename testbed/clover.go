@@ -78,6 +78,12 @@ func NewCloverRack(ctx context.Context, cfg CloverConfig) (_ *CloverRack, err er
 	}
 	rc := cfg.Rack
 	rc.Hosts = 1 + cfg.ClientHosts
+	if rc.TailTTL <= 0 {
+		// A steered request must never land on a reclaimed slot: the
+		// switch steers to a tail for at most half of T_r after the CAS
+		// that linked it (docs/swordbox-p4.md).
+		rc.TailTTL = cfg.ReadTimeout / 2
+	}
 	rc.ObjectSize = cfg.ValueSize
 	rc.MemorySize = layout.Size()
 	rc.MemoryInit = func(buf []byte) error { return clover.InitRegion(buf, 0, layout) }
@@ -183,38 +189,7 @@ func (cr *CloverRack) KVs() []KV {
 func (cr *CloverRack) Metrics() clover.Metrics {
 	var s clover.Metrics
 	for _, c := range cr.Clients {
-		m := c.Metrics()
-		s.Gets += m.Gets
-		s.Puts += m.Puts
-		s.Creates += m.Creates
-		s.Deletes += m.Deletes
-		s.NotFound += m.NotFound
-		s.CAS += m.CAS
-		s.CASFailures += m.CASFailures
-		s.Retries += m.Retries
-		s.CASSteered += m.CASSteered
-		s.Uncertain += m.Uncertain
-		s.ReadsSteered += m.ReadsSteered
-		s.StaleCursors += m.StaleCursors
-		s.Recoveries += m.Recoveries
-		s.ReadTimeouts += m.ReadTimeouts
-		s.ChaseHops += m.ChaseHops
-		for i := range s.ChaseHist {
-			s.ChaseHist[i] += m.ChaseHist[i]
-		}
-		s.MaxChase = max(s.MaxChase, m.MaxChase)
-		s.Verbs += m.Verbs
-		s.RoundTrips += m.RoundTrips
-		s.PayloadBytes += m.PayloadBytes
-		s.WireBytes += m.WireBytes
-		s.Reads += m.Reads
-		s.Writes += m.Writes
-		s.Atomics += m.Atomics
-		s.GCVerbs += m.GCVerbs
-		s.GCWireBytes += m.GCWireBytes
-		s.MSRequests += m.MSRequests
-		s.MSWireBytes += m.MSWireBytes
-		s.RetireUnknown += m.RetireUnknown
+		s.Add(c.Metrics())
 	}
 	return s
 }

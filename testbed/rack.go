@@ -50,8 +50,12 @@ type Config struct {
 	// Steering is the switch's mode: off, write or read-write.
 	Steering string
 	// ObjectSize is the Clover value size the switch's size filter expects
-	// (node WRITEs and READs are 16 + ObjectSize bytes). Default 128.
+	// (node WRITEs and READs are 24 + ObjectSize bytes). Default 128.
 	ObjectSize int
+	// TailTTL is how long the switch may steer to a confirmed tail (the
+	// controller's tail-ttl): below half of the memory system's T_r.
+	// Default rack.DefaultTailTTL (half of Clover's default T_r).
+	TailTTL time.Duration
 	// TrackedKeys are the Clover keys the switch steers.
 	TrackedKeys []uint64
 	// MemorySize is the size of the memory node's region. Default 64 MiB.
@@ -139,6 +143,9 @@ func NewRack(ctx context.Context, cfg Config) (_ *Rack, err error) {
 	}
 	if cfg.RepairPeriod <= 0 {
 		cfg.RepairPeriod = 50 * time.Millisecond
+	}
+	if cfg.TailTTL <= 0 {
+		cfg.TailTTL = rack.DefaultTailTTL
 	}
 	if cfg.RepairThreshold <= 0 {
 		cfg.RepairThreshold = 200 * time.Millisecond
@@ -239,6 +246,7 @@ func NewRack(ctx context.Context, cfg Config) (_ *Rack, err error) {
 	rc.Steering = cfg.Steering
 	rc.ObjectSize = cfg.ObjectSize
 	rc.TrackedKeys = cfg.TrackedKeys
+	rc.TailTTL = cfg.TailTTL
 	rc.RepairPeriod = cfg.RepairPeriod
 	rc.RepairThreshold = cfg.RepairThreshold
 	for i := 0; i <= cfg.Hosts; i++ {

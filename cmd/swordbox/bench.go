@@ -194,6 +194,10 @@ func emit(cmd *cobra.Command, cfg benchConfig, run *report.Run) error {
 		if err := report.WriteTable(out, run.Cells); err != nil {
 			return err
 		}
+		fmt.Fprintln(out)
+		if err := report.WriteMechanism(out, run.Cells); err != nil {
+			return err
+		}
 		if rs := report.Ratios(run.Cells, run.BaselineMode()); len(rs) > 0 {
 			fmt.Fprintln(out)
 			fmt.Fprintf(out, "against %s (same workload and seed): throughput x, bytes/op ÷, p99 read ÷, p99 write ÷\n", run.BaselineMode())

@@ -193,7 +193,7 @@ func memberRole(m int) string {
 }
 
 // Steering counter cells of SwordboxIngress.stats, as testbed.RunCell names them.
-var statNames = []string{"requests", "node_writes", "cas_seen", "cas_steered", "node_reads", "reads_steered", "read_misses", "retransmissions", "outstanding_cleared", "conn_takeovers"}
+var statNames = testbed.SwitchStats
 
 func steeringFor(mode string) (string, error) {
 	switch mode {

@@ -56,8 +56,27 @@ type Cell struct {
 	Seconds  float64           `json:"seconds"`
 	Clients  int               `json:"clients"`
 	Steering map[string]uint64 `json:"steering,omitempty"`
+	// Mechanism holds the counters that show whether steering works, per
+	// operation unless named otherwise (MechanismColumns lists them).
+	Mechanism map[string]float64 `json:"mechanism,omitempty"`
 	// Note says what went wrong in the cell, if anything.
 	Note string `json:"note,omitempty"`
+}
+
+// MechanismColumns are the keys of Cell.Mechanism, in table order, with
+// what each counts.
+var MechanismColumns = []struct{ Key, Head, Doc string }{
+	{"verbs_per_op", "verbs/op", "data-path verbs the clients posted, per operation"},
+	{"precas_reads_per_op", "pre-CAS rd/op", "header READs a put made before or between its CASes beyond its one persistence READ"},
+	{"recoveries_per_op", "recov/op", "recoveries through the shortcut or the metadata server"},
+	{"steered_reads_per_op", "steered rd/op", "node READs the switch steered that the clients recognised (another slot's node)"},
+	{"steered_nontail_per_op", "non-tail/op", "steered READs whose node was no longer the tail (the switch's tail lagged)"},
+	{"cas_steered_ok", "CAS steered ok", "linking CASes that succeeded on a tail the switch steered them to"},
+	{"cas_unlearned", "CAS unlearned", "linking CASes the switch could not tie to a node WRITE (node map miss)"},
+	{"link_takeovers", "takeovers", "CAS records overwritten in the switch before their ACK (hash collision)"},
+	{"tails_dropped", "tails dropped", "cached tails the switch forgot because a CAS steered to them failed"},
+	{"retire_unknown", "retire-unknown", "steered links whose predecessor the client could not find (leaked slot)"},
+	{"uncertain", "uncertain", "puts whose outcome the client could not establish"},
 }
 
 // Run is a whole benchmark run.
@@ -88,6 +107,40 @@ func WriteTable(w io.Writer, cells []Cell) error {
 	return tw.Flush()
 }
 
+// WriteMechanism prints the steering mechanism's counters of the cells
+// that have them as an aligned table (nothing when none has).
+func WriteMechanism(w io.Writer, cells []Cell) error {
+	any := false
+	for _, c := range cells {
+		any = any || len(c.Mechanism) > 0
+	}
+	if !any {
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "workload\tparam\tmode\t")
+	for _, m := range MechanismColumns {
+		fmt.Fprint(tw, m.Head, "\t")
+	}
+	fmt.Fprintln(tw)
+	for _, c := range cells {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t", c.Workload, dash(c.Param), c.Mode)
+		for _, m := range MechanismColumns {
+			v, ok := c.Mechanism[m.Key]
+			switch {
+			case !ok:
+				fmt.Fprint(tw, "-\t")
+			case strings.HasSuffix(m.Key, "_per_op"):
+				fmt.Fprint(tw, fnum(v, 3), "\t")
+			default:
+				fmt.Fprint(tw, fnum(v, 0), "\t")
+			}
+		}
+		fmt.Fprintln(tw)
+	}
+	return tw.Flush()
+}
+
 // MarshalJSON writes NaN and infinite metrics as null.
 func (c Cell) MarshalJSON() ([]byte, error) {
 	n := func(v float64) *float64 {
@@ -97,30 +150,31 @@ func (c Cell) MarshalJSON() ([]byte, error) {
 		return &v
 	}
 	return json.Marshal(struct {
-		System         string            `json:"system"`
-		Scenario       string            `json:"scenario"`
-		Mode           string            `json:"mode"`
-		Workload       string            `json:"workload"`
-		Param          string            `json:"param,omitempty"`
-		OpsPerSec      *float64          `json:"ops_per_sec"`
-		P50us          *float64          `json:"p50_us"`
-		P99us          *float64          `json:"p99_us"`
-		P999us         *float64          `json:"p999_us"`
-		ReadP99us      *float64          `json:"read_p99_us"`
-		WriteP99us     *float64          `json:"write_p99_us"`
-		BytesPerOp     *float64          `json:"bytes_per_op"`
-		VerbsPerOp     *float64          `json:"verbs_per_op"`
-		CASSuccessRate *float64          `json:"cas_success_rate"`
-		RetriesPerOp   *float64          `json:"retries_per_op"`
-		Ops            uint64            `json:"ops"`
-		Errors         uint64            `json:"errors"`
-		Seconds        *float64          `json:"seconds"`
-		Clients        int               `json:"clients"`
-		Steering       map[string]uint64 `json:"steering,omitempty"`
-		Note           string            `json:"note,omitempty"`
+		System         string             `json:"system"`
+		Scenario       string             `json:"scenario"`
+		Mode           string             `json:"mode"`
+		Workload       string             `json:"workload"`
+		Param          string             `json:"param,omitempty"`
+		OpsPerSec      *float64           `json:"ops_per_sec"`
+		P50us          *float64           `json:"p50_us"`
+		P99us          *float64           `json:"p99_us"`
+		P999us         *float64           `json:"p999_us"`
+		ReadP99us      *float64           `json:"read_p99_us"`
+		WriteP99us     *float64           `json:"write_p99_us"`
+		BytesPerOp     *float64           `json:"bytes_per_op"`
+		VerbsPerOp     *float64           `json:"verbs_per_op"`
+		CASSuccessRate *float64           `json:"cas_success_rate"`
+		RetriesPerOp   *float64           `json:"retries_per_op"`
+		Ops            uint64             `json:"ops"`
+		Errors         uint64             `json:"errors"`
+		Seconds        *float64           `json:"seconds"`
+		Clients        int                `json:"clients"`
+		Steering       map[string]uint64  `json:"steering,omitempty"`
+		Mechanism      map[string]float64 `json:"mechanism,omitempty"`
+		Note           string             `json:"note,omitempty"`
 	}{c.System, c.Scenario, c.Mode, c.Workload, c.Param, n(c.OpsPerSec), n(c.P50us), n(c.P99us), n(c.P999us),
 		n(c.ReadP99us), n(c.WriteP99us), n(c.BytesPerOp), n(c.VerbsPerOp), n(c.CASSuccessRate), n(c.RetriesPerOp),
-		c.Ops, c.Errors, n(c.Seconds), c.Clients, c.Steering, c.Note})
+		c.Ops, c.Errors, n(c.Seconds), c.Clients, c.Steering, c.Mechanism, c.Note})
 }
 
 // WriteJSON writes the cells as a JSON array (what `bench --json` prints).
