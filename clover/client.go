@@ -165,6 +165,9 @@ type cursorEntry struct {
 	epoch    uint32        // client epoch of that validation
 	shortcut ShortcutRef
 	class    uint8
+	// readSteered: a switch steered a node READ of this key lately, so a
+	// put's first hop past a stale cursor tries a steerable READ.
+	readSteered bool
 }
 
 type pendingRetire struct {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -71,4 +72,57 @@ func TestClientBasicOps(t *testing.T) {
 	}
 	m := a.Metrics()
 	t.Logf("client a: %+v", m)
+}
+
+// TestMetricsAddSub sets every counter of Metrics to a distinct value (by
+// reflection, so a field added later and forgotten in combine fails here)
+// and checks that Add doubles each and Sub takes it back to zero.
+func TestMetricsAddSub(t *testing.T) {
+	var m Metrics
+	v := reflect.ValueOf(&m).Elem()
+	n := uint64(1)
+	set := func(f reflect.Value) {
+		f.SetUint(n)
+		n++
+	}
+	for i := 0; i < v.NumField(); i++ {
+		f := v.Field(i)
+		switch f.Kind() {
+		case reflect.Uint64:
+			set(f)
+		case reflect.Array:
+			for j := 0; j < f.Len(); j++ {
+				set(f.Index(j))
+			}
+		case reflect.Int:
+			f.SetInt(7)
+		default:
+			t.Fatalf("field %s of kind %v: teach this test and Metrics.combine about it", v.Type().Field(i).Name, f.Kind())
+		}
+	}
+	orig := m
+	sum := orig
+	sum.Add(orig)
+	diff := sum
+	diff.Sub(orig)
+	sv, ov, dv := reflect.ValueOf(sum), reflect.ValueOf(orig), reflect.ValueOf(diff)
+	for i := 0; i < sv.NumField(); i++ {
+		name := sv.Type().Field(i).Name
+		switch f := sv.Field(i); f.Kind() {
+		case reflect.Uint64:
+			if f.Uint() != 2*ov.Field(i).Uint() || dv.Field(i).Uint() != ov.Field(i).Uint() {
+				t.Errorf("%s: sum %d diff %d, from %d", name, f.Uint(), dv.Field(i).Uint(), ov.Field(i).Uint())
+			}
+		case reflect.Array:
+			for j := 0; j < f.Len(); j++ {
+				if f.Index(j).Uint() != 2*ov.Field(i).Index(j).Uint() || dv.Field(i).Index(j).Uint() != ov.Field(i).Index(j).Uint() {
+					t.Errorf("%s[%d] not added or subtracted", name, j)
+				}
+			}
+		case reflect.Int:
+			if f.Int() != 7 {
+				t.Errorf("%s: max of 7 and 7 is %d", name, f.Int())
+			}
+		}
+	}
 }

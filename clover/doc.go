@@ -44,8 +44,9 @@
 //     key; on a mismatch (the slot was reclaimed) fall back to the shortcut,
 //     then to the MS.
 //   - put: WRITE the node (header NULL, own version), READ its last byte
-//     (persistence), CAS the tail's header from {NULL, 0, v_t} to {N, v_n,
-//     v_t}: three round trips; on failure follow the returned next pointer
+//     (persistence; we read the cursor's header instead, see Steering), CAS
+//     the tail's header from {NULL, 0, v_t} to {N, v_n, v_t}: three round
+//     trips; on failure follow the returned next pointer
 //     with header reads and CAS again, never rewriting the node. Then the
 //     shortcut WRITE (posted, not waited for) and a retire of the old tail,
 //     batched (16 per RETIRE, as the authors' code).
@@ -55,6 +56,10 @@
 //
 // # Decisions where the papers are silent
 //
+//   - A node carries its own logical handle after the key (a 24-byte
+//     prefix before the value; the authors' node has header and key), so a
+//     READ that comes back from another slot than the one asked for says
+//     which (see Steering).
 //   - Logical handles: 8 bits of memory node, 24 bits of offset in 64-byte
 //     units (1 GiB per node, 255 nodes); unit 0 is the region header, so LH 0
 //     is NULL. LH 0xFFFFFFFF is the delete mark (below).
@@ -103,49 +108,60 @@
 //
 // A steering switch may redirect a node READ, or a put's CAS, aimed at a
 // stale tail X to its cached tail T of the same key, rewriting a CAS's
-// compare and swap entry-version bits to T's. The client cannot see that it
-// happened: a completion carries no address. It therefore judges results by
-// what they contain, with one fact to lean on: a slot seen as a key's tail
-// (READ or CAS) at time t cannot be reused before t + T_r, because it is
-// retired only after a successor is linked and the MS holds retired slots
-// for T_r. A cursor so seen less than T_r ago is "fresh".
+// compare and swap entry-version bits to T's. A completion carries no
+// address, so the client judges results by what they contain. It leans on
+// two facts:
 //
-//   - CAS original value == compare: success (on X, or steered to a T that
-//     happens to carry X's version; either way our node is linked). X is
-//     retired as the predecessor.
-//   - Original value a tail word of another version ({NULL, 0, v'}) on a
-//     fresh cursor: X cannot have been reused, so the CAS did not act on X:
-//     it was steered, the switch made compare match T's word, and it
-//     succeeded. Success; the cursor becomes our node. The predecessor T is
-//     unknown: right after the CAS, while X is still fresh (so no node
-//     between X and ours can have been reclaimed), a walk of 16-byte header
-//     READs from X (which no switch steers: they are not node-sized) finds
-//     the node whose next pointer is ours (GC traffic, counted apart:
-//     Metrics.GCVerbs, GCWireBytes). If the walk fails (MaxRetireWalk hops,
-//     or a reclaimed slot on the way), T is never retired: the slot leaks
-//     (RetireUnknown) and the MS's latest pointer cannot pass T, so later
-//     MS fallbacks for that key may fail. A put never CASes on a cursor older
-//     than T_r/2 (it re-reads the header first), so the window holds unless
-//     the CAS itself takes over T_r/2; then X's header is read: if X still
-//     holds its version the CAS was steered (success), otherwise the put
-//     returns ErrUncertain rather than risk linking its node twice.
-//   - Original value with a next pointer: failure; walk on from that
-//     successor (of X, or of T if steered) and CAS again (the switch passes a
-//     connection's second CAS for one WRITE untouched).
-//   - A node READ that returns a node of the key with another version while
-//     the cursor is fresh: the switch returned its cached tail. Its value is
-//     used (if its next is NULL) and the cursor stays where it was, not
-//     re-confirmed. With a stale cursor the same bytes could be a reused
-//     slot, so the client recovers through shortcut and MS instead.
+//   - A slot seen as a key's tail at time t cannot be reused before t + T_r:
+//     it is retired only after a successor is linked, and the MS holds
+//     retired slots for T_r. A cursor so seen less than T_r ago is "fresh".
+//   - The switch's contract (docs/swordbox-p4.md): it steers only to a tail
+//     whose own linking CAS it saw succeed (so T is a node of the chain),
+//     and only within tail_ttl <= T_r/2 of forwarding that CAS (so T cannot
+//     have been reclaimed when a request steered there lands, if the request
+//     spends under T_r/2 in flight).
+//
+// Put: WRITE the node N; READ the cursor X's header (this READ, on the same
+// queue pair, also persists N, in place of Clover's READ of N's last byte);
+// walk to the tail if X moved; CAS. X is thus fresh when the CAS executes,
+// and the result decides:
+//
+//   - Original value == compare: success on X (or on a steered T that
+//     happens to carry X's version; N is linked either way).
+//   - A tail word of another version, with the CAS back within T_r/2 and X
+//     still fresh ("quick"): X cannot have been reused, so the CAS acted on
+//     a steered T, whose tail word the switch made the compare: success.
+//     The predecessor T is unknown; a walk of header READs from X (which no
+//     switch steers: they are not node-sized) finds the node whose next is
+//     N, so that it can be retired (GC traffic: Metrics.GCVerbs). Every node
+//     between X and N was linked after X was seen as the tail, so none can
+//     be reclaimed before the walk ends; a failed walk leaks T
+//     (RetireUnknown).
+//   - The same word from a slow CAS (a retransmission, say): X or T may
+//     have been reused, so the client walks from X for N: found, success;
+//     the tail reached without it, failure; a reclaimed slot on the way,
+//     ErrUncertain.
+//   - A word of X's version with a next pointer: X moved; walk on from its
+//     successor and CAS again. Anything else (a steered CAS that failed
+//     because the switch's tail had a successor it did not learn, which it
+//     then forgets): walk again from X.
+//
+// Get: a node READ returns a node whose own handle (docs/clover-layout.md)
+// says which slot it came from. The node asked for: as without a switch.
+// Another slot's node of the key: the switch steered the READ to its
+// confirmed tail T; if T's next is NULL it is the tail now, its value is
+// returned and the cursor moves to T. If T has a successor (the switch's
+// tail lags), the get finishes without node-sized READs: header READs to
+// the tail, then a READ of the value alone. A lagging switch thus costs a
+// few READs, never a loop. Where gets of a key were steered, a put's first
+// hop past a stale cursor is a node-sized READ too, which the switch steers
+// to the tail: one READ instead of a walk.
 //
 // Why versions start hashed: with every slot starting at version 1, a
-// steered CAS or READ lands on a T with X's version almost always, is taken
-// for an unsteered one, and the wrong node is retired or confirmed. With
+// steered CAS lands on a T with X's version almost always, is taken for an
+// unsteered one, and X is retired as the predecessor instead of T. With
 // spread versions that coincidence has probability about 1/255 per steered
-// operation; its cost is a double retire (ignored by the MS) and a leaked
-// predecessor, or a cursor confirmed that was not: the latter could matter
-// only if the slot were then reused within T_r and a later CAS on it were
-// not steered. That residual risk exists only with a switch in the path.
+// link; its cost is a double retire (ignored by the MS) and a leaked T.
 //
 // Metrics.WireBytes estimates RoCEv2 bytes per verb (request and one
 // response or ACK, IPv4, no VLAN); racks that can count link bytes should.

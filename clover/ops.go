@@ -124,13 +124,30 @@ func isNode(n Node, key uint64, p Ptr) bool {
 // and validates e's cursor there. It returns ErrNotFound if the chain ends
 // in a delete mark, errStale if a slot on the way was reclaimed. Each READ
 // is counted in *reads.
-func (c *Client) walk(ctx context.Context, key uint64, e *cursorEntry, p Ptr, limit int, reads *uint64) error {
+//
+// With steer set, the first hop after p is a node-sized READ instead, which
+// a switch may steer to the key's confirmed tail: one READ instead of a
+// walk. Where steering helped the key's gets (e.readSteered) a put sets it;
+// a hop that comes back unsteered clears it.
+func (c *Client) walk(ctx context.Context, key uint64, e *cursorEntry, p Ptr, limit int, reads *uint64, steer bool) error {
 	for hops := 0; hops <= limit; hops++ {
-		n, t, err := c.read(ctx, p, NodeOverhead, false)
+		size := NodeOverhead
+		if steer && hops == 1 {
+			size = c.nsize
+		}
+		n, t, err := c.read(ctx, p, size, false)
 		if err != nil {
 			return err
 		}
 		*reads++
+		if size == c.nsize {
+			if at := n.Self(); at != p.LH && at.IsSlot() && n.Key() == key && n.Header().Valid() {
+				p = Ptr{LH: at, Ver: n.Header().EntryVersion()} // steered to the confirmed tail
+				c.m.ReadsSteered++
+			} else {
+				e.readSteered = false
+			}
+		}
 		if !isNode(n, key, p) {
 			return errStale
 		}
@@ -159,7 +176,7 @@ func (c *Client) recover(ctx context.Context, key uint64, e *cursorEntry) error 
 			return err
 		}
 		if !s.IsZero() {
-			err := c.walk(ctx, key, e, s, 1<<20, &c.m.RecoveryReads)
+			err := c.walk(ctx, key, e, s, 1<<20, &c.m.RecoveryReads, false)
 			if err == nil || !(errors.Is(err, errStale) || errors.Is(err, ErrNotFound)) {
 				return err
 			}
@@ -184,7 +201,7 @@ func (c *Client) recover(ctx context.Context, key uint64, e *cursorEntry) error 
 			return err
 		}
 		e.shortcut, e.class = ki.Shortcut, ki.Class
-		err = c.walk(ctx, key, e, ki.Latest, 1<<20, &c.m.RecoveryReads)
+		err = c.walk(ctx, key, e, ki.Latest, 1<<20, &c.m.RecoveryReads, false)
 		if !errors.Is(err, errStale) {
 			return err
 		}
@@ -278,6 +295,7 @@ func (c *Client) Get(ctx context.Context, key uint64, dst []byte) error {
 			// Another slot's node of the key: a switch steered the READ
 			// to its confirmed tail.
 			steered = true
+			e.readSteered = true
 			c.m.ReadsSteered++
 		default:
 			c.m.StaleCursors++
@@ -337,7 +355,7 @@ func (c *Client) Get(ctx context.Context, key uint64, dst []byte) error {
 // passed since: the value READ must complete by then.
 func (c *Client) getUnsteered(ctx context.Context, key uint64, e *cursorEntry, p Ptr, dst []byte) error {
 	for try := 0; try < 64; try++ {
-		if err := c.walk(ctx, key, e, p, 1<<20, &c.m.ChaseReads); err != nil {
+		if err := c.walk(ctx, key, e, p, 1<<20, &c.m.ChaseReads, false); err != nil {
 			if !errors.Is(err, errStale) {
 				return err
 			}
@@ -443,7 +461,7 @@ const (
 // cursor (from shortcut and MS if it is stale). The first READ also
 // persists a node WRITE posted before it on the same queue pair.
 func (c *Client) toTail(ctx context.Context, key uint64, e *cursorEntry, from Ptr, reads *uint64) error {
-	err := c.walk(ctx, key, e, from, 1<<20, reads)
+	err := c.walk(ctx, key, e, from, 1<<20, reads, e.readSteered)
 	if errors.Is(err, errStale) {
 		err = c.recover(ctx, key, e)
 	}

@@ -27,6 +27,14 @@ const (
 // Scenarios lists the scenario names in the order --help shows them.
 var Scenarios = []string{ScenarioDefault, ScenarioPartial, ScenarioZipf, ScenarioSize, ScenarioCASMux}
 
+// The default rack of a suite: the SwordBox paper's design point, where
+// Clover collapses (Figure 5: 240 threads) on 7 client hosts (Figures
+// 11-14 run up to 7 hosts).
+const (
+	DefaultThreads     = 240
+	DefaultClientHosts = 7
+)
+
 // SuiteConfig is everything a benchmark run is made of. The zero value of a
 // field takes the default noted beside it.
 type SuiteConfig struct {
@@ -36,8 +44,8 @@ type SuiteConfig struct {
 	Zipf        float64       // 0.99 (1.5 for partial)
 	Workloads   []ycsb.Kind   // default scenario: c, b, a, write-only
 	Modes       []string      // off, write, write+read (cas-mux: cas, cas-to-write)
-	Threads     int           // client threads (each its own QPs): 32
-	ClientHosts int           // client RNICs the threads share: 4
+	Threads     int           // client threads (each its own QPs): 240, the paper's design point
+	ClientHosts int           // client RNICs the threads share: 7
 	Duration    time.Duration // measured time per cell: 8s
 	Warmup      time.Duration // unmeasured time per cell: 1s
 	Seed        uint64        // 1
@@ -77,10 +85,10 @@ func (c *SuiteConfig) defaults() {
 		}
 	}
 	if c.Threads <= 0 {
-		c.Threads = 32
+		c.Threads = DefaultThreads
 	}
 	if c.ClientHosts <= 0 {
-		c.ClientHosts = 4
+		c.ClientHosts = DefaultClientHosts
 	}
 	if c.Duration <= 0 {
 		c.Duration = 8 * time.Second

@@ -222,7 +222,7 @@ func TestCtrlRunProgramsTheSwitchAndShowReadsIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, "steer_mode: 1 of 1 cells non-zero\n  [0] 0x01") || !strings.Contains(out, "[0] 0x40") {
+	if !strings.Contains(out, "steer_mode: 1 of 1 cells non-zero\n  [0] 0x01") || !strings.Contains(out, "[0] 0x48") {
 		t.Errorf("show registers:\n%s", out)
 	}
 	if _, err := runCtrl(t, context.Background(), "show", "widgets", "--switch", addr); err == nil {
