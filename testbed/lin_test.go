@@ -1,0 +1,198 @@
+package testbed
+
+import (
+	"context"
+	"flag"
+	"testing"
+	"time"
+
+	"github.com/swordbox/swordbox/netio"
+)
+
+// Linearizability on the real rack: the Go target executing
+// p4/swordbox.p4 under the real controller, Clover clients on RNICs over
+// in-memory links, 240 client threads on 7 client hosts (64 threads for
+// one second under -short), every steering mode, checked per key with
+// porcupine. A run fails on any non-linearizable key, any check that did
+// not finish, any operation error, and when it did not exercise what it
+// claims (nothing steered in a steering mode, no fault, no slot reuse, no
+// reset).
+
+var (
+	linDuration = flag.Duration("lin.duration", 0, "operation phase of each linearizability run (default 2.5s, 1s under -short)")
+	linThreads  = flag.Int("lin.threads", 0, "client threads of each linearizability run (default 240, 64 under -short)")
+)
+
+var linModes = []string{SteerOff, SteerWrite, SteerReadWrite}
+
+// linBase is the common configuration: the paper's design point, or a
+// short run under -short; -lin.duration and -lin.threads override.
+func linBase(t *testing.T) LinOptions {
+	o := LinOptions{Threads: 240, ClientHosts: 7, ValueSize: 64, Duration: 2500 * time.Millisecond}
+	if testing.Short() {
+		o.Threads, o.Duration = 64, time.Second
+	}
+	if *linDuration > 0 {
+		o.Duration = *linDuration
+	}
+	if *linThreads > 0 {
+		o.Threads = *linThreads
+	}
+	return o
+}
+
+// runLin runs o in mode and fails t on anything short of a linearizable,
+// error-free run that steered what its mode steers.
+func runLin(t *testing.T, variant string, o LinOptions) *LinResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	res, err := RunLinearizability(ctx, o)
+	if err != nil {
+		t.Fatalf("%s/%s: %v", variant, o.Steering, err)
+	}
+	t.Logf("%s/%s, %d threads on %d hosts, %d keys (hot %d): %v", variant, o.Steering, o.Threads, o.ClientHosts, o.Keys, o.HotKeys, res)
+	if res.Ops == 0 {
+		t.Errorf("no operation completed")
+	}
+	if n := len(res.NonLinearizable); n > 0 {
+		t.Errorf("%d of %d keys NOT linearizable: %v", n, res.KeysTouched, firstKeys(res.NonLinearizable))
+	}
+	if n := len(res.CheckTimeouts); n > 0 {
+		t.Errorf("porcupine did not finish on %d of %d keys: %v", n, res.KeysTouched, firstKeys(res.CheckTimeouts))
+	}
+	if res.Errors > 0 {
+		t.Errorf("%d operations failed; first: %v", res.Errors, res.FirstErrors)
+	}
+	cas, reads := res.Stats[StatCASSteered], res.Stats[StatReadsSteered]
+	switch o.Steering {
+	case SteerOff:
+		if cas+reads != 0 {
+			t.Errorf("steering off, yet the switch steered %d CAS and %d READs", cas, reads)
+		}
+	case SteerWrite:
+		if cas == 0 {
+			t.Errorf("write steering: the switch steered no CAS")
+		}
+		if reads != 0 {
+			t.Errorf("write steering: the switch steered %d READs", reads)
+		}
+	case SteerReadWrite:
+		if cas == 0 || reads == 0 {
+			t.Errorf("read-write steering: the switch steered %d CAS and %d READs; want both > 0", cas, reads)
+		}
+	}
+	return res
+}
+
+func firstKeys(ks []uint64) []uint64 {
+	if len(ks) > 16 {
+		return ks[:16]
+	}
+	return ks
+}
+
+// TestLinRackUniform: 1024 keys, uniform, all tracked.
+func TestLinRackUniform(t *testing.T) {
+	for _, mode := range linModes {
+		t.Run(mode, func(t *testing.T) {
+			o := linBase(t)
+			o.Steering, o.Keys, o.Seed = mode, 1024, 1
+			res := runLin(t, "uniform", o)
+			if min := o.Keys / 2; res.KeysTouched < min {
+				t.Errorf("only %d keys touched, want at least %d", res.KeysTouched, min)
+			}
+		})
+	}
+}
+
+// TestLinRackHot: 64 hot keys, uniform over them, all tracked.
+func TestLinRackHot(t *testing.T) {
+	for _, mode := range linModes {
+		t.Run(mode, func(t *testing.T) {
+			o := linBase(t)
+			o.Steering, o.Keys, o.HotKeys, o.Seed = mode, 64, 64, 2
+			res := runLin(t, "hot", o)
+			if res.Clients.CASFailures == 0 && o.Steering == SteerOff {
+				t.Errorf("no CAS failed on 64 hot keys: the run did not contend")
+			}
+		})
+	}
+}
+
+// TestLinRackHotFaulty: 64 hot keys with 1% drop, 1% duplication and
+// reordering on every link (hosts and memory node).
+func TestLinRackHotFaulty(t *testing.T) {
+	for _, mode := range linModes {
+		t.Run(mode, func(t *testing.T) {
+			o := linBase(t)
+			o.Steering, o.Keys, o.HotKeys, o.Seed = mode, 64, 64, 3
+			f := netio.Faults{Drop: 0.01, Duplicate: 0.01, Reorder: 0.02, ReorderDepth: 3, ReorderHold: 200 * time.Microsecond, Seed: 11}
+			o.HostFaults = f
+			f.Seed = 1011
+			o.MemoryFaults = f
+			res := runLin(t, "hot+faults", o)
+			if res.Retransmits == 0 || res.Duplicates == 0 {
+				t.Errorf("faulty links, yet the RNICs retransmitted %d requests and received %d duplicates", res.Retransmits, res.Duplicates)
+			}
+		})
+	}
+}
+
+// TestLinRackSlotReuse: 64 hot keys in a region small enough that version
+// node slots are retired, reclaimed after T_r and handed out again during
+// the run.
+func TestLinRackSlotReuse(t *testing.T) {
+	for _, mode := range linModes {
+		t.Run(mode, func(t *testing.T) {
+			o := linBase(t)
+			o.Steering, o.Keys, o.HotKeys, o.Seed = mode, 64, 64, 4
+			// Every client holds up to one ALLOC batch (32 slots) of free
+			// slots; a region of twice that plus the keys' nodes is
+			// recycled many times over by the run's puts.
+			per, err := nodeSlots(o.ValueSize, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o.Chunks = (2*32*o.Threads + per - 1) / per
+			o.ReadTimeout = 50 * time.Millisecond
+			o.EpochPeriod = time.Second
+			res := runLin(t, "reuse", o)
+			// Each completed put links a node into a slot no other live node
+			// occupies; more puts than slots means slots were reused.
+			if res.MS.Carved != res.NodeSlots {
+				t.Errorf("the MS carved %d of the region's %d slots: the region was not used up", res.MS.Carved, res.NodeSlots)
+			}
+			if linked := res.Puts + o.Keys; linked <= res.NodeSlots {
+				t.Errorf("%d nodes linked into %d slots: no slot was reused", linked, res.NodeSlots)
+			}
+		})
+	}
+}
+
+// TestLinRackSwitchReset: 64 hot keys; halfway through the run every
+// register of the switch's program is zeroed (a switch restart loses its
+// soft state) and the controller takes charge again.
+func TestLinRackSwitchReset(t *testing.T) {
+	for _, mode := range linModes {
+		t.Run(mode, func(t *testing.T) {
+			o := linBase(t)
+			o.Steering, o.Keys, o.HotKeys, o.Seed = mode, 64, 64, 5
+			o.ResetAt = o.Duration / 2
+			res := runLin(t, "reset", o)
+			r := res.Reset
+			switch {
+			case r == nil:
+				t.Fatalf("the reset did not run")
+			case r.Err != nil:
+				t.Errorf("reset: %v", r.Err)
+			case r.Registers == 0 || r.NonzeroBefore == 0:
+				t.Errorf("reset: %d registers, %d nonzero cells before it: nothing to reset", r.Registers, r.NonzeroBefore)
+			case r.NonzeroAfter*10 > r.NonzeroBefore:
+				t.Errorf("reset: %d nonzero register cells before, %d after: the registers were not zeroed", r.NonzeroBefore, r.NonzeroAfter)
+			case mode != SteerOff && r.After[StatCASSteered] == 0:
+				t.Errorf("reset: the switch steered no CAS after it: the run did not exercise steering on a reset switch")
+			}
+		})
+	}
+}
