@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sort"
 	"sync"
@@ -57,8 +58,9 @@ type LinOptions struct {
 	// controller then takes charge again as it does when a switch comes
 	// back (its configuration registers and tables are reconciled).
 	ResetAt time.Duration
-	// CheckTimeout bounds porcupine's check of one key (default 10s); a key
-	// whose check times out is counted in CheckTimeouts.
+	// CheckTimeout bounds porcupine's check of one key (default 5s; keys
+	// are checked on GOMAXPROCS goroutines); a key whose check times out is
+	// counted in CheckTimeouts.
 	CheckTimeout time.Duration
 	// Seed of the operation mix (0 is a valid seed).
 	Seed uint64
@@ -199,9 +201,10 @@ var registerModel = porcupine.Model{
 const neverReturned = int64(1) << 62
 
 // CheckRegisterHistory checks each key's operations separately against
-// the register model and returns the keys found not linearizable and the
-// keys whose check did not finish in timeout, both sorted.
-func CheckRegisterHistory(hist []porcupine.Operation, timeout time.Duration) (keys int, bad, timedOut []uint64) {
+// the register model, on workers goroutines (at least one), and returns
+// the number of keys, the keys found not linearizable and the keys whose
+// check did not finish in timeout, both sorted.
+func CheckRegisterHistory(hist []porcupine.Operation, timeout time.Duration, workers int) (keys int, bad, timedOut []uint64) {
 	by := map[uint64][]porcupine.Operation{}
 	for _, op := range hist {
 		k := op.Input.(linInput).key
@@ -212,8 +215,25 @@ func CheckRegisterHistory(hist []porcupine.Operation, timeout time.Duration) (ke
 		ks = append(ks, k)
 	}
 	slices.Sort(ks)
-	for _, k := range ks {
-		switch porcupine.CheckOperationsTimeout(registerModel, by[k], timeout) {
+	results := make([]porcupine.CheckResult, len(ks))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < max(workers, 1); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				results[i] = porcupine.CheckOperationsTimeout(registerModel, by[ks[i]], timeout)
+			}
+		}()
+	}
+	for i := range ks {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for i, k := range ks {
+		switch results[i] {
 		case porcupine.Ok:
 		case porcupine.Illegal:
 			bad = append(bad, k)
@@ -236,7 +256,7 @@ func RunLinearizability(ctx context.Context, o LinOptions) (*LinResult, error) {
 		o.OpTimeout = 20 * time.Second
 	}
 	if o.CheckTimeout == 0 {
-		o.CheckTimeout = 10 * time.Second
+		o.CheckTimeout = 5 * time.Second
 	}
 	var tracked []uint64
 	if o.Steering != SteerOff {
@@ -308,7 +328,7 @@ func RunLinearizability(ctx context.Context, o LinOptions) (*LinResult, error) {
 		res.Duplicates += st.Duplicates
 	}
 	res.Ops = len(hist)
-	res.KeysTouched, res.NonLinearizable, res.CheckTimeouts = CheckRegisterHistory(hist, o.CheckTimeout)
+	res.KeysTouched, res.NonLinearizable, res.CheckTimeouts = CheckRegisterHistory(hist, o.CheckTimeout, runtime.GOMAXPROCS(0))
 	return res, nil
 }
 
