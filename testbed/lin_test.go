@@ -3,8 +3,12 @@ package testbed
 import (
 	"context"
 	"flag"
+	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/anishathalye/porcupine"
 
 	"github.com/swordbox/swordbox/netio"
 )
@@ -194,6 +198,88 @@ func TestLinRackSwitchReset(t *testing.T) {
 				t.Errorf("reset: %d nonzero register cells before, %d after: the registers were not zeroed", r.NonzeroBefore, r.NonzeroAfter)
 			case mode != SteerOff && r.After[StatCASSteered] == 0:
 				t.Errorf("reset: the switch steered no CAS after it: the run did not exercise steering on a reset switch")
+			}
+		})
+	}
+}
+
+// TestCheckRegisterHistory: the per-key check finds exactly the keys whose
+// history no register explains, and treats an unknown outcome as one that
+// may take effect at any time after its call.
+func TestCheckRegisterHistory(t *testing.T) {
+	put := func(c int, key, v uint64, call, ret int64) porcupine.Operation {
+		return porcupine.Operation{ClientId: c, Input: linInput{put: true, key: key, value: v}, Call: call, Output: linOutput{}, Return: ret}
+	}
+	unknownPut := func(c int, key, v uint64, call int64) porcupine.Operation {
+		return porcupine.Operation{ClientId: c, Input: linInput{put: true, key: key, value: v}, Call: call, Output: linOutput{unknown: true}, Return: neverReturned}
+	}
+	get := func(c int, key, v uint64, call, ret int64) porcupine.Operation {
+		return porcupine.Operation{ClientId: c, Input: linInput{key: key}, Call: call, Output: linOutput{value: v}, Return: ret}
+	}
+	cases := []struct {
+		name string
+		hist []porcupine.Operation
+		bad  []uint64
+	}{
+		{"sequential", []porcupine.Operation{put(1, 1, 7, 0, 10), get(2, 1, 7, 20, 30)}, nil},
+		{"initial zero", []porcupine.Operation{get(1, 1, 0, 0, 10)}, nil},
+		{"concurrent get sees either", []porcupine.Operation{put(1, 1, 7, 0, 10), put(2, 1, 8, 20, 40), get(3, 1, 7, 25, 30)}, nil},
+		{"stale read", []porcupine.Operation{put(1, 1, 7, 0, 10), put(2, 1, 8, 20, 30), get(3, 1, 7, 40, 50)}, []uint64{1}},
+		{"lost acknowledged put", []porcupine.Operation{put(1, 2, 7, 0, 10), get(3, 2, 0, 20, 30)}, []uint64{2}},
+		{"value never written", []porcupine.Operation{put(1, 3, 7, 0, 10), get(2, 3, 9, 20, 30)}, []uint64{3}},
+		{"read of an uncommitted put, then of the old value", []porcupine.Operation{
+			put(1, 4, 7, 0, 10), put(2, 4, 8, 20, 100), get(3, 4, 8, 30, 40), get(3, 4, 7, 50, 60)}, []uint64{4}},
+		{"unknown put seen late", []porcupine.Operation{unknownPut(1, 5, 7, 0), get(2, 5, 0, 10, 20), get(2, 5, 7, 1000, 1010)}, nil},
+		{"unknown put never seen", []porcupine.Operation{unknownPut(1, 5, 7, 0), get(2, 5, 0, 1000, 1010)}, nil},
+		{"keys apart", []porcupine.Operation{put(1, 6, 7, 0, 10), get(2, 7, 0, 20, 30), get(2, 6, 7, 40, 50)}, nil},
+		{"one bad key of three", []porcupine.Operation{
+			put(1, 8, 1, 0, 10), get(2, 8, 1, 20, 30),
+			put(1, 9, 2, 0, 10), put(1, 9, 3, 20, 30), get(2, 9, 2, 40, 50),
+			get(2, 10, 0, 0, 10)}, []uint64{9}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, bad, timedOut := CheckRegisterHistory(c.hist, 5*time.Second, 2)
+			if len(timedOut) != 0 {
+				t.Fatalf("check timed out on %v", timedOut)
+			}
+			if !slices.Equal(bad, c.bad) {
+				t.Errorf("non-linearizable keys %v, want %v", bad, c.bad)
+			}
+		})
+	}
+}
+
+// TestLinOptionsRefused: every out-of-range option is refused with its
+// name, before a rack is built.
+func TestLinOptionsRefused(t *testing.T) {
+	ok := LinOptions{Steering: SteerWrite, Keys: 64, Threads: 8, ClientHosts: 2, ValueSize: 64, Duration: time.Second}
+	cases := []struct {
+		name string
+		mod  func(o *LinOptions)
+		want string
+	}{
+		{"steering", func(o *LinOptions) { o.Steering = "read" }, "steering"},
+		{"keys", func(o *LinOptions) { o.Keys = 0 }, "keys"},
+		{"hot keys", func(o *LinOptions) { o.HotKeys = 65 }, "hot keys"},
+		{"threads", func(o *LinOptions) { o.Threads = 0 }, "threads"},
+		{"client hosts", func(o *LinOptions) { o.ClientHosts = 250 }, "client hosts"},
+		{"value size", func(o *LinOptions) { o.ValueSize = 8 }, "value size"},
+		{"duration", func(o *LinOptions) { o.Duration = 0 }, "duration"},
+		{"reset at", func(o *LinOptions) { o.ResetAt = 2 * time.Second }, "reset at"},
+		{"chunks", func(o *LinOptions) { o.Chunks = -1 }, "chunks"},
+		{"check timeout", func(o *LinOptions) { o.CheckTimeout = -1 }, "check timeout"},
+	}
+	if err := ok.validate(); err != nil {
+		t.Fatalf("valid options refused: %v", err)
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			o := ok
+			c.mod(&o)
+			_, err := RunLinearizability(context.Background(), o)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %v, want one naming %q", err, c.want)
 			}
 		})
 	}

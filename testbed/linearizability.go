@@ -359,8 +359,16 @@ func (o *LinOptions) validate() error {
 	if o.ResetAt < 0 || (o.ResetAt > 0 && o.ResetAt >= o.Duration) {
 		return fmt.Errorf("testbed: linearizability: reset at %v: want 0 (none) or inside the duration %v", o.ResetAt, o.Duration)
 	}
-	if o.OpTimeout < 0 || o.CheckTimeout < 0 || o.Chunks < 0 || o.ReadTimeout < 0 || o.EpochPeriod < 0 {
-		return errors.New("testbed: linearizability: negative op timeout, check timeout, chunks, read timeout or epoch period")
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"op timeout", o.OpTimeout}, {"check timeout", o.CheckTimeout}, {"read timeout", o.ReadTimeout}, {"epoch period", o.EpochPeriod}} {
+		if d.v < 0 {
+			return fmt.Errorf("testbed: linearizability: %s %v: want 0 (default) or more", d.name, d.v)
+		}
+	}
+	if o.Chunks < 0 || o.Chunks > 4096 {
+		return fmt.Errorf("testbed: linearizability: chunks %d: want 0 (default) to 4096", o.Chunks)
 	}
 	return nil
 }
