@@ -1,0 +1,573 @@
+package testbed
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	p4 "github.com/p4lang/p4runtime/go/p4/v1"
+
+	"github.com/swordbox/swordbox/clover"
+	"github.com/swordbox/swordbox/ctrl/p4rtc"
+	"github.com/swordbox/swordbox/netio"
+	"github.com/swordbox/swordbox/roce/rnic"
+)
+
+// LinOptions describe one linearizability run: Clover on a fresh software
+// rack (the Go target executing p4/swordbox.p4 under the real controller),
+// Threads client threads issuing 50% puts of unique values and 50% gets for
+// Duration, every operation recorded in a history that porcupine checks
+// against a per-key register.
+type LinOptions struct {
+	// Steering is the switch's mode: SteerOff, SteerWrite or SteerReadWrite.
+	Steering string
+	// Keys is the number of keys created before the run (1..Keys); all are
+	// tracked by the switch when steering is on.
+	Keys int
+	// HotKeys, when > 0, restricts the operations to keys 1..HotKeys
+	// (uniformly); otherwise they are uniform over all Keys.
+	HotKeys int
+	// Threads client threads on ClientHosts client hosts.
+	Threads, ClientHosts int
+	// ValueSize is Clover's object size (at least 16: the put's value is
+	// written at both ends so that a torn read is detected).
+	ValueSize int
+	// Duration of the operation phase.
+	Duration time.Duration
+	// OpTimeout bounds one operation (default 20s): an operation that does
+	// not complete in it is an error.
+	OpTimeout time.Duration
+	// HostFaults and MemoryFaults are injected on the host links and on the
+	// memory node's link.
+	HostFaults, MemoryFaults netio.Faults
+	// Chunks, ReadTimeout (T_r) and EpochPeriod (T_e) size Clover's region
+	// and GC; zero takes CloverConfig's defaults.
+	Chunks                   int
+	ReadTimeout, EpochPeriod time.Duration
+	// ResetAt, when > 0, resets the switch at that point of the operation
+	// phase: every register of the program (enumerated from the P4Info) is
+	// written to zero through P4Runtime, as after a switch restart, and the
+	// controller then takes charge again as it does when a switch comes
+	// back (its configuration registers and tables are reconciled).
+	ResetAt time.Duration
+	// CheckTimeout bounds porcupine's check of one key (default 5s; keys
+	// are checked on GOMAXPROCS goroutines); a key whose check times out is
+	// counted in CheckTimeouts.
+	CheckTimeout time.Duration
+	// Seed of the operation mix (0 is a valid seed).
+	Seed uint64
+	// Logf receives the rack's notable events (nil: silent).
+	Logf func(format string, args ...any)
+}
+
+// LinResult is what a run measured.
+type LinResult struct {
+	// Operations recorded: completed puts and gets, and puts whose outcome
+	// is unknown (clover.ErrUncertain; they may take effect at any time
+	// after their call).
+	Ops, Puts, Gets, Uncertain int
+	// Errors are operations that failed otherwise (their count; FirstErrors
+	// holds up to 5 of them). A failed put is kept in the history as one of
+	// unknown outcome; a failed get is left out.
+	Errors      int
+	FirstErrors []error
+	// KeysTouched is the number of keys the history holds; NonLinearizable
+	// lists those porcupine found not linearizable and CheckTimeouts those
+	// whose check did not finish in CheckTimeout.
+	KeysTouched     int
+	NonLinearizable []uint64
+	CheckTimeouts   []uint64
+	// Elapsed is the operation phase's wall time (the last operation
+	// included).
+	Elapsed time.Duration
+	// Stats are the switch's SwordboxIngress.stats cells accumulated over
+	// the operation phase (by index, docs/swordbox-p4.md), counting the
+	// cells lost to a reset up to the moment before it.
+	Stats map[int64]uint64
+	// Clients are the Clover clients' summed counters; MS the metadata
+	// server's at the end.
+	Clients clover.Metrics
+	MS      clover.MSStats
+	// NodeSlots is the number of version-node slots the region holds.
+	NodeSlots int
+	// Retransmits and Duplicates are the RNICs' requests retransmitted and
+	// duplicate requests received (memory node and hosts, summed).
+	Retransmits, Duplicates uint64
+	// Reset reports the switch reset, when ResetAt was set.
+	Reset *LinReset
+}
+
+// LinReset is what the switch reset did.
+type LinReset struct {
+	At time.Duration // into the operation phase
+	// Registers written (every register of the P4Info).
+	Registers int
+	// Nonzero register cells just before the reset and just after it
+	// (before the controller took charge again).
+	NonzeroBefore, NonzeroAfter int
+	// Stats are SwordboxIngress.stats just before the reset (absolute);
+	// After is what they counted from then to the end of the run.
+	Stats, After map[int64]uint64
+	// Err is the reset's or the controller's error, if any.
+	Err error
+}
+
+// Indices of SwordboxIngress.stats (docs/swordbox-p4.md).
+const (
+	StatCASSteered   = 3
+	StatReadsSteered = 5
+)
+
+// statNamesLin names the stats indices the log prints.
+var statNamesLin = map[int64]string{0: "requests", 1: "node_writes", 2: "cas", 3: "cas_steered", 4: "node_reads",
+	5: "reads_steered", 6: "read_misses", 7: "retransmits", 8: "acks_cleared", 9: "conn_takeovers", 10: "tails_dropped", 11: "conn_foreign"}
+
+// String is the one-line summary a test logs.
+func (r *LinResult) String() string {
+	s := fmt.Sprintf("ops %d (puts %d gets %d uncertain %d) in %v; keys %d, non-linearizable %d, check timeouts %d; errors %d",
+		r.Ops, r.Puts, r.Gets, r.Uncertain, r.Elapsed.Round(time.Millisecond), r.KeysTouched, len(r.NonLinearizable), len(r.CheckTimeouts), r.Errors)
+	if len(r.FirstErrors) > 0 {
+		s += fmt.Sprintf(" (first: %v)", r.FirstErrors[0])
+	}
+	idx := make([]int64, 0, len(r.Stats))
+	for i := range r.Stats {
+		idx = append(idx, i)
+	}
+	slices.Sort(idx)
+	s += "; switch:"
+	for _, i := range idx {
+		name := statNamesLin[i]
+		if name == "" {
+			name = fmt.Sprint(i)
+		}
+		s += fmt.Sprintf(" %s=%d", name, r.Stats[i])
+	}
+	m := r.Clients
+	s += fmt.Sprintf("; clients: CAS %d failed %d steered-ok %d reads-steered %d stale %d recoveries %d read-timeouts %d retire-unknown %d alloc-waits %d",
+		m.CAS, m.CASFailures, m.CASSteered, m.ReadsSteered, m.StaleCursors, m.Recoveries, m.ReadTimeouts, m.RetireUnknown, m.AllocWaits)
+	s += fmt.Sprintf("; RNICs: retransmits %d duplicates %d", r.Retransmits, r.Duplicates)
+	s += fmt.Sprintf("; MS: slots %d carved %d free %d retired %d deferred %d forced %d wrapped %d retires %d unknown-pred %d",
+		r.NodeSlots, r.MS.Carved, r.MS.Free, r.MS.Retired, r.MS.Deferred, r.MS.ForcedReclaims, r.MS.Wrapped, r.MS.Retires, r.MS.UnknownPredecessor)
+	if r.Reset != nil {
+		s += fmt.Sprintf("; reset at %v: %d registers, nonzero cells %d -> %d, steered after it: %d CAS %d READs, err %v",
+			r.Reset.At.Round(time.Millisecond), r.Reset.Registers, r.Reset.NonzeroBefore, r.Reset.NonzeroAfter,
+			r.Reset.After[StatCASSteered], r.Reset.After[StatReadsSteered], r.Reset.Err)
+	}
+	return s
+}
+
+// linInput and linOutput are porcupine's view of one operation.
+type linInput struct {
+	put   bool
+	key   uint64
+	value uint64
+}
+
+type linOutput struct {
+	value   uint64
+	unknown bool
+}
+
+// registerModel is one key's register: puts set it, gets return it. The
+// initial value is 0 (keys are created with zero values).
+var registerModel = porcupine.Model{
+	Init: func() interface{} { return uint64(0) },
+	Step: func(state, input, output interface{}) (bool, interface{}) {
+		in, out := input.(linInput), output.(linOutput)
+		if in.put {
+			return true, in.value
+		}
+		return out.value == state.(uint64), state
+	},
+	DescribeOperation: func(input, output interface{}) string {
+		in, out := input.(linInput), output.(linOutput)
+		if in.put {
+			return fmt.Sprintf("put(%d, %#x)", in.key, in.value)
+		}
+		return fmt.Sprintf("get(%d) -> %#x", in.key, out.value)
+	},
+}
+
+// neverReturned is the return time of an operation whose outcome is
+// unknown: it may take effect at any time after its call.
+const neverReturned = int64(1) << 62
+
+// CheckRegisterHistory checks each key's operations separately against
+// the register model, on workers goroutines (at least one), and returns
+// the number of keys, the keys found not linearizable and the keys whose
+// check did not finish in timeout, both sorted.
+func CheckRegisterHistory(hist []porcupine.Operation, timeout time.Duration, workers int) (keys int, bad, timedOut []uint64) {
+	by := map[uint64][]porcupine.Operation{}
+	for _, op := range hist {
+		k := op.Input.(linInput).key
+		by[k] = append(by[k], op)
+	}
+	ks := make([]uint64, 0, len(by))
+	for k := range by {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	results := make([]porcupine.CheckResult, len(ks))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < max(workers, 1); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				results[i] = porcupine.CheckOperationsTimeout(registerModel, by[ks[i]], timeout)
+			}
+		}()
+	}
+	for i := range ks {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for i, k := range ks {
+		switch results[i] {
+		case porcupine.Ok:
+		case porcupine.Illegal:
+			bad = append(bad, k)
+		default:
+			timedOut = append(timedOut, k)
+		}
+	}
+	return len(ks), bad, timedOut
+}
+
+// RunLinearizability builds a Clover rack for o, creates the keys, runs the
+// operation phase and checks the history. It returns an error only when
+// the run could not be carried out (rack, key creation); what the run
+// found is in the result.
+func RunLinearizability(ctx context.Context, o LinOptions) (*LinResult, error) {
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	if o.OpTimeout == 0 {
+		o.OpTimeout = 20 * time.Second
+	}
+	if o.CheckTimeout == 0 {
+		o.CheckTimeout = 5 * time.Second
+	}
+	var tracked []uint64
+	if o.Steering != SteerOff {
+		for k := 1; k <= o.Keys; k++ {
+			tracked = append(tracked, uint64(k))
+		}
+	}
+	cr, err := NewCloverRack(ctx, CloverConfig{
+		Rack: Config{Steering: o.Steering, TrackedKeys: tracked, HostFaults: o.HostFaults, MemoryFaults: o.MemoryFaults,
+			ObjectSize: o.ValueSize, Logf: o.Logf},
+		ClientHosts: o.ClientHosts, Threads: o.Threads, ValueSize: o.ValueSize, Keys: o.Keys,
+		Chunks: o.Chunks, ReadTimeout: o.ReadTimeout, EpochPeriod: o.EpochPeriod,
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer cr.Close()
+	res := &LinResult{}
+	if res.NodeSlots, err = nodeSlots(o.ValueSize, o.Chunks); err != nil {
+		return nil, err
+	}
+	if err := createKeys(ctx, cr, o.Keys, o.ValueSize); err != nil {
+		return nil, err
+	}
+	s0, err := cr.Ctrl.ReadCounter(ctx, "SwordboxIngress.stats", nil)
+	if err != nil {
+		return nil, fmt.Errorf("testbed: read switch stats: %w", err)
+	}
+	res.Stats = map[int64]uint64{}
+
+	start := time.Now()
+	var resetDone chan struct{}
+	if o.ResetAt > 0 {
+		resetDone = make(chan struct{})
+		go func() {
+			defer close(resetDone)
+			select {
+			case <-time.After(o.ResetAt):
+			case <-ctx.Done():
+				res.Reset = &LinReset{Err: ctx.Err()}
+				return
+			}
+			res.Reset = resetSwitch(ctx, cr, time.Since(start))
+		}()
+	}
+	hist := runOps(ctx, cr, o, start, res)
+	res.Elapsed = time.Since(start)
+	if resetDone != nil {
+		<-resetDone
+	}
+	s1, err := cr.Ctrl.ReadCounter(ctx, "SwordboxIngress.stats", nil)
+	if err != nil {
+		return nil, fmt.Errorf("testbed: read switch stats: %w", err)
+	}
+	for i, v := range s1 {
+		res.Stats[i] = v - s0[i]
+	}
+	if res.Reset != nil && res.Reset.Stats != nil {
+		res.Reset.After = map[int64]uint64{}
+		for i, v := range s1 {
+			res.Reset.After[i] = v - res.Reset.Stats[i]
+		}
+	}
+	res.Clients = cr.Metrics()
+	res.MS = cr.MS.Stats()
+	for _, d := range append([]*rnic.Device{cr.Memory}, cr.Hosts...) {
+		st := d.Stats()
+		res.Retransmits += st.Retransmits
+		res.Duplicates += st.Duplicates
+	}
+	res.Ops = len(hist)
+	res.KeysTouched, res.NonLinearizable, res.CheckTimeouts = CheckRegisterHistory(hist, o.CheckTimeout, runtime.GOMAXPROCS(0))
+	return res, nil
+}
+
+func (o *LinOptions) validate() error {
+	switch o.Steering {
+	case SteerOff, SteerWrite, SteerReadWrite:
+	default:
+		return fmt.Errorf("testbed: linearizability: steering %q: want %s, %s or %s", o.Steering, SteerOff, SteerWrite, SteerReadWrite)
+	}
+	if o.Keys < 1 || o.Keys > 1<<20 {
+		return fmt.Errorf("testbed: linearizability: keys %d: want 1..%d", o.Keys, 1<<20)
+	}
+	if o.HotKeys < 0 || o.HotKeys > o.Keys {
+		return fmt.Errorf("testbed: linearizability: hot keys %d: want 0..keys (%d)", o.HotKeys, o.Keys)
+	}
+	if o.Threads < 1 || o.Threads > 4096 {
+		return fmt.Errorf("testbed: linearizability: threads %d: want 1..4096", o.Threads)
+	}
+	if o.ClientHosts < 1 || o.ClientHosts > 249 {
+		return fmt.Errorf("testbed: linearizability: client hosts %d: want 1..249", o.ClientHosts)
+	}
+	if o.ValueSize < 16 {
+		return fmt.Errorf("testbed: linearizability: value size %d: want at least 16", o.ValueSize)
+	}
+	if o.Duration <= 0 {
+		return fmt.Errorf("testbed: linearizability: duration %v: want > 0", o.Duration)
+	}
+	if o.ResetAt < 0 || (o.ResetAt > 0 && o.ResetAt >= o.Duration) {
+		return fmt.Errorf("testbed: linearizability: reset at %v: want 0 (none) or inside the duration %v", o.ResetAt, o.Duration)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"op timeout", o.OpTimeout}, {"check timeout", o.CheckTimeout}, {"read timeout", o.ReadTimeout}, {"epoch period", o.EpochPeriod}} {
+		if d.v < 0 {
+			return fmt.Errorf("testbed: linearizability: %s %v: want 0 (default) or more", d.name, d.v)
+		}
+	}
+	if o.Chunks < 0 || o.Chunks > 4096 {
+		return fmt.Errorf("testbed: linearizability: chunks %d: want 0 (default) to 4096", o.Chunks)
+	}
+	return nil
+}
+
+// nodeSlots is the number of version-node slots chunks of Clover's region
+// hold for values of valueSize bytes (nodes are 16 + valueSize bytes).
+func nodeSlots(valueSize, chunks int) (int, error) {
+	if chunks == 0 {
+		chunks = 96 // CloverConfig's default
+	}
+	c, err := clover.ClassFor(16 + valueSize)
+	if err != nil {
+		return 0, err
+	}
+	return chunks * (clover.DefaultChunkSize / clover.SlabClasses[c]), nil
+}
+
+// createKeys creates keys 1..n with zero values, spread over the clients.
+func createKeys(ctx context.Context, cr *CloverRack, n, valueSize int) error {
+	errs := make([]error, len(cr.Clients))
+	var wg sync.WaitGroup
+	for i, c := range cr.Clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			zero := make([]byte, valueSize)
+			for k := i + 1; k <= n; k += len(cr.Clients) {
+				if err := c.Create(ctx, uint64(k), zero); err != nil {
+					errs[i] = fmt.Errorf("testbed: create key %d: %w", k, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// runOps runs every client thread until o.Duration has passed and returns
+// the history. Errors are counted in res.
+func runOps(ctx context.Context, cr *CloverRack, o LinOptions, start time.Time, res *LinResult) []porcupine.Operation {
+	span := o.Keys
+	if o.HotKeys > 0 {
+		span = o.HotKeys
+	}
+	var mu sync.Mutex
+	var hist []porcupine.Operation
+	addErr := func(err error) {
+		mu.Lock()
+		res.Errors++
+		if len(res.FirstErrors) < 5 {
+			res.FirstErrors = append(res.FirstErrors, err)
+		}
+		mu.Unlock()
+	}
+	var wg sync.WaitGroup
+	for i, c := range cr.Clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(o.Seed, uint64(i)))
+			vs := o.ValueSize
+			buf := make([]byte, vs)
+			var local []porcupine.Operation
+			var puts, gets, uncertain int
+			for s := 1; time.Since(start) < o.Duration && ctx.Err() == nil; s++ {
+				in := linInput{key: uint64(1 + rng.IntN(span)), put: rng.IntN(2) == 0}
+				octx, cancel := context.WithTimeout(ctx, o.OpTimeout)
+				call := time.Since(start).Nanoseconds()
+				var out linOutput
+				var err error
+				if in.put {
+					in.value = uint64(i+1)<<32 | uint64(s)
+					clear(buf)
+					binary.LittleEndian.PutUint64(buf, in.value)
+					binary.LittleEndian.PutUint64(buf[vs-8:], in.value)
+					err = c.Put(octx, in.key, buf)
+				} else {
+					err = c.Get(octx, in.key, buf)
+					out.value = binary.LittleEndian.Uint64(buf)
+					if tail := binary.LittleEndian.Uint64(buf[vs-8:]); err == nil && tail != out.value {
+						err = fmt.Errorf("client %d: get(%d): torn value %#x / %#x", i, in.key, out.value, tail)
+					}
+				}
+				cancel()
+				ret := time.Since(start).Nanoseconds()
+				switch {
+				case err == nil && in.put:
+					puts++
+				case err == nil:
+					gets++
+				case errors.Is(err, clover.ErrUncertain):
+					uncertain++
+					out.unknown, ret = true, neverReturned
+				default:
+					addErr(fmt.Errorf("client %d op %d (put %v key %d): %w", i, s, in.put, in.key, err))
+					if !in.put {
+						continue
+					}
+					out.unknown, ret = true, neverReturned
+				}
+				local = append(local, porcupine.Operation{ClientId: i, Input: in, Call: call, Output: out, Return: ret})
+			}
+			fctx, cancel := context.WithTimeout(ctx, o.OpTimeout)
+			if err := c.Flush(fctx); err != nil {
+				addErr(fmt.Errorf("client %d: flush: %w", i, err))
+			}
+			cancel()
+			mu.Lock()
+			hist = append(hist, local...)
+			res.Puts += puts
+			res.Gets += gets
+			res.Uncertain += uncertain
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return hist
+}
+
+// resetSwitch writes zero to every cell of every register of the switch's
+// program (one wildcard MODIFY per register, enumerated from the P4Info),
+// reads the registers back, and has the controller take charge again, as
+// after a switch restart.
+func resetSwitch(ctx context.Context, cr *CloverRack, at time.Duration) *LinReset {
+	r := &LinReset{At: at}
+	s := cr.Ctrl.Schema
+	names := s.Registers()
+	r.Registers = len(names)
+	var err error
+	if r.Stats, err = cr.Ctrl.ReadCounter(ctx, "SwordboxIngress.stats", nil); err != nil {
+		r.Err = fmt.Errorf("testbed: read switch stats: %w", err)
+		return r
+	}
+	if r.NonzeroBefore, err = NonzeroRegisterCells(ctx, cr.Ctrl.Client, s); err != nil {
+		r.Err = err
+		return r
+	}
+	if r.Err = ZeroRegisters(ctx, cr.Ctrl.Client, s); r.Err != nil {
+		return r
+	}
+	if r.NonzeroAfter, r.Err = NonzeroRegisterCells(ctx, cr.Ctrl.Client, s); r.Err != nil {
+		return r
+	}
+	if err := cr.Ctrl.TakeCharge(ctx); err != nil {
+		r.Err = fmt.Errorf("testbed: controller taking charge after the reset: %w", err)
+	}
+	return r
+}
+
+// ZeroRegisters writes zero to every cell of every register the schema's
+// P4Info declares, in one P4Runtime write (a MODIFY with the index unset
+// per register).
+func ZeroRegisters(ctx context.Context, c *p4rtc.Client, s *p4rtc.Schema) error {
+	var ups []*p4.Update
+	for _, name := range s.Registers() {
+		reg, err := s.Register(name)
+		if err != nil {
+			return err
+		}
+		zero, err := p4rtc.Canonical(p4rtc.Uint(0), p4rtc.RegisterWidth(reg))
+		if err != nil {
+			return fmt.Errorf("testbed: register %s: %w", name, err)
+		}
+		ups = append(ups, p4rtc.Modify(&p4.Entity{Entity: &p4.Entity_RegisterEntry{RegisterEntry: &p4.RegisterEntry{
+			RegisterId: reg.GetPreamble().GetId(),
+			Data:       &p4.P4Data{Data: &p4.P4Data_Bitstring{Bitstring: zero}},
+		}}}))
+	}
+	if err := c.Write(ctx, ups); err != nil {
+		return fmt.Errorf("testbed: zero the switch's registers: %w", err)
+	}
+	return nil
+}
+
+// NonzeroRegisterCells reads every register the schema's P4Info declares
+// and counts the cells that are not zero.
+func NonzeroRegisterCells(ctx context.Context, c *p4rtc.Client, s *p4rtc.Schema) (int, error) {
+	names := s.Registers()
+	sort.Strings(names)
+	n := 0
+	for _, name := range names {
+		q, err := s.RegisterRead(name, -1)
+		if err != nil {
+			return 0, err
+		}
+		ents, err := c.Read(ctx, q)
+		if err != nil {
+			return 0, fmt.Errorf("testbed: read register %s: %w", name, err)
+		}
+		for _, e := range ents {
+			v, err := p4rtc.ToUint(e.GetRegisterEntry().GetData().GetBitstring())
+			if err != nil {
+				return 0, fmt.Errorf("testbed: register %s: %w", name, err)
+			}
+			if v != 0 {
+				n++
+			}
+		}
+	}
+	return n, nil
+}
