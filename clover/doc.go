@@ -153,9 +153,10 @@
 // returned and the cursor moves to T. If T has a successor (the switch's
 // tail lags), the get finishes without node-sized READs: header READs to
 // the tail, then a READ of the value alone. A lagging switch thus costs a
-// few READs, never a loop. Where gets of a key were steered, a put's first
-// hop past a stale cursor is a node-sized READ too, which the switch steers
-// to the tail: one READ instead of a walk.
+// few READs, never a loop. Where gets of a key were steered, a put's
+// persistence READ of its cursor, and a recovery's first READ from the
+// shortcut, are node-sized too, so that the switch steers them to the tail:
+// one READ instead of a walk.
 //
 // Why versions start hashed: with every slot starting at version 1, a
 // steered CAS lands on a T with X's version almost always, is taken for an

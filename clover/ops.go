@@ -125,14 +125,14 @@ func isNode(n Node, key uint64, p Ptr) bool {
 // in a delete mark, errStale if a slot on the way was reclaimed. Each READ
 // is counted in *reads.
 //
-// With steer set, the first hop after p is a node-sized READ instead, which
-// a switch may steer to the key's confirmed tail: one READ instead of a
-// walk. Where steering helped the key's gets (e.readSteered) a put sets it;
-// a hop that comes back unsteered clears it.
+// With steer set, the first READ is node-sized instead, which a switch may
+// steer to the key's confirmed tail: one READ instead of a walk. Callers set
+// it where steering helped the key's gets (e.readSteered); a READ that comes
+// back unsteered clears that.
 func (c *Client) walk(ctx context.Context, key uint64, e *cursorEntry, p Ptr, limit int, reads *uint64, steer bool) error {
 	for hops := 0; hops <= limit; hops++ {
 		size := NodeOverhead
-		if steer && hops == 1 {
+		if steer && hops == 0 {
 			size = c.nsize
 		}
 		n, t, err := c.read(ctx, p, size, false)
@@ -176,7 +176,7 @@ func (c *Client) recover(ctx context.Context, key uint64, e *cursorEntry) error 
 			return err
 		}
 		if !s.IsZero() {
-			err := c.walk(ctx, key, e, s, 1<<20, &c.m.RecoveryReads, false)
+			err := c.walk(ctx, key, e, s, 1<<20, &c.m.RecoveryReads, e.readSteered)
 			if err == nil || !(errors.Is(err, errStale) || errors.Is(err, ErrNotFound)) {
 				return err
 			}
@@ -518,26 +518,49 @@ func (c *Client) link(ctx context.Context, key uint64, e *cursorEntry, next Ptr)
 			}
 			c.m.CASFailures++
 			e.valAt = -1
-		case orig.Next() == LHDeleted && orig.Valid() && orig.EntryVersion() == x.Ver:
-			c.m.CASFailures++
-			return Ptr{}, linkDeleted, nil
-		case orig.Next().IsSlot() && orig.Valid() && orig.EntryVersion() == x.Ver && quick:
-			// Someone linked after x: walk on from its successor.
-			c.m.CASFailures++
-			if err := c.toTail(ctx, key, e, Ptr{LH: orig.Next(), Ver: orig.NextVersion()}, &c.m.PreCASReads); err != nil {
-				if errors.Is(err, ErrNotFound) {
-					return Ptr{}, linkDeleted, nil
-				}
-				return Ptr{}, 0, err
-			}
+			continue
+		}
+		// The CAS failed: its compare was a tail word and the word was not.
+		c.m.CASFailures++
+		var err2 error
+		switch {
+		case orig.Valid() && orig.Next().IsSlot():
+			// The node it acted on (x, or a tail the switch steered it to
+			// that had a successor the switch did not learn) has a
+			// successor: walk on from there. Every hop is checked, so a
+			// reclaimed slot on the way only sends us to the MS.
+			err2 = c.toTail(ctx, key, e, Ptr{LH: orig.Next(), Ver: orig.NextVersion()}, &c.m.PreCASReads)
+		case orig.Valid() && orig.Next() == LHDeleted:
+			err2 = c.recheckDeleted(ctx, key, e)
 		default:
-			// A steered CAS that failed (the switch's tail had a
-			// successor it did not learn; it forgets that tail at the
-			// ATOMIC ACK), or a slow one: walk again from x.
-			c.m.CASFailures++
+			// Not a header word of ours (a reused slot): start over from x.
 			e.valAt = -1
 		}
+		if errors.Is(err2, ErrNotFound) {
+			return Ptr{}, linkDeleted, nil
+		}
+		if err2 != nil {
+			return Ptr{}, 0, err2
+		}
 	}
+}
+
+// recheckDeleted asks the MS, after a CAS met a delete mark, whether the key
+// exists: ErrNotFound if not; otherwise e is validated at the tail of the
+// key's chain (it was created again, and the mark was on its old chain,
+// reached through a stale cursor or a tail a switch cached before the
+// delete).
+func (c *Client) recheckDeleted(ctx context.Context, key uint64, e *cursorEntry) error {
+	ki, err := c.lookup(ctx, key)
+	if err != nil {
+		return err
+	}
+	e.shortcut, e.class = ki.Shortcut, ki.Class
+	err = c.walk(ctx, key, e, ki.Latest, 1<<20, &c.m.RecoveryReads, false)
+	if errors.Is(err, errStale) {
+		return c.recover(ctx, key, e)
+	}
+	return err
 }
 
 // verifyLink walks from x (header READs) for the node whose next pointer is
