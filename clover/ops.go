@@ -130,6 +130,7 @@ func isNode(n Node, key uint64, p Ptr) bool {
 // it where steering helped the key's gets (e.readSteered); a READ that comes
 // back unsteered clears that.
 func (c *Client) walk(ctx context.Context, key uint64, e *cursorEntry, p Ptr, limit int, reads *uint64, steer bool) error {
+	from := p
 	for hops := 0; hops <= limit; hops++ {
 		size := NodeOverhead
 		if steer && hops == 0 {
@@ -140,9 +141,11 @@ func (c *Client) walk(ctx context.Context, key uint64, e *cursorEntry, p Ptr, li
 			return err
 		}
 		*reads++
+		steered := false
 		if size == c.nsize {
 			if at := n.Self(); at != p.LH && at.IsSlot() && n.Key() == key && n.Header().Valid() {
 				p = Ptr{LH: at, Ver: n.Header().EntryVersion()} // steered to the confirmed tail
+				steered = true
 				c.m.ReadsSteered++
 			} else {
 				e.readSteered = false
@@ -153,6 +156,11 @@ func (c *Client) walk(ctx context.Context, key uint64, e *cursorEntry, p Ptr, li
 		}
 		h := n.Header()
 		switch {
+		case h.Next() == LHDeleted && steered:
+			// A tail the switch cached before a delete may belong to the
+			// key's previous chain: walk our own pointer instead.
+			p, steer, hops = from, false, -1
+			continue
 		case h.Next() == LHDeleted:
 			return ErrNotFound
 		case h.IsTail():
@@ -307,6 +315,20 @@ func (c *Client) Get(ctx context.Context, key uint64, dst []byte) error {
 		}
 		switch next := h.Next(); {
 		case next == LHDeleted:
+			if steered {
+				// The switch's tail may be on the key's chain from before
+				// a delete: finish from our own pointer, unsteered.
+				c.m.SteeredNonTail++
+				err := c.getUnsteered(ctx, key, e, p, dst)
+				if err == nil {
+					c.m.Gets++
+					c.chase(hops)
+					return nil
+				}
+				if !errors.Is(err, ErrNotFound) {
+					return err
+				}
+			}
 			// Deleted, unless the key was created again since: ask the MS
 			// once for a new chain.
 			if rechecked {
