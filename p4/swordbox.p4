@@ -547,7 +547,7 @@ control SwordboxIngress(inout headers_t hdr,
                             /* The CAS succeeded: its node is linked after a node that was
                              * the tail, so it is now the tail. A confirmation older than
                              * the cached tail (ACKs of two links reordered) is not applied. */
-                            if (meta.tail_key != meta.link_key || meta.tail_valid == 0 ||
+                            if (meta.tail_key != meta.link_key ||
                                 meta.link_ts - meta.tail_ts < 48w0x800000000000) {
                                 link_va_hi.read(meta.node_va_hi, meta.link_slot);
                                 link_va_lo.read(meta.node_va_lo, meta.link_slot);
