@@ -32,7 +32,11 @@ func testRack(t testing.TB, edit func(*rack.Config)) *rack.Rack {
 
 func TestBuildPlan(t *testing.T) {
 	s, _ := p4rtc.NewSchema(testP4Info(t))
-	p, err := BuildPlan(testRack(t, func(c *rack.Config) { c.Steering = rack.SteerReadWrite; c.ObjectSize = 64; c.TailTTL = 7 * time.Millisecond }), s)
+	p, err := BuildPlan(testRack(t, func(c *rack.Config) {
+		c.Steering = rack.SteerReadWrite
+		c.ObjectSize = 64
+		c.TailTTL = 7 * time.Millisecond
+	}), s)
 	if err != nil {
 		t.Fatal(err)
 	}
