@@ -50,25 +50,25 @@ const (
 
 // Indices of the stats counter (docs/swordbox-p4.md, "Counters").
 const (
-	statRoCE             = 0
-	statNodeWrites       = 1
-	statCAS              = 2
-	statCASSteered       = 3
-	statReads            = 4
-	statReadsSteered     = 5
-	statReadMisses       = 6
-	statRetransmits      = 7
-	statAcksCleared      = 8
-	statLinkTakeover     = 9
-	statTailDropped      = 10
-	statLinkUnresolved   = 11
-	statTailConfirmed    = 12
-	statTailExpired      = 13
-	statConfirmStale     = 14
-	statCount            = 16
-	lhDeleted            = 0xFFFFFFFF
-	memnodeIP            = 0x0a000003
-	secondMemnodeIP      = 0x0a000004
+	statRoCE           = 0
+	statNodeWrites     = 1
+	statCAS            = 2
+	statCASSteered     = 3
+	statReads          = 4
+	statReadsSteered   = 5
+	statReadMisses     = 6
+	statRetransmits    = 7
+	statAcksCleared    = 8
+	statLinkTakeover   = 9
+	statTailDropped    = 10
+	statLinkUnresolved = 11
+	statTailConfirmed  = 12
+	statTailExpired    = 13
+	statConfirmStale   = 14
+	statCount          = 16
+	lhDeleted          = 0xFFFFFFFF
+	memnodeIP          = 0x0a000003
+	secondMemnodeIP    = 0x0a000004
 )
 
 // node is a Clover node as the switch learns it from its WRITE.

@@ -755,8 +755,8 @@ func TestPacketOutNeverSteered(t *testing.T) {
 // learns and confirms.
 func TestSteeringModes(t *testing.T) {
 	for _, tc := range []struct {
-		name                   string
-		mode                   uint64
+		name                  string
+		mode                  uint64
 		learns, casSt, readSt bool
 	}{
 		{"off", 0, false, false, false},
