@@ -68,7 +68,6 @@ const (
 	statCount          = 16
 	lhDeleted          = 0xFFFFFFFF
 	memnodeIP          = 0x0a000003
-	secondMemnodeIP    = 0x0a000004
 )
 
 // node is a Clover node as the switch learns it from its WRITE.
