@@ -580,15 +580,7 @@ func TestTailTTL(t *testing.T) {
 			r.setRegister("tail_ttl", 0, tc.ttl)
 			r.chain()
 			pause()
-			r.expectSame(2, 3, nodeWrite(t, qpB, 200, nB1, valueSize), "B's node WRITE")
-			_, p := r.pass(2, 3, link(t, qpB, 201, nT0.va, nT0.ev, nB1))
-			_, q := r.pass(4, 3, readReq(t, qpC, 300, nA1.va, nodeSize))
-			if steered := p.AtomicETH.VA() == nA3.va; steered != tc.fresh {
-				t.Errorf("CAS steered %v, want %v", steered, tc.fresh)
-			}
-			if steered := q.RETH.VA() == nA3.va; steered != tc.fresh {
-				t.Errorf("READ steered %v, want %v", steered, tc.fresh)
-			}
+			r.staleCASAndRead(tc.fresh, tc.fresh)
 			want := map[int]int64{statTailExpired: 1, statReadMisses: 1, statCASSteered: 0, statReadsSteered: 0}
 			if tc.fresh {
 				want = map[int]int64{statTailExpired: 0, statReadMisses: 0, statCASSteered: 1, statReadsSteered: 1}
@@ -781,15 +773,7 @@ func TestSteeringModes(t *testing.T) {
 					t.Errorf("node map %v with steering off", got)
 				}
 			}
-			r.expectSame(2, 3, nodeWrite(t, qpB, 200, nB1, valueSize), "B's node WRITE")
-			_, p := r.pass(2, 3, link(t, qpB, 201, nT0.va, nT0.ev, nB1))
-			_, q := r.pass(4, 3, readReq(t, qpC, 300, nA1.va, nodeSize))
-			if got := p.AtomicETH.VA() == nA3.va; got != tc.casSt {
-				t.Errorf("CAS steered %v, want %v", got, tc.casSt)
-			}
-			if got := q.RETH.VA() == nA3.va; got != tc.readSt {
-				t.Errorf("READ steered %v, want %v", got, tc.readSt)
-			}
+			r.staleCASAndRead(tc.casSt, tc.readSt)
 			if got := len(r.registerNonZero("cas_out_valid")) > 0; got != tc.learns {
 				t.Errorf("CAS recorded %v, want %v", got, tc.learns)
 			}
@@ -931,5 +915,20 @@ func TestSamePSNOnTwoQPsConfirmsNothing(t *testing.T) {
 	r.expectSame(3, 1, atomicAck(t, qpA2, 101, hw(nA1.lh, nA1.ev, nT0.ev)), "ACK: QP 2's CAS failed")
 	if got := r.tail(keySlot); got.valid == 1 && got.va == nB1.va {
 		t.Fatalf("B1, whose CAS failed, is the cached tail: %+v", got)
+	}
+}
+
+// staleCASAndRead sends, after chain (tail A3), B's CAS linking B1 aimed at
+// T0 and a READ of A1, and checks whether each was steered to A3.
+func (r *rig) staleCASAndRead(casSteered, readSteered bool) {
+	r.t.Helper()
+	r.expectSame(2, 3, nodeWrite(r.t, qpB, 200, nB1, valueSize), "B's node WRITE")
+	_, p := r.pass(2, 3, link(r.t, qpB, 201, nT0.va, nT0.ev, nB1))
+	_, q := r.pass(4, 3, readReq(r.t, qpC, 300, nA1.va, nodeSize))
+	if got := p.AtomicETH.VA() == nA3.va; got != casSteered {
+		r.t.Errorf("CAS steered %v, want %v", got, casSteered)
+	}
+	if got := q.RETH.VA() == nA3.va; got != readSteered {
+		r.t.Errorf("READ steered %v, want %v", got, readSteered)
 	}
 }
