@@ -55,7 +55,7 @@ func TestPipelinePushThenEveryEntryReadable(t *testing.T) {
 	if !reflect.DeepEqual(tracked, map[uint64]uint16{3: 0, 7: 1, 1 << 40: 2}) {
 		t.Fatalf("tracked keys read back: %v", tracked)
 	}
-	for name, want := range map[string]uint64{rSteerMode: 3, rNodeSize: nodeSize} {
+	for name, want := range map[string]uint64{rSteerMode: 3, rNodeSize: nodeSize, rTailTTL: uint64(time.Minute / time.Microsecond)} {
 		v, err := c.ReadRegister(ctx, name, []int64{0})
 		if err != nil {
 			t.Fatal(err)
@@ -72,8 +72,8 @@ func TestPipelinePushThenEveryEntryReadable(t *testing.T) {
 	if r.srv.Stats().PipelineCommit != 1 {
 		t.Fatal("pipeline pushed again over the same P4Info")
 	}
-	if after := testCounterSum(t, c.Metrics.EntriesInstalled); after-before != 2 { // the two config registers are always rewritten
-		t.Fatalf("re-taking charge wrote %v entries, want only the 2 registers", after-before)
+	if after := testCounterSum(t, c.Metrics.EntriesInstalled); after-before != 3 { // the three config registers are always rewritten
+		t.Fatalf("re-taking charge wrote %v entries, want only the 3 registers", after-before)
 	}
 }
 
@@ -84,11 +84,12 @@ func TestPipelinePushThenEveryEntryReadable(t *testing.T) {
 // header word the memory node must end up with at the tail.
 func steeredCASDropped(t *testing.T, r *rig) (dropped []byte, tailOff int, want uint64) {
 	t.Helper()
-	const t0, n1, n2 = 0, 64, 128
+	const t0, n1, n2 = 0, 128, 256
 	r.setMemWord(t0, hw(0, 0, 1))
-	// Put 1: node N1 (entry version 2), CAS T0 -> N1. The switch has no
-	// tail yet: not steered; N1 becomes the cached tail.
-	r.writeNode(n1, testKey, 2)
+	// Put 1: node N1 (handle 1, entry version 2), CAS T0 -> N1. The switch
+	// has no tail yet: not steered; its successful ATOMIC ACK (seen by the
+	// switch before the client's completion) makes N1 the cached tail.
+	r.writeNode(n1, testKey, 1, 2)
 	r.cas(11, t0, hw(0, 0, 1), hw(1, 2, 1))
 	if wc := r.waitWC(11, 5*time.Second); wc.Status != verbs.StatusSuccess || wc.Orig != hw(0, 0, 1) {
 		t.Fatalf("put 1: %+v", wc)
@@ -96,7 +97,7 @@ func steeredCASDropped(t *testing.T, r *rig) (dropped []byte, tailOff int, want 
 	// Put 2 from a stale client: node N2, CAS still aimed at T0. The switch
 	// steers it to N1 (compare/swap entry version := 2); the link drops it.
 	r.tap.armCAS(1)
-	r.writeNode(n2, testKey, 3)
+	r.writeNode(n2, testKey, 2, 3)
 	r.cas(12, t0, hw(0, 0, 1), hw(2, 3, 1))
 	select {
 	case dropped = <-r.tap.dropped:
@@ -316,19 +317,22 @@ func TestHotKeyTrackingMovesTheTrackedSet(t *testing.T) {
 	r.primary(c)
 	ctx := context.Background()
 
-	// Traffic that makes a tracked key active: a node WRITE of the key and an
-	// append CAS aimed elsewhere than the cached tail (steered from the second
-	// round on). Its swap equals its compare, so it succeeds wherever it lands
-	// on a tail word and leaves memory as it was: the switch checks every
-	// linking CAS's outcome and stops steering to a node whose CAS failed.
+	// Traffic that makes a tracked key active: a node WRITE of the key and a
+	// linking CAS aimed at a tail word never used before (region offsets
+	// from 16384 on, zero). Unsteered, it succeeds there and its ATOMIC ACK
+	// confirms the node as the key's tail; from then on the next CAS is
+	// steered to that tail (entry version rewritten), where it succeeds too,
+	// so the cached tail is always a node with no successor.
 	var id uint64 = 1000
+	scratch := 16384
 	hammer := func(keys []uint64, rounds int) {
 		for i := 0; i < rounds; i++ {
 			for _, k := range keys {
 				off := int(k) * 1024
-				r.writeNode(off+64*(i%8+1), k, uint8(i))
 				id++
-				r.cas(id, off, hw(0, 0, 0), hw(0, 0, 0))
+				r.writeNode(off+128*(i%7+1), k, uint32(id), uint8(i))
+				r.cas(id, scratch, hw(0, 0, 0), hw(uint32(id), uint8(i), 0))
+				scratch += 8
 				r.waitWC(id, 5*time.Second)
 			}
 		}

@@ -43,12 +43,12 @@ func testP4Info(t testing.TB) *p4cfg.P4Info {
 		w    int32
 		size int32
 	}{
-		{"steer_mode", 8, 1}, {"node_size", 32, 1}, {"tail_valid", 8, 4096},
-		{"cas_out_valid", 8, 1024}, {"cas_out_src_mac", 48, 1024}, {"cas_out_dst_mac", 48, 1024},
-		{"cas_out_src_ip", 32, 1024}, {"cas_out_dst_ip", 32, 1024}, {"cas_out_udp_sport", 16, 1024},
-		{"cas_out_dst_qp", 32, 1024}, {"cas_out_psn", 32, 1024}, {"cas_out_pkey", 16, 1024},
-		{"cas_out_va", 64, 1024}, {"cas_out_rkey", 32, 1024}, {"cas_out_swap", 64, 1024},
-		{"cas_out_compare", 64, 1024}, {"cas_out_ts", 48, 1024},
+		{"steer_mode", 8, 1}, {"node_size", 32, 1}, {"tail_ttl", 48, 1}, {"tail_valid", 8, 4096},
+		{"cas_out_valid", 8, 8192}, {"cas_out_src_mac", 48, 8192}, {"cas_out_dst_mac", 48, 8192},
+		{"cas_out_src_ip", 32, 8192}, {"cas_out_dst_ip", 32, 8192}, {"cas_out_udp_sport", 16, 8192},
+		{"cas_out_dst_qp", 32, 8192}, {"cas_out_psn", 32, 8192}, {"cas_out_pkey", 16, 8192},
+		{"cas_out_va", 64, 8192}, {"cas_out_rkey", 32, 8192}, {"cas_out_swap", 64, 8192},
+		{"cas_out_compare", 64, 8192}, {"cas_out_ts", 48, 8192},
 	}
 	for _, r := range regs {
 		info.Registers = append(info.Registers, &p4cfg.Register{Preamble: pre(r.name), TypeSpec: bits(r.w), Size: r.size})

@@ -3,6 +3,7 @@ package ctrl
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/swordbox/swordbox/ctrl/p4rtc"
 	"github.com/swordbox/swordbox/ctrl/rack"
@@ -31,7 +32,11 @@ func testRack(t testing.TB, edit func(*rack.Config)) *rack.Rack {
 
 func TestBuildPlan(t *testing.T) {
 	s, _ := p4rtc.NewSchema(testP4Info(t))
-	p, err := BuildPlan(testRack(t, func(c *rack.Config) { c.Steering = rack.SteerReadWrite; c.ObjectSize = 64 }), s)
+	p, err := BuildPlan(testRack(t, func(c *rack.Config) {
+		c.Steering = rack.SteerReadWrite
+		c.ObjectSize = 64
+		c.TailTTL = 7 * time.Millisecond
+	}), s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,8 +46,22 @@ func TestBuildPlan(t *testing.T) {
 	if v := p.Registers[0].GetData().GetBitstring(); len(v) != 1 || v[0] != 3 {
 		t.Fatalf("steer_mode %x, want 3", v)
 	}
-	if v, _ := p4rtc.ToUint(p.Registers[1].GetData().GetBitstring()); v != 80 {
-		t.Fatalf("node_size %d, want 16+64", v)
+	if len(p.Registers) != 3 {
+		t.Fatalf("%d configuration registers, want steer_mode, node_size and tail_ttl", len(p.Registers))
+	}
+	if v, _ := p4rtc.ToUint(p.Registers[1].GetData().GetBitstring()); v != 88 {
+		t.Fatalf("node_size %d, want 24+64", v)
+	}
+	if v, _ := p4rtc.ToUint(p.Registers[2].GetData().GetBitstring()); v != 7000 {
+		t.Fatalf("tail_ttl %d, want 7000 (7ms in microseconds)", v)
+	}
+	// The default tail-ttl (25ms) is written in microseconds.
+	d, err := BuildPlan(testRack(t, nil), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := p4rtc.ToUint(d.Registers[2].GetData().GetBitstring()); v != 25000 {
+		t.Fatalf("default tail_ttl %d, want 25000", v)
 	}
 	if p.Tracked[5] != 0 || p.Tracked[7] != 2 {
 		t.Fatalf("tracked %v", p.Tracked)

@@ -30,8 +30,8 @@ import (
 // ATOMIC ACKs coming back, and keeps what it dropped.
 
 const (
-	objectSize = 48 // node = 64 bytes: 16 + 48
-	nodeSize   = 16 + objectSize
+	objectSize = 48 // node = 72 bytes: 24 + 48 (docs/clover-layout.md)
+	nodeSize   = 24 + objectSize
 	testKey    = 7
 )
 
@@ -237,6 +237,9 @@ func (r *rig) rackConfig(edit func(*rack.Config)) *rack.Rack {
 		Base: "0x" + hex64(r.mr.Addr()), Length: "65536"}}}}
 	c.TrackedKeys = []uint64{testKey}
 	c.RepairPeriod, c.RepairThreshold = 20*time.Millisecond, 20*time.Millisecond
+	// Tails stay fresh for the whole test: the tests step through puts at
+	// their own pace (the TTL itself is tested in p4/ptf).
+	c.TailTTL = time.Minute
 	if edit != nil {
 		edit(&c)
 	}
@@ -318,13 +321,15 @@ func (r *rig) setMemWord(off int, v uint64) {
 	binary.LittleEndian.PutUint64(r.mr.Bytes()[off:], v)
 }
 
-// writeNode posts a node WRITE of key at region offset off, with entry version ev.
-func (r *rig) writeNode(off int, key uint64, ev uint8) {
+// writeNode posts a node WRITE of key at region offset off, with its own
+// logical handle lh and entry version ev.
+func (r *rig) writeNode(off int, key uint64, lh uint32, ev uint8) {
 	r.t.Helper()
 	b := r.lmr.Bytes()[:nodeSize]
 	binary.LittleEndian.PutUint64(b[0:], hw(0, 0, ev))
 	binary.LittleEndian.PutUint64(b[8:], key)
-	for i := 16; i < nodeSize; i++ {
+	binary.LittleEndian.PutUint64(b[16:], uint64(lh))
+	for i := 24; i < nodeSize; i++ {
 		b[i] = byte(i)
 	}
 	if err := r.cqp.PostSend([]verbs.SendWR{{ID: 1, Op: verbs.OpWrite,

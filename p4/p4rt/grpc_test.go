@@ -512,8 +512,8 @@ func TestWriteErrorsAndRead(t *testing.T) {
 	}
 	es, err = e.read(&p4v1.Entity{Entity: &p4v1.Entity_RegisterEntry{RegisterEntry: &p4v1.RegisterEntry{
 		RegisterId: e.registerID("SwordboxIngress.cas_out_valid")}}})
-	if err != nil || len(es) != 1024 {
-		t.Errorf("wildcard register read: %d entries, %v; want 1024", len(es), err)
+	if err != nil || len(es) != 8192 {
+		t.Errorf("wildcard register read: %d entries, %v; want 8192 (link slots)", len(es), err)
 	}
 	_, err = e.read(&p4v1.Entity{Entity: &p4v1.Entity_MeterEntry{MeterEntry: &p4v1.MeterEntry{}}})
 	wantCode(t, "read of meters", err, codes.Unimplemented)

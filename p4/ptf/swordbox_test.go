@@ -2,7 +2,7 @@ package ptf
 
 import (
 	"bytes"
-	"hash/crc32"
+	"flag"
 	"testing"
 	"time"
 
@@ -11,396 +11,778 @@ import (
 	"github.com/swordbox/swordbox/roce"
 )
 
-// The rack of these tests: two clients and a memory node, one per port.
-type host struct {
-	mac  [6]byte
-	ip   [4]byte
-	port uint32
-}
+// One test per rule of docs/swordbox-p4.md, "Semantics", in its order. The
+// frames are built with roce, enter the switch on in-memory ports, and
+// the tests check the frames that come out and the registers and counters
+// a controller reads over P4Runtime.
 
-var (
-	clientA = host{[6]byte{2, 0, 0, 0, 0, 1}, [4]byte{10, 0, 0, 1}, 1}
-	clientB = host{[6]byte{2, 0, 0, 0, 0, 2}, [4]byte{10, 0, 0, 2}, 2}
-	memnode = host{[6]byte{2, 0, 0, 0, 0, 3}, [4]byte{10, 0, 0, 3}, 3}
-	clientC = host{[6]byte{2, 0, 0, 0, 0, 4}, [4]byte{10, 0, 0, 4}, 4}
-)
-
-const (
-	valueSize = 64
-	nodeSize  = 16 + valueSize
-	rkey      = 0x1234
-	keySlot   = 7
-	hotKey    = 0x1122334455667788
-	coldKey   = 0x0badc0ffee
-	modeWrite = 1
-	modeRead  = 2
-
-	// Indices of the stats counter (docs/swordbox-p4.md).
-	statNodeWrites   = 1
-	statCAS          = 2
-	statCASSteered   = 3
-	statReadsSteered = 5
-	statReadMisses   = 6
-	statRetransmits  = 7
-	statAcksCleared  = 8
-)
-
-// Node VAs: the initial tail T0 and the nodes the clients append. The high
-// 32 bits are non-zero so that both halves of the cached VA matter.
-const (
-	vaT0 = 0x00007f0000010000
-	vaA1 = 0x00007f0000020000
-	vaA3 = 0x00007f0000023000
-	vaB1 = 0x00007f1100030000
-)
-
-// qp is one direction of an RC connection as the switch sees it.
-type qp struct {
-	from, to host
-	sport    uint16
-	destQP   uint32
-}
-
-var (
-	qpA    = qp{clientA, memnode, 49152, 0x11} // client A -> memory node QP 0x11
-	qpB    = qp{clientB, memnode, 49153, 0x12}
-	qpC    = qp{clientC, memnode, 49154, 0x13}
-	ackToA = qp{memnode, clientA, 50000, 0x21} // memory node -> client A's QP 0x21
-)
-
-func (q qp) build(t testing.TB, f roce.Fields) []byte {
-	t.Helper()
-	f.DstMAC, f.SrcMAC, f.SrcIP, f.DstIP = q.to.mac, q.from.mac, q.from.ip, q.to.ip
-	f.TTL, f.DontFragment, f.SrcPort = 64, true, q.sport
-	f.MigReq, f.PKey, f.DestQP = true, 0xffff, q.destQP
-	buf := make([]byte, roce.FrameLen(&f))
-	n, err := roce.Build(buf, &f)
-	if err != nil {
-		t.Fatalf("build %v: %v", f.Opcode, err)
-	}
-	return buf[:n]
-}
-
-// hw is a Clover header word (docs/clover-layout.md).
-func hw(nextLH uint32, nextVer, entryVer uint8) uint64 {
-	return uint64(nextLH)<<28 | uint64(nextVer)<<19 | uint64(entryVer)<<11
-}
-
-// nodeWrite is the WRITE of a fresh node (next NULL, own entry version ev).
-func nodeWrite(t testing.TB, q qp, psn uint32, va, key uint64, ev uint8, value int) []byte {
-	payload := make([]byte, 16+value)
-	le64(payload[0:], hw(0, 0, ev))
-	le64(payload[8:], key)
-	for i := 16; i < len(payload); i++ {
-		payload[i] = byte(i)
-	}
-	return q.build(t, roce.Fields{Opcode: roce.OpRCWriteOnly, AckReq: true, PSN: psn, VA: va, RKey: rkey, DMALen: uint32(len(payload)), Payload: payload})
-}
-
-func cas(t testing.TB, q qp, psn uint32, va, compare, swap uint64) []byte {
-	return q.build(t, roce.Fields{Opcode: roce.OpRCCompareSwap, AckReq: true, PSN: psn, VA: va, RKey: rkey, Compare: compare, SwapAdd: swap})
-}
-
-func readReq(t testing.TB, q qp, psn uint32, va uint64, length uint32) []byte {
-	return q.build(t, roce.Fields{Opcode: roce.OpRCReadRequest, AckReq: true, PSN: psn, VA: va, RKey: rkey, DMALen: length})
-}
-
-func atomicAck(t testing.TB, q qp, psn uint32, orig uint64) []byte {
-	return q.build(t, roce.Fields{Opcode: roce.OpRCAtomicAcknowledge, PSN: psn, Syndrome: roce.ACKSyndrome(roce.CreditInvalid), MSN: 1, Orig: orig})
-}
-
-func le64(b []byte, v uint64) {
-	for i := 0; i < 8; i++ {
-		b[i] = byte(v >> (8 * i))
+// Rule 1: node WRITEs are learned into the node map (by LH) and the address
+// map (by VA), tracked key or not, when their DMA length is node_size.
+func TestNodeWriteLearned(t *testing.T) {
+	cold := node{0x00007f2200040000, 0xC0, 9, coldKey}
+	short := func(n int) []byte { return nodePayload(nA1, valueSize)[:n] }
+	for _, tc := range []struct {
+		name     string
+		mode     uint64
+		nodeSize uint64 // the size filter
+		op       roce.Opcode
+		n        node
+		payload  []byte
+		learned  bool
+	}{
+		{"WRITE_ONLY of a tracked key's node", modeBoth, nodeSize, roce.OpRCWriteOnly, nA1, nodePayload(nA1, valueSize), true},
+		{"WRITE_FIRST of a node", modeWrite, nodeSize, roce.OpRCWriteFirst, nA1, nodePayload(nA1, valueSize), true},
+		{"node of an untracked key", modeRead, nodeSize, roce.OpRCWriteOnly, cold, nodePayload(cold, valueSize), true},
+		{"WRITE of another size", modeBoth, nodeSize, roce.OpRCWriteOnly, nA1, nodePayload(nA1, valueSize-8), false},
+		{"WRITE_LAST is not a node WRITE", modeBoth, nodeSize, roce.OpRCWriteLast, nA1, nodePayload(nA1, valueSize), false},
+		{"steering off", 0, nodeSize, roce.OpRCWriteOnly, nA1, nodePayload(nA1, valueSize), false},
+		// WRITEs shorter than the 24-byte node prefix carry no node, even
+		// when the size filter says they are node-sized.
+		{"WRITE of 8 bytes", modeBoth, 8, roce.OpRCWriteOnly, nA1, short(8), false},
+		{"WRITE of 16 bytes", modeBoth, 16, roce.OpRCWriteOnly, nA1, short(16), false},
+		{"WRITE of 23 bytes", modeBoth, 23, roce.OpRCWriteOnly, nA1, short(23), false},
+		{"WRITE of exactly the prefix", modeBoth, 24, roce.OpRCWriteOnly, nA1, short(24), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newSteerRig(t, tc.mode)
+			r.setRegister("node_size", 0, tc.nodeSize)
+			in := writeOf(t, qpA, 100, tc.op, tc.n.va, tc.payload)
+			r.expectSame(1, 3, in, "node WRITE") // learning never changes the frame
+			nodes, addrs := r.registerNonZero("node_lh"), r.registerNonZero("addr_key")
+			if !tc.learned {
+				if len(nodes) != 0 || len(addrs) != 0 {
+					t.Fatalf("learned: node map %v, address map %v", nodes, addrs)
+				}
+				r.wantStats("not learned", map[int]int64{statNodeWrites: 0})
+				return
+			}
+			ns, as := nodeSlot(tc.n.lh), addrSlot(tc.n.va)
+			if len(nodes) != 1 || nodes[ns] != uint64(tc.n.lh) {
+				t.Fatalf("node map = %v, want LH %#x at crc32(LH) mod 32768 = %d", nodes, tc.n.lh, ns)
+			}
+			for name, want := range map[string]uint64{"node_ver": uint64(tc.n.ev), "node_key": tc.n.key,
+				"node_va_hi": tc.n.va >> 32, "node_va_lo": tc.n.va & 0xffffffff} {
+				if got := r.register(name, ns); got != want {
+					t.Errorf("%s[%d] = %#x, want %#x", name, ns, got, want)
+				}
+			}
+			if len(addrs) != 1 || addrs[as] != tc.n.key {
+				t.Fatalf("address map = %v, want key %#x at crc32(VA) mod 32768 = %d", addrs, tc.n.key, as)
+			}
+			if got := r.register("addr_va_hi", as)<<32 | r.register("addr_va_lo", as); got != tc.n.va {
+				t.Errorf("addr_va[%d] = %#x, want %#x", as, got, tc.n.va)
+			}
+			// A retransmitted node WRITE records the same thing again.
+			r.expectSame(1, 3, in, "retransmitted node WRITE")
+			r.wantStats("learned twice", map[int]int64{statNodeWrites: 2, statRoCE: 2})
+			if got := r.registerNonZero("node_lh"); len(got) != 1 {
+				t.Errorf("node map after the retransmission = %v", got)
+			}
+		})
 	}
 }
 
-// newSteerRig is a switch with the four hosts forwarded, the size filter
-// set to the node size, hotKey tracked at keySlot and the given mode.
-func newSteerRig(t testing.TB, mode uint64) *rig {
-	return programSteer(newRig(t, 1, 2, 3, 4), mode)
-}
-
-func programSteer(r *rig, mode uint64) *rig {
-	for _, h := range []host{clientA, clientB, memnode, clientC} {
-		r.forward(h.mac, h.port)
-	}
-	r.setRegister("node_size", 0, nodeSize)
-	r.setRegister("steer_mode", 0, mode)
-	r.track(hotKey, keySlot)
-	return r
-}
-
-// appendA makes client A append node A1 (entry version 1) after T0
-// (entry version 5): its node WRITE, then its CAS, both forwarded as is.
-// The switch learns A1 as hotKey's tail.
-func appendA(t *testing.T, r *rig) {
-	t.Helper()
-	r.expectSame(1, 3, nodeWrite(t, qpA, 100, vaA1, hotKey, 1, valueSize), "A's node WRITE")
-	r.expectSame(1, 3, cas(t, qpA, 101, vaT0, hw(0, 0, 5), hw(0xA1, 1, 5)), "A's CAS (no cached tail yet)")
-}
-
-func (r *rig) tail(slot int64) (va uint64, ver uint64) {
-	return r.register("tail_va_hi", slot)<<32 | r.register("tail_va_lo", slot), r.register("tail_ver", slot)
-}
-
-// sameExcept checks that got equals want outside the byte ranges given.
-func sameExcept(t *testing.T, got, want []byte, ranges ...[2]int) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("length %d, want %d", len(got), len(want))
-	}
-	g, w := append([]byte(nil), got...), append([]byte(nil), want...)
-	for _, rg := range ranges {
-		for i := rg[0]; i < rg[1]; i++ {
-			g[i], w[i] = 0, 0
+// Rule 1, collisions: a node WRITE whose VA hashes to a held address-map
+// slot replaces it; READs of the replaced VA then miss.
+func TestAddressMapCollisionReplaces(t *testing.T) {
+	r := newSteerRig(t, modeBoth)
+	r.chain() // A1 (stale) and A3 (tail) of hotKey are mapped
+	collide := uint64(0)
+	for i := uint64(1); i < 1<<22; i++ {
+		if va := nA1.va + i*64; addrSlot(va) == addrSlot(nA1.va) {
+			collide = va
+			break
 		}
 	}
-	if !bytes.Equal(g, w) {
-		t.Fatalf("frame changed outside the rewritten fields:\n got %x\nwant %x", got, want)
+	if collide == 0 {
+		t.Fatal("no colliding VA found")
+	}
+	// The same READ is steered before the collision and misses after it.
+	_, p := r.pass(4, 3, readReq(t, qpC, 300, nA1.va, nodeSize))
+	if p.RETH.VA() != nA3.va {
+		t.Fatalf("READ of A1 before the collision: VA %#x, want %#x", p.RETH.VA(), nA3.va)
+	}
+	r.expectSame(2, 3, nodeWrite(t, qpB, 200, node{collide, 0xC1, 1, coldKey}, valueSize), "node WRITE at a colliding VA")
+	r.expectSame(4, 3, readReq(t, qpC, 301, nA1.va, nodeSize), "READ of the replaced VA")
+	r.wantStats("after the collision", map[int]int64{statReadsSteered: 1, statReadMisses: 1})
+}
+
+// Rule 2: every COMPARE_SWAP is recorded at its link slot with its frame
+// fields as forwarded; a linking CAS of a tracked key also records its key,
+// slot and the node it links. FETCH_ADD is not recorded.
+func TestCASRecorded(t *testing.T) {
+	cold := node{0x00007f2200040000, 0xC0, 9, coldKey}
+	for _, tc := range []struct {
+		name    string
+		write   *node // node WRITE before the CAS
+		compare uint64
+		swap    uint64
+		tracked bool
+	}{
+		{"linking CAS of a tracked key", &nA1, hw(0, 0, 5), hw(nA1.lh, nA1.ev, 5), true},
+		{"linking CAS of an untracked key", &cold, hw(0, 0, 5), hw(cold.lh, cold.ev, 5), false},
+		{"linking CAS of a node never written", nil, hw(0, 0, 5), hw(nA1.lh, nA1.ev, 5), false},
+		{"delete CAS", &nA1, hw(0, 0, 5), hw(lhDeleted, 0, 5), false},
+		{"CAS that is not a link (compare has a next)", &nA1, hw(0x99, 0, 5), hw(nA1.lh, nA1.ev, 5), false},
+		{"CAS of a plain word", nil, 40, 41, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newSteerRig(t, modeWrite)
+			if tc.write != nil {
+				r.expectSame(1, 3, nodeWrite(t, qpA, 100, *tc.write, valueSize), "node WRITE")
+			}
+			r.expectSame(1, 3, cas(t, qpA, 101, nT0.va, tc.compare, tc.swap), "CAS")
+			slot := linkSlot(qpA, 101)
+			if got := r.registerNonZero("cas_out_valid"); len(got) != 1 || got[slot] != 1 {
+				t.Fatalf("cas_out_valid = %v, want slot crc32(client IP, server IP, PSN) mod 8192 = %d", got, slot)
+			}
+			want := map[string]uint64{
+				"cas_out_src_mac": macU64(clientA.mac), "cas_out_dst_mac": macU64(memnode.mac),
+				"cas_out_src_ip": 0x0a000001, "cas_out_dst_ip": memnodeIP, "cas_out_udp_sport": uint64(qpA.sport),
+				"cas_out_dst_qp": uint64(qpA.destQP), "cas_out_psn": 101, "cas_out_pkey": 0xffff, "cas_out_va": nT0.va,
+				"cas_out_rkey": rkey, "cas_out_swap": tc.swap, "cas_out_compare": tc.compare,
+				"link_orig_va_hi": nT0.va >> 32, "link_orig_va_lo": nT0.va & 0xffffffff,
+				"link_lh": tc.swap >> 28 & 0xffffffff, "link_tracked": 0,
+			}
+			if tc.tracked {
+				for k, v := range map[string]uint64{"link_tracked": 1, "link_key_slot": keySlot, "link_key": hotKey,
+					"link_va_hi": nA1.va >> 32, "link_va_lo": nA1.va & 0xffffffff, "link_ver": uint64(nA1.ev)} {
+					want[k] = v
+				}
+			}
+			for name, w := range want {
+				if got := r.register(name, slot); got != w {
+					t.Errorf("%s[%d] = %#x, want %#x", name, slot, got, w)
+				}
+			}
+		})
+	}
+	t.Run("FETCH_ADD is not recorded", func(t *testing.T) {
+		r := newSteerRig(t, modeWrite)
+		r.expectSame(1, 3, fetchAdd(t, qpA, 101, nT0.va, 1), "FETCH_ADD")
+		if got := r.registerNonZero("cas_out_valid"); len(got) != 0 {
+			t.Fatalf("cas_out_valid = %v after a FETCH_ADD, want none", got)
+		}
+	})
+	t.Run("steering off records nothing", func(t *testing.T) {
+		r := newSteerRig(t, 0)
+		r.expectSame(1, 3, nodeWrite(t, qpA, 100, nA1, valueSize), "node WRITE")
+		r.expectSame(1, 3, link(t, qpA, 101, nT0.va, nT0.ev, nA1), "CAS")
+		if got := r.registerNonZero("cas_out_valid"); len(got) != 0 {
+			t.Fatalf("cas_out_valid = %v with steering off, want none", got)
+		}
+	})
+}
+
+// Rule 2, collisions: a CAS whose link slot holds another CAS still
+// waiting for its ACK overwrites it (stats 9); the overwritten CAS's ACK
+// then matches nothing and confirms nothing.
+func TestLinkSlotCollision(t *testing.T) {
+	r := newSteerRig(t, modeWrite)
+	const psnA = 101
+	psnB := uint32(0)
+	for p := uint32(1); p < 1<<24; p++ {
+		if linkSlot(qpB, p) == linkSlot(qpA, psnA) {
+			psnB = p
+			break
+		}
+	}
+	if psnB == 0 {
+		t.Fatal("no colliding PSN")
+	}
+	r.expectSame(1, 3, nodeWrite(t, qpA, psnA-1, nA1, valueSize), "A's node WRITE")
+	r.expectSame(1, 3, link(t, qpA, psnA, nT0.va, nT0.ev, nA1), "A's CAS")
+	r.expectSame(2, 3, nodeWrite(t, qpB, psnB-1, nB1, valueSize), "B's node WRITE")
+	r.expectSame(2, 3, link(t, qpB, psnB, nT0.va, nT0.ev, nB1), "B's CAS in A's link slot")
+	r.wantStats("after B's CAS", map[int]int64{statLinkTakeover: 1, statCAS: 2})
+	if got := r.register("cas_out_psn", linkSlot(qpA, psnA)); got != uint64(psnB) {
+		t.Fatalf("record PSN %d, want B's %d", got, psnB)
+	}
+	r.expectSame(3, 1, atomicAck(t, qpA, psnA, hw(0, 0, 5)), "ACK of A's overwritten CAS")
+	r.wantNoTail(keySlot, "A's ACK after its record was overwritten")
+	r.wantStats("A's ACK", map[int]int64{statAcksCleared: 0, statTailConfirmed: 0})
+	r.expectSame(3, 2, atomicAck(t, qpB, psnB, hw(0, 0, 5)), "ACK of B's CAS")
+	r.wantTail(keySlot, nB1, memnodeIP, "B's ACK")
+	r.wantStats("B's ACK", map[int]int64{statAcksCleared: 1, statTailConfirmed: 1})
+}
+
+// Rule 3: a retransmitted CAS (same client, server and PSN as a valid
+// record, same VA and swap LH as the client sent them) is forwarded
+// exactly as its first copy, whatever the cache holds now; a CAS with the
+// same PSN but another VA or LH is a new CAS.
+func TestRetransmittedCASForwardedAsFirstCopy(t *testing.T) {
+	t.Run("first copy steered, tail forgotten since", func(t *testing.T) {
+		r := newSteerRig(t, modeWrite)
+		r.confirm(qpA, 100, nT0.va, nT0.ev, nA1)
+		r.expectSame(2, 3, nodeWrite(t, qpB, 200, nB1, valueSize), "B's node WRITE")
+		in := link(t, qpB, 201, nT0.va, nT0.ev, nB1)
+		first, p := r.pass(2, 3, in)
+		if p.AtomicETH.VA() != nA1.va {
+			t.Fatalf("B's first copy not steered: VA %#x", p.AtomicETH.VA())
+		}
+		r.setRegister("tail_valid", keySlot, 0) // a fresh CAS would not be steered now
+		again, _ := r.pass(2, 3, in)
+		if !bytes.Equal(again, first) {
+			t.Fatalf("retransmission forwarded as\n%x\nfirst copy was\n%x", again, first)
+		}
+		r.wantStats("after the retransmission", map[int]int64{statRetransmits: 1, statCASSteered: 1, statCAS: 2, statLinkTakeover: 0})
+		if got := r.counter("key_retransmits", keySlot); got != 1 {
+			t.Errorf("key_retransmits = %d, want 1", got)
+		}
+	})
+	t.Run("first copy unsteered, tail confirmed since", func(t *testing.T) {
+		r := newSteerRig(t, modeWrite)
+		r.expectSame(2, 3, nodeWrite(t, qpB, 200, nB1, valueSize), "B's node WRITE")
+		in := link(t, qpB, 201, nT0.va, nT0.ev, nB1)
+		r.expectSame(2, 3, in, "B's CAS with no tail cached")
+		r.confirm(qpA, 100, nT0.va, nT0.ev, nA1) // A1 is now a fresh tail
+		r.expectSame(2, 3, in, "B's retransmission")
+		r.wantStats("after the retransmission", map[int]int64{statRetransmits: 1, statCASSteered: 0})
+	})
+	for _, tc := range []struct {
+		name string
+		va   uint64
+		n    node
+	}{
+		{"same PSN, other VA", nA3.va, nB1},
+		{"same PSN, other LH", nT0.va, nA3},
+	} {
+		t.Run(tc.name+" is a new CAS", func(t *testing.T) {
+			r := newSteerRig(t, modeWrite)
+			r.confirm(qpA, 100, nT0.va, nT0.ev, nA1)
+			r.expectSame(2, 3, nodeWrite(t, qpB, 200, nB1, valueSize), "B's node WRITE")
+			r.expectSame(2, 3, nodeWrite(t, qpB, 210, nA3, valueSize), "a second node WRITE")
+			r.pass(2, 3, link(t, qpB, 201, nT0.va, nT0.ev, nB1))
+			_, p := r.pass(2, 3, link(t, qpB, 201, tc.va, nT0.ev, tc.n))
+			if p.AtomicETH.VA() != nA1.va || p.AtomicETH.SwapAdd()>>28&0xffffffff != uint64(tc.n.lh) {
+				t.Fatalf("second CAS forwarded with VA %#x swap %#x, want steered to %#x linking %#x", p.AtomicETH.VA(), p.AtomicETH.SwapAdd(), nA1.va, tc.n.lh)
+			}
+			r.wantStats("second CAS", map[int]int64{statRetransmits: 0, statLinkTakeover: 1, statCASSteered: 2})
+			slot := linkSlot(qpB, 201)
+			if got := r.register("link_lh", slot); got != uint64(tc.n.lh) {
+				t.Errorf("link_lh = %#x, want the new CAS's %#x", got, tc.n.lh)
+			}
+		})
+	}
+	t.Run("after its ACK a copy is a new CAS", func(t *testing.T) {
+		r := newSteerRig(t, modeWrite)
+		r.expectSame(1, 3, nodeWrite(t, qpA, 100, nA1, valueSize), "A's node WRITE")
+		in := link(t, qpA, 101, nT0.va, nT0.ev, nA1)
+		r.expectSame(1, 3, in, "A's CAS")
+		r.expectSame(3, 1, atomicAck(t, qpA, 101, hw(0, 0, 9)), "ACK: A's CAS failed")
+		r.expectSame(1, 3, in, "A's copy after the ACK")
+		r.wantStats("copy after the ACK", map[int]int64{statRetransmits: 0, statCAS: 2, statLinkTakeover: 0})
+	})
+}
+
+// Rule 4: a linking CAS is recognised by its compare (a tail word) and its
+// swap's next LH and version, resolved through the node map.
+func TestLinkingCASRecognition(t *testing.T) {
+	cold := node{0x00007f2200040000, 0xC0, 9, coldKey}
+	for _, tc := range []struct {
+		name       string
+		write      node
+		compare    uint64
+		swap       uint64
+		linking    bool // counted in stats 2
+		unresolved bool // stats 11
+		steered    bool
+	}{
+		{"swap names the written node", nB1, hw(0, 0, 5), hw(nB1.lh, nB1.ev, 5), true, false, true},
+		{"node map holds another version", nB1, hw(0, 0, 5), hw(nB1.lh, nB1.ev+1, 5), true, true, false},
+		{"node never written", nB1, hw(0, 0, 5), hw(0xB7, 2, 5), true, true, false},
+		{"node of an untracked key", cold, hw(0, 0, 5), hw(cold.lh, cold.ev, 5), true, false, false},
+		{"compare has a next LH", nB1, hw(0x99, 0, 5), hw(nB1.lh, nB1.ev, 5), false, false, false},
+		{"compare has a next version", nB1, hw(0, 3, 5), hw(nB1.lh, nB1.ev, 5), false, false, false},
+		{"swap's next LH is NULL", nB1, hw(0, 0, 5), hw(0, nB1.ev, 5), false, false, false},
+		{"swap's next LH is the delete mark", nB1, hw(0, 0, 5), hw(lhDeleted, nB1.ev, 5), false, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newSteerRig(t, modeWrite)
+			r.confirm(qpA, 100, nT0.va, nT0.ev, nA1)
+			base := r.stats()
+			r.expectSame(2, 3, nodeWrite(t, qpB, 200, tc.write, valueSize), "B's node WRITE")
+			in := cas(t, qpB, 201, nT0.va, tc.compare, tc.swap)
+			out, p := r.pass(2, 3, in)
+			if steered := p.AtomicETH.VA() == nA1.va; steered != tc.steered {
+				t.Fatalf("steered %v (VA %#x), want %v", steered, p.AtomicETH.VA(), tc.steered)
+			}
+			if !tc.steered && !bytes.Equal(out, in) {
+				t.Fatalf("unsteered CAS modified:\n got %x\nwant %x", out, in)
+			}
+			s := r.stats()
+			if d := s[statCAS] - base[statCAS]; d != b2i(tc.linking) {
+				t.Errorf("stats[linking CAS] +%d, want +%d", d, b2i(tc.linking))
+			}
+			if d := s[statLinkUnresolved] - base[statLinkUnresolved]; d != b2i(tc.unresolved) {
+				t.Errorf("stats[unresolved] +%d, want +%d", d, b2i(tc.unresolved))
+			}
+			wantTracked := uint64(0)
+			if tc.steered {
+				wantTracked = 1
+			}
+			if got := r.register("link_tracked", linkSlot(qpB, 201)); got != wantTracked {
+				t.Errorf("link_tracked = %d, want %d", got, wantTracked)
+			}
+		})
 	}
 }
 
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Rules 5 and 6: nothing is steered to a node before the ATOMIC ACK of its
+// linking CAS shows it succeeded.
+func TestNoSteeringBeforeConfirmation(t *testing.T) {
+	r := newSteerRig(t, modeBoth)
+	r.expectSame(1, 3, nodeWrite(t, qpA, 100, nA1, valueSize), "A's node WRITE")
+	r.expectSame(1, 3, link(t, qpA, 101, nT0.va, nT0.ev, nA1), "A's CAS")
+	r.wantNoTail(keySlot, "A's CAS forwarded, not yet ACKed")
+	// Another client's stale CAS and a READ of a node of the key pass as is.
+	r.expectSame(2, 3, nodeWrite(t, qpB, 200, nB1, valueSize), "B's node WRITE")
+	r.expectSame(2, 3, link(t, qpB, 201, nT0.va, nT0.ev, nB1), "B's CAS before A's ACK")
+	r.expectSame(4, 3, readReq(t, qpC, 300, nB1.va, nodeSize), "READ before A's ACK")
+	r.wantStats("before the ACK", map[int]int64{statCASSteered: 0, statReadsSteered: 0, statTailConfirmed: 0})
+	// The ACK confirms A1; B's next CAS (Clover's retry, new PSN) is steered.
+	r.expectSame(3, 1, atomicAck(t, qpA, 101, hw(0, 0, 5)), "A's ACK")
+	r.wantTail(keySlot, nA1, memnodeIP, "A's ACK")
+	_, p := r.pass(2, 3, link(t, qpB, 202, nT0.va, nT0.ev, nB1))
+	if p.AtomicETH.VA() != nA1.va {
+		t.Fatalf("B's retry after the confirmation: VA %#x, want %#x", p.AtomicETH.VA(), nA1.va)
+	}
+}
+
+// Rule 5: a steered CAS has its AtomicETH VA set to the tail's and bits
+// 18..11 of compare and swap set to the tail's entry version; nothing else
+// changes (the ICRC is the client's).
 func TestStaleCASSteered(t *testing.T) {
 	r := newSteerRig(t, modeWrite)
-	appendA(t, r)
-	if va, ver := r.tail(keySlot); va != vaA1 || ver != 1 {
-		t.Fatalf("tail after A's CAS = %#x ev %d, want %#x ev 1", va, ver, vaA1)
+	r.confirm(qpA, 100, nT0.va, nT0.ev, nA1)
+	r.expectSame(2, 3, nodeWrite(t, qpB, 200, nB1, valueSize), "B's node WRITE")
+	// Bits outside the fields the switch owns are set, to see them kept:
+	// compare bits 10..0 and swap bits 63..60, 27 and 10..0.
+	const low, high = 0x7ff, 0xf<<60 | 1<<27
+	in := cas(t, qpB, 201, nT0.va, hw(0, 0, 5)|low, hw(nB1.lh, nB1.ev, 5)|low|high)
+	out, p := r.pass(2, 3, in)
+	if got := p.AtomicETH.VA(); got != nA1.va {
+		t.Errorf("steered CAS VA = %#x, want the tail %#x", got, nA1.va)
 	}
-
-	// B appends B1 (entry version 2) after the stale tail T0.
-	r.expectSame(2, 3, nodeWrite(t, qpB, 200, vaB1, hotKey, 2, valueSize), "B's node WRITE")
-	in := cas(t, qpB, 201, vaT0, hw(0, 0, 5), hw(0xB1, 2, 5))
-	r.send(2, in)
-	out := r.expect(3)
-
-	p, err := roce.Parse(out)
-	if err != nil {
-		t.Fatal(err)
+	if got, want := p.AtomicETH.Compare(), hw(0, 0, nA1.ev)|low; got != want {
+		t.Errorf("compare = %#x, want %#x", got, want)
 	}
-	if got := p.AtomicETH.VA(); got != vaA1 {
-		t.Errorf("steered CAS VA = %#x, want the cached tail %#x", got, vaA1)
+	if got, want := p.AtomicETH.SwapAdd(), hw(nB1.lh, nB1.ev, nA1.ev)|low|high; got != want {
+		t.Errorf("swap = %#x, want %#x", got, want)
 	}
-	if got, want := p.AtomicETH.Compare(), hw(0, 0, 1); got != want {
-		t.Errorf("compare = %#x, want %#x (entry version of the tail)", got, want)
-	}
-	if got, want := p.AtomicETH.SwapAdd(), hw(0xB1, 2, 1); got != want {
-		t.Errorf("swap = %#x, want %#x (next LH and version kept, entry version of the tail)", got, want)
-	}
-	// Nothing else changes; in particular the ICRC is the client's (the
-	// switch does not recompute it, as on Tofino), so it no longer verifies.
-	atomicOff := p.ExtOff
-	sameExcept(t, out, in, [2]int{atomicOff, atomicOff + 8}, [2]int{atomicOff + 12, atomicOff + 28})
+	off := p.ExtOff // AtomicETH: VA 0..7, rkey 8..11, swap 12..19, compare 20..27
+	sameExcept(t, out, in, [2]int{off, off + 8}, [2]int{off + 12, off + 28})
 	if p.ICRCOK() {
 		t.Error("the ICRC of the steered CAS verifies: the switch must not recompute it")
 	}
-
 	if got := r.counter("key_cas_steered", keySlot); got != 1 {
 		t.Errorf("key_cas_steered[%d] = %d, want 1", keySlot, got)
 	}
-	if got := r.counter("stats", statCASSteered); got != 1 {
-		t.Errorf("stats[CAS steered] = %d, want 1", got)
-	}
-	if got := r.counter("stats", statCAS); got != 2 {
-		t.Errorf("stats[CAS] = %d, want 2", got)
-	}
-	if va, ver := r.tail(keySlot); va != vaB1 || ver != 2 {
-		t.Errorf("tail after B's CAS = %#x ev %d, want %#x ev 2", va, ver, vaB1)
-	}
-	if got := r.register("tail_dst_ip", keySlot); got != 0x0a000003 {
-		t.Errorf("tail_dst_ip = %#x, want 10.0.0.3", got)
+	r.wantStats("steered", map[int]int64{statCASSteered: 1, statCAS: 2})
+	// The record holds the CAS as forwarded, and the client's VA.
+	slot := linkSlot(qpB, 201)
+	for name, want := range map[string]uint64{"cas_out_va": nA1.va, "cas_out_compare": p.AtomicETH.Compare(),
+		"cas_out_swap": p.AtomicETH.SwapAdd(), "link_orig_va_lo": nT0.va & 0xffffffff} {
+		if got := r.register(name, slot); got != want {
+			t.Errorf("%s = %#x, want %#x", name, got, want)
+		}
 	}
 	r.expectQuiet()
 }
 
-func TestFreshCASUntouched(t *testing.T) {
-	r := newSteerRig(t, modeWrite)
-	appendA(t, r)
-	r.expectSame(2, 3, nodeWrite(t, qpB, 200, vaB1, hotKey, 2, valueSize), "B's node WRITE")
-	r.expectSame(2, 3, cas(t, qpB, 201, vaA1, hw(0, 0, 1), hw(0xB1, 2, 1)), "B's CAS on the current tail")
-	if got := r.counter("key_cas_steered", keySlot); got != 0 {
-		t.Errorf("key_cas_steered = %d, want 0", got)
-	}
-	if va, ver := r.tail(keySlot); va != vaB1 || ver != 2 {
-		t.Errorf("tail = %#x ev %d, want %#x ev 2", va, ver, vaB1)
-	}
-	// A second CAS of B for the same WRITE (Clover's own retry, new PSN)
-	// is not steered: the pending node was consumed.
-	r.expectSame(2, 3, cas(t, qpB, 202, vaT0, hw(0, 0, 5), hw(0xB1, 2, 5)), "B's second CAS for one WRITE")
-}
-
-func TestRetransmittedCASNotSteered(t *testing.T) {
-	r := newSteerRig(t, modeWrite)
-	appendA(t, r)
-	r.expectSame(2, 3, nodeWrite(t, qpB, 200, vaB1, hotKey, 2, valueSize), "B's node WRITE")
-	r.send(2, cas(t, qpB, 201, vaT0, hw(0, 0, 5), hw(0xB1, 2, 5)))
-	if p, _ := roce.Parse(r.expect(3)); p.AtomicETH.VA() != vaA1 {
-		t.Fatalf("B's CAS was not steered (VA %#x)", p.AtomicETH.VA())
-	}
-	// A's CAS was lost after the switch: A retransmits its WRITE and CAS
-	// (go-back-N, same PSNs). Neither is steered nor changes the cache.
-	r.expectSame(1, 3, nodeWrite(t, qpA, 100, vaA1, hotKey, 1, valueSize), "A's retransmitted WRITE")
-	r.expectSame(1, 3, cas(t, qpA, 101, vaT0, hw(0, 0, 5), hw(0xA1, 1, 5)), "A's retransmitted CAS")
-	if got := r.counter("key_retransmits", keySlot); got != 1 {
-		t.Errorf("key_retransmits = %d, want 1", got)
-	}
-	if got := r.counter("stats", statRetransmits); got != 2 {
-		t.Errorf("stats[retransmissions] = %d, want 2 (WRITE and CAS)", got)
-	}
-	if va, ver := r.tail(keySlot); va != vaB1 || ver != 2 {
-		t.Errorf("tail = %#x ev %d, want %#x ev 2 (unchanged by the retransmission)", va, ver, vaB1)
-	}
-	if got := r.counter("key_cas_steered", keySlot); got != 1 {
-		t.Errorf("key_cas_steered = %d, want 1", got)
-	}
-}
-
-func TestUntrackedKeyUntouched(t *testing.T) {
-	r := newSteerRig(t, modeWrite|modeRead)
-	r.expectSame(1, 3, nodeWrite(t, qpA, 100, vaA1, coldKey, 1, valueSize), "A's node WRITE")
-	r.expectSame(1, 3, cas(t, qpA, 101, vaT0, hw(0, 0, 5), hw(0xA1, 1, 5)), "A's CAS")
-	r.expectSame(2, 3, nodeWrite(t, qpB, 200, vaB1, coldKey, 2, valueSize), "B's node WRITE")
-	r.expectSame(2, 3, cas(t, qpB, 201, vaT0, hw(0, 0, 5), hw(0xB1, 2, 5)), "B's stale CAS of an untracked key")
-	r.expectSame(4, 3, readReq(t, qpC, 300, vaA1, nodeSize), "READ of an untracked key's node")
-	for i, want := range map[int64]int64{statNodeWrites: 0, statCASSteered: 0, statReadsSteered: 0, statReadMisses: 1} {
-		if got := r.counter("stats", i); got != want {
-			t.Errorf("stats[%d] = %d, want %d", i, got, want)
-		}
-	}
-	if got := r.register("tail_valid", keySlot); got != 0 {
-		t.Errorf("tail_valid of the tracked slot = %d, want 0", got)
-	}
-}
-
-// readSetup makes A append A1 after T0 and then A3 after A1: A1 is a stale
-// node of hotKey, A3 its tail.
-func readSetup(t *testing.T, r *rig) {
-	t.Helper()
-	appendA(t, r)
-	r.expectSame(1, 3, nodeWrite(t, qpA, 102, vaA3, hotKey, 3, valueSize), "A's second node WRITE")
-	r.expectSame(1, 3, cas(t, qpA, 103, vaA1, hw(0, 0, 1), hw(0xA3, 3, 1)), "A's second CAS")
-}
-
-func TestSizeFilter(t *testing.T) {
-	r := newSteerRig(t, modeWrite|modeRead)
-	readSetup(t, r)
-	// B writes a node of another size: not a node WRITE for the switch, so
-	// its stale CAS passes untouched.
-	r.expectSame(2, 3, nodeWrite(t, qpB, 200, vaB1, hotKey, 2, valueSize/2), "B's WRITE of another size")
-	r.expectSame(2, 3, cas(t, qpB, 201, vaT0, hw(0, 0, 5), hw(0xB1, 2, 5)), "B's CAS after a WRITE of another size")
-	// A READ of a stale node with another length is untouched; the same
-	// READ with the node length is steered.
-	r.expectSame(4, 3, readReq(t, qpC, 300, vaA1, nodeSize/2), "READ of another size")
-	r.send(4, readReq(t, qpC, 301, vaA1, nodeSize))
-	if p, _ := roce.Parse(r.expect(3)); p.RETH.VA() != vaA3 {
-		t.Fatalf("node-sized READ not steered: VA %#x, want %#x", p.RETH.VA(), vaA3)
-	}
-	if got := r.counter("stats", statCASSteered); got != 0 {
-		t.Errorf("stats[CAS steered] = %d, want 0", got)
-	}
-	if va, _ := r.tail(keySlot); va != vaA3 {
-		t.Errorf("tail = %#x, want %#x", va, vaA3)
-	}
-}
-
-func TestReadSteered(t *testing.T) {
-	r := newSteerRig(t, modeWrite|modeRead)
-	readSetup(t, r)
-	in := readReq(t, qpC, 300, vaA1, nodeSize)
-	r.send(4, in)
-	out := r.expect(3)
-	p, err := roce.Parse(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.RETH.VA() != vaA3 {
-		t.Fatalf("READ VA = %#x, want the tail %#x", p.RETH.VA(), vaA3)
-	}
-	sameExcept(t, out, in, [2]int{p.ExtOff, p.ExtOff + 8})
-	if got := r.counter("key_reads_steered", keySlot); got != 1 {
-		t.Errorf("key_reads_steered = %d, want 1", got)
-	}
-	// A READ of the tail itself is left alone and is not a miss.
-	r.expectSame(4, 3, readReq(t, qpC, 301, vaA3, nodeSize), "READ of the tail")
-	if got := r.counter("stats", statReadsSteered); got != 1 {
-		t.Errorf("stats[reads steered] = %d, want 1", got)
-	}
-	if got := r.counter("stats", statReadMisses); got != 0 {
-		t.Errorf("stats[read misses] = %d, want 0", got)
-	}
-}
-
-func TestReadMissUntouched(t *testing.T) {
-	r := newSteerRig(t, modeWrite|modeRead)
-	readSetup(t, r)
-	r.expectSame(4, 3, readReq(t, qpC, 300, 0x00007f0000099000, nodeSize), "READ of an address never written")
-	if got := r.counter("stats", statReadMisses); got != 1 {
-		t.Errorf("stats[read misses] = %d, want 1", got)
-	}
-	// With read steering off, even a stale node READ passes untouched.
-	r.setRegister("steer_mode", 0, modeWrite)
-	r.expectSame(4, 3, readReq(t, qpC, 301, vaA1, nodeSize), "stale READ with read steering off")
-	if got := r.counter("stats", statReadsSteered); got != 0 {
-		t.Errorf("stats[reads steered] = %d, want 0", got)
-	}
-}
-
-func TestOutstandingCASRecordedAndCleared(t *testing.T) {
-	r := newSteerRig(t, modeWrite)
-	appendA(t, r)
-	out := r.registerNonZero("cas_out_valid")
-	if len(out) != 1 {
-		t.Fatalf("outstanding CAS entries = %v, want one", out)
-	}
-	var idx int64
-	for i := range out {
-		idx = i
-	}
-	for name, want := range map[string]uint64{
-		"cas_out_src_mac": macU64(clientA.mac), "cas_out_dst_mac": macU64(memnode.mac),
-		"cas_out_src_ip": 0x0a000001, "cas_out_dst_ip": 0x0a000003, "cas_out_udp_sport": 49152,
-		"cas_out_dst_qp": 0x11, "cas_out_psn": 101, "cas_out_pkey": 0xffff, "cas_out_va": vaT0,
-		"cas_out_rkey": rkey, "cas_out_swap": hw(0xA1, 1, 5), "cas_out_compare": hw(0, 0, 5),
+// Rule 5, the conditions: a fresh tail of the same key, on the same memory
+// node, at another VA, with write steering on.
+func TestCASNotSteered(t *testing.T) {
+	mem2 := qp{clientB, clientC, 49160, 0x31} // port 4 plays a second memory node
+	for _, tc := range []struct {
+		name string
+		mode uint64
+		q    qp
+		va   uint64
+	}{
+		{"CAS aimed at the tail itself", modeWrite, qpB, nA1.va},
+		{"tail on another memory node", modeWrite, mem2, nT0.va},
+		{"write steering off", modeRead, qpB, nT0.va},
 	} {
-		if got := r.register(name, idx); got != want {
-			t.Errorf("%s[%d] = %#x, want %#x", name, idx, got, want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			r := newSteerRig(t, tc.mode)
+			r.confirm(qpA, 100, nT0.va, nT0.ev, nA1)
+			r.expectSame(2, tc.q.to.port, nodeWrite(t, tc.q, 200, nB1, valueSize), "B's node WRITE")
+			r.expectSame(2, tc.q.to.port, link(t, tc.q, 201, tc.va, nA1.ev, nB1), "B's CAS")
+			r.wantStats("B's CAS", map[int]int64{statCASSteered: 0, statCAS: 2, statTailExpired: 0})
+		})
 	}
-	if ts := r.register("cas_out_ts", idx); ts == 0 {
-		t.Log("cas_out_ts is 0: the target's ingress_global_timestamp starts at 0")
-	}
+}
 
-	// An ATOMIC ACK of another PSN does not clear it; the one of the CAS does.
-	r.expectSame(3, 1, atomicAck(t, ackToA, 99, 0), "ATOMIC ACK of another PSN")
-	if got := r.register("cas_out_valid", idx); got != 1 {
-		t.Fatalf("cas_out_valid = %d after an unrelated ACK, want 1", got)
-	}
-	r.expectSame(3, 1, atomicAck(t, ackToA, 101, hw(0, 0, 5)), "ATOMIC ACK of the CAS")
-	if got := r.register("cas_out_valid", idx); got != 0 {
-		t.Errorf("cas_out_valid = %d after the ATOMIC ACK, want 0", got)
-	}
-	if got := r.counter("stats", statAcksCleared); got != 1 {
-		t.Errorf("stats[acks cleared] = %d, want 1", got)
-	}
-
-	// A steered CAS is recorded as forwarded (after the rewrite).
-	r.expectSame(2, 3, nodeWrite(t, qpB, 200, vaB1, hotKey, 2, valueSize), "B's node WRITE")
-	r.send(2, cas(t, qpB, 201, vaT0, hw(0, 0, 5), hw(0xB1, 2, 5)))
-	r.expect(3)
-	out = r.registerNonZero("cas_out_valid")
-	if len(out) != 1 {
-		t.Fatalf("outstanding CAS entries = %v, want one (B's)", out)
-	}
-	for i := range out {
-		if got := r.register("cas_out_va", i); got != vaA1 {
-			t.Errorf("B's outstanding CAS VA = %#x, want the steered %#x", got, vaA1)
+// Rule 6: the ATOMIC ACK that matches a record clears it; a success
+// (original value == compare as forwarded) confirms the linked node as the
+// key's tail, with tail_ts = when its CAS was forwarded.
+func TestConfirmationAtTheACK(t *testing.T) {
+	t.Run("success confirms, at the forwarding time", func(t *testing.T) {
+		r := newSteerRig(t, modeWrite)
+		r.expectSame(1, 3, nodeWrite(t, qpA, 100, nA1, valueSize), "A's node WRITE")
+		r.expectSame(1, 3, link(t, qpA, 101, nT0.va, nT0.ev, nA1), "A's CAS")
+		slot := linkSlot(qpA, 101)
+		forwarded := r.register("cas_out_ts", slot)
+		pause() // the ACK comes later on the switch clock
+		r.expectSame(3, 1, atomicAck(t, qpA, 101, hw(0, 0, 5)), "A's ACK")
+		r.wantTail(keySlot, nA1, memnodeIP, "A's ACK")
+		if got := r.register("tail_ts", keySlot); got != forwarded {
+			t.Errorf("tail_ts = %d, want %d (when the CAS was forwarded)", got, forwarded)
 		}
-		if got := r.register("cas_out_compare", i); got != hw(0, 0, 1) {
-			t.Errorf("B's outstanding CAS compare = %#x, want %#x", got, hw(0, 0, 1))
+		if got := r.register("cas_out_valid", slot); got != 0 {
+			t.Errorf("cas_out_valid = %d after the ACK, want 0", got)
+		}
+		r.wantStats("A's ACK", map[int]int64{statAcksCleared: 1, statTailConfirmed: 1})
+	})
+	t.Run("success of a steered CAS confirms its node", func(t *testing.T) {
+		r := newSteerRig(t, modeWrite)
+		r.confirm(qpA, 100, nT0.va, nT0.ev, nA1)
+		p := r.confirm(qpB, 200, nT0.va, nT0.ev, nB1) // steered to A1, ACKed with the steered compare
+		if p.AtomicETH.VA() != nA1.va {
+			t.Fatalf("B's CAS not steered: %#x", p.AtomicETH.VA())
+		}
+		r.wantTail(keySlot, nB1, memnodeIP, "B's ACK")
+	})
+	for _, tc := range []struct {
+		name string
+		ack  func(t *testing.T) []byte
+		out  uint32
+	}{
+		// orig equals the compare the client sent, not the one forwarded:
+		// the steered CAS failed.
+		{"orig == compare as sent, not as forwarded", func(t *testing.T) []byte { return atomicAck(t, qpB, 201, hw(0, 0, 5)) }, 2},
+		{"ACK of another PSN", func(t *testing.T) []byte { return atomicAck(t, qpB, 202, hw(0, 0, 1)) }, 2},
+		{"ACK from another memory node", func(t *testing.T) []byte {
+			return qp{clientC, clientB, 50000, 0x32}.build(t, roce.Fields{Opcode: roce.OpRCAtomicAcknowledge, PSN: 201,
+				Syndrome: roce.ACKSyndrome(roce.CreditInvalid), MSN: 1, Orig: hw(0, 0, 1)})
+		}, 2},
+	} {
+		t.Run(tc.name+" confirms nothing", func(t *testing.T) {
+			r := newSteerRig(t, modeWrite)
+			r.confirm(qpA, 100, nT0.va, nT0.ev, nA1)
+			r.expectSame(2, 3, nodeWrite(t, qpB, 200, nB1, valueSize), "B's node WRITE")
+			r.pass(2, 3, link(t, qpB, 201, nT0.va, nT0.ev, nB1)) // steered to A1: compare hw(0,0,1)
+			r.expectSame(3, tc.out, tc.ack(t), "ACK")
+			if got := r.tail(keySlot); got.va == nB1.va {
+				t.Fatalf("B1 confirmed: %+v", got)
+			}
+		})
+	}
+	t.Run("ACK of an untracked key's CAS clears only", func(t *testing.T) {
+		r := newSteerRig(t, modeWrite)
+		cold := node{0x00007f2200040000, 0xC0, 9, coldKey}
+		r.confirm(qpA, 100, nT0.va, nT0.ev, cold)
+		r.wantNoTail(keySlot, "untracked key's link")
+		r.wantStats("untracked", map[int]int64{statAcksCleared: 1, statTailConfirmed: 0})
+	})
+}
+
+// Rule 6, failures: a failed CAS drops the cached tail only if it was aimed
+// (as forwarded) at that tail.
+func TestFailedCASDropsTheTailItWasAimedAt(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		va      uint64 // where B's CAS is aimed
+		dropped bool
+	}{
+		{"steered to the tail and failed", nT0.va, true},
+		{"aimed at the tail by the client and failed", nA1.va, true},
+		{"aimed elsewhere (another memory node's word) and failed", 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newSteerRig(t, modeWrite)
+			r.confirm(qpA, 100, nT0.va, nT0.ev, nA1)
+			q := qpB
+			if tc.va == 0 { // not steerable: sent to another memory node
+				q = qp{clientB, clientC, 49160, 0x31}
+				tc.va = nT0.va
+			}
+			r.expectSame(2, q.to.port, nodeWrite(t, q, 200, nB1, valueSize), "B's node WRITE")
+			r.pass(2, q.to.port, link(t, q, 201, tc.va, nT0.ev, nB1))
+			r.expectSame(q.to.port, 2, atomicAck(t, q, 201, hw(0xC3, 4, 1)), "ACK: B's CAS failed")
+			if tc.dropped {
+				r.wantNoTail(keySlot, "failure at the tail")
+				r.wantStats("dropped", map[int]int64{statTailDropped: 1})
+				// The next successful link teaches the tail again.
+				r.confirm(qpB, 210, nA1.va, nA1.ev, nA3)
+				r.wantTail(keySlot, nA3, memnodeIP, "next link")
+				return
+			}
+			r.wantTail(keySlot, nA1, memnodeIP, "failure elsewhere")
+			r.wantStats("kept", map[int]int64{statTailDropped: 0})
+		})
+	}
+}
+
+// Rule 6, reordering: a confirmation whose CAS was forwarded before the
+// cached tail's is not applied; in order, both are.
+func TestReorderedConfirmations(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		ackFirst  qp // whose ACK comes first
+		wantTail  node
+		confirmed int64
+		stale     int64
+	}{
+		{"later link ACKed first", qpB, nB1, 1, 1},
+		{"in order", qpA, nB1, 2, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newSteerRig(t, modeWrite)
+			// A links A1 after T0, then B links B1 after A1 (aimed there by
+			// the client: nothing is cached, nothing steered).
+			r.expectSame(1, 3, nodeWrite(t, qpA, 100, nA1, valueSize), "A's node WRITE")
+			r.expectSame(1, 3, link(t, qpA, 101, nT0.va, nT0.ev, nA1), "A's CAS")
+			pause()
+			r.expectSame(2, 3, nodeWrite(t, qpB, 200, nB1, valueSize), "B's node WRITE")
+			r.expectSame(2, 3, link(t, qpB, 201, nA1.va, nA1.ev, nB1), "B's CAS")
+			if a, b := r.register("cas_out_ts", linkSlot(qpA, 101)), r.register("cas_out_ts", linkSlot(qpB, 201)); a >= b {
+				t.Fatalf("forward times A %d, B %d: want A's earlier", a, b)
+			}
+			ackA, ackB := atomicAck(t, qpA, 101, hw(0, 0, 5)), atomicAck(t, qpB, 201, hw(0, 0, 1))
+			if tc.ackFirst == qpB {
+				r.expectSame(3, 2, ackB, "B's ACK")
+				r.expectSame(3, 1, ackA, "A's late ACK")
+			} else {
+				r.expectSame(3, 1, ackA, "A's ACK")
+				r.expectSame(3, 2, ackB, "B's ACK")
+			}
+			r.wantTail(keySlot, tc.wantTail, memnodeIP, "both ACKs")
+			r.wantStats("both ACKs", map[int]int64{statTailConfirmed: tc.confirmed, statConfirmStale: tc.stale, statAcksCleared: 2})
+		})
+	}
+}
+
+// Rules 5 and 7, freshness: a tail is steered to only while now - tail_ts
+// < tail_ttl. The switch clock is real here: a TTL of 0 or 1µs (with a
+// pause) is expired, 2^47µs is fresh. TestTailTTLBoundary checks the
+// exact boundary with a controlled clock.
+func TestTailTTL(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		ttl   uint64
+		fresh bool
+	}{
+		{"tail_ttl 0 steers nothing", 0, false},
+		{"tail_ttl 1µs, tail older", 1, false},
+		{"tail_ttl huge", freshTTL, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newSteerRig(t, modeBoth)
+			r.setRegister("tail_ttl", 0, tc.ttl)
+			r.chain()
+			pause()
+			r.staleCASAndRead(tc.fresh, tc.fresh)
+			want := map[int]int64{statTailExpired: 1, statReadMisses: 1, statCASSteered: 0, statReadsSteered: 0}
+			if tc.fresh {
+				want = map[int]int64{statTailExpired: 0, statReadMisses: 0, statCASSteered: 1, statReadsSteered: 1}
+			}
+			r.wantStats("after the CAS and the READ", want)
+			if !tc.fresh {
+				if got := r.counter("key_read_misses", keySlot); got != 1 {
+					t.Errorf("key_read_misses = %d, want 1", got)
+				}
+			}
+		})
+	}
+}
+
+// Rule 7: a node-sized READ of a VA the address map holds, of a tracked key
+// whose fresh tail is on the same memory node, is steered to the tail.
+func TestReadSteering(t *testing.T) {
+	cold := node{0x00007f2200040000, 0xC0, 9, coldKey}
+	other := node{0x00007f2200050000, 0xD0, 4, otherKey}
+	mem2 := qp{clientA, clientC, 49170, 0x41}
+	for _, tc := range []struct {
+		name     string
+		setup    func(r *rig)
+		q        qp
+		va       uint64
+		length   uint32
+		mode     uint64
+		steered  bool
+		miss     bool // stats 6
+		keyMiss  bool // key_read_misses[keySlot]
+		counted  bool // stats 4 (a node READ seen)
+		outPort  uint32
+		tailNode node
+	}{
+		{name: "stale node of the key", q: qpC, va: nA1.va, length: nodeSize, mode: modeBoth, steered: true, counted: true},
+		{name: "the tail itself", q: qpC, va: nA3.va, length: nodeSize, mode: modeBoth, counted: true},
+		{name: "node written but not linked", q: qpC, va: nB1.va, length: nodeSize, mode: modeRead, steered: true, counted: true,
+			setup: func(r *rig) { r.expectSame(2, 3, nodeWrite(r.t, qpB, 200, nB1, valueSize), "B1's WRITE") }},
+		{name: "address never written", q: qpC, va: 0x00007f0000099000, length: nodeSize, mode: modeBoth, miss: true, counted: true},
+		{name: "node of an untracked key", q: qpC, va: cold.va, length: nodeSize, mode: modeBoth, miss: true, counted: true,
+			setup: func(r *rig) { r.expectSame(2, 3, nodeWrite(r.t, qpB, 200, cold, valueSize), "cold WRITE") }},
+		{name: "tracked node's VA reused by an untracked key", q: qpC, va: nA1.va, length: nodeSize, mode: modeBoth, miss: true, counted: true,
+			setup: func(r *rig) {
+				r.expectSame(2, 3, nodeWrite(r.t, qpB, 200, node{nA1.va, 0xC0, 9, coldKey}, valueSize), "cold WRITE into A1's slot")
+			}},
+		{name: "node of another tracked key with no tail", q: qpC, va: other.va, length: nodeSize, mode: modeBoth, miss: true, counted: true,
+			setup: func(r *rig) {
+				r.track(otherKey, keySlot+1)
+				r.expectSame(2, 3, nodeWrite(r.t, qpB, 200, other, valueSize), "other key's WRITE")
+			}},
+		{name: "tail on another memory node", q: mem2, va: nA1.va, length: nodeSize, mode: modeBoth, miss: true, keyMiss: true, counted: true},
+		{name: "tail expired", q: qpC, va: nA1.va, length: nodeSize, mode: modeBoth, miss: true, keyMiss: true, counted: true,
+			setup: func(r *rig) { r.setRegister("tail_ttl", 0, 1); pause() }},
+		{name: "READ of another length", q: qpC, va: nA1.va, length: nodeSize - 8, mode: modeBoth},
+		{name: "read steering off", q: qpC, va: nA1.va, length: nodeSize, mode: modeWrite},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newSteerRig(t, tc.mode)
+			r.chain()
+			if tc.setup != nil {
+				tc.setup(r)
+			}
+			in := readReq(t, tc.q, 300, tc.va, tc.length)
+			out, p := r.pass(tc.q.from.port, tc.q.to.port, in)
+			if tc.steered {
+				if p.RETH.VA() != nA3.va {
+					t.Fatalf("READ VA = %#x, want the tail %#x", p.RETH.VA(), nA3.va)
+				}
+				sameExcept(t, out, in, [2]int{p.ExtOff, p.ExtOff + 8})
+			} else if !bytes.Equal(out, in) {
+				t.Fatalf("READ modified: VA %#x", p.RETH.VA())
+			}
+			r.wantStats("READ", map[int]int64{statReadsSteered: b2i(tc.steered), statReadMisses: b2i(tc.miss), statReads: b2i(tc.counted)})
+			if got := r.counter("key_reads_steered", keySlot); got != b2i(tc.steered) {
+				t.Errorf("key_reads_steered = %d, want %d", got, b2i(tc.steered))
+			}
+			if got := r.counter("key_read_misses", keySlot); got != b2i(tc.keyMiss) {
+				t.Errorf("key_read_misses = %d, want %d", got, b2i(tc.keyMiss))
+			}
+		})
+	}
+}
+
+// Rule 8: delete CASes and FETCH_ADD are never steered, even with a fresh
+// tail of the key.
+func TestDeleteCASAndFetchAddNeverSteered(t *testing.T) {
+	r := newSteerRig(t, modeBoth)
+	r.chain()
+	r.expectSame(2, 3, nodeWrite(t, qpB, 200, nB1, valueSize), "B's node WRITE")
+	r.expectSame(2, 3, cas(t, qpB, 201, nA1.va, hw(0, 0, nA1.ev), hw(lhDeleted, 0, nA1.ev)), "delete CAS")
+	r.expectSame(2, 3, cas(t, qpB, 202, nA1.va, hw(nB1.lh, nB1.ev, nA1.ev), hw(lhDeleted, 0, nA1.ev)), "delete CAS of a linked node")
+	r.expectSame(2, 3, fetchAdd(t, qpB, 203, nA1.va, 1), "FETCH_ADD")
+	r.wantStats("after delete CAS and FETCH_ADD", map[int]int64{statCASSteered: 0})
+	for _, psn := range []uint32{201, 202} {
+		if got := r.register("cas_out_valid", linkSlot(qpB, psn)); got != 1 {
+			t.Errorf("delete CAS %d not recorded", psn)
 		}
 	}
 }
 
+// tail_key: a slot reassigned to another key never steers that key's
+// requests to the previous key's node, even when a confirmation for the
+// previous key lands after the controller reset the slot.
+func TestTailKeyGuardsAReassignedSlot(t *testing.T) {
+	r := newSteerRig(t, modeBoth)
+	other := node{0x00007f2200050000, 0xD0, 4, otherKey}
+	otherNext := node{0x00007f2200060000, 0xD1, 5, otherKey}
+	r.confirm(qpA, 100, nT0.va, nT0.ev, nA1)
+	// hotKey's next link is in flight when the controller gives its slot to
+	// otherKey (and resets tail_valid, as docs/swordbox-p4.md says).
+	r.expectSame(1, 3, nodeWrite(t, qpA, 102, nA3, valueSize), "A3's WRITE")
+	r.expectSame(1, 3, link(t, qpA, 103, nA1.va, nA1.ev, nA3), "A3's CAS")
+	r.untrack(hotKey)
+	r.track(otherKey, keySlot)
+	r.setRegister("tail_valid", keySlot, 0)
+	r.expectSame(3, 1, atomicAck(t, qpA, 103, hw(0, 0, nA1.ev)), "A3's late ACK")
+	if got := r.tail(keySlot); got.valid == 1 && got.key != hotKey {
+		t.Fatalf("the late confirmation cached %+v under another key", got)
+	}
+	// otherKey's requests are not steered to hotKey's A3.
+	r.expectSame(2, 3, nodeWrite(t, qpB, 200, other, valueSize), "other key's node WRITE")
+	r.expectSame(2, 3, nodeWrite(t, qpB, 202, otherNext, valueSize), "other key's next node WRITE")
+	r.expectSame(2, 3, link(t, qpB, 203, other.va, other.ev, otherNext), "other key's CAS")
+	r.expectSame(4, 3, readReq(t, qpC, 300, other.va, nodeSize), "other key's READ")
+	r.wantStats("other key", map[int]int64{statCASSteered: 0, statReadsSteered: 0})
+	// Its own confirmation then replaces the slot's tail.
+	r.expectSame(3, 2, atomicAck(t, qpB, 203, hw(0, 0, other.ev)), "other key's ACK")
+	r.wantTail(keySlot, otherNext, memnodeIP, "other key's ACK")
+	_, p := r.pass(4, 3, readReq(t, qpC, 301, other.va, nodeSize))
+	if p.RETH.VA() != otherNext.va {
+		t.Errorf("other key's READ after its confirmation: VA %#x, want %#x", p.RETH.VA(), otherNext.va)
+	}
+}
+
+// A PacketOut is sent as is: never steered, and it changes no steering
+// state (no record, no retransmission, no learning).
+func TestPacketOutNeverSteered(t *testing.T) {
+	r := newSteerRig(t, modeBoth)
+	r.chain()
+	before := r.stats()
+	records := r.registerNonZero("cas_out_valid")
+	frames := [][]byte{
+		nodeWrite(t, qpB, 200, nB1, valueSize),
+		link(t, qpB, 201, nT0.va, nT0.ev, nB1),
+		readReq(t, qpB, 202, nA1.va, nodeSize),
+		link(t, qpA, 103, nA1.va, nA1.ev, nA3), // a copy of A's recorded CAS, already ACKed
+	}
+	for _, f := range frames {
+		r.packetOut(3, f)
+		if got := r.expect(3); !bytes.Equal(got, f) {
+			t.Fatalf("PacketOut changed:\n got %x\nwant %x", got, f)
+		}
+	}
+	if after := r.stats(); after != before {
+		t.Errorf("stats changed by PacketOuts: %v -> %v", before, after)
+	}
+	if got := r.registerNonZero("cas_out_valid"); len(got) != len(records) {
+		t.Errorf("records %v -> %v", records, got)
+	}
+	if got := r.registerNonZero("node_lh"); got[nodeSlot(nB1.lh)] != 0 {
+		t.Error("B1 learned from a PacketOut")
+	}
+	r.wantTail(keySlot, nA3, memnodeIP, "after PacketOuts")
+	r.expectQuiet()
+}
+
+// The steering modes: off forwards only and learns nothing; write steers
+// CAS only; read steers READs only; both steer both. Every non-zero mode
+// learns and confirms.
+func TestSteeringModes(t *testing.T) {
+	for _, tc := range []struct {
+		name                  string
+		mode                  uint64
+		learns, casSt, readSt bool
+	}{
+		{"off", 0, false, false, false},
+		{"write", modeWrite, true, true, false},
+		{"read", modeRead, true, false, true},
+		{"both", modeBoth, true, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newSteerRig(t, tc.mode)
+			r.confirm(qpA, 100, nT0.va, nT0.ev, nA1)
+			r.confirm(qpA, 102, nA1.va, nA1.ev, nA3)
+			if tc.learns {
+				r.wantTail(keySlot, nA3, memnodeIP, "learned")
+			} else {
+				r.wantNoTail(keySlot, "mode off")
+				if got := r.registerNonZero("node_lh"); len(got) != 0 {
+					t.Errorf("node map %v with steering off", got)
+				}
+			}
+			r.staleCASAndRead(tc.casSt, tc.readSt)
+			if got := len(r.registerNonZero("cas_out_valid")) > 0; got != tc.learns {
+				t.Errorf("CAS recorded %v, want %v", got, tc.learns)
+			}
+		})
+	}
+}
+
+// Forwarding by MAC, PacketIn to the controller, PacketOut to a port, and
+// the forward table's direct counter.
 func TestForwardingAndPacketIO(t *testing.T) {
 	r := newRig(t, 1, 2)
 	r.forward(clientB.mac, 2)
@@ -426,7 +808,6 @@ func TestForwardingAndPacketIO(t *testing.T) {
 		t.Fatalf("expected the marker only, got %x", got)
 	}
 
-	// send_to_cpu: PacketIn with ingress_port.
 	toCPU := frame(cpuMAC, 4)
 	r.send(1, toCPU)
 	select {
@@ -441,18 +822,12 @@ func TestForwardingAndPacketIO(t *testing.T) {
 		t.Fatal("no PacketIn")
 	}
 
-	// PacketOut to port 2, bypassing the forward table.
 	out := frame([6]byte{2, 7, 7, 7, 7, 7}, 5)
-	if err := r.stream.Send(&p4v1.StreamMessageRequest{Update: &p4v1.StreamMessageRequest_Packet{Packet: &p4v1.PacketOut{
-		Payload: out, Metadata: []*p4v1.PacketMetadata{{MetadataId: 1, Value: enc(2)}},
-	}}}); err != nil {
-		t.Fatal(err)
-	}
+	r.packetOut(2, out)
 	if got := r.expect(2); !bytes.Equal(got, out) {
 		t.Errorf("PacketOut frame %x, want %x", got, out)
 	}
 
-	// The direct counter of the forward entry counted both frames to B.
 	tid := r.tableID(prefix + "forward")
 	es := r.read(&p4v1.Entity{Entity: &p4v1.Entity_DirectCounterEntry{DirectCounterEntry: &p4v1.DirectCounterEntry{
 		TableEntry: &p4v1.TableEntry{TableId: tid, Match: []*p4v1.FieldMatch{exact(r.matchFieldID(prefix+"forward", "hdr.ethernet.dst_addr"), enc(macU64(clientB.mac)))}},
@@ -463,266 +838,97 @@ func TestForwardingAndPacketIO(t *testing.T) {
 	r.expectQuiet()
 }
 
-func TestNoSteeringAcrossMemoryNodes(t *testing.T) {
-	r := newSteerRig(t, modeWrite|modeRead)
-	appendA(t, r) // hotKey's tail A1 lives on memnode (10.0.0.3)
-	// B appends a node on another memory node (clientC's port plays it) with
-	// a stale CAS there: the cached tail is on another node, so the CAS is
-	// not moved across nodes.
-	mem2 := qp{clientB, clientC, 49160, 0x31}
-	r.expectSame(2, 4, nodeWrite(t, mem2, 400, vaB1, hotKey, 2, valueSize), "B's node WRITE to the second memory node")
-	r.expectSame(2, 4, cas(t, mem2, 401, vaT0, hw(0, 0, 5), hw(0xB1, 2, 5)), "B's CAS on the second memory node")
-	if got := r.counter("stats", statCASSteered); got != 0 {
-		t.Errorf("stats[CAS steered] = %d, want 0", got)
+// Rules 5, 6 and 7 on a controlled switch clock (the bare target, no gRPC):
+// a tail is fresh while now - tail_ts < tail_ttl, and tail_ts is when its
+// linking CAS was forwarded, not when its ACK came back.
+func TestTailTTLBoundary(t *testing.T) {
+	var now uint64
+	dev := steerDeviceClock(t, modeBoth, func() uint64 { return now })
+	_, info := loadProgram(t)
+	n := &names{t: t, info: info}
+	const ttl = 100
+	if err := dev.WriteRegisterEntry(&p4v1.RegisterEntry{RegisterId: n.registerID("tail_ttl"), Index: &p4v1.Index{Index: 0},
+		Data: &p4v1.P4Data{Data: &p4v1.P4Data_Bitstring{Bitstring: enc(ttl)}}}); err != nil {
+		t.Fatal(err)
 	}
-	// The tail moved to the second node; a READ of A1 on the first node
-	// is a miss, not a READ steered to an address of another node.
-	if got := r.register("tail_dst_ip", keySlot); got != 0x0a000004 {
-		t.Fatalf("tail_dst_ip = %#x, want 10.0.0.4", got)
-	}
-	r.expectSame(4, 3, readReq(t, qpC, 300, vaA1, nodeSize), "READ of A1 on the first node")
-	if got := r.counter("stats", statReadMisses); got != 1 {
-		t.Errorf("stats[read misses] = %d, want 1", got)
-	}
-}
-
-// Only an append CAS links the connection's pending node: a CAS whose
-// compare has a non-NULL next (not an append) passes untouched and leaves
-// the pending node for the real one.
-func TestOnlyAnAppendCASIsSteered(t *testing.T) {
-	r := newSteerRig(t, modeWrite)
-	appendA(t, r)
-	r.expectSame(2, 3, nodeWrite(t, qpB, 200, vaB1, hotKey, 2, valueSize), "B's node WRITE (entry version 2)")
-	r.expectSame(2, 3, cas(t, qpB, 201, vaT0, hw(0x99, 0, 5), hw(0xB1, 2, 5)), "CAS that is not an append (next LH set)")
-	r.expectSame(2, 3, cas(t, qpB, 202, vaT0, hw(0, 3, 5), hw(0xB1, 2, 5)), "CAS that is not an append (next version set)")
-	if va, _ := r.tail(keySlot); va != vaA1 {
-		t.Fatalf("tail = %#x after unrelated CAS, want %#x", va, vaA1)
-	}
-	r.send(2, cas(t, qpB, 203, vaT0, hw(0, 0, 5), hw(0xB1, 2, 5)))
-	if p, _ := roce.Parse(r.expect(3)); p.AtomicETH.VA() != vaA1 {
-		t.Fatalf("the append CAS was not steered: VA %#x", p.AtomicETH.VA())
-	}
-	if va, ver := r.tail(keySlot); va != vaB1 || ver != 2 {
-		t.Errorf("tail = %#x ev %d, want %#x ev 2", va, ver, vaB1)
-	}
-}
-
-// The mode register: off forwards everything untouched and learns nothing;
-// read-only steering learns tails at the CAS but rewrites only READs.
-func TestSteeringModes(t *testing.T) {
-	t.Run("off", func(t *testing.T) {
-		r := newSteerRig(t, 0)
-		appendA(t, r)
-		r.expectSame(2, 3, nodeWrite(t, qpB, 200, vaB1, hotKey, 2, valueSize), "B's node WRITE")
-		r.expectSame(2, 3, cas(t, qpB, 201, vaT0, hw(0, 0, 5), hw(0xB1, 2, 5)), "stale CAS with steering off")
-		r.expectSame(4, 3, readReq(t, qpC, 300, vaA1, nodeSize), "stale READ with steering off")
-		if got := r.register("tail_valid", keySlot); got != 0 {
-			t.Errorf("tail_valid = %d with steering off, want 0", got)
-		}
-		if got := r.registerNonZero("cas_out_valid"); len(got) != 0 {
-			t.Errorf("outstanding CAS recorded with steering off: %v", got)
-		}
-	})
-	t.Run("read only", func(t *testing.T) {
-		r := newSteerRig(t, modeRead)
-		readSetup(t, r)
-		r.expectSame(2, 3, nodeWrite(t, qpB, 200, vaB1, hotKey, 2, valueSize), "B's node WRITE")
-		r.expectSame(2, 3, cas(t, qpB, 201, vaA1, hw(0, 0, 1), hw(0xB1, 2, 1)), "stale CAS with write steering off")
-		if va, _ := r.tail(keySlot); va != vaB1 {
-			t.Fatalf("tail = %#x, want %#x (learned without write steering)", va, vaB1)
-		}
-		r.send(4, readReq(t, qpC, 300, vaA1, nodeSize))
-		if p, _ := roce.Parse(r.expect(3)); p.RETH.VA() != vaB1 {
-			t.Errorf("READ VA = %#x, want the tail %#x", p.RETH.VA(), vaB1)
-		}
-		if got := r.registerNonZero("cas_out_valid"); len(got) != 0 {
-			t.Errorf("outstanding CAS recorded without write steering: %v", got)
-		}
-	})
-}
-
-// connSlot computes swordbox.p4's connection slot of a 4-tuple the way the
-// target hashes (fields concatenated MSB first: 13 bytes; crc32 IEEE;
-// tag = 1 + crc mod (2^32-1); slot = tag mod 1024).
-func connSlot(q qp) uint32 {
-	b := []byte{q.from.ip[0], q.from.ip[1], q.from.ip[2], q.from.ip[3], q.to.ip[0], q.to.ip[1], q.to.ip[2], q.to.ip[3],
-		byte(q.sport >> 8), byte(q.sport), byte(q.destQP >> 16), byte(q.destQP >> 8), byte(q.destQP)}
-	tag := 1 + crc32.ChecksumIEEE(b)%0xFFFFFFFF
-	return tag & 1023
-}
-
-// A connection whose slot is taken over by another 4-tuple forgets its
-// pending node: its CAS is then not steered (never steered with another
-// connection's state).
-func TestConnectionSlotTakeover(t *testing.T) {
-	collider := func(t *testing.T, of qp) qp {
+	process := func(at uint64, port uint32, frame []byte) roce.Packet {
 		t.Helper()
-		other := qp{clientC, memnode, 0, 0x13}
-		for p := 1; ; p++ {
-			other.sport = uint16(50000 + p)
-			if connSlot(other) == connSlot(of) {
-				return other
-			}
-			if p > 1<<15 {
-				t.Fatal("no colliding 4-tuple found")
-			}
+		now = at
+		var out []byte
+		dev.Process(port, frame, func(_ uint32, f []byte) { out = append([]byte(nil), f...) })
+		if out == nil {
+			t.Fatalf("frame dropped at %d", at)
+		}
+		p, err := roce.Parse(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	const fwd = 1000
+	process(fwd, 1, nodeWrite(t, qpA, 100, nA1, valueSize))
+	process(fwd, 1, link(t, qpA, 101, nT0.va, nT0.ev, nA1))
+	process(fwd+5*ttl, 3, atomicAck(t, qpA, 101, hw(0, 0, nT0.ev))) // the ACK comes long after
+	process(fwd, 2, nodeWrite(t, qpB, 200, nB1, valueSize))
+	for i, tc := range []struct {
+		at      uint64
+		steered bool
+	}{
+		{fwd, true}, {fwd + ttl - 1, true}, {fwd + ttl, false}, {fwd + 5*ttl, false},
+	} {
+		psn := uint32(201 + 2*i)
+		c := process(tc.at, 2, link(t, qpB, psn, nT0.va, nT0.ev, nB1))
+		rd := process(tc.at, 4, readReq(t, qpC, psn, nB1.va, nodeSize))
+		if got := c.AtomicETH.VA() == nA1.va; got != tc.steered {
+			t.Errorf("CAS at now = tail_ts + %d: steered %v, want %v (tail_ttl %d)", tc.at-fwd, got, tc.steered, ttl)
+		}
+		if got := rd.RETH.VA() == nA1.va; got != tc.steered {
+			t.Errorf("READ at now = tail_ts + %d: steered %v, want %v (tail_ttl %d)", tc.at-fwd, got, tc.steered, ttl)
 		}
 	}
-	// A request that is not a node WRITE never evicts the owner of a slot: it
-	// passes untracked, and the owner's node WRITE and CAS stay paired.
-	t.Run("request does not evict", func(t *testing.T) {
-		r := newSteerRig(t, modeWrite)
-		appendA(t, r)
-		other := collider(t, qpB)
-		r.expectSame(2, 3, nodeWrite(t, qpB, 200, vaB1, hotKey, 2, valueSize), "B's node WRITE")
-		r.expectSame(4, 3, readReq(t, other, 7, 0x00007f0000050000, 8), "C's request in B's slot")
-		r.send(2, cas(t, qpB, 201, vaT0, hw(0, 0, 5), hw(0xB1, 2, 5)))
-		if p, _ := roce.Parse(r.expect(3)); p.AtomicETH.VA() != vaA1 {
-			t.Fatalf("B's CAS not steered after C's request: VA %#x, want %#x", p.AtomicETH.VA(), vaA1)
-		}
-		if got := r.counter("stats", 9); got != 0 {
-			t.Errorf("stats[slot takeovers] = %d, want 0", got)
-		}
-		if got := r.counter("stats", 11); got != 1 {
-			t.Errorf("stats[foreign requests] = %d, want 1 (C's request)", got)
-		}
-		if va, _ := r.tail(keySlot); va != vaB1 {
-			t.Errorf("tail = %#x, want %#x (B's node)", va, vaB1)
-		}
-	})
-	// A node WRITE of another connection takes the slot over: the evicted
-	// connection's CAS then passes untouched and its node is forgotten.
-	t.Run("node WRITE evicts", func(t *testing.T) {
-		r := newSteerRig(t, modeWrite)
-		appendA(t, r)
-		other := collider(t, qpB)
-		r.expectSame(2, 3, nodeWrite(t, qpB, 200, vaB1, hotKey, 2, valueSize), "B's node WRITE")
-		r.expectSame(4, 3, nodeWrite(t, other, 7, 0x00007f0000050000, coldKey, 3, valueSize), "C's node WRITE in B's slot")
-		r.expectSame(2, 3, cas(t, qpB, 201, vaT0, hw(0, 0, 5), hw(0xB1, 2, 5)), "B's CAS after losing its slot")
-		if got := r.counter("stats", 9); got != 1 {
-			t.Errorf("stats[slot takeovers] = %d, want 1 (C took B's slot)", got)
-		}
-		if va, _ := r.tail(keySlot); va != vaA1 {
-			t.Errorf("tail = %#x, want %#x (B's node was forgotten)", va, vaA1)
-		}
-	})
 }
 
-// PSNs are 24-bit serial numbers: the request after PSN 0xffffff is PSN 0,
-// which is new, not a retransmission.
-func TestPSNWrapIsNotARetransmission(t *testing.T) {
+var knownBugs = flag.Bool("known-bugs", false, "run the tests of known, unfixed bugs of swordbox.p4 (they fail)")
+
+// Two QPs of one client host to one memory node have PSN spaces of their
+// own, so two CASes in flight can share (client IP, server IP, PSN), the
+// key of a CAS record. The second overwrites the first's record; the
+// first's ATOMIC ACK then matches the second's record and, when both CAS
+// compared the same tail word (the usual race), "confirms" the second's
+// node, which the first CAS's success left unlinked. A later stale CAS is
+// steered onto that unlinked node.
+//
+// Known bug, not fixed here (p4/swordbox.p4 is not this test's to change):
+// run with -known-bugs.
+func TestSamePSNOnTwoQPsConfirmsNothing(t *testing.T) {
+	if !*knownBugs {
+		t.Skip("known bug of swordbox.p4 (CAS records keyed without the QP); run with -known-bugs")
+	}
 	r := newSteerRig(t, modeWrite)
-	appendA(t, r)
-	r.expectSame(2, 3, nodeWrite(t, qpB, 0xffffff, vaB1, hotKey, 2, valueSize), "B's node WRITE at PSN 0xffffff")
-	r.send(2, cas(t, qpB, 0, vaT0, hw(0, 0, 5), hw(0xB1, 2, 5)))
-	if p, _ := roce.Parse(r.expect(3)); p.AtomicETH.VA() != vaA1 {
-		t.Fatalf("CAS at PSN 0 after 0xffffff not steered: VA %#x", p.AtomicETH.VA())
-	}
-	if got := r.counter("stats", statRetransmits); got != 0 {
-		t.Errorf("stats[retransmissions] = %d, want 0", got)
-	}
-}
-
-// The address map keeps one VA per slot (crc32 of the VA mod 16384): a node
-// WRITE whose VA collides replaces the older entry, whose READs then miss.
-func TestAddressMapCollisionReplaces(t *testing.T) {
-	slot := func(va uint64) uint32 {
-		var b [8]byte
-		for i := range b {
-			b[i] = byte(va >> (56 - 8*i))
-		}
-		return crc32.ChecksumIEEE(b[:]) % 16384
-	}
-	r := newSteerRig(t, modeWrite|modeRead)
-	readSetup(t, r) // A1 (stale) and A3 (tail) of hotKey are mapped
-	collide := uint64(vaA1)
-	for i := uint64(1); ; i++ {
-		if va := vaA1 + i*64; slot(va) == slot(vaA1) {
-			collide = va
-			break
-		}
-		if i > 1<<22 {
-			t.Fatal("no colliding VA found")
-		}
-	}
-	r.track(coldKey, keySlot+1)
-	r.expectSame(2, 3, nodeWrite(t, qpB, 200, collide, coldKey, 1, valueSize), "node WRITE at a colliding VA")
-	r.expectSame(4, 3, readReq(t, qpC, 300, vaA1, nodeSize), "READ of the replaced VA")
-	if got := r.counter("stats", statReadMisses); got != 1 {
-		t.Errorf("stats[read misses] = %d, want 1", got)
-	}
-	if got := r.counter("key_reads_steered", keySlot); got != 0 {
-		t.Errorf("key_reads_steered = %d, want 0", got)
+	qpA2 := qp{clientA, memnode, 49155, 0x14} // another QP of client A's host
+	r.expectSame(1, 3, nodeWrite(t, qpA, 100, nA1, valueSize), "A1's WRITE (QP 1)")
+	r.expectSame(1, 3, nodeWrite(t, qpA2, 100, nB1, valueSize), "B1's WRITE (QP 2)")
+	r.expectSame(1, 3, link(t, qpA, 101, nT0.va, nT0.ev, nA1), "QP 1's CAS T0 -> A1")
+	r.expectSame(1, 3, link(t, qpA2, 101, nT0.va, nT0.ev, nB1), "QP 2's CAS T0 -> B1, same PSN")
+	// The memory node executes QP 1's CAS first: it succeeds, QP 2's fails.
+	r.expectSame(3, 1, atomicAck(t, qpA, 101, hw(0, 0, nT0.ev)), "ACK: QP 1's CAS succeeded")
+	r.expectSame(3, 1, atomicAck(t, qpA2, 101, hw(nA1.lh, nA1.ev, nT0.ev)), "ACK: QP 2's CAS failed")
+	if got := r.tail(keySlot); got.valid == 1 && got.va == nB1.va {
+		t.Fatalf("B1, whose CAS failed, is the cached tail: %+v", got)
 	}
 }
 
-// statTailDropped is the stats index of cached tails dropped because the CAS
-// that made them failed at the memory node.
-const statTailDropped = 10
-
-// The switch checks every linking CAS's outcome at its ATOMIC ACK: a CAS
-// whose original value differs from its compare value linked nothing, so its
-// node must not stay the key's cached tail (its slot may be freed and reused
-// by another key, and READs and CASes would be steered there).
-func TestFailedLinkDropsItsTail(t *testing.T) {
-	t.Run("failure drops the tail", func(t *testing.T) {
-		r := newSteerRig(t, modeWrite|modeRead)
-		appendA(t, r)
-		r.expectSame(3, 1, atomicAck(t, ackToA, 101, hw(0xdead, 0, 5)), "ATOMIC ACK of a failed CAS")
-		if got := r.register("tail_valid", keySlot); got != 0 {
-			t.Fatalf("tail_valid = %d after A's CAS failed, want 0", got)
-		}
-		if got := r.counter("stats", statTailDropped); got != 1 {
-			t.Errorf("stats[tails dropped] = %d, want 1", got)
-		}
-		// With no tail, B's CAS passes as is, and its node becomes the tail.
-		r.expectSame(2, 3, nodeWrite(t, qpB, 200, vaB1, hotKey, 2, valueSize), "B's node WRITE")
-		r.expectSame(2, 3, cas(t, qpB, 201, vaT0, hw(0, 0, 5), hw(0xB1, 2, 5)), "B's CAS with no cached tail")
-		if va, _ := r.tail(keySlot); va != vaB1 || r.register("tail_valid", keySlot) != 1 {
-			t.Errorf("tail = %#x valid %d, want %#x valid 1", va, r.register("tail_valid", keySlot), vaB1)
-		}
-	})
-	t.Run("success keeps the tail", func(t *testing.T) {
-		r := newSteerRig(t, modeWrite)
-		appendA(t, r)
-		r.expectSame(3, 1, atomicAck(t, ackToA, 101, hw(0, 0, 5)), "ATOMIC ACK of a successful CAS")
-		if va, _ := r.tail(keySlot); va != vaA1 || r.register("tail_valid", keySlot) != 1 {
-			t.Errorf("tail = %#x valid %d, want %#x valid 1", va, r.register("tail_valid", keySlot), vaA1)
-		}
-		if got := r.counter("stats", statTailDropped); got != 0 {
-			t.Errorf("stats[tails dropped] = %d, want 0", got)
-		}
-	})
-	t.Run("failure of an older link leaves a newer tail", func(t *testing.T) {
-		r := newSteerRig(t, modeWrite)
-		appendA(t, r)
-		r.expectSame(2, 3, nodeWrite(t, qpB, 200, vaB1, hotKey, 2, valueSize), "B's node WRITE")
-		r.send(2, cas(t, qpB, 201, vaT0, hw(0, 0, 5), hw(0xB1, 2, 5)))
-		r.expect(3) // steered to A1; B1 is now the cached tail
-		r.expectSame(3, 1, atomicAck(t, ackToA, 101, hw(0xdead, 0, 5)), "late failure of A's CAS")
-		if va, _ := r.tail(keySlot); va != vaB1 || r.register("tail_valid", keySlot) != 1 {
-			t.Errorf("tail = %#x valid %d, want %#x valid 1 (A's failure is about A1 only)", va, r.register("tail_valid", keySlot), vaB1)
-		}
-	})
-}
-
-// The address map names the key of the last node written at each VA,
-// tracked or not. When a tracked key's retired node slot is reused by an
-// untracked key, READs of the new node must not be steered to the tracked
-// key's tail (another key's node).
-func TestReusedSlotOfUntrackedKeyNotSteered(t *testing.T) {
-	r := newSteerRig(t, modeWrite|modeRead)
-	appendA(t, r) // hotKey's tail: A1
-	r.expectSame(2, 3, nodeWrite(t, qpB, 200, vaB1, hotKey, 2, valueSize), "B's node WRITE")
-	r.send(2, cas(t, qpB, 201, vaT0, hw(0, 0, 5), hw(0xB1, 2, 5)))
-	r.expect(3) // steered to A1; B1 is hotKey's tail now
-	// A1's slot, retired, is reused by an untracked key.
-	r.expectSame(4, 3, nodeWrite(t, qpC, 300, vaA1, coldKey, 9, valueSize), "C's node WRITE of an untracked key into A1's slot")
-	r.expectSame(4, 3, readReq(t, qpC, 301, vaA1, nodeSize), "READ of the untracked key's node")
-	// A READ of hotKey's old node is still steered.
-	r.expectSame(1, 3, nodeWrite(t, qpA, 102, vaT0+0x1000, hotKey, 3, valueSize), "A's node WRITE (not linked)")
-	r.send(1, readReq(t, qpA, 103, vaT0+0x1000, nodeSize))
-	if p, _ := roce.Parse(r.expect(3)); p.RETH.VA() != vaB1 {
-		t.Errorf("READ of a tracked key's node: VA %#x, want %#x (steered to the tail)", p.RETH.VA(), vaB1)
+// staleCASAndRead sends, after chain (tail A3), B's CAS linking B1 aimed at
+// T0 and a READ of A1, and checks whether each was steered to A3.
+func (r *rig) staleCASAndRead(casSteered, readSteered bool) {
+	r.t.Helper()
+	r.expectSame(2, 3, nodeWrite(r.t, qpB, 200, nB1, valueSize), "B's node WRITE")
+	_, p := r.pass(2, 3, link(r.t, qpB, 201, nT0.va, nT0.ev, nB1))
+	_, q := r.pass(4, 3, readReq(r.t, qpC, 300, nA1.va, nodeSize))
+	if got := p.AtomicETH.VA() == nA3.va; got != casSteered {
+		r.t.Errorf("CAS steered %v, want %v", got, casSteered)
+	}
+	if got := q.RETH.VA() == nA3.va; got != readSteered {
+		r.t.Errorf("READ steered %v, want %v", got, readSteered)
 	}
 }

@@ -63,9 +63,9 @@ func tsharkFields(t *testing.T, frames [][]byte, fields ...string) [][]string {
 // with the cached tail's VA and entry version, and the client's ICRC.
 func TestSteeredCASWithTshark(t *testing.T) {
 	r := newSteerRig(t, modeWrite)
-	appendA(t, r)
-	r.expectSame(2, 3, nodeWrite(t, qpB, 200, vaB1, hotKey, 2, valueSize), "B's node WRITE")
-	in := cas(t, qpB, 201, vaT0, hw(0, 0, 5), hw(0xB1, 2, 5))
+	r.confirm(qpA, 100, nT0.va, nT0.ev, nA1)
+	r.expectSame(2, 3, nodeWrite(t, qpB, 200, nB1, valueSize), "B's node WRITE")
+	in := link(t, qpB, 201, nT0.va, nT0.ev, nB1)
 	r.send(2, in)
 	out := r.expect(3)
 
@@ -87,16 +87,40 @@ func TestSteeredCASWithTshark(t *testing.T) {
 		}
 		return v
 	}
-	if got := num(after[4]); got != vaA1 {
-		t.Errorf("tshark: steered VA = %#x, want %#x", got, vaA1)
+	if got := num(after[4]); got != nA1.va {
+		t.Errorf("tshark: steered VA = %#x, want %#x", got, nA1.va)
 	}
-	if got := num(after[6]); got != hw(0xB1, 2, 1) {
-		t.Errorf("tshark: steered swap = %#x, want %#x", got, hw(0xB1, 2, 1))
+	if got := num(after[6]); got != hw(nB1.lh, nB1.ev, nA1.ev) {
+		t.Errorf("tshark: steered swap = %#x, want %#x", got, hw(nB1.lh, nB1.ev, nA1.ev))
 	}
-	if got := num(after[7]); got != hw(0, 0, 1) {
-		t.Errorf("tshark: steered compare = %#x, want %#x", got, hw(0, 0, 1))
+	if got := num(after[7]); got != hw(0, 0, nA1.ev) {
+		t.Errorf("tshark: steered compare = %#x, want %#x", got, hw(0, 0, nA1.ev))
 	}
-	if got := num(before[4]); got != vaT0 {
-		t.Errorf("tshark: original VA = %#x, want %#x", got, vaT0)
+	if got := num(before[4]); got != nT0.va {
+		t.Errorf("tshark: original VA = %#x, want %#x", got, nT0.va)
 	}
+}
+
+// TestNodeWriteWithTshark checks the node WRITE the tests build with
+// Wireshark: a RoCEv2 RDMA WRITE Only whose RETH DMA length is the node
+// size (24-byte prefix + value) and whose payload starts with the header
+// word, the key and the node's own logical handle, little-endian.
+func TestNodeWriteWithTshark(t *testing.T) {
+	in := nodeWrite(t, qpA, 100, nA1, valueSize)
+	rows := tsharkFields(t, [][]byte{in}, "infiniband.bth.opcode", "infiniband.reth.dmalen", "infiniband.reth.va", "data.data")
+	if rows[0][0] != "10" || rows[0][1] != fmt.Sprint(nodeSize) {
+		t.Fatalf("tshark: opcode %s DMA length %s, want 10 and %d", rows[0][0], rows[0][1], nodeSize)
+	}
+	want := fmt.Sprintf("%016x%016x%016x", bswap(hw(0, 0, nA1.ev)), bswap(nA1.key), bswap(uint64(nA1.lh)))
+	if p := strings.ReplaceAll(rows[0][3], ":", ""); !strings.HasPrefix(p, want) {
+		t.Fatalf("tshark: payload %s, want the prefix %s", p, want)
+	}
+}
+
+func bswap(v uint64) uint64 {
+	var r uint64
+	for i := 0; i < 8; i++ {
+		r = r<<8 | v>>(8*i)&0xff
+	}
+	return r
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -77,23 +78,43 @@ func vethPorts(t *testing.T, ports ...uint32) (sw, hosts map[uint32]netio.Port) 
 		}
 		sw[n], hosts[n] = open(a), open(b)
 	}
+	// A veth drops what is sent before both ends have carrier: wait for
+	// every interface to be operationally up before the first frame.
+	deadline := time.Now().Add(5 * time.Second)
+	for _, n := range ports {
+		for _, name := range []string{fmt.Sprintf("sw%d", n), fmt.Sprintf("h%d", n)} {
+			for {
+				link, err := netlink.LinkByName(name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if link.Attrs().OperState == netlink.OperUp {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%s not up after 5s: %v", name, link.Attrs().OperState)
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}
 	return sw, hosts
 }
 
-// TestSteeringOverVeth runs the stale-CAS scenario with real Ethernet frames
+// TestSteeringOverVeth runs the confirmed-then-stale-CAS scenario with real Ethernet frames
 // through the kernel: AF_PACKET ports on veth pairs in a namespace of its own.
 func TestSteeringOverVeth(t *testing.T) {
 	sw, hosts := vethPorts(t, 1, 2, 3, 4)
 	r := programSteer(newRigPorts(t, true, sw, hosts), modeWrite)
-	appendA(t, r)
-	r.expectSame(2, 3, nodeWrite(t, qpB, 200, vaB1, hotKey, 2, valueSize), "B's node WRITE")
-	r.send(2, cas(t, qpB, 201, vaT0, hw(0, 0, 5), hw(0xB1, 2, 5)))
+	r.confirm(qpA, 100, nT0.va, nT0.ev, nA1)
+	r.expectSame(2, 3, nodeWrite(t, qpB, 200, nB1, valueSize), "B's node WRITE")
+	r.send(2, link(t, qpB, 201, nT0.va, nT0.ev, nB1))
 	p, err := roce.Parse(r.expect(3))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.AtomicETH.VA() != vaA1 || p.AtomicETH.Compare() != hw(0, 0, 1) {
-		t.Fatalf("CAS over veth: VA %#x compare %#x, want %#x and %#x", p.AtomicETH.VA(), p.AtomicETH.Compare(), vaA1, hw(0, 0, 1))
+	if p.AtomicETH.VA() != nA1.va || p.AtomicETH.Compare() != hw(0, 0, nA1.ev) {
+		t.Fatalf("CAS over veth: VA %#x compare %#x, want %#x and %#x", p.AtomicETH.VA(), p.AtomicETH.Compare(), nA1.va, hw(0, 0, nA1.ev))
 	}
 	if got := r.counter("key_cas_steered", keySlot); got != 1 {
 		t.Errorf("key_cas_steered = %d, want 1", got)
