@@ -73,6 +73,7 @@ const bit<32> STAT_LINK_UNRESOLVED = 11; /* linking CAS whose new node is not in
 const bit<32> STAT_TAIL_CONFIRMED  = 12; /* tails confirmed by a successful linking CAS's ACK */
 const bit<32> STAT_TAIL_EXPIRED    = 13; /* requests not steered because the tail was older than tail_ttl */
 const bit<32> STAT_CONFIRM_STALE   = 14; /* confirmations older than the cached tail (not applied) */
+const bit<32> STAT_LINK_AMBIGUOUS  = 15; /* CAS whose client, server and PSN another CAS had (not learned) */
 const bit<32> STAT_COUNT           = 16;
 
 /* Entry-version bits 18..11 of a Clover header word. */
@@ -256,6 +257,7 @@ struct metadata_t {
     bit<8>  link_ver;
     bit<48> link_ts;
     bit<1>  retrans;
+    bit<1>  ambiguous;
     bit<1>  linking;
 }
 
@@ -608,9 +610,12 @@ control SwordboxIngress(inout headers_t hdr,
                     hash(meta.link_slot, HashAlgorithm.crc32, 32w0,
                          { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.bth.psn }, LINK_SLOTS);
                     read_link();
-                    /* A retransmission: the CAS recorded at this slot (same client, server
-                     * and PSN) with the same VA and new node as the client sent them. */
-                    if (meta.link_valid == 1 && meta.link_psn == (bit<32>)hdr.bth.psn &&
+                    /* The record at this slot has this CAS's client, server and PSN (valid,
+                     * or cleared by its ACK): with the same VA and new node as the client
+                     * sent them it is a retransmission. Otherwise another queue pair of
+                     * the same client host used the same PSN: an ACK cannot tell the two
+                     * apart (it names no request QP), so this CAS confirms nothing. */
+                    if (meta.link_psn == (bit<32>)hdr.bth.psn &&
                         meta.link_cip == hdr.ipv4.src_addr && meta.link_mip == hdr.ipv4.dst_addr) {
                         link_orig_va_hi.read(meta.addr_va_hi, meta.link_slot);
                         link_orig_va_lo.read(meta.addr_va_lo, meta.link_slot);
@@ -618,6 +623,8 @@ control SwordboxIngress(inout headers_t hdr,
                         if ((meta.addr_va_hi ++ meta.addr_va_lo) == hdr.atomic_eth.va &&
                             meta.link_lh == meta.new_lh) {
                             meta.retrans = 1;
+                        } else {
+                            meta.ambiguous = 1;
                         }
                     }
                     if (meta.retrans == 1) {
@@ -673,6 +680,10 @@ control SwordboxIngress(inout headers_t hdr,
                                     }
                                 }
                             }
+                        }
+                        if (meta.ambiguous == 1) {
+                            meta.linking = 0;
+                            stats.count(STAT_LINK_AMBIGUOUS);
                         }
                         record_link();
                     }

@@ -159,7 +159,7 @@ func RunCell(ctx context.Context, spec CellSpec) (report.Cell, error) {
 // (docs/swordbox-p4.md, "Counters").
 var SwitchStats = []string{"requests", "node_writes", "cas_seen", "cas_steered", "node_reads", "reads_steered",
 	"read_misses", "retransmissions", "outstanding_cleared", "link_takeovers", "tails_dropped", "links_unresolved",
-	"tails_confirmed", "tails_expired", "confirms_stale"}
+	"tails_confirmed", "tails_expired", "confirms_stale", "links_ambiguous"}
 
 // HottestKeys returns the n most popular keys of the workload's key chooser
 // (all keys when n < 0 or n >= keys), estimated by drawing from the same

@@ -65,6 +65,7 @@ const (
 	statTailConfirmed  = 12
 	statTailExpired    = 13
 	statConfirmStale   = 14
+	statLinkAmbiguous  = 15
 	statCount          = 16
 	lhDeleted          = 0xFFFFFFFF
 	memnodeIP          = 0x0a000003

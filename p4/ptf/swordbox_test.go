@@ -2,7 +2,6 @@ package ptf
 
 import (
 	"bytes"
-	"flag"
 	"testing"
 	"time"
 
@@ -264,14 +263,20 @@ func TestRetransmittedCASForwardedAsFirstCopy(t *testing.T) {
 			}
 		})
 	}
-	t.Run("after its ACK a copy is a new CAS", func(t *testing.T) {
+	// The ACK was lost after the switch: the client's copy is still the same
+	// CAS (the memory node replays its result), forwarded as the first copy
+	// and changing nothing; in particular it is not recorded as in flight.
+	t.Run("after its ACK a copy is still a retransmission", func(t *testing.T) {
 		r := newSteerRig(t, modeWrite)
 		r.expectSame(1, 3, nodeWrite(t, qpA, 100, nA1, valueSize), "A's node WRITE")
 		in := link(t, qpA, 101, nT0.va, nT0.ev, nA1)
 		r.expectSame(1, 3, in, "A's CAS")
 		r.expectSame(3, 1, atomicAck(t, qpA, 101, hw(0, 0, 9)), "ACK: A's CAS failed")
 		r.expectSame(1, 3, in, "A's copy after the ACK")
-		r.wantStats("copy after the ACK", map[int]int64{statRetransmits: 0, statCAS: 2, statLinkTakeover: 0})
+		r.wantStats("copy after the ACK", map[int]int64{statRetransmits: 1, statCAS: 1, statLinkTakeover: 0, statLinkAmbiguous: 0})
+		if v := r.register("cas_out_valid", linkSlot(qpA, 101)); v != 0 {
+			t.Errorf("the copy made the CAS outstanding again: cas_out_valid = %d", v)
+		}
 	})
 }
 
@@ -559,6 +564,27 @@ func TestReorderedConfirmations(t *testing.T) {
 			r.wantStats("both ACKs", map[int]int64{statTailConfirmed: tc.confirmed, statConfirmStale: tc.stale, statAcksCleared: 2})
 		})
 	}
+	// The later link is confirmed, then dropped (a CAS aimed at it fails);
+	// the older link's late ACK must not bring back its node, which has a
+	// successor.
+	t.Run("later link confirmed then dropped", func(t *testing.T) {
+		r := newSteerRig(t, modeWrite)
+		r.expectSame(1, 3, nodeWrite(t, qpA, 100, nA1, valueSize), "A's node WRITE")
+		r.expectSame(1, 3, link(t, qpA, 101, nT0.va, nT0.ev, nA1), "A's CAS")
+		pause()
+		r.expectSame(2, 3, nodeWrite(t, qpB, 200, nB1, valueSize), "B's node WRITE")
+		r.expectSame(2, 3, link(t, qpB, 201, nA1.va, nA1.ev, nB1), "B's CAS")
+		r.expectSame(3, 2, atomicAck(t, qpB, 201, hw(0, 0, 1)), "B's ACK")
+		r.wantTail(keySlot, nB1, memnodeIP, "B's ACK")
+		// C's CAS, aimed by the client at B1 (the tail: not steered), fails.
+		r.expectSame(4, 3, nodeWrite(t, qpC, 300, nA3, valueSize), "C's node WRITE")
+		r.expectSame(4, 3, link(t, qpC, 301, nB1.va, nB1.ev, nA3), "C's CAS aimed at B1")
+		r.expectSame(3, 4, atomicAck(t, qpC, 301, hw(0x777, 1, nB1.ev)), "C's ACK: failed")
+		r.wantNoTail(keySlot, "C's failed CAS aimed at the tail")
+		r.expectSame(3, 1, atomicAck(t, qpA, 101, hw(0, 0, 5)), "A's late ACK")
+		r.wantNoTail(keySlot, "A's late ACK after B's link was dropped")
+		r.wantStats("late ACK", map[int]int64{statConfirmStale: 1, statTailDropped: 1})
+	})
 }
 
 // Rules 5 and 7, freshness: a tail is steered to only while now - tail_ts
@@ -888,34 +914,46 @@ func TestTailTTLBoundary(t *testing.T) {
 	}
 }
 
-var knownBugs = flag.Bool("known-bugs", false, "run the tests of known, unfixed bugs of swordbox.p4 (they fail)")
-
-// Two QPs of one client host to one memory node have PSN spaces of their
-// own, so two CASes in flight can share (client IP, server IP, PSN), the
-// key of a CAS record. The second overwrites the first's record; the
-// first's ATOMIC ACK then matches the second's record and, when both CAS
-// compared the same tail word (the usual race), "confirms" the second's
-// node, which the first CAS's success left unlinked. A later stale CAS is
-// steered onto that unlinked node.
-//
-// Known bug, not fixed here (p4/swordbox.p4 is not this test's to change):
-// run with -known-bugs.
+// TestSamePSNOnTwoQPsConfirmsNothing: two QPs of one client host to one
+// memory node number their packets independently, so two CASes in flight
+// can share (client IP, server IP, PSN), the key of a CAS record, which is
+// all an ATOMIC ACK carries of its request. The second must confirm
+// nothing, whichever ACK comes first; and a CAS whose key matches a record
+// already cleared by its ACK must not be confirmed by a duplicate of that
+// ACK either.
 func TestSamePSNOnTwoQPsConfirmsNothing(t *testing.T) {
-	if !*knownBugs {
-		t.Skip("known bug of swordbox.p4 (CAS records keyed without the QP); run with -known-bugs")
-	}
-	r := newSteerRig(t, modeWrite)
-	qpA2 := qp{clientA, memnode, 49155, 0x14} // another QP of client A's host
-	r.expectSame(1, 3, nodeWrite(t, qpA, 100, nA1, valueSize), "A1's WRITE (QP 1)")
-	r.expectSame(1, 3, nodeWrite(t, qpA2, 100, nB1, valueSize), "B1's WRITE (QP 2)")
-	r.expectSame(1, 3, link(t, qpA, 101, nT0.va, nT0.ev, nA1), "QP 1's CAS T0 -> A1")
-	r.expectSame(1, 3, link(t, qpA2, 101, nT0.va, nT0.ev, nB1), "QP 2's CAS T0 -> B1, same PSN")
-	// The memory node executes QP 1's CAS first: it succeeds, QP 2's fails.
-	r.expectSame(3, 1, atomicAck(t, qpA, 101, hw(0, 0, nT0.ev)), "ACK: QP 1's CAS succeeded")
-	r.expectSame(3, 1, atomicAck(t, qpA2, 101, hw(nA1.lh, nA1.ev, nT0.ev)), "ACK: QP 2's CAS failed")
-	if got := r.tail(keySlot); got.valid == 1 && got.va == nB1.va {
-		t.Fatalf("B1, whose CAS failed, is the cached tail: %+v", got)
-	}
+	t.Run("in flight together", func(t *testing.T) {
+		r := newSteerRig(t, modeWrite)
+		qpA2 := qp{clientA, memnode, 49155, 0x14} // another QP of client A's host
+		r.expectSame(1, 3, nodeWrite(t, qpA, 100, nA1, valueSize), "A1's WRITE (QP 1)")
+		r.expectSame(1, 3, nodeWrite(t, qpA2, 100, nB1, valueSize), "B1's WRITE (QP 2)")
+		r.expectSame(1, 3, link(t, qpA, 101, nT0.va, nT0.ev, nA1), "QP 1's CAS T0 -> A1")
+		r.expectSame(1, 3, link(t, qpA2, 101, nT0.va, nT0.ev, nB1), "QP 2's CAS T0 -> B1, same PSN")
+		// The memory node executes QP 1's CAS first: it succeeds, QP 2's fails.
+		r.expectSame(3, 1, atomicAck(t, qpA, 101, hw(0, 0, nT0.ev)), "ACK: QP 1's CAS succeeded")
+		r.expectSame(3, 1, atomicAck(t, qpA2, 101, hw(nA1.lh, nA1.ev, nT0.ev)), "ACK: QP 2's CAS failed")
+		if got := r.tail(keySlot); got.valid == 1 && got.va == nB1.va {
+			t.Fatalf("B1, whose CAS failed, is the cached tail: %+v", got)
+		}
+		r.wantStats("ambiguous CAS", map[int]int64{statLinkAmbiguous: 1})
+	})
+	t.Run("after the first's ACK, with that ACK duplicated", func(t *testing.T) {
+		r := newSteerRig(t, modeWrite)
+		qpA2 := qp{clientA, memnode, 49155, 0x14}
+		r.expectSame(1, 3, nodeWrite(t, qpA, 100, nA1, valueSize), "A1's WRITE (QP 1)")
+		r.expectSame(1, 3, link(t, qpA, 101, nT0.va, nT0.ev, nA1), "QP 1's CAS T0 -> A1")
+		ack := atomicAck(t, qpA, 101, hw(0, 0, nT0.ev))
+		r.expectSame(3, 1, ack, "ACK: QP 1's CAS succeeded")
+		r.expectSame(1, 3, nodeWrite(t, qpA2, 100, nB1, valueSize), "B1's WRITE (QP 2)")
+		// QP 2's CAS, aimed at T0 by a stale cursor, is steered to A1; it
+		// shares QP 1's (client, server, PSN).
+		r.pass(1, 3, link(t, qpA2, 101, nT0.va, nT0.ev, nB1))
+		// A duplicate of QP 1's ACK (orig = T0's tail word) arrives.
+		r.expectSame(3, 1, ack, "duplicated ACK of QP 1's CAS")
+		if got := r.tail(keySlot); got.valid == 1 && got.va == nB1.va {
+			t.Fatalf("B1 confirmed by a duplicate of another CAS's ACK: %+v", got)
+		}
+	})
 }
 
 // staleCASAndRead sends, after chain (tail A3), B's CAS linking B1 aimed at
