@@ -52,7 +52,9 @@ import (
 // request it forwards, retransmissions included, and for the first ATOMIC
 // ACK of each atomic it forwarded unchanged; a CMP_SWAP the engine turns
 // into a WRITE (cas-to-write ranges) has no ATOMIC ACK and confirms
-// nothing. Unlike the switch, the engine recomputes the ICRC of steered
+// nothing. The switch program parses plain IPv4 without options and no
+// VLAN tag; the steerer takes whatever the engine parses (RNICs send
+// neither). Unlike the switch, the engine recomputes the ICRC of steered
 // frames. The switch's controller-facing parts (CAS repair by PacketOut,
 // per-key counters) have no counterpart here.
 

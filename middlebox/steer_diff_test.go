@@ -710,3 +710,72 @@ func TestSteerDiffRules(t *testing.T) {
 		})
 	}
 }
+
+// FuzzSteerDiff runs fuzzed traces over a small universe (3 clients, 2
+// memory nodes, keys 1..4 of which 1..3 tracked, 8 nodes, entry versions
+// 0..3, so that stale, repeated and mismatched fields are common) through
+// steer.go and the switch, comparing them frame by frame. Each op is 4
+// bytes: kind, and three parameters.
+func FuzzSteerDiff(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0x10, 0, 3, 0, 1, 0, 0, 1, 0x21, 0, 1, 2, 0, 0, 4, 0, 0, 0})
+	f.Add([]byte{0, 0, 0, 0, 0, 0, 1, 1, 1, 0, 0x10, 0, 3, 0, 0, 0, 0, 1, 0x21, 0, 6, 9, 0, 0, 1, 1, 0x10, 0, 2, 1, 0, 0, 4, 1, 0, 0})
+	f.Add([]byte{0, 1, 0x32, 3, 1, 2, 0x03, 0x13, 3, 0, 0, 1, 2, 0, 0, 0, 5, 2, 0, 1, 4, 0, 7, 1})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		if len(ops) > 4*200 {
+			return
+		}
+		clis, mems := steerHosts(3, 2)
+		cfg := SteerConfig{Mode: "both", NodeSize: 32, Keys: []uint64{1, 2, 3}, TailTTL: time.Millisecond}
+		r := newSteerRig(t, cfg, append(append([]dHost{}, clis...), mems...), true)
+		type sentCAS struct {
+			c, m  int
+			psn   uint32
+			frame []byte
+			cmp   uint64 // as forwarded
+		}
+		var sent []sentCAS
+		va := func(i byte) uint64 { return 0x1000 * uint64(i%8+1) }
+		for len(ops) >= 4 {
+			k, a, b, c := ops[0], ops[1], ops[2], ops[3]
+			ops = ops[4:]
+			cl, m := &clis[a%3], &mems[a>>4%2]
+			switch k % 7 {
+			case 0: // node WRITE: node b%8 of key c%4+1 with version b>>4%4
+				r.request(nodeWrite(t, cl, m, va(b), nodeBytes(uint64(c%4+1), 100+uint32(b%8), b>>4%4, 32)))
+			case 1: // CAS after node b%8 (entry version b>>4%4) linking node c%8 (version c>>4%4)
+				psn := cl.next()
+				fr := casFrame(t, cl, m, psn, va(b), tailWord(b>>4%4), linkWord(b>>4%4, 100+uint32(c%8), c>>4%4))
+				p, _ := roce.Parse(r.request(fr))
+				sent = append(sent, sentCAS{int(a % 3), int(a >> 4 % 2), psn, fr, p.AtomicETH.Compare()})
+			case 2: // retransmission
+				if len(sent) > 0 {
+					r.request(sent[int(b)%len(sent)].frame)
+				}
+			case 3: // ATOMIC ACK: success if c is even
+				if len(sent) > 0 {
+					s := sent[int(b)%len(sent)]
+					orig := s.cmp
+					if c%2 == 1 {
+						orig ^= 1 << 28
+					}
+					r.response(atomicAckFrame(t, &clis[s.c], &mems[s.m], s.psn, orig))
+				}
+			case 4: // READ of node b%8, node-sized unless c is odd
+				n := uint32(32)
+				if c%2 == 1 {
+					n = 8
+				}
+				r.request(readFrame(t, cl, m, va(b), n))
+			case 5: // delete-mark CAS or FETCH_ADD
+				if c%2 == 0 {
+					r.request(casFrame(t, cl, m, cl.next(), va(b), 0, uint64(lhDeleted)<<28))
+				} else {
+					r.request(faFrame(t, cl, m, va(b), 1))
+				}
+			case 6: // time
+				r.now += uint64(b) * 20
+			}
+		}
+		r.checkTails()
+	})
+}
