@@ -240,49 +240,62 @@ func TestSteerRules(t *testing.T) {
 	}
 }
 
-// Through the engine: a confirmed tail steers a stale CAS (the ICRC
-// recomputed), the CAS's retransmission goes out as the steered first copy
-// through the engine's retransmission path, and the server's ATOMIC ACK of
-// its failure forgets the tail.
+// Through the engine, direct and with every request remapped onto the
+// shared connection (other PSNs on the wire): a confirmed tail steers a
+// stale CAS (the ICRC recomputed: run checks it), the CAS's retransmission
+// goes out as the steered first copy through the engine's retransmission
+// path, and the server's ATOMIC ACK of its failure forgets the tail.
 func TestEngineSteering(t *testing.T) {
-	cfg := testConfig(false, false)
-	cfg.Steering = &SteerConfig{Mode: "both", NodeSize: fixSize}
-	r := newTestRack(t, 3, cfg)
-	const key = 42
-	node := func(lh uint32, v uint8) []byte { return nodeBytes(key, lh, v, fixSize) }
-	f, _ := r.write(1, sH, node(10, 3))
-	r.one(ClientSide, f)
-	f, _ = r.write(1, sX, node(11, 4))
-	r.one(ClientSide, f)
-	f, psn := r.cas(1, sH, tailWord(3), linkWord(3, 11, 4))
-	r.checkToServer(r.one(ClientSide, f), 1, roce.OpRCCompareSwap, psn)
-	r.checkToClient(r.one(ServerSide, r.atomicAck(1, psn, tailWord(3), 1)), 1, roce.OpRCAtomicAcknowledge, psn)
-	if r.e.steer.stats[stTailConfirmed] != 1 {
-		t.Fatalf("tail not confirmed through the engine: %v", r.e.steer.stats)
-	}
-	f, _ = r.write(2, sY, node(12, 5))
-	r.one(ClientSide, f)
-	sent, psn := r.cas(2, sH, tailWord(3), linkWord(3, 12, 5))
-	for i := 0; i < 2; i++ { // the CAS, then its retransmission
-		x := r.one(ClientSide, append([]byte(nil), sent...))
-		a := x.p.AtomicETH
-		if a.VA() != sX || a.Compare() != tailWord(4) || a.SwapAdd() != linkWord(4, 12, 5) {
-			t.Fatalf("copy %d: VA %#x compare %#x swap %#x", i, a.VA(), a.Compare(), a.SwapAdd())
-		}
-	}
-	if c := r.e.Counters(); c.Retransmits != 1 || c.Steered != 1 || r.e.steer.stats[stRetransmits] != 1 {
-		t.Fatalf("counters %s; steer stats %v", c.String(), r.e.steer.stats)
-	}
-	r.one(ServerSide, r.atomicAck(2, psn, linkWord(4, 13, 6), 1))
-	if r.e.steer.stats[stTailDropped] != 1 {
-		t.Fatalf("a failed steered CAS did not drop the tail: %v", r.e.steer.stats)
-	}
-	f, _ = r.read(0, sH, fixSize, 1024)
-	if x := r.one(ClientSide, f); x.p.RETH.VA() != sH {
-		t.Fatalf("READ steered to %#x after the tail was dropped", x.p.RETH.VA())
-	}
-	if c := r.e.Counters(); c.SteerReadMisses != 1 || c.SteerNodeWrites != 3 {
-		t.Fatalf("counters %s", c.String())
+	for _, remap := range []bool{false, true} {
+		t.Run(map[bool]string{false: "direct", true: "remapped"}[remap], func(t *testing.T) {
+			cfg := testConfig(remap, false)
+			cfg.Steering = &SteerConfig{Mode: "both", NodeSize: fixSize}
+			r := newTestRack(t, 3, cfg)
+			// conn is the connection the server answers on for client i.
+			conn := func(i int) int {
+				if remap {
+					return 0
+				}
+				return i
+			}
+			const key = 42
+			node := func(lh uint32, v uint8) []byte { return nodeBytes(key, lh, v, fixSize) }
+			f, _ := r.write(1, sH, node(10, 3))
+			r.one(ClientSide, f)
+			f, _ = r.write(1, sX, node(11, 4))
+			r.one(ClientSide, f)
+			f, psn := r.cas(1, sH, tailWord(3), linkWord(3, 11, 4))
+			out := r.one(ClientSide, f).p.BTH.PSN()
+			r.checkToClient(r.one(ServerSide, r.atomicAck(conn(1), out, tailWord(3), 1)), 1, roce.OpRCAtomicAcknowledge, psn)
+			if r.e.steer.stats[stTailConfirmed] != 1 {
+				t.Fatalf("tail not confirmed through the engine: %v", r.e.steer.stats)
+			}
+			f, _ = r.write(2, sY, node(12, 5))
+			r.one(ClientSide, f)
+			sent, _ := r.cas(2, sH, tailWord(3), linkWord(3, 12, 5))
+			for i := 0; i < 2; i++ { // the CAS, then its retransmission
+				x := r.one(ClientSide, append([]byte(nil), sent...))
+				a := x.p.AtomicETH
+				if a.VA() != sX || a.Compare() != tailWord(4) || a.SwapAdd() != linkWord(4, 12, 5) {
+					t.Fatalf("copy %d: VA %#x compare %#x swap %#x", i, a.VA(), a.Compare(), a.SwapAdd())
+				}
+				out = x.p.BTH.PSN()
+			}
+			if c := r.e.Counters(); c.Retransmits != 1 || c.Steered != 1 || r.e.steer.stats[stRetransmits] != 1 {
+				t.Fatalf("counters %s; steer stats %v", c.String(), r.e.steer.stats)
+			}
+			r.run(ServerSide, r.atomicAck(conn(2), out, linkWord(4, 13, 6), 2))
+			if r.e.steer.stats[stTailDropped] != 1 {
+				t.Fatalf("a failed steered CAS did not drop the tail: %v", r.e.steer.stats)
+			}
+			f, _ = r.read(0, sH, fixSize, 1024)
+			if x := r.one(ClientSide, f); x.p.RETH.VA() != sH {
+				t.Fatalf("READ steered to %#x after the tail was dropped", x.p.RETH.VA())
+			}
+			if c := r.e.Counters(); c.SteerReadMisses != 1 || c.SteerNodeWrites != 3 {
+				t.Fatalf("counters %s", c.String())
+			}
+		})
 	}
 }
 
