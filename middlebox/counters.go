@@ -74,8 +74,8 @@ type Counters struct {
 	RangeUnbound        uint64 // operations on a remap range sent on the client's own connection because it is not yet bound
 	RangeMultiPacket    uint64 // multi-packet messages on a remap range, kept on the client's own connection
 	Steered             uint64 // Clover CAS or READ addresses rewritten
-	SteerNodeWrites     uint64 // Clover node WRITEs of tracked keys learned
-	SteerReadMisses     uint64 // Clover node READs not steered (address unknown or key untracked)
+	SteerNodeWrites     uint64 // Clover node WRITEs learned (any key: steer.go)
+	SteerReadMisses     uint64 // Clover node READs not steered (address unknown, key untracked or no fresh tail)
 	Drops               [numDropReasons]uint64
 }
 

@@ -72,7 +72,7 @@ func New(cfg Config) (*Engine, error) {
 		}
 	}
 	if d.Steering != nil {
-		e.steer = newSteerer(d.Steering)
+		e.steer = newSteerer(d.Steering, &e.c)
 	}
 	for i, cc := range d.Conns {
 		p, _ := cc.parse()
@@ -357,7 +357,7 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 	}
 	steered := false
 	if e.steer != nil {
-		steered = e.steerRequest(ci, p)
+		steered = e.steer.request(now, p)
 		if steered && cls == opAtomic {
 			va = p.AtomicETH.VA()
 		}
@@ -631,6 +631,9 @@ func (e *Engine) retransmit(now int64, ci int32, psn uint32, p *roce.Packet, out
 	var bad uint32 // the ICRC error to carry (icrc.go); with verification, the frame is intact
 	if !e.verify {
 		bad = icrcErrOf(p)
+	}
+	if e.steer != nil {
+		e.steer.request(now, p) // a CMP_SWAP goes out as its first copy did
 	}
 	if en.kind == kAtomicConv {
 		if p.AtomicETH == nil {

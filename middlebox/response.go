@@ -375,6 +375,10 @@ func (e *Engine) atomicAck(oi int32, psn uint32, orig uint64, out *Out) {
 	}
 	if !en.respSeen {
 		en.respSeen, en.prior = true, orig
+		if e.steer != nil {
+			c := &e.conns[en.client]
+			e.steer.atomicAck(c.cliIP, c.srvIP, en.inPSN, orig) // confirms or drops a cached tail
+		}
 		if en.word >= 0 && !en.foreign && e.servers[o.srv].foreign == 0 {
 			if e.words.slots[en.word].learn(en.wordSeq, orig) {
 				e.c.WordsLearned++

@@ -4,54 +4,99 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"time"
 
 	"github.com/swordbox/swordbox/roce"
 )
 
-// Clover steering in software (paper section 4.4.2), with the rules of
-// p4/swordbox.p4 (docs/swordbox-p4.md, "Semantics"), so that a rack
-// without a P4 switch still gets it:
+// Clover steering in software (paper section 4.4.2) with the rules of
+// p4/swordbox.p4 (docs/swordbox-p4.md, "Semantics"), so that a rack without
+// a P4 switch gets the same contract: a request is steered only to a tail
+// whose link was seen to succeed, and only while that tail is younger than
+// tail-ttl. The steerer is a deterministic function of (frame, time): the
+// engine passes its clock.
 //
-//   - A node WRITE (WRITE_ONLY or WRITE_FIRST whose DMA length is the node
-//     size) of a tracked key makes that node the connection's pending node
-//     (key, VA, entry version = bits 18..11 of the header word), and the
-//     address map records VA -> key (one slot per hash, a collision
-//     replaces). An untracked node WRITE clears the connection's pending
-//     node.
-//   - A new CMP_SWAP on a connection with a pending node: with write
-//     steering on, if the key's cached tail is on the same memory node and
-//     the CAS targets another VA (stale), the AtomicETH VA becomes the
-//     tail's VA and bits 18..11 of compare and swap its entry version.
-//     Steered or not, the pending node then becomes the key's cached tail.
-//   - A node READ (READ of the node size), with read steering on: if the
-//     address map holds its VA, for a tracked key whose cached tail is on
-//     the same node and elsewhere, the READ's VA becomes the tail's.
-//   - Retransmissions are never steered and change nothing (the engine's
-//     gate hands them to its retransmission path, which forwards the
-//     client's own bytes: a lost CAS(A, B) retransmitted repairs the chain).
+//   - Node WRITE (WRITE_ONLY or WRITE_FIRST, DMA length == node size, at
+//     least 24 payload bytes): the node's header word (entry version =
+//     bits 18..11), key and own logical handle (docs/clover-layout.md) go
+//     into the node map at crc32(LH) and the address map at crc32(VA),
+//     tracked key or not; a collision replaces.
+//   - CMP_SWAP record at crc32(client IP, server IP, PSN): the frame's
+//     AtomicETH as forwarded, the forwarding time and, for a linking CAS of
+//     a tracked key, the key and the node it links.
+//   - A CMP_SWAP matching the valid record of its slot (same IPs and PSN,
+//     same VA and swap next LH as the client sent them) is a retransmission:
+//     its VA, compare and swap become the first copy's; nothing else changes.
+//   - Linking CAS (compare bits 63..19 zero, swap next LH neither 0 nor the
+//     delete mark; the node map names the LH with the swap's version): with
+//     write steering on, if the key's cached tail is on the same memory
+//     node, at another VA and fresh (now - tail time < tail-ttl), VA := tail
+//     VA and bits 18..11 of compare and swap := tail version.
+//   - ATOMIC ACK of a recorded CAS (engine: the server's first answer to it)
+//     clears the record; for a linking CAS of a tracked key, orig == compare
+//     as forwarded makes the linked node the key's tail (time = when its CAS
+//     was forwarded) unless the cached tail was linked by a CAS forwarded
+//     later; a failure aimed at the cached tail forgets that tail.
+//   - Node READ (DMA length == node size), with read steering on: the
+//     address map names the key of the exact VA; a fresh tail of a tracked
+//     key on the same memory node at another VA replaces the RETH VA.
+//   - Delete-mark CAS, FETCH_ADD and other requests are never steered.
 //
-// Decisions: the software keeps connections exactly (no hashed slots, so
-// no takeovers); the tail cache is keyed by the exact key; the address map
-// hashes the VA with CRC-32 like the P4 program. Not mirrored yet: the
-// switch's check of every linking CAS at its ATOMIC ACK, which drops a
-// cached tail whose CAS failed (docs/swordbox-p4.md). On the switch it
-// repairs tails left stale by connection-slot evictions, which cannot
-// happen here; a CAS lost after the middlebox can still leave a tail that
-// was never linked until the next CAS of the key moves it. Unlike the switch, the
-// middlebox recomputes the ICRC of steered frames. The controller-facing
-// parts of the P4 program (outstanding-CAS registers, PacketOut repair)
-// have no counterpart here.
+// Decisions where the switch program and a software box differ: the
+// steerer uses the switch's hashing (CRC-32, IEEE, over the same bytes) and
+// by default its table sizes, so that both collide alike (the differential
+// test, steer_diff_test.go, depends on it); tracked keys are an exact set
+// (or every key) and tails are kept per key, where the switch has a slot
+// per key given by the controller (and guards slot reuse with tail_key,
+// which a static set never needs). The engine calls the steerer for every
+// request it forwards, retransmissions included, and for the first ATOMIC
+// ACK of each atomic it forwarded unchanged; a CMP_SWAP the engine turns
+// into a WRITE (cas-to-write ranges) has no ATOMIC ACK and confirms
+// nothing. The switch program parses plain IPv4 without options and no
+// VLAN tag; the steerer takes whatever the engine parses (RNICs send
+// neither). Unlike the switch, the engine recomputes the ICRC of steered
+// frames. The switch's controller-facing parts (CAS repair by PacketOut,
+// per-key counters) have no counterpart here.
 
-// SteerConfig configures Clover steering (Config.Steering).
+// Defaults and limits of SteerConfig.
+const (
+	// DefaultTailTTL and MaxTailTTL are the rack's tail-ttl default and
+	// limit for the switch (ctrl/rack): half of Clover's default T_r, 1h.
+	DefaultTailTTL = 25 * time.Millisecond
+	MaxTailTTL     = time.Hour
+	// The switch program's table sizes (NODE_SLOTS, ADDR_SLOTS, LINK_SLOTS).
+	DefaultSteerNodeSlots = 32768
+	DefaultSteerAddrSlots = 32768
+	DefaultSteerCASSlots  = 8192
+	MaxSteerSlots         = 1 << 24
+	// NodePrefixLen is the part of a Clover node the steerer parses:
+	// header word, key and own logical handle (docs/clover-layout.md).
+	NodePrefixLen    = 24
+	MaxSteerNodeSize = 1 << 30
+)
+
+// SteerConfig configures Clover steering (Config.Steering). Zero sizes and
+// a zero TailTTL mean their defaults.
 type SteerConfig struct {
-	// Mode: "write", "read" or "both".
+	// Mode: "write", "read" or "both". Learning (node WRITEs, CAS records,
+	// confirmations) runs in every mode.
 	Mode string `mapstructure:"mode" yaml:"mode"`
-	// NodeSize is the DMA length of a node WRITE and READ: 16 + value size.
+	// NodeSize is the DMA length of a node WRITE and READ: 24 + Clover's
+	// value size (24..2^30).
 	NodeSize uint32 `mapstructure:"node-size" yaml:"node-size"`
 	// Keys lists the tracked keys; empty tracks every key.
 	Keys []uint64 `mapstructure:"keys" yaml:"keys"`
-	// AddrSlots is the size of the address map (default 16384).
+	// TailTTL is how long after the forwarding of the CAS that linked it a
+	// confirmed tail may be steered to (1µs..1h; default 25ms). It must stay
+	// below half of Clover's T_r (the store's read timeout), as the switch's
+	// tail_ttl (docs/swordbox-p4.md).
+	TailTTL time.Duration `mapstructure:"tail-ttl" yaml:"tail-ttl"`
+	// NodeSlots, AddrSlots and CASSlots size the node map, the address map
+	// and the CAS records (1..2^24 each; defaults 32768, 32768, 8192: the
+	// switch's).
+	NodeSlots int `mapstructure:"node-slots" yaml:"node-slots"`
 	AddrSlots int `mapstructure:"addr-slots" yaml:"addr-slots"`
+	CASSlots  int `mapstructure:"cas-slots" yaml:"cas-slots"`
 }
 
 func (s *SteerConfig) validate() error {
@@ -60,124 +105,271 @@ func (s *SteerConfig) validate() error {
 	default:
 		return fmt.Errorf("steering mode %q: want write, read or both", s.Mode)
 	}
-	if s.NodeSize < 16 {
-		return fmt.Errorf("steering node-size %d: below the 16-byte node header", s.NodeSize)
+	if s.NodeSize < NodePrefixLen || s.NodeSize > MaxSteerNodeSize {
+		return fmt.Errorf("steering node-size %d: want %d..%d (24 + the Clover value size)", s.NodeSize, NodePrefixLen, MaxSteerNodeSize)
 	}
-	if s.AddrSlots < 0 || s.AddrSlots > 1<<24 {
-		return fmt.Errorf("steering addr-slots %d out of range", s.AddrSlots)
+	if s.TailTTL != 0 && (s.TailTTL < time.Microsecond || s.TailTTL > MaxTailTTL) {
+		return fmt.Errorf("steering tail-ttl %v: want 1µs..%v (0: default %v)", s.TailTTL, MaxTailTTL, DefaultTailTTL)
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"node-slots", s.NodeSlots}, {"addr-slots", s.AddrSlots}, {"cas-slots", s.CASSlots}} {
+		if f.v < 0 || f.v > MaxSteerSlots {
+			return fmt.Errorf("steering %s %d: want 1..%d (0: default)", f.name, f.v, MaxSteerSlots)
+		}
 	}
 	return nil
+}
+
+// Indices of the steerer's stats: those of swordbox.p4's stats counter.
+const (
+	stRoCE           = iota // requests seen
+	stNodeWrites            // node WRITEs learned
+	stCAS                   // linking CAS seen (not retransmissions)
+	stCASSteered            // CAS steered
+	stReads                 // node READs seen (read steering on)
+	stReadsSteered          // READs steered
+	stReadMisses            // node READs not steered (no fresh tail of a known key)
+	stRetransmits           // CAS retransmissions forwarded as their first copy
+	stAcksCleared           // ATOMIC ACKs that matched a record
+	stLinkTakeover          // records overwritten before their ACK
+	stTailDropped           // tails forgotten: a CAS aimed at them failed
+	stLinkUnresolved        // linking CAS whose node the node map does not hold
+	stTailConfirmed         // tails confirmed
+	stTailExpired           // CAS not steered: tail older than the TTL
+	stConfirmStale          // confirmations older than the cached tail
+	stCount          = 16
+)
+
+// The delete mark in a next pointer (docs/clover-layout.md).
+const lhDeleted = 0xFFFFFFFF
+
+// Entry-version bits 18..11 of a Clover header word.
+const verShift, verMask = 11, 0xff
+
+type nodeEntry struct {
+	lh      uint32
+	ver     uint8
+	va, key uint64
+}
+
+type addrEntry struct{ va, key uint64 }
+
+type casRecord struct {
+	valid         bool
+	tracked       bool // a linking CAS of a tracked key
+	ver           uint8
+	cip, mip      [4]byte
+	psn           uint32
+	lh            uint32
+	origVA        uint64 // VA as the client sent it
+	key, nodeVA   uint64 // the key and the node it links
+	va, cmp, swap uint64 // as forwarded
+	ts            int64  // when forwarded
 }
 
 type tail struct {
 	va  uint64
 	ver uint8
 	srv [4]byte
-}
-
-type steerConn struct {
-	pending bool
-	key     uint64
-	va      uint64
-	ver     uint8
-}
-
-type addrSlot struct {
-	va    uint64
-	key   uint64
-	valid bool
+	ts  int64 // when the CAS that linked it was forwarded
 }
 
 type steerer struct {
 	write, read bool
 	nodeSize    uint32
+	ttl         int64 // nanoseconds
 	all         bool
 	tracked     map[uint64]bool
-	tails       map[uint64]tail
-	addrs       []addrSlot
+	tails       map[uint64]tail // the confirmed tail of each key, when cached
+	nodes       []nodeEntry
+	addrs       []addrEntry
+	cas         []casRecord
+	stats       [stCount]uint64
+	c           *Counters // the engine's counters (Steered, SteerNodeWrites, SteerReadMisses)
 }
 
-func newSteerer(c *SteerConfig) *steerer {
-	s := &steerer{write: c.Mode != "read", read: c.Mode != "write", nodeSize: c.NodeSize,
-		all: len(c.Keys) == 0, tracked: map[uint64]bool{}, tails: map[uint64]tail{}}
-	for _, k := range c.Keys {
+func orDefault(v, d int) int {
+	if v == 0 {
+		return d
+	}
+	return v
+}
+
+// newSteerer returns the steerer of a validated config; it counts into c.
+func newSteerer(cfg *SteerConfig, c *Counters) *steerer {
+	ttl := cfg.TailTTL
+	if ttl == 0 {
+		ttl = DefaultTailTTL
+	}
+	s := &steerer{write: cfg.Mode != "read", read: cfg.Mode != "write", nodeSize: cfg.NodeSize,
+		ttl: int64(ttl), all: len(cfg.Keys) == 0, tracked: map[uint64]bool{}, tails: map[uint64]tail{},
+		nodes: make([]nodeEntry, orDefault(cfg.NodeSlots, DefaultSteerNodeSlots)),
+		addrs: make([]addrEntry, orDefault(cfg.AddrSlots, DefaultSteerAddrSlots)),
+		cas:   make([]casRecord, orDefault(cfg.CASSlots, DefaultSteerCASSlots)),
+		c:     c,
+	}
+	for _, k := range cfg.Keys {
 		s.tracked[k] = true
 	}
-	n := c.AddrSlots
-	if n == 0 {
-		n = 16384
-	}
-	s.addrs = make([]addrSlot, n)
 	return s
 }
 
 func (s *steerer) isTracked(k uint64) bool { return s.all || s.tracked[k] }
 
-func (s *steerer) addrSlot(va uint64) *addrSlot {
-	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], va)
-	return &s.addrs[crc32.ChecksumIEEE(b[:])%uint32(len(s.addrs))]
+// The slots are v1model's hash(crc32, {fields}, N): CRC-32 (IEEE) of the
+// fields concatenated big-endian (a 24-bit PSN takes 3 bytes), mod N.
+
+func (s *steerer) nodeIdx(lh uint32) uint32 {
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], lh)
+	return crc32.ChecksumIEEE(b[:]) % uint32(len(s.nodes))
 }
 
-const verShift, verMask = 11, 0xff
+func (s *steerer) addrIdx(va uint64) uint32 {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], va)
+	return crc32.ChecksumIEEE(b[:]) % uint32(len(s.addrs))
+}
 
-// request applies the steering rules to a new (not retransmitted) request
-// of connection ci; it reports whether the frame was changed.
-func (e *Engine) steerRequest(ci int32, p *roce.Packet) bool {
-	s := e.steer
-	c := &e.conns[ci]
-	sc := &c.steer
-	switch p.Opcode {
-	case roce.OpRCWriteOnly, roce.OpRCWriteFirst:
-		if p.RETH.DMALen() != s.nodeSize || len(p.Payload) < 16 {
-			return false
-		}
-		hdr := binary.LittleEndian.Uint64(p.Payload[0:8])
-		key := binary.LittleEndian.Uint64(p.Payload[8:16])
-		if !s.isTracked(key) {
-			*sc = steerConn{}
-			return false
-		}
-		va := p.RETH.VA()
-		*sc = steerConn{pending: true, key: key, va: va, ver: uint8(hdr >> verShift & verMask)}
-		*s.addrSlot(va) = addrSlot{va: va, key: key, valid: true}
-		e.c.SteerNodeWrites++
+func (s *steerer) casIdx(cip, mip [4]byte, psn uint32) uint32 {
+	b := [11]byte{cip[0], cip[1], cip[2], cip[3], mip[0], mip[1], mip[2], mip[3], byte(psn >> 16), byte(psn >> 8), byte(psn)}
+	return crc32.ChecksumIEEE(b[:]) % uint32(len(s.cas))
+}
+
+func (s *steerer) nodeSlot(lh uint32) *nodeEntry { return &s.nodes[s.nodeIdx(lh)] }
+func (s *steerer) addrSlot(va uint64) *addrEntry { return &s.addrs[s.addrIdx(va)] }
+func (s *steerer) casSlot(cip, mip [4]byte, psn uint32) *casRecord {
+	return &s.cas[s.casIdx(cip, mip, psn)]
+}
+
+// fresh reports whether the cached tail t may be steered to at now.
+func (s *steerer) fresh(t tail, now int64) bool { return now-t.ts < s.ttl }
+
+// request applies the rules to a request frame forwarded at now (new or
+// retransmitted; the engine calls it only for frames it forwards) and
+// reports whether it rewrote the frame.
+func (s *steerer) request(now int64, p *roce.Packet) bool {
+	op := p.Opcode
+	if op > roce.OpRCReadRequest && op != roce.OpRCCompareSwap && op != roce.OpRCFetchAdd {
 		return false
-	case roce.OpRCCompareSwap:
-		if !sc.pending {
-			return false
-		}
-		changed := false
-		t, ok := s.tails[sc.key]
-		if s.write && ok && t.srv == c.srvIP && p.AtomicETH.VA() != t.va {
-			p.AtomicETH.SetVA(t.va)
-			m := uint64(verMask) << verShift
-			v := uint64(t.ver) << verShift
-			p.AtomicETH.SetCompare(p.AtomicETH.Compare()&^m | v)
-			p.AtomicETH.SetSwapAdd(p.AtomicETH.SwapAdd()&^m | v)
-			e.c.Steered++
-			changed = true
-		}
-		s.tails[sc.key] = tail{va: sc.va, ver: sc.ver, srv: c.srvIP}
-		sc.pending = false
-		return changed
-	case roce.OpRCReadRequest:
-		if !s.read || p.RETH.DMALen() != s.nodeSize {
-			return false
-		}
-		va := p.RETH.VA()
-		a := s.addrSlot(va)
-		if a.valid && a.va == va && s.isTracked(a.key) {
-			if t, ok := s.tails[a.key]; ok && t.srv == c.srvIP {
-				if t.va == va {
-					return false // the tail itself
-				}
-				p.RETH.SetVA(t.va)
-				e.c.Steered++
-				return true
-			}
-		}
-		e.c.SteerReadMisses++
+	}
+	s.stats[stRoCE]++
+	switch {
+	case (op == roce.OpRCWriteOnly || op == roce.OpRCWriteFirst) && p.RETH != nil &&
+		p.RETH.DMALen() == s.nodeSize && len(p.Payload) >= NodePrefixLen:
+		s.nodeWrite(p.RETH.VA(), p.Payload)
+	case op == roce.OpRCCompareSwap && p.AtomicETH != nil:
+		return s.compareSwap(now, p)
+	case op == roce.OpRCReadRequest && p.RETH != nil && p.RETH.DMALen() == s.nodeSize && s.read:
+		return s.nodeRead(now, p)
 	}
 	return false
+}
+
+func (s *steerer) nodeWrite(va uint64, pl []byte) {
+	hw := binary.LittleEndian.Uint64(pl[0:8])
+	key := binary.LittleEndian.Uint64(pl[8:16])
+	lh := binary.LittleEndian.Uint32(pl[16:20])
+	*s.nodeSlot(lh) = nodeEntry{lh: lh, ver: uint8(hw >> verShift & verMask), va: va, key: key}
+	*s.addrSlot(va) = addrEntry{va: va, key: key}
+	s.stats[stNodeWrites]++
+	s.c.SteerNodeWrites++
+}
+
+func (s *steerer) compareSwap(now int64, p *roce.Packet) bool {
+	a := p.AtomicETH
+	va, cmp, swap := a.VA(), a.Compare(), a.SwapAdd()
+	lh, ver := uint32(swap>>28), uint8(swap>>19)
+	cip, mip, psn := p.IP.Src(), p.IP.Dst(), p.BTH.PSN()
+	r := s.casSlot(cip, mip, psn)
+	same := r.valid && r.psn == psn && r.cip == cip && r.mip == mip
+	if same && r.origVA == va && r.lh == lh {
+		// A retransmission: forwarded exactly as the first copy.
+		a.SetVA(r.va)
+		a.SetCompare(r.cmp)
+		a.SetSwapAdd(r.swap)
+		s.stats[stRetransmits]++
+		return r.va != va || r.cmp != cmp || r.swap != swap
+	}
+	if r.valid {
+		s.stats[stLinkTakeover]++
+	}
+	steered, linking := false, false
+	var key, nodeVA uint64
+	if cmp>>19 == 0 && lh != 0 && lh != lhDeleted {
+		s.stats[stCAS]++
+		if n := s.nodeSlot(lh); n.lh == lh && n.ver == ver {
+			key, nodeVA = n.key, n.va
+			linking = s.isTracked(key)
+		} else {
+			s.stats[stLinkUnresolved]++
+		}
+		if t, ok := s.tails[key]; linking && ok && t.srv == mip && t.va != va {
+			switch {
+			case !s.fresh(t, now):
+				s.stats[stTailExpired]++
+			case s.write:
+				m, v := uint64(verMask)<<verShift, uint64(t.ver)<<verShift
+				a.SetVA(t.va)
+				a.SetCompare(cmp&^m | v)
+				a.SetSwapAdd(swap&^m | v)
+				s.stats[stCASSteered]++
+				s.c.Steered++
+				steered = true
+			}
+		}
+	}
+	*r = casRecord{valid: true, tracked: linking, ver: ver, cip: cip, mip: mip, psn: psn, lh: lh,
+		origVA: va, key: key, nodeVA: nodeVA, va: a.VA(), cmp: a.Compare(), swap: a.SwapAdd(), ts: now}
+	return steered
+}
+
+func (s *steerer) nodeRead(now int64, p *roce.Packet) bool {
+	s.stats[stReads]++
+	va := p.RETH.VA()
+	if e := s.addrSlot(va); e.va == va && s.isTracked(e.key) {
+		if t, ok := s.tails[e.key]; ok && t.srv == p.IP.Dst() && s.fresh(t, now) {
+			if t.va == va {
+				return false // the fresh tail itself
+			}
+			p.RETH.SetVA(t.va)
+			s.stats[stReadsSteered]++
+			s.c.Steered++
+			return true
+		}
+	}
+	s.stats[stReadMisses]++
+	s.c.SteerReadMisses++
+	return false
+}
+
+// atomicAck applies the ATOMIC ACK (original value orig) of the atomic that
+// client cip sent to memory node mip with PSN psn (the client's PSN: the
+// one its record was made with).
+func (s *steerer) atomicAck(cip, mip [4]byte, psn uint32, orig uint64) {
+	r := s.casSlot(cip, mip, psn)
+	if !r.valid || r.psn != psn || r.cip != cip || r.mip != mip {
+		return
+	}
+	r.valid = false
+	s.stats[stAcksCleared]++
+	if !r.tracked {
+		return
+	}
+	t, ok := s.tails[r.key]
+	switch {
+	case orig == r.cmp && (!ok || r.ts >= t.ts):
+		// Linked after a node that was the tail: the new tail.
+		s.tails[r.key] = tail{va: r.nodeVA, ver: r.ver, srv: mip, ts: r.ts}
+		s.stats[stTailConfirmed]++
+	case orig == r.cmp:
+		s.stats[stConfirmStale]++ // the cached tail was linked by a later CAS
+	case ok && t.va == r.va:
+		// Aimed at the cached tail and failed: that tail has a successor
+		// the steerer did not learn.
+		delete(s.tails, r.key)
+		s.stats[stTailDropped]++
+	}
 }

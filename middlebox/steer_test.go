@@ -1,70 +1,328 @@
 package middlebox
 
 import (
-	"encoding/binary"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/swordbox/swordbox/roce"
 )
 
-func cloverNode(hdr, key uint64, size int) []byte {
-	b := make([]byte, size)
-	binary.LittleEndian.PutUint64(b[0:], hdr)
-	binary.LittleEndian.PutUint64(b[8:], key)
-	return b
+// steerCase is a hand-written trace with the rewrites it must produce. The
+// cases run on the steerer alone (TestSteerRules) and through the switch
+// program as well (TestSteerDiffRules), which must agree frame by frame.
+type steerCase struct {
+	name string
+	mode string
+	run  func(f *steerFix)
 }
 
-func ver(v uint64) uint64 { return v << 11 }
+// steerFix is the fixture of a case: clients a, b, c; memory nodes m, m2;
+// keys 1 and 2 tracked, 9 not; 64-byte nodes; tail-ttl 2ms.
+type steerFix struct {
+	t       *testing.T
+	r       *steerRig
+	a, b, c *dHost
+	m, m2   *dHost
+}
 
-// The software steering follows the P4 program's rules
-// (docs/swordbox-p4.md): learn the pending node from a node WRITE, steer a
-// stale CAS to the cached tail (VA and entry version), make the pending
-// node the tail, steer node READs of known stale addresses.
-func TestCloverSteering(t *testing.T) {
-	const node = 16 + 48
-	cfg := testConfig(false, false)
-	cfg.Steering = &SteerConfig{Mode: "both", NodeSize: node}
-	r := newTestRack(t, 3, cfg)
-	const key = 42
-	const X, Y, T = 0x10000, 0x20000, 0x30000
-	// Client 1 appends node X (entry version 3) after the tail T it knows:
-	// no tail cached yet, so the CAS goes as is, and X becomes the tail.
-	f, _ := r.write(1, X, cloverNode(ver(3), key, node))
-	r.one(ClientSide, f)
-	f, _ = r.cas(1, T, ver(7), 0xabc<<28|ver(7))
-	x := r.one(ClientSide, f)
-	if x.p.AtomicETH.VA() != T {
-		t.Fatalf("first CAS steered to %#x", x.p.AtomicETH.VA())
+const (
+	fixSize = 64
+	fixTTL  = 2000 // µs
+)
+
+func newSteerFix(t *testing.T, mode string, withP4 bool) *steerFix {
+	clis, mems := steerHosts(3, 2)
+	cfg := SteerConfig{Mode: mode, NodeSize: fixSize, Keys: []uint64{1, 2}, TailTTL: fixTTL * time.Microsecond}
+	f := &steerFix{t: t, r: newSteerRig(t, cfg, append(append([]dHost{}, clis...), mems...), withP4)}
+	f.a, f.b, f.c, f.m, f.m2 = &clis[0], &clis[1], &clis[2], &mems[0], &mems[1]
+	return f
+}
+
+// write sends client c's node WRITE of (key, lh, ver) at va to memory node m.
+func (f *steerFix) write(c, m *dHost, va, key uint64, lh uint32, ver uint8) {
+	f.r.request(nodeWrite(f.t, c, m, va, nodeBytes(key, lh, ver, fixSize)))
+}
+
+// link sends client c's CAS linking (lh, ver) after the node at va of
+// entry version tver; it returns the CAS's PSN and the frame as sent.
+func (f *steerFix) link(c, m *dHost, va uint64, tver uint8, lh uint32, ver uint8) (uint32, []byte) {
+	psn := c.next()
+	fr := casFrame(f.t, c, m, psn, va, tailWord(tver), linkWord(tver, lh, ver))
+	return psn, f.r.request(fr)
+}
+
+func (f *steerFix) ack(c, m *dHost, psn uint32, orig uint64) {
+	f.r.response(atomicAckFrame(f.t, c, m, psn, orig))
+}
+
+func (f *steerFix) read(c, m *dHost, va uint64) uint64 {
+	p, err := roce.Parse(f.r.request(readFrame(f.t, c, m, va, fixSize)))
+	if err != nil {
+		f.t.Fatal(err)
 	}
-	// Client 2 appends Y after the same stale tail T: steered to X, with
-	// X's entry version in compare and swap.
-	f, _ = r.write(2, Y, cloverNode(ver(5), key, node))
-	r.one(ClientSide, f)
-	f, _ = r.cas(2, T, 0x1<<60|ver(7), 0xdef<<28|ver(7)|1)
-	x = r.one(ClientSide, f)
-	if x.p.AtomicETH.VA() != X || x.p.AtomicETH.Compare() != 0x1<<60|ver(3) || x.p.AtomicETH.SwapAdd() != 0xdef<<28|ver(3)|1 {
-		t.Fatalf("steered CAS: VA %#x compare %#x swap %#x", x.p.AtomicETH.VA(), x.p.AtomicETH.Compare(), x.p.AtomicETH.SwapAdd())
+	return p.RETH.VA()
+}
+
+// wantCAS checks a CAS as forwarded.
+func (f *steerFix) wantCAS(fr []byte, va, cmp, swap uint64) {
+	f.t.Helper()
+	p, err := roce.Parse(fr)
+	if err != nil {
+		f.t.Fatal(err)
 	}
-	// A node READ of X (known address of the key, now stale) goes to Y; a
-	// READ of an unknown address is a miss; a READ of the tail is left alone.
-	f, _ = r.read(0, X, node, 1024)
-	if x = r.one(ClientSide, f); x.p.RETH.VA() != Y {
-		t.Fatalf("READ steered to %#x, want %#x", x.p.RETH.VA(), Y)
+	a := p.AtomicETH
+	if a.VA() != va || a.Compare() != cmp || a.SwapAdd() != swap {
+		f.t.Fatalf("CAS out: VA %#x compare %#x swap %#x; want %#x %#x %#x", a.VA(), a.Compare(), a.SwapAdd(), va, cmp, swap)
 	}
-	f, _ = r.read(0, 0x99000, node, 1024)
-	if x = r.one(ClientSide, f); x.p.RETH.VA() != 0x99000 {
-		t.Fatal("unknown READ steered")
+}
+
+func (f *steerFix) wantRead(got, want uint64) {
+	f.t.Helper()
+	if got != want {
+		f.t.Fatalf("READ out at %#x, want %#x", got, want)
 	}
-	c := r.e.Counters()
-	if c.Steered != 2 || c.SteerNodeWrites != 2 || c.SteerReadMisses != 1 {
-		t.Fatalf("counters: %s", c.String())
+}
+
+func (f *steerFix) wantStat(i int, want uint64) {
+	f.t.Helper()
+	if got := f.r.s.stats[i]; got != want {
+		f.t.Fatalf("stats %d (%s) = %d, want %d", i, steerStatNames[i], got, want)
 	}
-	// A retransmission of the steered CAS is not steered again: the
-	// client's own bytes go out (that repairs a chain whose CAS was lost).
-	g := r.reqFields(2, roce.OpRCCompareSwap, r.cli[2].psn-1)
-	g.VA, g.RKey, g.Compare, g.SwapAdd = T, 0x1234, 0x1<<60|ver(7), 0xdef<<28|ver(7)|1
-	x = r.one(ClientSide, buildFrame(t, &g))
-	if x.p.AtomicETH.VA() != T {
-		t.Fatalf("retransmission steered to %#x", x.p.AtomicETH.VA())
+}
+
+// Node addresses of the cases: H is key 1's head (entry version 3), X, Y,
+// Z nodes appended after it.
+const (
+	sH, sX, sY, sZ = 0x1000, 0x2000, 0x3000, 0x4000
+)
+
+// confirmX writes H and X and links X after H (a's CAS), confirmed by its
+// ATOMIC ACK: X (version 4) is key 1's cached tail, at the clock's time.
+func (f *steerFix) confirmX() {
+	f.write(f.a, f.m, sH, 1, 10, 3)
+	f.write(f.a, f.m, sX, 1, 11, 4)
+	psn, out := f.link(f.a, f.m, sH, 3, 11, 4)
+	f.wantCAS(out, sH, tailWord(3), linkWord(3, 11, 4))
+	f.ack(f.a, f.m, psn, tailWord(3))
+	f.wantStat(stTailConfirmed, 1)
+}
+
+var steerCases = []steerCase{
+	{name: "tail cached only at the ACK of its successful link", mode: "both", run: func(f *steerFix) {
+		f.write(f.a, f.m, sH, 1, 10, 3)
+		f.write(f.a, f.m, sX, 1, 11, 4)
+		pa, out := f.link(f.a, f.m, sH, 3, 11, 4)
+		f.wantCAS(out, sH, tailWord(3), linkWord(3, 11, 4))
+		// b's CAS after H before a's ACK: nothing confirmed, not steered.
+		f.write(f.b, f.m, sY, 1, 12, 5)
+		pb, out := f.link(f.b, f.m, sH, 3, 12, 5)
+		f.wantCAS(out, sH, tailWord(3), linkWord(3, 12, 5))
+		f.wantRead(f.read(f.c, f.m, sH), sH)
+		f.ack(f.a, f.m, pa, tailWord(3))        // success: X is the tail
+		f.ack(f.b, f.m, pb, linkWord(3, 11, 4)) // b failed on H (not the cached tail): X stays
+		f.wantStat(stTailConfirmed, 1)
+		f.wantStat(stTailDropped, 0)
+		// c's stale CAS after H goes to X with X's entry version.
+		f.write(f.c, f.m, sZ, 1, 13, 6)
+		_, out = f.link(f.c, f.m, sH, 3, 13, 6)
+		f.wantCAS(out, sX, tailWord(4), linkWord(4, 13, 6))
+		// READs: a stale node goes to the tail, the tail and unknown
+		// addresses stay.
+		f.wantRead(f.read(f.a, f.m, sH), sX)
+		f.wantRead(f.read(f.a, f.m, sX), sX)
+		f.wantRead(f.read(f.a, f.m, 0x9000), 0x9000)
+		f.wantStat(stCASSteered, 1)
+		f.wantStat(stReadsSteered, 1)
+		f.wantStat(stReadMisses, 2) // before the confirmation, and the unknown address
+	}},
+	{name: "a failed CAS aimed at the cached tail forgets it", mode: "both", run: func(f *steerFix) {
+		f.confirmX()
+		f.write(f.c, f.m, sZ, 1, 13, 6)
+		psn, out := f.link(f.c, f.m, sH, 3, 13, 6)
+		f.wantCAS(out, sX, tailWord(4), linkWord(4, 13, 6))
+		f.ack(f.c, f.m, psn, linkWord(4, 12, 5)) // X had a successor nobody saw
+		f.wantStat(stTailDropped, 1)
+		_, out = f.link(f.c, f.m, sH, 3, 13, 6)
+		f.wantCAS(out, sH, tailWord(3), linkWord(3, 13, 6))
+		f.wantRead(f.read(f.a, f.m, sH), sH)
+	}},
+	{name: "tails expire tail-ttl after their link was forwarded", mode: "both", run: func(f *steerFix) {
+		f.write(f.a, f.m, sH, 1, 10, 3)
+		f.write(f.a, f.m, sX, 1, 11, 4)
+		t0 := f.r.now
+		psn, _ := f.link(f.a, f.m, sH, 3, 11, 4)
+		f.r.now = t0 + fixTTL/2
+		f.ack(f.a, f.m, psn, tailWord(3)) // confirmed later; the age counts from t0
+		f.r.now = t0 + fixTTL - 1
+		f.wantRead(f.read(f.b, f.m, sH), sX)
+		f.r.now = t0 + fixTTL
+		f.wantRead(f.read(f.b, f.m, sH), sH)
+		f.write(f.b, f.m, sY, 1, 12, 5)
+		_, out := f.link(f.b, f.m, sH, 3, 12, 5)
+		f.wantCAS(out, sH, tailWord(3), linkWord(3, 12, 5))
+		f.wantStat(stTailExpired, 1)
+		f.wantStat(stReadMisses, 1)
+	}},
+	{name: "a confirmation older than the cached tail is not applied", mode: "both", run: func(f *steerFix) {
+		f.write(f.a, f.m, sH, 1, 10, 3)
+		f.write(f.a, f.m, sX, 1, 11, 4)
+		f.write(f.b, f.m, sY, 1, 12, 5)
+		pa, _ := f.link(f.a, f.m, sH, 3, 11, 4)
+		f.r.now += 10
+		pb, _ := f.link(f.b, f.m, sX, 4, 12, 5) // b knew X already
+		f.ack(f.b, f.m, pb, tailWord(4))        // Y confirmed first
+		f.ack(f.a, f.m, pa, tailWord(3))        // then X's, older: not applied
+		f.wantStat(stTailConfirmed, 1)
+		f.wantStat(stConfirmStale, 1)
+		f.wantRead(f.read(f.c, f.m, sX), sY)
+	}},
+	{name: "a retransmitted CAS goes out as its first copy", mode: "both", run: func(f *steerFix) {
+		f.confirmX()
+		f.write(f.c, f.m, sZ, 1, 13, 6)
+		psn := f.c.next()
+		sent := casFrame(f.t, f.c, f.m, psn, sH, tailWord(3), linkWord(3, 13, 6))
+		f.wantCAS(f.r.request(sent), sX, tailWord(4), linkWord(4, 13, 6))
+		// The tail moves to Y and then expires: the copy is unchanged.
+		f.write(f.b, f.m, sY, 1, 12, 5)
+		pb, _ := f.link(f.b, f.m, sX, 4, 12, 5)
+		f.ack(f.b, f.m, pb, tailWord(4))
+		f.r.now += 10 * fixTTL
+		f.wantCAS(f.r.request(sent), sX, tailWord(4), linkWord(4, 13, 6))
+		f.wantStat(stRetransmits, 1)
+		// Its ACK still settles it: a failure on X (not the tail) keeps Y.
+		f.ack(f.c, f.m, psn, linkWord(4, 12, 5))
+		f.wantStat(stTailDropped, 0)
+		// Once ACKed, a copy with the same PSN is a new CAS.
+		f.r.request(sent)
+		f.wantStat(stRetransmits, 1)
+	}},
+	{name: "never steered: delete mark, FETCH_ADD, untracked key, other memory node, unknown node", mode: "both", run: func(f *steerFix) {
+		f.confirmX()
+		w := linkWord(3, lhDeleted, 0)
+		f.wantCAS(f.r.request(casFrame(f.t, f.c, f.m, f.c.next(), sH, tailWord(3), w)), sH, tailWord(3), w)
+		p, _ := roce.Parse(f.r.request(faFrame(f.t, f.c, f.m, sH, 1)))
+		if p.AtomicETH.VA() != sH {
+			f.t.Fatal("FETCH_ADD steered")
+		}
+		f.write(f.c, f.m, 0x8000, 9, 40, 1) // untracked key 9
+		_, out := f.link(f.c, f.m, 0x7000, 2, 40, 1)
+		f.wantCAS(out, 0x7000, tailWord(2), linkWord(2, 40, 1))
+		f.write(f.c, f.m2, sZ, 1, 13, 6) // key 1's node on the other memory node
+		_, out = f.link(f.c, f.m2, sH, 3, 13, 6)
+		f.wantCAS(out, sH, tailWord(3), linkWord(3, 13, 6))
+		f.wantRead(f.read(f.c, f.m2, sH), sH)
+		_, out = f.link(f.c, f.m, sH, 3, 13, 7) // version differs from the node written
+		f.wantCAS(out, sH, tailWord(3), linkWord(3, 13, 7))
+		f.wantStat(stLinkUnresolved, 1)
+		f.wantStat(stCASSteered, 0)
+	}},
+	{name: "write mode leaves READs alone", mode: "write", run: func(f *steerFix) {
+		f.confirmX()
+		f.wantRead(f.read(f.b, f.m, sH), sH)
+		f.wantStat(stReads, 0)
+		f.write(f.b, f.m, sY, 1, 12, 5)
+		_, out := f.link(f.b, f.m, sH, 3, 12, 5)
+		f.wantCAS(out, sX, tailWord(4), linkWord(4, 12, 5))
+	}},
+	{name: "read mode learns but leaves CAS alone", mode: "read", run: func(f *steerFix) {
+		f.confirmX()
+		f.write(f.b, f.m, sY, 1, 12, 5)
+		_, out := f.link(f.b, f.m, sH, 3, 12, 5)
+		f.wantCAS(out, sH, tailWord(3), linkWord(3, 12, 5))
+		f.wantRead(f.read(f.b, f.m, sH), sX)
+	}},
+}
+
+func TestSteerRules(t *testing.T) {
+	for _, c := range steerCases {
+		t.Run(c.name, func(t *testing.T) { c.run(newSteerFix(t, c.mode, false)) })
+	}
+}
+
+// Through the engine, direct and with every request remapped onto the
+// shared connection (other PSNs on the wire): a confirmed tail steers a
+// stale CAS (the ICRC recomputed: run checks it), the CAS's retransmission
+// goes out as the steered first copy through the engine's retransmission
+// path, and the server's ATOMIC ACK of its failure forgets the tail.
+func TestEngineSteering(t *testing.T) {
+	for _, remap := range []bool{false, true} {
+		t.Run(map[bool]string{false: "direct", true: "remapped"}[remap], func(t *testing.T) {
+			cfg := testConfig(remap, false)
+			cfg.Steering = &SteerConfig{Mode: "both", NodeSize: fixSize}
+			r := newTestRack(t, 3, cfg)
+			// conn is the connection the server answers on for client i.
+			conn := func(i int) int {
+				if remap {
+					return 0
+				}
+				return i
+			}
+			const key = 42
+			node := func(lh uint32, v uint8) []byte { return nodeBytes(key, lh, v, fixSize) }
+			f, _ := r.write(1, sH, node(10, 3))
+			r.one(ClientSide, f)
+			f, _ = r.write(1, sX, node(11, 4))
+			r.one(ClientSide, f)
+			f, psn := r.cas(1, sH, tailWord(3), linkWord(3, 11, 4))
+			out := r.one(ClientSide, f).p.BTH.PSN()
+			r.checkToClient(r.one(ServerSide, r.atomicAck(conn(1), out, tailWord(3), 1)), 1, roce.OpRCAtomicAcknowledge, psn)
+			if r.e.steer.stats[stTailConfirmed] != 1 {
+				t.Fatalf("tail not confirmed through the engine: %v", r.e.steer.stats)
+			}
+			f, _ = r.write(2, sY, node(12, 5))
+			r.one(ClientSide, f)
+			sent, _ := r.cas(2, sH, tailWord(3), linkWord(3, 12, 5))
+			for i := 0; i < 2; i++ { // the CAS, then its retransmission
+				x := r.one(ClientSide, append([]byte(nil), sent...))
+				a := x.p.AtomicETH
+				if a.VA() != sX || a.Compare() != tailWord(4) || a.SwapAdd() != linkWord(4, 12, 5) {
+					t.Fatalf("copy %d: VA %#x compare %#x swap %#x", i, a.VA(), a.Compare(), a.SwapAdd())
+				}
+				out = x.p.BTH.PSN()
+			}
+			if c := r.e.Counters(); c.Retransmits != 1 || c.Steered != 1 || r.e.steer.stats[stRetransmits] != 1 {
+				t.Fatalf("counters %s; steer stats %v", c.String(), r.e.steer.stats)
+			}
+			r.run(ServerSide, r.atomicAck(conn(2), out, linkWord(4, 13, 6), 2))
+			if r.e.steer.stats[stTailDropped] != 1 {
+				t.Fatalf("a failed steered CAS did not drop the tail: %v", r.e.steer.stats)
+			}
+			f, _ = r.read(0, sH, fixSize, 1024)
+			if x := r.one(ClientSide, f); x.p.RETH.VA() != sH {
+				t.Fatalf("READ steered to %#x after the tail was dropped", x.p.RETH.VA())
+			}
+			if c := r.e.Counters(); c.SteerReadMisses != 1 || c.SteerNodeWrites != 3 {
+				t.Fatalf("counters %s", c.String())
+			}
+		})
+	}
+}
+
+func TestSteerConfigValidate(t *testing.T) {
+	ok := SteerConfig{Mode: "both", NodeSize: 24}
+	if err := ok.validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		want string
+		mod  func(*SteerConfig)
+	}{
+		{"mode", func(s *SteerConfig) { s.Mode = "on" }},
+		{"node-size 23", func(s *SteerConfig) { s.NodeSize = 23 }},
+		{"node-size", func(s *SteerConfig) { s.NodeSize = MaxSteerNodeSize + 1 }},
+		{"tail-ttl", func(s *SteerConfig) { s.TailTTL = time.Nanosecond }},
+		{"tail-ttl", func(s *SteerConfig) { s.TailTTL = -time.Second }},
+		{"tail-ttl", func(s *SteerConfig) { s.TailTTL = MaxTailTTL + 1 }},
+		{"node-slots", func(s *SteerConfig) { s.NodeSlots = -1 }},
+		{"addr-slots", func(s *SteerConfig) { s.AddrSlots = MaxSteerSlots + 1 }},
+		{"cas-slots", func(s *SteerConfig) { s.CASSlots = -5 }},
+	} {
+		s := ok
+		c.mod(&s)
+		err := s.validate()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: error %v, want one naming %q", s, err, c.want)
+		}
 	}
 }

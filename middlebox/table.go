@@ -108,7 +108,6 @@ type conn struct {
 	log      *replayLog // NAKReplay, shared connections only: copies of the requests sent
 
 	tmpl       ackTemplate
-	steer      steerConn
 	lastSeen   int64
 	lastReplay int64 // when the middlebox last replayed this connection's requests
 	replaying  bool

@@ -63,8 +63,8 @@ var middleboxRunCmd = &cobra.Command{
 engine until interrupted, printing the counters every --stats-period and at exit.
 --io afpacket binds two network interfaces (root); --io dpdk needs a binary built
 with -tags dpdk. The engine's settings (servers with their remap and cas-to-write
-ranges, preloaded conns, seeded words, ring sizes) come from the "middlebox"
-section of the --config file.`,
+ranges, preloaded conns, seeded words, ring sizes, Clover steering with its
+tail-ttl) come from the "middlebox" section of the --config file.`,
 	Args: cobra.NoArgs,
 	RunE: func(cmd *cobra.Command, _ []string) error {
 		var cfg mboxRunConfig
