@@ -24,9 +24,11 @@ import (
 //   - CMP_SWAP record at crc32(client IP, server IP, PSN): the frame's
 //     AtomicETH as forwarded, the forwarding time and, for a linking CAS of
 //     a tracked key, the key and the node it links.
-//   - A CMP_SWAP matching the valid record of its slot (same IPs and PSN,
-//     same VA and swap next LH as the client sent them) is a retransmission:
-//     its VA, compare and swap become the first copy's; nothing else changes.
+//   - A CMP_SWAP matching the record of its slot (same IPs and PSN, valid or
+//     cleared by its ACK, same VA and swap next LH as the client sent them)
+//     is a retransmission: its VA, compare and swap become the first copy's;
+//     nothing else changes. Same IPs and PSN with another VA or LH (another
+//     QP of the host): recorded as confirming nothing.
 //   - Linking CAS (compare bits 63..19 zero, swap next LH neither 0 nor the
 //     delete mark; the node map names the LH with the swap's version): with
 //     write steering on, if the key's cached tail is on the same memory
@@ -139,6 +141,7 @@ const (
 	stTailConfirmed         // tails confirmed
 	stTailExpired           // CAS not steered: tail older than the TTL
 	stConfirmStale          // confirmations older than the cached tail
+	stLinkAmbiguous         // CAS sharing client, server and PSN with the slot's record
 	stCount          = 16
 )
 
@@ -170,10 +173,11 @@ type casRecord struct {
 }
 
 type tail struct {
-	va  uint64
-	ver uint8
-	srv [4]byte
-	ts  int64 // when the CAS that linked it was forwarded
+	valid bool // false once dropped: ts still orders later confirmations
+	va    uint64
+	ver   uint8
+	srv   [4]byte
+	ts    int64 // when the CAS that linked it was forwarded
 }
 
 type steerer struct {
@@ -284,7 +288,12 @@ func (s *steerer) compareSwap(now int64, p *roce.Packet) bool {
 	lh, ver := uint32(swap>>28), uint8(swap>>19)
 	cip, mip, psn := p.IP.Src(), p.IP.Dst(), p.BTH.PSN()
 	r := s.casSlot(cip, mip, psn)
-	same := r.valid && r.psn == psn && r.cip == cip && r.mip == mip
+	// The record at this slot has this CAS's client, server and PSN (valid,
+	// or cleared by its ACK): the same VA and new node make it a
+	// retransmission; anything else is another QP of the same client host
+	// with the same PSN, which an ACK could not tell apart: it confirms
+	// nothing.
+	same := r.psn == psn && r.cip == cip && r.mip == mip
 	if same && r.origVA == va && r.lh == lh {
 		// A retransmission: forwarded exactly as the first copy.
 		a.SetVA(r.va)
@@ -306,7 +315,7 @@ func (s *steerer) compareSwap(now int64, p *roce.Packet) bool {
 		} else {
 			s.stats[stLinkUnresolved]++
 		}
-		if t, ok := s.tails[key]; linking && ok && t.srv == mip && t.va != va {
+		if t, ok := s.tails[key]; linking && ok && t.valid && t.srv == mip && t.va != va {
 			switch {
 			case !s.fresh(t, now):
 				s.stats[stTailExpired]++
@@ -321,6 +330,10 @@ func (s *steerer) compareSwap(now int64, p *roce.Packet) bool {
 			}
 		}
 	}
+	if same {
+		linking = false
+		s.stats[stLinkAmbiguous]++
+	}
 	*r = casRecord{valid: true, tracked: linking, ver: ver, cip: cip, mip: mip, psn: psn, lh: lh,
 		origVA: va, key: key, nodeVA: nodeVA, va: a.VA(), cmp: a.Compare(), swap: a.SwapAdd(), ts: now}
 	return steered
@@ -330,7 +343,7 @@ func (s *steerer) nodeRead(now int64, p *roce.Packet) bool {
 	s.stats[stReads]++
 	va := p.RETH.VA()
 	if e := s.addrSlot(va); e.va == va && s.isTracked(e.key) {
-		if t, ok := s.tails[e.key]; ok && t.srv == p.IP.Dst() && s.fresh(t, now) {
+		if t, ok := s.tails[e.key]; ok && t.valid && t.srv == p.IP.Dst() && s.fresh(t, now) {
 			if t.va == va {
 				return false // the fresh tail itself
 			}
@@ -362,14 +375,17 @@ func (s *steerer) atomicAck(cip, mip [4]byte, psn uint32, orig uint64) {
 	switch {
 	case orig == r.cmp && (!ok || r.ts >= t.ts):
 		// Linked after a node that was the tail: the new tail.
-		s.tails[r.key] = tail{va: r.nodeVA, ver: r.ver, srv: mip, ts: r.ts}
+		s.tails[r.key] = tail{valid: true, va: r.nodeVA, ver: r.ver, srv: mip, ts: r.ts}
 		s.stats[stTailConfirmed]++
 	case orig == r.cmp:
 		s.stats[stConfirmStale]++ // the cached tail was linked by a later CAS
-	case ok && t.va == r.va:
+	case ok && t.valid && t.va == r.va:
 		// Aimed at the cached tail and failed: that tail has a successor
-		// the steerer did not learn.
-		delete(s.tails, r.key)
+		// the steerer did not learn. Its time stays, so that an older
+		// link's late confirmation does not bring back a node with a
+		// successor.
+		t.valid = false
+		s.tails[r.key] = t
 		s.stats[stTailDropped]++
 	}
 }

@@ -279,7 +279,7 @@ func (r *steerRig) response(f []byte) {
 
 var steerStatNames = [stCount]string{"roce", "node writes", "linking CAS", "CAS steered", "node READs", "READs steered",
 	"read misses", "retransmits", "ACKs cleared", "takeovers", "tails dropped", "unresolved", "tails confirmed",
-	"tails expired", "stale confirmations", ""}
+	"tails expired", "stale confirmations", "ambiguous CAS"}
 
 func (r *steerRig) checkStats() {
 	r.t.Helper()
@@ -308,6 +308,7 @@ func (r *steerRig) checkTails() {
 		reg := func(n string) uint64 { return r.register(n, slot) }
 		swOK := reg("tail_valid") == 1 && reg("tail_key") == k
 		t, ok := r.s.tails[k]
+		ok = ok && t.valid
 		if swOK != ok {
 			r.t.Fatalf("after frame %d: key %d: tail cached on the switch %v, in steer.go %v", r.frames, k, swOK, ok)
 		}
@@ -443,6 +444,14 @@ func steerHosts(nc, nm int) (clis, mems []dHost) {
 	for i := 0; i < nc; i++ {
 		clis = append(clis, dHost{ip: [4]byte{10, 1, 0, byte(1 + i)}, mac: [6]byte{2, 0, 0, 1, 0, byte(1 + i)},
 			qp: uint32(0x100 + i), psn: uint32(1000 * (i + 1))})
+	}
+	// The last two clients are further QPs of the first client's host,
+	// starting at its PSN: CASes of one host sharing (client IP, server IP,
+	// PSN), which neither side can confirm.
+	if nc >= 4 {
+		for i := nc - 2; i < nc; i++ {
+			clis[i].ip, clis[i].psn = clis[0].ip, clis[0].psn
+		}
 	}
 	for j := 0; j < nm; j++ {
 		mems = append(mems, dHost{ip: [4]byte{10, 2, 0, byte(1 + j)}, mac: [6]byte{2, 0, 0, 2, 0, byte(1 + j)}})

@@ -193,9 +193,11 @@ var steerCases = []steerCase{
 		// Its ACK still settles it: a failure on X (not the tail) keeps Y.
 		f.ack(f.c, f.m, psn, linkWord(4, 12, 5))
 		f.wantStat(stTailDropped, 0)
-		// Once ACKed, a copy with the same PSN is a new CAS.
-		f.r.request(sent)
-		f.wantStat(stRetransmits, 1)
+		// Once ACKed, a copy (its ACK was lost after the box) is still the
+		// same CAS: forwarded as the first copy, nothing recorded again.
+		f.wantCAS(f.r.request(sent), sX, tailWord(4), linkWord(4, 13, 6))
+		f.wantStat(stRetransmits, 2)
+		f.wantStat(stLinkAmbiguous, 0)
 	}},
 	{name: "never steered: delete mark, FETCH_ADD, untracked key, other memory node, unknown node", mode: "both", run: func(f *steerFix) {
 		f.confirmX()
