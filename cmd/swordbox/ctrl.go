@@ -83,10 +83,14 @@ serves Prometheus metrics on --metrics.`,
 }
 
 var ctrlShowCmd = &cobra.Command{
-	Use:       "show tables|registers|counters [NAME...]",
-	Short:     "Print the tables, registers or counters of a live switch",
-	Long:      `show reads a live switch without taking part in arbitration (it never disturbs the controllers). It uses the P4Info the switch runs, so it needs no file; NAMES (full names or aliases) restrict the dump. Registers and counters print only non-zero cells.`,
-	Example:   `  swordbox ctrl show tables --switch 127.0.0.1:9559\n  swordbox ctrl show registers cas_out_valid tail_valid`,
+	Use:   "show tables|registers|counters [NAME...]",
+	Short: "Print the tables, registers or counters of a live switch",
+	Long: `show reads a live switch without taking part in arbitration (it never
+disturbs the controllers). It uses the P4Info the switch runs, so it needs no
+file; NAMES (full names or aliases) restrict the dump. Registers and counters
+print only non-zero cells.`,
+	Example: `  swordbox ctrl show tables --switch 127.0.0.1:9559
+  swordbox ctrl show registers cas_out_valid tail_valid`,
 	Args:      cobra.MinimumNArgs(1),
 	ValidArgs: []string{"tables", "registers", "counters"},
 	RunE: func(cmd *cobra.Command, args []string) error {
@@ -147,4 +151,12 @@ func init() {
 	f.Duration("repair-threshold", d.RepairThreshold, "retransmit a CAS seen outstanding this long")
 	ctrlCmd.AddCommand(ctrlRunCmd, ctrlShowCmd)
 	rootCmd.AddCommand(ctrlCmd)
+	defineSettings("ctrl", []string{"ctrl run", "ctrl show"},
+		intSpan("object-size", 1, 4080).because("a Clover node is 16+size bytes in one 4096-byte MTU"),
+		intSpan("hot-keys", 0, 4096).because("the switch's key slots"),
+		intSpan("hot-key-probes", 0, 4096),
+		durSpan("hot-keys-period", time.Millisecond, 24*time.Hour),
+		durSpan("repair-period", time.Millisecond, time.Hour),
+		durSpan("repair-threshold", time.Millisecond, time.Hour),
+	)
 }

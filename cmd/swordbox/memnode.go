@@ -87,10 +87,10 @@ its own --mac and --ip, not the interface's. See docs/rnic.md.`,
 		for {
 			select {
 			case <-ctx.Done():
-				fmt.Fprintf(w, "memnode: %+v\n", n.dev.Stats())
+				fmt.Fprintf(w, "memnode: %s\n", keyValues(n.dev.Stats()))
 				return nil
 			case <-tick:
-				fmt.Fprintf(w, "memnode: %+v\n", n.dev.Stats())
+				fmt.Fprintf(w, "memnode: %s\n", keyValues(n.dev.Stats()))
 			}
 		}
 	},
@@ -112,6 +112,24 @@ func init() {
 	f.Duration("duration", 0, "exit after this long (0: run until interrupted)")
 	f.Duration("stats-period", 0, "print the RNIC counters this often (0: only at exit)")
 	rootCmd.AddCommand(memnodeCmd)
+	mem, why := memoryCap()
+	defineSettings("memnode", []string{"memnode"},
+		bytesSpan("size", 4<<10, mem).because(why),
+		intSpan("regions", 1, 1024),
+		bytesSpan("device-memory", 0, 256<<10),
+		setSpan("mtu", 256, 512, 1024, 2048, 4096),
+		intSpan("workers", 0, 64),
+		durSpan("duration", time.Millisecond, 365*24*time.Hour).orZero("run until interrupted"),
+		durSpan("stats-period", 10*time.Millisecond, 24*time.Hour).orZero("only at exit"),
+	)
+	addCheck("memnode", func(cfg any) error {
+		c := cfg.(*memnodeConfig)
+		size, _ := parseBytes(c.Size)
+		if size/int64(c.Regions) < 4096 {
+			return fmt.Errorf("--size %s split into --regions %d leaves regions under 4KiB", c.Size, c.Regions)
+		}
+		return nil
+	})
 }
 
 // memnode is a running memory node.
@@ -184,7 +202,7 @@ func startMemnode(cfg memnodeConfig, port netio.Port) (*memnode, error) {
 		return fail(fmt.Errorf("device-memory: %w", err))
 	}
 	if cfg.Regions <= 0 {
-		cfg.Regions = 1
+		return fail(fmt.Errorf("regions %d: want at least 1", cfg.Regions))
 	}
 	if size <= 0 || size/int64(cfg.Regions) < 8 {
 		return fail(fmt.Errorf("size %d too small for %d regions", size, cfg.Regions))

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -146,19 +145,40 @@ connection stays on one core).`,
 			return err
 		}
 		mix := middlebox.MixConfig{Clients: cfg.Clients, CASPct: cfg.CASPct, ReadPct: cfg.ReadPct, Coalesce: cfg.Coalesce, Seed: cfg.Seed, SkipICRCCheck: cfg.NoCheck}
-		var res middlebox.BenchResult
-		var err error
+		var bench func() (middlebox.BenchResult, error)
 		switch cfg.IO {
 		case "engine":
-			res, err = middlebox.BenchEngine(mix, cfg.Cores, cfg.Duration)
+			bench = func() (middlebox.BenchResult, error) { return middlebox.BenchEngine(mix, cfg.Cores, cfg.Duration) }
 		case "ring", "dpdk":
-			res, err = middlebox.BenchDPDK(middlebox.DPDKBenchConfig{Mix: mix, Cores: cfg.Cores, Duration: cfg.Duration,
-				EAL: cfg.DPDKArgs, Vdevs: cfg.Vdevs, Ring: cfg.IO == "ring"})
+			bench = func() (middlebox.BenchResult, error) {
+				return middlebox.BenchDPDK(middlebox.DPDKBenchConfig{Mix: mix, Cores: cfg.Cores, Duration: cfg.Duration,
+					EAL: cfg.DPDKArgs, Vdevs: cfg.Vdevs, Ring: cfg.IO == "ring"})
+			}
 		default:
 			return fmt.Errorf("middlebox bench: --io %q: want engine, ring or dpdk", cfg.IO)
 		}
-		if err != nil {
-			return err
+		// The measurement runs to its end; SIGINT or SIGTERM ends the
+		// command at once instead (the process exits with it).
+		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		type outcome struct {
+			res middlebox.BenchResult
+			err error
+		}
+		done := make(chan outcome, 1)
+		go func() {
+			r, err := bench()
+			done <- outcome{r, err}
+		}()
+		var res middlebox.BenchResult
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("middlebox bench: interrupted before the end of the measurement: no result")
+		case o := <-done:
+			if o.err != nil {
+				return o.err
+			}
+			res = o.res
 		}
 		w := cmd.OutOrStdout()
 		if cfg.JSON {
@@ -203,6 +223,24 @@ func init() {
 
 	middleboxCmd.AddCommand(middleboxRunCmd, middleboxBenchCmd)
 	rootCmd.AddCommand(middleboxCmd)
+	defineSettings("middlebox", []string{"middlebox run"},
+		intSpan("cores", 1, 64),
+		durSpan("stats-period", 10*time.Millisecond, 24*time.Hour).orZero("only at exit"),
+		intSpan("burst", 1, 1024),
+	)
+	defineSettings("middlebox-bench", []string{"middlebox bench"},
+		intSpan("cores", 1, 64),
+		durSpan("duration", 10*time.Millisecond, time.Hour),
+		intSpan("clients", 1, 1024),
+		intSpan("cas-pct", 0, 100),
+		intSpan("read-pct", 0, 100),
+		intSpan("coalesce", 1, 1024),
+	)
+	addCheck("middlebox-bench", func(cfg any) error {
+		c := cfg.(*mboxBenchConfig)
+		if c.CASPct+c.ReadPct > 100 {
+			return fmt.Errorf("--cas-pct %d + --read-pct %d is more than 100", c.CASPct, c.ReadPct)
+		}
+		return nil
+	})
 }
-
-var _ = context.Background

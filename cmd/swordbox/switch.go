@@ -178,4 +178,8 @@ func init() {
 	f.Uint32("cpu-port", p4rt.DefaultCPUPort, "pipeline port mapped to PacketIn/PacketOut (swordbox.p4: 255)")
 	f.Duration("stats", 0, "print data plane counters at this interval (0: never)")
 	rootCmd.AddCommand(switchCmd)
+	defineSettings("switch", []string{"switch"},
+		intSpan("cpu-port", 0, 511).because("v1model's 9-bit port numbers"),
+		durSpan("stats", 10*time.Millisecond, 24*time.Hour).orZero("never"),
+	)
 }

@@ -73,6 +73,9 @@ type Run struct {
 	Cells  []Cell      `json:"cells"`
 	// Notes are free-text findings the harness wants in the report.
 	Notes []string `json:"notes,omitempty"`
+	// Partial marks a run that stopped before its last cell (interrupted,
+	// or a cell failed): Cells holds the cells that completed.
+	Partial bool `json:"partial,omitempty"`
 }
 
 // WriteTable prints the cells as an aligned table.
@@ -160,6 +163,9 @@ func WriteCSV(w io.Writer, cells []Cell) error {
 func WriteMarkdown(w io.Writer, r *Run, plots []string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# swordbox bench: %s\n\n", r.ID)
+	if r.Partial {
+		fmt.Fprintf(&b, "**Partial run: it stopped after %d cells (see the notes); the missing cells were not measured.**\n\n", len(r.Cells))
+	}
 	fmt.Fprintf(&b, "Started %s, scenario `%s`.\n\n## Configuration\n\n| setting | value |\n|---|---|\n", r.Started.UTC().Format(time.RFC3339), r.Scenario)
 	for _, kv := range r.Config {
 		fmt.Fprintf(&b, "| %s | %s |\n", kv[0], strings.ReplaceAll(kv[1], "|", "\\|"))
@@ -234,6 +240,29 @@ func Ratios(cells []Cell, baseline string) []Ratio {
 			ReadP99Reduction: div(b.ReadP99us, c.ReadP99us), WriteP99Reduction: div(b.WriteP99us, c.WriteP99us)})
 	}
 	return out
+}
+
+// SaveUnder saves the run in root/<id>-<scenario>/ (Save) and points
+// root/latest at it. It returns the directory.
+func SaveUnder(root string, r *Run) (string, error) {
+	name := r.ID
+	if r.Scenario != "" {
+		name += "-" + r.Scenario
+	}
+	dir := filepath.Join(root, name)
+	if _, err := Save(dir, r); err != nil {
+		return dir, err
+	}
+	tmp := filepath.Join(root, ".latest-"+name)
+	os.Remove(tmp)
+	if err := os.Symlink(name, tmp); err != nil {
+		return dir, fmt.Errorf("report: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(root, "latest")); err != nil {
+		os.Remove(tmp)
+		return dir, fmt.Errorf("report: %w", err)
+	}
+	return dir, nil
 }
 
 // Save writes results.json (the run), cells.json, results.csv, report.md and
