@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -51,12 +52,12 @@ serves Prometheus metrics on --metrics.`,
 		}
 		r, err := cfg.Parse()
 		if err != nil {
-			return err
+			return attributeField(cmd, "ctrl", err)
 		}
 		log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 		c, err := ctrl.New(r, ctrl.Options{Log: log})
 		if err != nil {
-			return err
+			return attributeField(cmd, "ctrl", err)
 		}
 		defer c.Close()
 		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -159,4 +160,33 @@ func init() {
 		durSpan("repair-period", time.Millisecond, time.Hour),
 		durSpan("repair-threshold", time.Millisecond, time.Hour),
 	)
+}
+
+// attributeField says where the setting a *rack.FieldError names came from:
+// the flag, the SWORDBOX_CTRL_* variable, or the config file (named).
+func attributeField(cmd *cobra.Command, section string, err error) error {
+	var field string
+	var fe *rack.FieldError
+	if errors.As(err, &fe) {
+		field = fe.Field
+	} else if f, _, ok := strings.Cut(err.Error(), ": "); ok && strings.HasPrefix(f, section+".") {
+		field = f
+	} else {
+		return err
+	}
+	key := strings.TrimPrefix(field, section+".")
+	if i := strings.IndexAny(key, ".["); i >= 0 {
+		key = key[:i]
+	}
+	if f := cmd.Flags().Lookup(key); f != nil && f.Changed {
+		return fmt.Errorf("--%s: %w", key, err)
+	}
+	env := "SWORDBOX_" + strings.ToUpper(strings.ReplaceAll(section+"_"+key, "-", "_"))
+	if _, ok := os.LookupEnv(env); ok {
+		return fmt.Errorf("%s: %w", env, err)
+	}
+	if path, _ := cmd.Flags().GetString("config"); path != "" {
+		return fmt.Errorf("config %s: %w", path, err)
+	}
+	return err
 }

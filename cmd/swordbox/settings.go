@@ -106,7 +106,7 @@ func (s span) format(v float64) string {
 	case kindBytes:
 		return formatBytes(int64(v))
 	}
-	return strconv.FormatFloat(v, 'g', -1, 64)
+	return strconv.FormatFloat(v, 'f', -1, 64)
 }
 
 // check reports why v is outside the span, or "".
