@@ -186,6 +186,7 @@ func (c *Controller) Run(ctx context.Context) error {
 				return ctx.Err()
 			}
 		}
+		c.Log.Info("in charge: the switch matches the configuration", "switch", c.Rack.Switch)
 		c.inCharge.Store(true)
 		c.Metrics.InCharge.Set(1)
 		c.loops(ctx)

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -71,6 +72,9 @@ section of the --config file.`,
 			return err
 		}
 		if err := cfg.Engine.Validate(); err != nil {
+			if path, _ := cmd.Flags().GetString("config"); path != "" {
+				return fmt.Errorf("config %s: %w", path, err)
+			}
 			return err
 		}
 		s, err := middlebox.NewSharded(cfg.Engine, cfg.Cores)
@@ -91,8 +95,7 @@ section of the --config file.`,
 				case <-ctx.Done():
 					return
 				case <-t.C:
-					c := s.Counters()
-					fmt.Fprintf(w, "middlebox: %s\n", c.String())
+					printCounters(w, s)
 				}
 			}
 		}()
@@ -112,13 +115,11 @@ section of the --config file.`,
 			}
 			l := &middlebox.Loop{S: s, Ports: [2]netio.Port{cp, sp}, Burst: cfg.Burst}
 			err = l.Run(ctx)
-			c := s.Counters()
-			fmt.Fprintf(w, "middlebox: %s\n", c.String())
+			printCounters(w, s)
 			return err
 		case "dpdk":
 			err := middlebox.RunDPDK(ctx, s, middlebox.DPDKConfig{EAL: cfg.DPDKArgs, ClientPort: cfg.ClientIface, ServerPort: cfg.ServerIface, Burst: cfg.Burst})
-			c := s.Counters()
-			fmt.Fprintf(w, "middlebox: %s\n", c.String())
+			printCounters(w, s)
 			return err
 		}
 		return fmt.Errorf("middlebox run: --io %q: want afpacket or dpdk", cfg.IO)
@@ -243,4 +244,15 @@ func init() {
 		}
 		return nil
 	})
+}
+
+// printCounters prints the engines' counters as key=value pairs (only the
+// non-zero ones), or says that all are zero.
+func printCounters(w io.Writer, s *middlebox.Sharded) {
+	c := s.Counters()
+	if line := c.String(); line != "" {
+		fmt.Fprintf(w, "middlebox: %s\n", line)
+		return
+	}
+	fmt.Fprintln(w, "middlebox: every counter is zero (no frames seen)")
 }
