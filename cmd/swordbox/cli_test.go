@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,14 +12,24 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/spf13/pflag"
 )
 
 // TestMain lets a test run the swordbox command itself in a child process:
 // the test binary, started with SWORDBOX_TEST_MAIN=1, is `swordbox ARGS...`
 // (main, exit code included), so exit codes and signals are the real ones.
 func TestMain(m *testing.M) {
-	if os.Getenv("SWORDBOX_TEST_MAIN") == "1" {
+	switch os.Getenv("SWORDBOX_TEST_MAIN") {
+	case "1":
 		main()
+		os.Exit(0)
+	case "check":
+		// docs_test.go: check a command line without running it.
+		if err := checkOnly(os.Args[1:]); err != nil && !errors.Is(err, pflag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "swordbox:", err)
+			os.Exit(1)
+		}
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
@@ -28,52 +39,73 @@ func TestMain(m *testing.M) {
 type swordboxProc struct {
 	cmd            *exec.Cmd
 	stdout, stderr *lockedBuffer
+	done           chan struct{} // closed when the process has exited
+	err            error         // its Wait error, once done
 }
 
 // startSwordbox starts `swordbox args...` as a child process with the
 // given extra environment.
 func startSwordbox(t *testing.T, env []string, args ...string) *swordboxProc {
 	t.Helper()
+	return startSwordboxMode(t, "1", env, args...)
+}
+
+// startSwordboxMode starts the test binary as swordbox (mode "1") or as
+// the docs test's checker (mode "check").
+func startSwordboxMode(t *testing.T, mode string, env []string, args ...string) *swordboxProc {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := exec.Command(exe, args...)
-	c.Env = append(append(os.Environ(), "SWORDBOX_TEST_MAIN=1"), env...)
-	p := &swordboxProc{cmd: c, stdout: &lockedBuffer{}, stderr: &lockedBuffer{}}
+	c.Env = append(append(os.Environ(), "SWORDBOX_TEST_MAIN="+mode), env...)
+	p := &swordboxProc{cmd: c, stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan struct{})}
 	c.Stdout, c.Stderr = p.stdout, p.stderr
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
+	go func() {
+		p.err = c.Wait()
+		close(p.done)
+	}()
 	t.Cleanup(func() {
-		if c.ProcessState == nil {
+		if !p.exited() {
 			c.Process.Kill()
-			c.Wait()
+			<-p.done
 		}
 	})
 	return p
 }
 
+// exited reports whether the process has ended.
+func (p *swordboxProc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // wait waits at most limit for the process to exit and returns its exit
 // code (-1 when it had to be killed).
 func (p *swordboxProc) wait(limit time.Duration) int {
-	done := make(chan error, 1)
-	go func() { done <- p.cmd.Wait() }()
 	select {
-	case err := <-done:
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return ee.ExitCode()
-		}
-		if err != nil {
-			return -1
-		}
-		return 0
+	case <-p.done:
 	case <-time.After(limit):
 		p.cmd.Process.Kill()
-		<-done
+		<-p.done
 		return -1
 	}
+	var ee *exec.ExitError
+	if errors.As(p.err, &ee) {
+		return ee.ExitCode()
+	}
+	if p.err != nil {
+		return -1
+	}
+	return 0
 }
 
 // waitFor waits until the process's stderr or stdout holds s.
