@@ -517,4 +517,3 @@ func waitUp(t *testing.T, p *swordboxProc, where, ready string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
-
