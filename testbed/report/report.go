@@ -160,7 +160,7 @@ func WriteCSV(w io.Writer, cells []Cell) error {
 
 // WriteMarkdown writes the human report: configuration, table, ratios
 // against the "off" mode, plots and notes.
-func WriteMarkdown(w io.Writer, r *Run, plots []string) error {
+func WriteMarkdown(w io.Writer, r *Run, plots []Figure) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# swordbox bench: %s\n\n", r.ID)
 	if r.Partial {
@@ -189,7 +189,7 @@ func WriteMarkdown(w io.Writer, r *Run, plots []string) error {
 	if len(plots) > 0 {
 		b.WriteString("\n## Plots\n\n")
 		for _, p := range plots {
-			fmt.Fprintf(&b, "![%s](%s)\n\n", strings.TrimSuffix(p, ".png"), p)
+			fmt.Fprintf(&b, "![%s](%s)\n\n*What this shows:* %s\n\n", strings.TrimSuffix(p.File, ".png"), p.File, p.Caption)
 		}
 	}
 	if len(r.Notes) > 0 {
@@ -306,7 +306,7 @@ func Save(dir string, r *Run) ([]string, error) {
 		return written, err
 	}
 	for _, p := range plots {
-		written = append(written, filepath.Join(dir, p))
+		written = append(written, filepath.Join(dir, p.File))
 	}
 	if err := create("report.md", func(w io.Writer) error { return WriteMarkdown(w, r, plots) }); err != nil {
 		return written, err
