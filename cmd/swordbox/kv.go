@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"unicode"
 )
@@ -22,7 +23,7 @@ func keyValues(v any) string {
 			rv = rv.Elem()
 		}
 		if rv.Kind() != reflect.Struct {
-			parts = append(parts, fmt.Sprintf("%s=%v", strings.TrimSuffix(prefix, "-"), rv.Interface()))
+			parts = append(parts, strings.TrimSuffix(prefix, "-")+"="+formatValue(rv))
 			return
 		}
 		t := rv.Type()
@@ -36,17 +37,30 @@ func keyValues(v any) string {
 				walk(name+"-", f)
 				continue
 			}
-			parts = append(parts, fmt.Sprintf("%s=%v", name, f.Interface()))
+			parts = append(parts, name+"="+formatValue(f))
 		}
 	}
 	walk("", reflect.ValueOf(v))
 	return strings.Join(parts, " ")
 }
 
+// formatValue prints a counter: floats with at most 2 decimals (no
+// trailing zeros), everything else as %v.
+func formatValue(v reflect.Value) string {
+	if v.Kind() == reflect.Float32 || v.Kind() == reflect.Float64 {
+		s := strconv.FormatFloat(v.Float(), 'f', 2, 64)
+		if strings.Contains(s, ".") {
+			s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+		}
+		return s
+	}
+	return fmt.Sprint(v.Interface())
+}
+
 // kebab turns a Go field name into a key: RxNotRoCE -> rx-not-roce,
 // ACKsSent -> acks-sent, P99 -> p99.
 func kebab(s string) string {
-	r := []rune(strings.ReplaceAll(s, "RoCE", "Roce"))
+	r := []rune(strings.NewReplacer("RoCE", "Roce", "CPUNs", "CpuNs").Replace(s))
 	var b strings.Builder
 	for i, c := range r {
 		if unicode.IsUpper(c) && i > 0 {

@@ -11,7 +11,7 @@ func TestKeyValues(t *testing.T) {
 		Latency             inner
 		hidden              int
 	}
-	got := keyValues(stats{RxFrames: 3, RxNotRoCE: 1, ACKsSent: 2, TxBuildErrors: 0, Latency: inner{1.5}})
+	got := keyValues(stats{RxFrames: 3, RxNotRoCE: 1, ACKsSent: 2, TxBuildErrors: 0, Latency: inner{1.5049}})
 	want := "rx-frames=3 rx-not-roce=1 acks-sent=2 tx-build-errors=0 latency-p99=1.5"
 	if got != want {
 		t.Errorf("keyValues = %q, want %q", got, want)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -187,14 +188,15 @@ connection stays on one core).`,
 			enc.SetIndent("", "  ")
 			return enc.Encode(res)
 		}
-		fmt.Fprintf(w, "middlebox bench --io %s: %d clients, %d%% CAS, %d%% READ, ACK every %d requests, %d core(s), %.1fs\n",
+		fmt.Fprintf(w, "middlebox bench --io %s: %d clients, %d%% CAS, %d%% READ, ACK every %d requests, %d core(s), %.1fs\n\n",
 			res.IO, mix.Clients, mix.CASPct, mix.ReadPct, mix.Coalesce, res.Cores, res.Wall)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "core\tMpps wall\tMpps per CPU\tframes in\tframes out\tbusy s\tCPU s\tdrops\t")
 		for k, c := range res.PerCore {
-			fmt.Fprintf(w, "  core %d: %.2f Mpps wall, %.2f Mpps per core of CPU time (%d frames in, %d out, %.2fs busy, %.2fs CPU, %d drops)\n",
-				k, c.Mpps, c.MppsCPU, c.FramesIn, c.FramesOut, c.Busy, c.CPU, c.Drops)
+			fmt.Fprintf(tw, "%d\t%.2f\t%.2f\t%d\t%d\t%.2f\t%.2f\t%d\t\n", k, c.Mpps, c.MppsCPU, c.FramesIn, c.FramesOut, c.Busy, c.CPU, c.Drops)
 		}
-		fmt.Fprintf(w, "  total: %.2f Mpps wall, %.2f Mpps CPU\n", res.TotalMpp, res.TotalCPU)
-		return nil
+		fmt.Fprintf(tw, "total\t%.2f\t%.2f\t\t\t\t\t\t\n", res.TotalMpp, res.TotalCPU)
+		return tw.Flush()
 	},
 }
 

@@ -76,7 +76,7 @@ what the client sends. See docs/rnic.md.`,
 			enc := json.NewEncoder(cmd.OutOrStdout())
 			return enc.Encode(r)
 		}
-		fmt.Fprintln(cmd.OutOrStdout(), r)
+		fmt.Fprintf(cmd.OutOrStdout(), "perf: %s\n", keyValues(r))
 		return nil
 	},
 }

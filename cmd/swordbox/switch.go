@@ -108,7 +108,7 @@ PacketOut on the P4Runtime StreamChannel.`,
 				return fmt.Errorf("switch: grpc: %w", err)
 			case <-tick:
 				st := srv.Stats()
-				fmt.Fprintf(cmd.OutOrStdout(), "rx %d tx %d no-pipeline %d no-port %d packet-in %d (dropped %d) packet-out %d\n",
+				fmt.Fprintf(cmd.OutOrStdout(), "switch: rx-frames=%d tx-frames=%d dropped-no-pipeline=%d dropped-no-port=%d packet-ins=%d packet-in-drops=%d packet-outs=%d\n",
 					st.RxFrames, st.TxFrames, st.DroppedNoPipe, st.DroppedNoPort, st.PacketIns, st.PacketInDrops, st.PacketOuts)
 			}
 		}
