@@ -55,8 +55,14 @@ seed, with swordbox off, with write steering, and with write and read steering.
 
 With no arguments it runs the paper's Figures 11-13: Clover, 1,024 keys,
 128-byte values, zipf 0.99, YCSB C, B, A and write-only, each in the three
-modes. It prints a table on stdout and writes results/<run>/ with the JSON, a
-CSV, a Markdown report and PNG plots.
+modes. It prints a table on stdout and writes results/<time>-<scenario>/ (and
+points results/latest at it) with the JSON, a CSV, a Markdown report and PNG
+plots. Progress goes to stderr: a bar on a terminal, one line per finished
+cell otherwise. SIGINT or SIGTERM stops the run; the cells that completed are
+printed and saved, marked partial.
+
+Every number is checked before anything runs: a value outside its range
+(shown in the flag's help) is refused, naming the flag and the range.
 
 Scenarios:
   default   Figures 11-13 (workloads x modes)
@@ -86,10 +92,10 @@ Scenarios:
 	f.Uint64("seed", 1, "seed of every random choice (same seed, same operation sequence)")
 	f.String("timing", "", "NIC timing model of the memory node: none, cx5 (ConnectX-5 atomic rates, SwordBox Figures 3-4) or cx5/N (every cap divided by N); default none, cx5/100 for cas-mux")
 	f.Int("memory-workers", 0, "responder workers of the memory node (0: apply in arrival order)")
-	f.String("results", "results", "directory under which results/<run>/ is written (empty: none)")
+	f.String("results", "results", "directory under which <time>-<scenario>/ and the link latest are written (empty: none); checked before the run")
 	f.Bool("json", false, "print the cells as a JSON array on stdout instead of the table")
 	f.Bool("netns", false, "run every host as its own process in its own network namespace, joined by veth pairs (root; see docs/netns.md)")
-	f.Bool("no-progress", false, "do not draw the progress bar on stderr")
+	f.Bool("no-progress", false, "show no progress on stderr (else a bar on a terminal, one line per finished cell otherwise)")
 	return c
 }
 

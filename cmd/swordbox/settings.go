@@ -102,7 +102,7 @@ func (s span) rangeText() string {
 func (s span) format(v float64) string {
 	switch s.kind {
 	case kindDuration:
-		return time.Duration(v).String()
+		return formatDuration(time.Duration(v))
 	case kindBytes:
 		return formatBytes(int64(v))
 	}
@@ -243,7 +243,7 @@ func commandName(section string) string {
 func numericValue(v reflect.Value, kind spanKind) (float64, string, error) {
 	if kind == kindDuration {
 		if d, ok := v.Interface().(time.Duration); ok {
-			return float64(d), d.String(), nil
+			return float64(d), formatDuration(d), nil
 		}
 	}
 	switch v.Kind() {
@@ -370,6 +370,19 @@ func memoryCap() (int64, string) {
 		return 16 << 30, "16GiB, this machine's memory unknown"
 	}
 	return m / 2, "half of this machine's " + formatBytes(m)
+}
+
+// formatDuration prints d as Go does, without zero minutes and seconds
+// after hours or minutes (24h, not 24h0m0s).
+func formatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // formatBytes prints a byte count with the largest binary unit that
