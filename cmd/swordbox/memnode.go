@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"os/signal"
@@ -247,8 +248,8 @@ func startMemnode(cfg memnodeConfig, port netio.Port) (*memnode, error) {
 
 // parseBytes parses a byte count with an optional binary suffix (K, KiB,
 // M, MiB, G, GiB; K and KB mean KiB too).
-func parseBytes(s string) (int64, error) {
-	s = strings.TrimSpace(s)
+func parseBytes(in string) (int64, error) {
+	s := strings.TrimSpace(in)
 	mult := int64(1)
 	for _, u := range []struct {
 		suffix string
@@ -261,7 +262,10 @@ func parseBytes(s string) (int64, error) {
 	}
 	v, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || v < 0 {
-		return 0, fmt.Errorf("%q is not a byte count", s)
+		return 0, fmt.Errorf("%q is not a byte count (a number with an optional B, KiB, MiB or GiB)", in)
+	}
+	if v > math.MaxInt64/mult {
+		return 0, fmt.Errorf("%q is too large a byte count", in)
 	}
 	return v * mult, nil
 }
