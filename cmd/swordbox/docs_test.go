@@ -38,6 +38,9 @@ import (
 // a free port (other tests may hold 9559), and ctrl run's metrics go to a
 // free port.
 
+// builtOnce: the docs' identical build lines run once per test.
+var builtOnce bool
+
 // docBlock is one shell block (or one command of the README's table).
 type docBlock struct {
 	where string // file:line
@@ -278,6 +281,7 @@ func TestDocsRunAsWritten(t *testing.T) {
 		t.Skip("starts the docs' servers and benchmarks (about 10 s)")
 	}
 	t.Chdir("../..") // the docs' commands run from the repository's root
+	builtOnce = false
 	files := []string{"README.md"}
 	docs, _ := filepath.Glob("docs/*.md")
 	files = append(files, docs...)
@@ -312,8 +316,9 @@ func runDocBlock(t *testing.T, b docBlock, root bool, list func(docLine, string)
 		}
 	}
 	defer func() {
-		for _, d := range daemons {
-			stop(d)
+		// Last started, first stopped: a controller before its switch.
+		for i := len(daemons) - 1; i >= 0; i-- {
+			stop(daemons[i])
 		}
 		if len(veths) > 0 {
 			if out, err := exec.Command("scripts/veths.sh", append([]string{"down"}, veths...)...).CombinedOutput(); err != nil {
@@ -345,6 +350,11 @@ func runDocBlock(t *testing.T, b docBlock, root bool, list func(docLine, string)
 			}
 			switch {
 			case w[0] == "go" && len(w) > 1 && w[1] == "build" && strings.Contains(strings.Join(w, " "), "./cmd/swordbox"):
+				if builtOnce {
+					list(l, "the same build ran above")
+					continue
+				}
+				builtOnce = true
 				out := filepath.Join(t.TempDir(), "swordbox")
 				c := exec.Command("go", "build", "-o", out, "./cmd/swordbox")
 				if msg, err := c.CombinedOutput(); err != nil {
