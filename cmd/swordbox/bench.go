@@ -103,7 +103,7 @@ func init() {
 	rootCmd.AddCommand(newBenchCmd())
 	defineSettings("bench", []string{"bench"},
 		intSpan("keys", 1, 1<<20),
-		intSpan("value-size", 1, 4080).because("a Clover node is 16+size bytes in one 4096-byte MTU"),
+		intSpan("value-size", 1, 4072).because("a Clover node, 24-byte header and value, in one 4096-byte MTU"),
 		span{key: "zipf", lo: 0.01, hi: 5}.orZero("the scenario's default"),
 		intSpan("threads", 1, 4096),
 		intSpan("client-hosts", 1, 64),

@@ -199,7 +199,7 @@ func TestBadInputIsRefused(t *testing.T) {
 		{"bench client-hosts 0", append([]string{"bench", "--client-hosts", "0"}, noBench...), nil, "bench: --client-hosts 0: out of range 1..64"},
 		{"bench client-hosts over threads", append([]string{"bench", "--client-hosts", "8", "--threads", "4"}, noBench...), nil, "--client-hosts 8 is more than --threads 4"},
 		{"bench keys 0", append([]string{"bench", "--keys", "0"}, noBench...), nil, "bench: --keys 0: out of range 1..1048576"},
-		{"bench value-size 0", append([]string{"bench", "--value-size", "0"}, noBench...), nil, "bench: --value-size 0: out of range 1..4080"},
+		{"bench value-size 0", append([]string{"bench", "--value-size", "0"}, noBench...), nil, "bench: --value-size 0: out of range 1..4072"},
 		{"bench zipf -1", append([]string{"bench", "--zipf", "-1"}, noBench...), nil, "bench: --zipf -1: out of range 0.01..5 or 0 (the scenario's default)"},
 		{"bench duration -1s", []string{"bench", "--duration", "-1s", "--no-progress", "--results", ""}, nil, "bench: --duration -1s: out of range 10ms..24h"},
 		{"bench warmup -1s", append([]string{"bench", "--warmup", "-1s"}, noBench...), nil, "bench: --warmup -1s: out of range 0s..1h"},
@@ -243,7 +243,7 @@ func TestBadInputIsRefused(t *testing.T) {
 		{"switch stats", []string{"switch", "--stats", "-1s", "--grpc", "127.0.0.1:0"}, nil, "switch: --stats -1s: out of range 10ms..24h or 0 (never)"},
 		{"switch port number", []string{"switch", "--ports", "600=mem", "--grpc", "127.0.0.1:0"}, nil, "port number must be 0..511"},
 		// ctrl
-		{"ctrl object-size", []string{"ctrl", "run", "--object-size", "0"}, nil, "ctrl run: --object-size 0: out of range 1..4080"},
+		{"ctrl object-size", []string{"ctrl", "run", "--object-size", "0"}, nil, "ctrl run: --object-size 0: out of range 1..4072"},
 		{"ctrl repair-period", []string{"ctrl", "run", "--repair-period", "0s"}, nil, "ctrl run: --repair-period 0s: out of range 1ms..1h"},
 		{"ctrl hot-keys", []string{"ctrl", "run", "--hot-keys", "5000"}, nil, "ctrl run: --hot-keys 5000: out of range 0..4096"},
 		{"ctrl typo in a list entry", []string{"ctrl", "run", "--config", rackTypo}, nil, "config " + rackTypo + ": ctrl.hosts[1].mca: unknown setting (known: ip, mac, name, port)"},

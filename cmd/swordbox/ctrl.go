@@ -153,7 +153,7 @@ func init() {
 	ctrlCmd.AddCommand(ctrlRunCmd, ctrlShowCmd)
 	rootCmd.AddCommand(ctrlCmd)
 	defineSettings("ctrl", []string{"ctrl run", "ctrl show"},
-		intSpan("object-size", 1, 4080).because("a Clover node is 16+size bytes in one 4096-byte MTU"),
+		intSpan("object-size", 1, 4072).because("a Clover node, 24-byte header and value, in one 4096-byte MTU"),
 		intSpan("hot-keys", 0, 4096).because("the switch's key slots"),
 		intSpan("hot-key-probes", 0, 4096),
 		durSpan("hot-keys-period", time.Millisecond, 24*time.Hour),

@@ -178,7 +178,7 @@ func TestCtrlRefusesABrokenConfigNamingTheFieldAndWritesNothing(t *testing.T) {
 		{"bad steering from the environment", writeRack(t, addr, "02:00:00:00:00:02", "[7]"),
 			map[string]string{"SWORDBOX_CTRL_STEERING": "sideways"}, nil, "SWORDBOX_CTRL_STEERING: ctrl.steering: "},
 		{"bad object size from a flag", writeRack(t, addr, "02:00:00:00:00:02", "[7]"), nil,
-			[]string{"--object-size", "0"}, "ctrl run: --object-size 0: out of range 1..4080"},
+			[]string{"--object-size", "0"}, "ctrl run: --object-size 0: out of range 1..4072"},
 	}
 	for _, tc := range cases {
 		for k, v := range tc.env {
