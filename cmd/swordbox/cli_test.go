@@ -182,6 +182,8 @@ func TestBadInputIsRefused(t *testing.T) {
       cas-to-wirte: [{lo: 4096, hi: 8192}]
 `)
 	mboxRing := writeFile(t, dir, "mbox3.yaml", "middlebox:\n  ring-size: many\n")
+	mboxSteer := writeFile(t, dir, "mbox4.yaml", "middlebox:\n  steering:\n    mdoe: both\n")
+	mboxList := writeFile(t, dir, "mbox5.yaml", "middlebox:\n  servers: 10.0.0.2\n")
 	text := writeFile(t, dir, "notes.txt", "hello\n")
 	empty := writeFile(t, dir, "empty.pcap", "")
 	noBench := []string{"--duration", "1h", "--no-progress", "--results", ""}
@@ -216,6 +218,8 @@ func TestBadInputIsRefused(t *testing.T) {
 		{"bench bad value in file", append([]string{"bench", "--config", badValue}, noBench...), nil, "config " + badValue + `: bench.threads: "lots" is not an integer`},
 		{"bench range in file", append([]string{"bench", "--config", badRange}, noBench...), nil, "config " + badRange + ": bench.threads: 0: out of range 1..4096"},
 		{"bench duration in file", append([]string{"bench", "--config", badDur}, noBench...), nil, "config " + badDur + `: bench.duration: "soon" is not a duration`},
+		{"bench env not a bool", append([]string{"bench"}, noBench...), []string{"SWORDBOX_BENCH_JSON=perhaps"}, `bench: SWORDBOX_BENCH_JSON="perhaps": "perhaps" is not true or false`},
+		{"bench env not a duration", append([]string{"bench"}, noBench...), []string{"SWORDBOX_BENCH_WARMUP=soon"}, `bench: SWORDBOX_BENCH_WARMUP="soon": "soon" is not a duration`},
 		{"bench missing config", append([]string{"bench", "--config", filepath.Join(dir, "nope.yaml")}, noBench...), nil, "nope.yaml"},
 		// perf
 		{"perf qps 0", []string{"perf", "write_bw", "--qps", "0"}, nil, "perf: --qps 0: out of range 1..1024"},
@@ -254,6 +258,8 @@ func TestBadInputIsRefused(t *testing.T) {
 		{"middlebox remap typo", []string{"middlebox", "run", "--config", mboxRemap}, nil, "config " + mboxRemap + ": middlebox.servers[0].remapp: unknown setting (known: "},
 		{"middlebox cas-to-write typo", []string{"middlebox", "run", "--config", mboxCAS}, nil, "config " + mboxCAS + ": middlebox.servers[0].cas-to-wirte: unknown setting"},
 		{"middlebox ring-size text", []string{"middlebox", "run", "--config", mboxRing}, nil, "config " + mboxRing + `: middlebox.ring-size: "many" is not an integer`},
+		{"middlebox nested section typo", []string{"middlebox", "run", "--config", mboxSteer}, nil, "config " + mboxSteer + ": middlebox.steering.mdoe: unknown setting (known: "},
+		{"middlebox list given a scalar", []string{"middlebox", "run", "--config", mboxList}, nil, "config " + mboxList + `: middlebox.servers: want a list, got "10.0.0.2"`},
 		{"middlebox cores", []string{"middlebox", "run", "--cores", "0"}, nil, "middlebox run: --cores 0: out of range 1..64"},
 		{"middlebox burst", []string{"middlebox", "run", "--burst", "0"}, nil, "middlebox run: --burst 0: out of range 1..1024"},
 		{"middlebox io", []string{"middlebox", "run", "--io", "sideways"}, nil, `middlebox run: --io "sideways": want afpacket or dpdk`},
