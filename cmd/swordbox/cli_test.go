@@ -220,6 +220,8 @@ func TestBadInputIsRefused(t *testing.T) {
 		{"bench duration in file", append([]string{"bench", "--config", badDur}, noBench...), nil, "config " + badDur + `: bench.duration: "soon" is not a duration`},
 		{"bench env not a bool", append([]string{"bench"}, noBench...), []string{"SWORDBOX_BENCH_JSON=perhaps"}, `bench: SWORDBOX_BENCH_JSON="perhaps": "perhaps" is not true or false`},
 		{"bench env not a duration", append([]string{"bench"}, noBench...), []string{"SWORDBOX_BENCH_WARMUP=soon"}, `bench: SWORDBOX_BENCH_WARMUP="soon": "soon" is not a duration`},
+		{"bench env misspelled", append([]string{"bench"}, noBench...), []string{"SWORDBOX_BENCH_THRAEDS=4"}, "bench: SWORDBOX_BENCH_THRAEDS: unknown setting (the variables are SWORDBOX_BENCH_CLIENT_HOSTS, "},
+		{"middlebox bench env is not middlebox run's", []string{"middlebox", "run", "--cores", "0"}, []string{"SWORDBOX_MIDDLEBOX_BENCH_CLIENTS=4"}, "middlebox run: --cores 0: out of range 1..64"},
 		{"bench missing config", append([]string{"bench", "--config", filepath.Join(dir, "nope.yaml")}, noBench...), nil, "nope.yaml"},
 		// perf
 		{"perf qps 0", []string{"perf", "write_bw", "--qps", "0"}, nil, "perf: --qps 0: out of range 1..1024"},

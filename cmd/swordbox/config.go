@@ -65,6 +65,9 @@ func loadConfig(cmd *cobra.Command, section string, out any) error {
 			}
 		}
 	}
+	if err := checkEnv(cmd, section, out); err != nil {
+		return err
+	}
 	// Environment beats the file; flags the user set beat everything.
 	var envErr error
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
@@ -110,6 +113,55 @@ func decodeHooks() mapstructure.DecodeHookFunc {
 		mapstructure.StringToTimeDurationHookFunc(),
 		mapstructure.StringToSliceHookFunc(","),
 	)
+}
+
+// checkEnv refuses a SWORDBOX_<SECTION>_<KEY> variable whose key is
+// neither a flag of cmd nor a setting of the section (a misspelled
+// variable would otherwise be ignored). A variable that belongs to a longer
+// section name (SWORDBOX_MIDDLEBOX_BENCH_... is middlebox-bench's, not
+// middlebox's) is left to that section.
+func checkEnv(cmd *cobra.Command, section string, out any) error {
+	envName := func(sec string) string {
+		return "SWORDBOX_" + strings.ToUpper(strings.ReplaceAll(sec, "-", "_")) + "_"
+	}
+	prefix := envName(section)
+	var fields map[string]reflect.Type
+	if t := reflect.TypeOf(out); t != nil {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t.Kind() == reflect.Struct {
+			fields = structFields(t)
+		}
+	}
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, prefix) {
+			continue
+		}
+		other := false
+		for s := range settings {
+			if len(s) > len(section) && strings.HasPrefix(name, envName(s)) {
+				other = true
+			}
+		}
+		if other {
+			continue
+		}
+		key := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(name, prefix), "_", "-"))
+		if _, ok := fields[key]; ok || cmd.Flags().Lookup(key) != nil {
+			continue
+		}
+		var known []string
+		cmd.Flags().VisitAll(func(f *pflag.Flag) {
+			if f.Name != "config" && f.Name != "help" && f.Name != "cpuprofile" {
+				known = append(known, envName(section)+strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_")))
+			}
+		})
+		sort.Strings(known)
+		return fmt.Errorf("%s: %s: unknown setting (the variables are %s)", commandName(section), name, strings.Join(known, ", "))
+	}
+	return nil
 }
 
 // checkKeys walks the raw value of a config file's key path against the Go
