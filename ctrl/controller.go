@@ -132,10 +132,17 @@ func New(r *rack.Rack, opts Options) (*Controller, error) {
 		Role: r.Role, TLS: tlsOpt, Takeover: r.Takeover,
 		OnRole: func(role p4rtc.Role) {
 			c.Metrics.Role.Set(float64(role))
-			c.Log.Info("arbitration", "role", role.String())
+			if role == p4rtc.Disconnected {
+				c.Log.Info("disconnected from the switch", "switch", r.Switch)
+				return
+			}
+			c.Log.Info("connected to the switch", "switch", r.Switch, "role", role.String())
 		},
 		OnError: func(op string, err error) {
 			c.Metrics.RPCErrors.WithLabelValues(op).Inc()
+		},
+		OnRetry: func(err error, backoff time.Duration) {
+			c.Log.Warn("cannot reach the switch, retrying", "switch", r.Switch, "backoff", backoff, "err", err)
 		},
 	})
 	if err != nil {
@@ -179,6 +186,7 @@ func (c *Controller) Run(ctx context.Context) error {
 				return ctx.Err()
 			}
 		}
+		c.Log.Info("in charge: the switch matches the configuration", "switch", c.Rack.Switch)
 		c.inCharge.Store(true)
 		c.Metrics.InCharge.Set(1)
 		c.loops(ctx)

@@ -12,7 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/swordbox/swordbox/testbed"
@@ -56,8 +55,14 @@ seed, with swordbox off, with write steering, and with write and read steering.
 
 With no arguments it runs the paper's Figures 11-13: Clover, 1,024 keys,
 128-byte values, zipf 0.99, YCSB C, B, A and write-only, each in the three
-modes. It prints a table on stdout and writes results/<run>/ with the JSON, a
-CSV, a Markdown report and PNG plots.
+modes. It prints a table on stdout and writes results/<time>-<scenario>/ (and
+points results/latest at it) with the JSON, a CSV, a Markdown report and PNG
+plots. Progress goes to stderr: a bar on a terminal, one line per finished
+cell otherwise. SIGINT or SIGTERM stops the run; the cells that completed are
+printed and saved, marked partial.
+
+Every number is checked before anything runs: a value outside its range
+(shown in the flag's help) is refused, naming the flag and the range.
 
 Scenarios:
   default   Figures 11-13 (workloads x modes)
@@ -87,14 +92,33 @@ Scenarios:
 	f.Uint64("seed", 1, "seed of every random choice (same seed, same operation sequence)")
 	f.String("timing", "", "NIC timing model of the memory node: none, cx5 (ConnectX-5 atomic rates, SwordBox Figures 3-4) or cx5/N (every cap divided by N); default none, cx5/100 for cas-mux")
 	f.Int("memory-workers", 0, "responder workers of the memory node (0: apply in arrival order)")
-	f.String("results", "results", "directory under which results/<run>/ is written (empty: none)")
+	f.String("results", "results", "directory under which <time>-<scenario>/ and the link latest are written (empty: none); checked before the run")
 	f.Bool("json", false, "print the cells as a JSON array on stdout instead of the table")
 	f.Bool("netns", false, "run every host as its own process in its own network namespace, joined by veth pairs (root; see docs/netns.md)")
-	f.Bool("no-progress", false, "do not draw the progress bar on stderr")
+	f.Bool("no-progress", false, "show no progress on stderr (else a bar on a terminal, one line per finished cell otherwise)")
 	return c
 }
 
-func init() { rootCmd.AddCommand(newBenchCmd()) }
+func init() {
+	rootCmd.AddCommand(newBenchCmd())
+	defineSettings("bench", []string{"bench"},
+		intSpan("keys", 1, 1<<20),
+		intSpan("value-size", 1, 4072).because("a Clover node, 24-byte header and value, in one 4096-byte MTU"),
+		span{key: "zipf", lo: 0.01, hi: 5}.orZero("the scenario's default"),
+		intSpan("threads", 1, 4096),
+		intSpan("client-hosts", 1, 64),
+		durSpan("duration", 10*time.Millisecond, 24*time.Hour),
+		durSpan("warmup", 0, time.Hour),
+		intSpan("memory-workers", 0, 64),
+	)
+	addCheck("bench", func(cfg any) error {
+		c := cfg.(*benchConfig)
+		if c.ClientHosts > c.Threads {
+			return fmt.Errorf("--client-hosts %d is more than --threads %d: every client host needs a thread", c.ClientHosts, c.Threads)
+		}
+		return nil
+	})
+}
 
 func runBench(cmd *cobra.Command, _ []string) error {
 	var cfg benchConfig
@@ -143,31 +167,33 @@ func suiteConfig(cfg benchConfig) (testbed.SuiteConfig, error) {
 	return sc, nil
 }
 
-// runSuiteCLI is the shell around a suite run: it announces the run, draws
-// the progress bar, stops on SIGINT or SIGTERM, prints and saves whatever
-// cells completed (also when a later cell failed or the run was
-// interrupted), and names what failed. setup is the per-cell time beyond
-// the warm-up and the measurement, for the estimate.
+// runSuiteCLI is the shell around a suite run: it checks that the results
+// can be written before anything runs, announces the run, shows progress
+// (a bar on a terminal, one line per finished cell elsewhere), stops on
+// SIGINT or SIGTERM, prints and saves whatever cells completed (also when a
+// later cell failed or the run was interrupted; the run is then marked
+// partial), and names what failed. setup is the per-cell time beyond the
+// warm-up and the measurement, for the estimate.
 func runSuiteCLI(cmd *cobra.Command, cfg benchConfig, name, scenario string, ncells int, setup time.Duration,
 	run func(ctx context.Context, progress func(i, n int, label string)) (*report.Run, error)) error {
+	if err := checkResultsDir(cfg.Results); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
 	errOut := cmd.ErrOrStderr()
 	per := cfg.Duration + cfg.Warmup + setup
 	fmt.Fprintf(errOut, "swordbox %s: scenario %s, %d cells, about %s\n", name, scenario, ncells, (time.Duration(ncells) * per).Round(time.Second))
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	var bar *progressbar.ProgressBar
-	if !cfg.NoProgress {
-		bar = progressbar.NewOptions(ncells, progressbar.OptionSetWriter(errOut), progressbar.OptionSetWidth(30),
-			progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true), progressbar.OptionClearOnFinish())
-	}
-	r, err := run(ctx, func(i, n int, label string) {
-		if bar != nil {
-			bar.Describe(label)
-			bar.Set(i)
+	prog := newProgress(errOut, name, ncells, !cfg.NoProgress)
+	r, err := run(ctx, prog.update)
+	prog.finish()
+	if r != nil && err != nil {
+		r.Partial = true
+		why := "a cell failed"
+		if ctx.Err() != nil {
+			why = "interrupted"
 		}
-	})
-	if bar != nil {
-		bar.Finish()
+		r.Notes = append(r.Notes, fmt.Sprintf("Partial run (%s): %d of %d cells completed; %v", why, len(r.Cells), ncells, err))
 	}
 	if r != nil && len(r.Cells) > 0 {
 		if werr := emit(cmd, cfg, r); werr != nil && err == nil {
@@ -183,9 +209,31 @@ func runSuiteCLI(cmd *cobra.Command, cfg benchConfig, name, scenario string, nce
 	return nil
 }
 
-// emit prints the table (or JSON) and writes the results directory.
+// checkResultsDir makes sure the results can be written under dir before a
+// run starts, so that a bad path fails in a second, not after the run.
+func checkResultsDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("--results %s: cannot create it: %w", dir, err)
+	}
+	f, err := os.CreateTemp(dir, ".swordbox-check-*")
+	if err != nil {
+		return fmt.Errorf("--results %s: cannot write there: %w", dir, err)
+	}
+	f.Close()
+	os.Remove(f.Name())
+	return nil
+}
+
+// emit prints the table (or JSON) and writes the results directory,
+// results/<time>-<scenario>/, pointing results/latest at it.
 func emit(cmd *cobra.Command, cfg benchConfig, run *report.Run) error {
 	out := cmd.OutOrStdout()
+	if run.Partial {
+		fmt.Fprintf(cmd.ErrOrStderr(), "PARTIAL RESULTS: %d cells completed\n", len(run.Cells))
+	}
 	if cfg.JSON {
 		if err := report.WriteJSON(out, run.Cells); err != nil {
 			return err
@@ -210,11 +258,11 @@ func emit(cmd *cobra.Command, cfg benchConfig, run *report.Run) error {
 	if cfg.Results == "" {
 		return nil
 	}
-	dir := filepath.Join(cfg.Results, run.ID)
-	if _, err := report.Save(dir, run); err != nil {
+	dir, err := report.SaveUnder(cfg.Results, run)
+	if err != nil {
 		return err
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "results in %s\n", dir)
+	fmt.Fprintf(cmd.ErrOrStderr(), "results in %s (also %s)\n", dir, filepath.Join(cfg.Results, "latest"))
 	return nil
 }
 

@@ -135,7 +135,7 @@ func runCloverHost(cmd *cobra.Command, role, iface, mac, ip string, mtu int, ack
 	defer dev.Close()
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	defer func() { fmt.Fprintf(cmd.ErrOrStderr(), "clover %s: RNIC %+v\n", role, dev.Stats()) }()
+	defer func() { fmt.Fprintf(cmd.ErrOrStderr(), "clover %s: RNIC %s\n", role, keyValues(dev.Stats())) }()
 	return run(ctx, dev)
 }
 
@@ -194,6 +194,35 @@ func init() {
 	f.Duration("read-timeout", netns.DefaultReadTimeout, "Clover's T_r (as at the metadata server)")
 	cloverCmd.AddCommand(cloverMSCmd, cloverClientsCmd)
 	rootCmd.AddCommand(cloverCmd)
+	defineSettings("clover-ms", []string{"clover ms"},
+		setSpan("mtu", 256, 512, 1024, 2048, 4096),
+		durSpan("ack-timeout", 10*time.Microsecond, 10*time.Second).orZero("the RNIC's default, 8ms"),
+		intSpan("keys", 1, 1<<20),
+		intSpan("chunks", 1, 4096).because("1 MiB each, in this host's memory"),
+		intSpan("threads", 1, 4096),
+		durSpan("read-timeout", time.Microsecond, time.Minute),
+		durSpan("epoch-period", time.Microsecond, time.Hour),
+	)
+	defineSettings("clover-clients", []string{"clover clients"},
+		setSpan("mtu", 256, 512, 1024, 2048, 4096),
+		durSpan("ack-timeout", 10*time.Microsecond, 10*time.Second).orZero("the RNIC's default, 8ms"),
+		intSpan("host", 0, 63),
+		intSpan("hosts", 1, 64),
+		intSpan("threads", 1, 4096),
+		intSpan("keys", 1, 1<<20),
+		intSpan("value-size", 1, 4072).because("a Clover node, 24-byte header and value, in one 4096-byte MTU"),
+		span{key: "zipf", lo: 0.01, hi: 5},
+		durSpan("warmup", 0, time.Hour),
+		durSpan("duration", 10*time.Millisecond, 24*time.Hour),
+		durSpan("read-timeout", time.Microsecond, time.Minute),
+	)
+	addCheck("clover-clients", func(cfg any) error {
+		c := cfg.(*cloverClientsConfig)
+		if c.Host >= c.Hosts {
+			return fmt.Errorf("--host %d: want 0..%d (--hosts %d)", c.Host, c.Hosts-1, c.Hosts)
+		}
+		return nil
+	})
 }
 
 // runBenchNetns is `swordbox bench --netns`: the same cells as the

@@ -28,6 +28,8 @@ func newTestCmd() *cobra.Command {
 }
 
 func TestLoadConfigPrecedence(t *testing.T) {
+	defineSettings("t", []string{"t"}, intSpan("count", 0, 100))
+	t.Cleanup(func() { delete(settings, "t") })
 	dir := t.TempDir()
 	file := filepath.Join(dir, "c.yaml")
 	os.WriteFile(file, []byte("t:\n  name: fromfile\n  count: 7\n  list: [x, y, z]\n"), 0o644)

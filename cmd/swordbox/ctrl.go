@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -51,12 +52,12 @@ serves Prometheus metrics on --metrics.`,
 		}
 		r, err := cfg.Parse()
 		if err != nil {
-			return err
+			return attributeField(cmd, "ctrl", err)
 		}
 		log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 		c, err := ctrl.New(r, ctrl.Options{Log: log})
 		if err != nil {
-			return err
+			return attributeField(cmd, "ctrl", err)
 		}
 		defer c.Close()
 		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -83,10 +84,14 @@ serves Prometheus metrics on --metrics.`,
 }
 
 var ctrlShowCmd = &cobra.Command{
-	Use:       "show tables|registers|counters [NAME...]",
-	Short:     "Print the tables, registers or counters of a live switch",
-	Long:      `show reads a live switch without taking part in arbitration (it never disturbs the controllers). It uses the P4Info the switch runs, so it needs no file; NAMES (full names or aliases) restrict the dump. Registers and counters print only non-zero cells.`,
-	Example:   `  swordbox ctrl show tables --switch 127.0.0.1:9559\n  swordbox ctrl show registers cas_out_valid tail_valid`,
+	Use:   "show tables|registers|counters [NAME...]",
+	Short: "Print the tables, registers or counters of a live switch",
+	Long: `show reads a live switch without taking part in arbitration (it never
+disturbs the controllers). It uses the P4Info the switch runs, so it needs no
+file; NAMES (full names or aliases) restrict the dump. Registers and counters
+print only non-zero cells.`,
+	Example: `  swordbox ctrl show tables --switch 127.0.0.1:9559
+  swordbox ctrl show registers cas_out_valid tail_valid`,
 	Args:      cobra.MinimumNArgs(1),
 	ValidArgs: []string{"tables", "registers", "counters"},
 	RunE: func(cmd *cobra.Command, args []string) error {
@@ -138,7 +143,7 @@ func init() {
 	f.String("metrics", d.Metrics, "serve Prometheus /metrics on this address (empty: off)")
 	f.String("steering", d.Steering, "off | write | read-write")
 	f.Int("object-size", d.ObjectSize, "Clover object size in bytes, 1..4072 (a node is 24 + size)")
-	f.Duration("tail-ttl", d.TailTTL, "how long a confirmed tail may be steered to, 1µs..1h; keep it below half of Clover's T_r")
+	f.Duration("tail-ttl", d.TailTTL, "how long a confirmed tail may be steered to after the CAS that linked it; keep it below half of Clover's T_r")
 	f.Int("hot-keys", d.HotKeys, "keep the hottest N keys tracked (instead of tracked-keys)")
 	f.String("hot-key-range", d.HotKeyRange, "candidate keys of hot-key steering, lo-hi")
 	f.Int("hot-key-probes", d.HotKeyProbes, "candidate keys probed per hot-keys period")
@@ -148,4 +153,42 @@ func init() {
 	f.Duration("repair-threshold", d.RepairThreshold, "retransmit a CAS seen outstanding this long")
 	ctrlCmd.AddCommand(ctrlRunCmd, ctrlShowCmd)
 	rootCmd.AddCommand(ctrlCmd)
+	defineSettings("ctrl", []string{"ctrl run", "ctrl show"},
+		intSpan("object-size", 1, 4072).because("a Clover node, 24-byte header and value, in one 4096-byte MTU"),
+		intSpan("hot-keys", 0, 4096).because("the switch's key slots"),
+		intSpan("hot-key-probes", 0, 4096),
+		durSpan("hot-keys-period", time.Millisecond, 24*time.Hour),
+		durSpan("tail-ttl", time.Microsecond, time.Hour).because("keep it below half of Clover's T_r"),
+		durSpan("repair-period", time.Millisecond, time.Hour),
+		durSpan("repair-threshold", time.Millisecond, time.Hour),
+	)
+}
+
+// attributeField says where the setting a *rack.FieldError names came from:
+// the flag, the SWORDBOX_CTRL_* variable, or the config file (named).
+func attributeField(cmd *cobra.Command, section string, err error) error {
+	var field string
+	var fe *rack.FieldError
+	if errors.As(err, &fe) {
+		field = fe.Field
+	} else if f, _, ok := strings.Cut(err.Error(), ": "); ok && strings.HasPrefix(f, section+".") {
+		field = f
+	} else {
+		return err
+	}
+	key := strings.TrimPrefix(field, section+".")
+	if i := strings.IndexAny(key, ".["); i >= 0 {
+		key = key[:i]
+	}
+	if f := cmd.Flags().Lookup(key); f != nil && f.Changed {
+		return fmt.Errorf("--%s: %w", key, err)
+	}
+	env := "SWORDBOX_" + strings.ToUpper(strings.ReplaceAll(section+"_"+key, "-", "_"))
+	if _, ok := os.LookupEnv(env); ok {
+		return fmt.Errorf("%s: %w", env, err)
+	}
+	if path, _ := cmd.Flags().GetString("config"); path != "" {
+		return fmt.Errorf("config %s: %w", path, err)
+	}
+	return err
 }

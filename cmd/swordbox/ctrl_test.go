@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -24,13 +26,26 @@ import (
 // runCtrl runs `swordbox ctrl ARGS...` with fresh flags and returns its output.
 func runCtrl(t *testing.T, ctx context.Context, args ...string) (string, error) {
 	t.Helper()
+	reset := func() {
+		for _, c := range []*cobra.Command{ctrlRunCmd, ctrlShowCmd, ctrlCmd, rootCmd} {
+			for _, fs := range []*pflag.FlagSet{c.Flags(), c.PersistentFlags()} {
+				fs.VisitAll(func(f *pflag.Flag) {
+					_ = f.Value.Set(f.DefValue)
+					f.Changed = false
+				})
+			}
+		}
+	}
+	reset()
+	t.Cleanup(func() {
+		reset()
+		for _, c := range []*cobra.Command{ctrlRunCmd, ctrlShowCmd, ctrlCmd, rootCmd} {
+			c.SetContext(context.Background())
+		}
+	})
 	for _, c := range []*cobra.Command{ctrlRunCmd, ctrlShowCmd, ctrlCmd, rootCmd} {
 		// cobra hands the context down only to commands that have none yet.
 		c.SetContext(ctx)
-		c.Flags().VisitAll(func(f *pflag.Flag) {
-			_ = f.Value.Set(f.DefValue)
-			f.Changed = false
-		})
 	}
 	var out bytes.Buffer
 	rootCmd.SetOut(&out)
@@ -44,6 +59,13 @@ func runCtrl(t *testing.T, ctx context.Context, args ...string) (string, error) 
 // swordbox.p4 loaded (as `swordbox switch --p4` does).
 func testSwitch(t *testing.T) (*p4rt.Server, string) {
 	t.Helper()
+	return newTestSwitch(t, true)
+}
+
+// newTestSwitch serves the Go target on 127.0.0.1:0, with swordbox.p4
+// loaded or (load false) with no pipeline, as `swordbox switch` without --p4.
+func newTestSwitch(t *testing.T, load bool) (*p4rt.Server, string) {
+	t.Helper()
 	ports := map[uint32]netio.Port{}
 	for _, n := range []uint32{1, 2} {
 		a, b := netio.Pipe()
@@ -51,12 +73,14 @@ func testSwitch(t *testing.T) (*p4rt.Server, string) {
 		t.Cleanup(func() { b.Close() })
 	}
 	srv := p4rt.New(p4rt.Options{DeviceID: 1, Ports: ports})
-	src, err := os.ReadFile("../../p4/swordbox.p4")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.LoadPipeline("swordbox.p4", src); err != nil {
-		t.Fatal(err)
+	if load {
+		src, err := os.ReadFile("../../p4/swordbox.p4")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.LoadPipeline("swordbox.p4", src); err != nil {
+			t.Fatal(err)
+		}
 	}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -148,21 +172,22 @@ func TestCtrlRefusesABrokenConfigNamingTheFieldAndWritesNothing(t *testing.T) {
 		flags []string
 		want  string
 	}{
-		{"bad MAC in the file", writeRack(t, addr, "02:00:00:zz:00:02", "[7]"), nil, nil, "ctrl.hosts[1].mac: "},
+		{"bad MAC in the file", writeRack(t, addr, "02:00:00:zz:00:02", "[7]"), nil, nil, "config FILE: ctrl.hosts[1].mac: "},
 		{"too many keys for the switch", writeRack(t, addr, "02:00:00:00:00:02", "["+keys(4097)+"]"), nil, nil,
-			"ctrl.tracked-keys: 4097 keys, the switch has 4096 key slots"},
+			"config FILE: ctrl.tracked-keys: 4097 keys, the switch has 4096 key slots"},
 		{"bad steering from the environment", writeRack(t, addr, "02:00:00:00:00:02", "[7]"),
-			map[string]string{"SWORDBOX_CTRL_STEERING": "sideways"}, nil, "ctrl.steering: "},
+			map[string]string{"SWORDBOX_CTRL_STEERING": "sideways"}, nil, "SWORDBOX_CTRL_STEERING: ctrl.steering: "},
 		{"bad object size from a flag", writeRack(t, addr, "02:00:00:00:00:02", "[7]"), nil,
-			[]string{"--object-size", "0"}, "ctrl.object-size: "},
+			[]string{"--object-size", "0"}, "ctrl run: --object-size 0: out of range 1..4072"},
 	}
 	for _, tc := range cases {
 		for k, v := range tc.env {
 			t.Setenv(k, v)
 		}
 		_, err := runCtrl(t, ctx, append([]string{"run", "--config", tc.path}, tc.flags...)...)
-		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
-			t.Errorf("%s: got %v, want an error starting %q", tc.name, err, tc.want)
+		want := strings.Replace(tc.want, "FILE", tc.path, 1)
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%s: got %v, want an error starting %q", tc.name, err, want)
 		}
 		for k := range tc.env {
 			os.Unsetenv(k)
@@ -244,4 +269,55 @@ func TestExampleRackParses(t *testing.T) {
 	if len(r.Hosts) != 4 || len(r.Memory) != 2 || len(r.TrackedKeys) != 8 || r.Memory[1].Regions[0].Length != 0x40000000 {
 		t.Fatalf("example rack: %d hosts, %d memory nodes, %d tracked keys", len(r.Hosts), len(r.Memory), len(r.TrackedKeys))
 	}
+}
+
+// A healthy start against a switch that runs no pipeline yet (the README's
+// order: switch first, the controller pushes the pipeline) counts no RPC
+// error, and the log says when the controller connected.
+func TestCtrlHealthyStartCountsNoErrors(t *testing.T) {
+	srv, addr := newTestSwitch(t, false)
+	ml, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics := ml.Addr().String()
+	ml.Close()
+	path := writeRack(t, addr, "02:00:00:00:00:02", "[7]")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan string, 1)
+	go func() {
+		out, _ := runCtrl(t, ctx, "run", "--config", path, "--metrics", metrics)
+		done <- out
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for srv.Stats().PipelineCommit == 0 || switchEntries(t, addr) != 3 {
+		if time.Now().After(deadline) {
+			t.Fatal("the controller did not program the switch")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	resp, err := http.Get("http://" + metrics + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	cancel()
+	out := <-done
+	if strings.Contains(string(body), "rpc_errors_total{") {
+		t.Errorf("a healthy start counted RPC errors:\n%s", grepLines(string(body), "rpc_errors"))
+	}
+	if !strings.Contains(out, "connected to the switch") || !strings.Contains(out, "switch="+addr) {
+		t.Errorf("the log does not say the controller connected:\n%s", out)
+	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

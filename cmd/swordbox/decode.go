@@ -70,6 +70,7 @@ with the same keys. A summary of the counts goes to standard error.`,
 func init() {
 	decodeCmd.Flags().Bool("json", false, "print one JSON object per frame")
 	rootCmd.AddCommand(decodeCmd)
+	defineSettings("decode", []string{"decode"})
 }
 
 // packetSource is what pcapgo's Reader and NgReader have in common.
@@ -105,7 +106,10 @@ func openCapture(r io.Reader) (packetSource, error) {
 	br := bufio.NewReader(r)
 	magic, err := br.Peek(4)
 	if err != nil {
-		return nil, fmt.Errorf("read capture header: %w", err)
+		if len(magic) == 0 {
+			return nil, fmt.Errorf("empty file: not a pcap or pcapng capture")
+		}
+		return nil, errNotCapture(magic)
 	}
 	if bytes.Equal(magic, []byte{0x0a, 0x0d, 0x0d, 0x0a}) {
 		ng, err := pcapgo.NewNgReader(br, pcapgo.DefaultNgReaderOptions)
@@ -117,6 +121,9 @@ func openCapture(r io.Reader) (packetSource, error) {
 		}
 		return ngSource{ng}, nil
 	}
+	if !isPcapMagic(magic) {
+		return nil, errNotCapture(magic)
+	}
 	pr, err := pcapgo.NewReader(br)
 	if err != nil {
 		return nil, fmt.Errorf("pcap: %w", err)
@@ -125,6 +132,21 @@ func openCapture(r io.Reader) (packetSource, error) {
 		return nil, fmt.Errorf("pcap: link type %v, only Ethernet and Linux SLL/SLL2 are supported", lt)
 	}
 	return pcapSource{pr}, nil
+}
+
+// isPcapMagic reports the four magic numbers of pcap files (micro- and
+// nanosecond timestamps, either byte order).
+func isPcapMagic(m []byte) bool {
+	for _, x := range []uint32{0xa1b2c3d4, 0xa1b23c4d} {
+		if binary.BigEndian.Uint32(m) == x || binary.LittleEndian.Uint32(m) == x {
+			return true
+		}
+	}
+	return false
+}
+
+func errNotCapture(start []byte) error {
+	return fmt.Errorf("not a pcap or pcapng capture (it starts with %q; a capture starts with a pcap or pcapng magic number)", start)
 }
 
 func supportedLink(lt layers.LinkType) bool {

@@ -15,6 +15,7 @@ import (
 )
 
 func main() {
+	documentSettings(rootCmd)
 	err := rootCmd.Execute()
 	if perr := stopProfile(); err == nil {
 		err = perr

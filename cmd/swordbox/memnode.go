@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"os/signal"
@@ -87,10 +88,10 @@ its own --mac and --ip, not the interface's. See docs/rnic.md.`,
 		for {
 			select {
 			case <-ctx.Done():
-				fmt.Fprintf(w, "memnode: %+v\n", n.dev.Stats())
+				fmt.Fprintf(w, "memnode: %s\n", keyValues(n.dev.Stats()))
 				return nil
 			case <-tick:
-				fmt.Fprintf(w, "memnode: %+v\n", n.dev.Stats())
+				fmt.Fprintf(w, "memnode: %s\n", keyValues(n.dev.Stats()))
 			}
 		}
 	},
@@ -112,6 +113,24 @@ func init() {
 	f.Duration("duration", 0, "exit after this long (0: run until interrupted)")
 	f.Duration("stats-period", 0, "print the RNIC counters this often (0: only at exit)")
 	rootCmd.AddCommand(memnodeCmd)
+	mem, why := memoryCap()
+	defineSettings("memnode", []string{"memnode"},
+		bytesSpan("size", 4<<10, mem).because(why),
+		intSpan("regions", 1, 1024),
+		bytesSpan("device-memory", 0, 256<<10),
+		setSpan("mtu", 256, 512, 1024, 2048, 4096),
+		intSpan("workers", 0, 64),
+		durSpan("duration", time.Millisecond, 365*24*time.Hour).orZero("run until interrupted"),
+		durSpan("stats-period", 10*time.Millisecond, 24*time.Hour).orZero("only at exit"),
+	)
+	addCheck("memnode", func(cfg any) error {
+		c := cfg.(*memnodeConfig)
+		size, _ := parseBytes(c.Size)
+		if size/int64(c.Regions) < 4096 {
+			return fmt.Errorf("--size %s split into --regions %d leaves regions under 4KiB", c.Size, c.Regions)
+		}
+		return nil
+	})
 }
 
 // memnode is a running memory node.
@@ -184,7 +203,7 @@ func startMemnode(cfg memnodeConfig, port netio.Port) (*memnode, error) {
 		return fail(fmt.Errorf("device-memory: %w", err))
 	}
 	if cfg.Regions <= 0 {
-		cfg.Regions = 1
+		return fail(fmt.Errorf("regions %d: want at least 1", cfg.Regions))
 	}
 	if size <= 0 || size/int64(cfg.Regions) < 8 {
 		return fail(fmt.Errorf("size %d too small for %d regions", size, cfg.Regions))
@@ -229,8 +248,8 @@ func startMemnode(cfg memnodeConfig, port netio.Port) (*memnode, error) {
 
 // parseBytes parses a byte count with an optional binary suffix (K, KiB,
 // M, MiB, G, GiB; K and KB mean KiB too).
-func parseBytes(s string) (int64, error) {
-	s = strings.TrimSpace(s)
+func parseBytes(in string) (int64, error) {
+	s := strings.TrimSpace(in)
 	mult := int64(1)
 	for _, u := range []struct {
 		suffix string
@@ -243,7 +262,10 @@ func parseBytes(s string) (int64, error) {
 	}
 	v, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || v < 0 {
-		return 0, fmt.Errorf("%q is not a byte count", s)
+		return 0, fmt.Errorf("%q is not a byte count (a number with an optional B, KiB, MiB or GiB)", in)
+	}
+	if v > math.MaxInt64/mult {
+		return 0, fmt.Errorf("%q is too large a byte count", in)
 	}
 	return v * mult, nil
 }

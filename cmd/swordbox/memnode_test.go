@@ -139,3 +139,17 @@ func TestMemnodeAcrossNamespaces(t *testing.T) {
 		t.Fatalf("%+v", r)
 	}
 }
+
+// FuzzParseBytes: no input panics, and an accepted one is a non-negative
+// count that the range check can compare.
+func FuzzParseBytes(f *testing.F) {
+	for _, s := range []string{"64MiB", "4096", "1G", "256 KiB", "x", "-1", "9223372036854775807K", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := parseBytes(s)
+		if err == nil && v < 0 {
+			t.Fatalf("parseBytes(%q) = %d", s, v)
+		}
+	})
+}

@@ -1,12 +1,13 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -72,6 +73,9 @@ tail-ttl) come from the "middlebox" section of the --config file.`,
 			return err
 		}
 		if err := cfg.Engine.Validate(); err != nil {
+			if path, _ := cmd.Flags().GetString("config"); path != "" {
+				return fmt.Errorf("config %s: %w", path, err)
+			}
 			return err
 		}
 		s, err := middlebox.NewSharded(cfg.Engine, cfg.Cores)
@@ -92,8 +96,7 @@ tail-ttl) come from the "middlebox" section of the --config file.`,
 				case <-ctx.Done():
 					return
 				case <-t.C:
-					c := s.Counters()
-					fmt.Fprintf(w, "middlebox: %s\n", c.String())
+					printCounters(w, s)
 				}
 			}
 		}()
@@ -113,13 +116,11 @@ tail-ttl) come from the "middlebox" section of the --config file.`,
 			}
 			l := &middlebox.Loop{S: s, Ports: [2]netio.Port{cp, sp}, Burst: cfg.Burst}
 			err = l.Run(ctx)
-			c := s.Counters()
-			fmt.Fprintf(w, "middlebox: %s\n", c.String())
+			printCounters(w, s)
 			return err
 		case "dpdk":
 			err := middlebox.RunDPDK(ctx, s, middlebox.DPDKConfig{EAL: cfg.DPDKArgs, ClientPort: cfg.ClientIface, ServerPort: cfg.ServerIface, Burst: cfg.Burst})
-			c := s.Counters()
-			fmt.Fprintf(w, "middlebox: %s\n", c.String())
+			printCounters(w, s)
 			return err
 		}
 		return fmt.Errorf("middlebox run: --io %q: want afpacket or dpdk", cfg.IO)
@@ -146,19 +147,40 @@ connection stays on one core).`,
 			return err
 		}
 		mix := middlebox.MixConfig{Clients: cfg.Clients, CASPct: cfg.CASPct, ReadPct: cfg.ReadPct, Coalesce: cfg.Coalesce, Seed: cfg.Seed, SkipICRCCheck: cfg.NoCheck}
-		var res middlebox.BenchResult
-		var err error
+		var bench func() (middlebox.BenchResult, error)
 		switch cfg.IO {
 		case "engine":
-			res, err = middlebox.BenchEngine(mix, cfg.Cores, cfg.Duration)
+			bench = func() (middlebox.BenchResult, error) { return middlebox.BenchEngine(mix, cfg.Cores, cfg.Duration) }
 		case "ring", "dpdk":
-			res, err = middlebox.BenchDPDK(middlebox.DPDKBenchConfig{Mix: mix, Cores: cfg.Cores, Duration: cfg.Duration,
-				EAL: cfg.DPDKArgs, Vdevs: cfg.Vdevs, Ring: cfg.IO == "ring"})
+			bench = func() (middlebox.BenchResult, error) {
+				return middlebox.BenchDPDK(middlebox.DPDKBenchConfig{Mix: mix, Cores: cfg.Cores, Duration: cfg.Duration,
+					EAL: cfg.DPDKArgs, Vdevs: cfg.Vdevs, Ring: cfg.IO == "ring"})
+			}
 		default:
 			return fmt.Errorf("middlebox bench: --io %q: want engine, ring or dpdk", cfg.IO)
 		}
-		if err != nil {
-			return err
+		// The measurement runs to its end; SIGINT or SIGTERM ends the
+		// command at once instead (the process exits with it).
+		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		type outcome struct {
+			res middlebox.BenchResult
+			err error
+		}
+		done := make(chan outcome, 1)
+		go func() {
+			r, err := bench()
+			done <- outcome{r, err}
+		}()
+		var res middlebox.BenchResult
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("middlebox bench: interrupted before the end of the measurement: no result")
+		case o := <-done:
+			if o.err != nil {
+				return o.err
+			}
+			res = o.res
 		}
 		w := cmd.OutOrStdout()
 		if cfg.JSON {
@@ -166,14 +188,15 @@ connection stays on one core).`,
 			enc.SetIndent("", "  ")
 			return enc.Encode(res)
 		}
-		fmt.Fprintf(w, "middlebox bench --io %s: %d clients, %d%% CAS, %d%% READ, ACK every %d requests, %d core(s), %.1fs\n",
+		fmt.Fprintf(w, "middlebox bench --io %s: %d clients, %d%% CAS, %d%% READ, ACK every %d requests, %d core(s), %.1fs\n\n",
 			res.IO, mix.Clients, mix.CASPct, mix.ReadPct, mix.Coalesce, res.Cores, res.Wall)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "core\tMpps wall\tMpps per CPU\tframes in\tframes out\tbusy s\tCPU s\tdrops\t")
 		for k, c := range res.PerCore {
-			fmt.Fprintf(w, "  core %d: %.2f Mpps wall, %.2f Mpps per core of CPU time (%d frames in, %d out, %.2fs busy, %.2fs CPU, %d drops)\n",
-				k, c.Mpps, c.MppsCPU, c.FramesIn, c.FramesOut, c.Busy, c.CPU, c.Drops)
+			fmt.Fprintf(tw, "%d\t%.2f\t%.2f\t%d\t%d\t%.2f\t%.2f\t%d\t\n", k, c.Mpps, c.MppsCPU, c.FramesIn, c.FramesOut, c.Busy, c.CPU, c.Drops)
 		}
-		fmt.Fprintf(w, "  total: %.2f Mpps wall, %.2f Mpps CPU\n", res.TotalMpp, res.TotalCPU)
-		return nil
+		fmt.Fprintf(tw, "total\t%.2f\t%.2f\t\t\t\t\t\t\n", res.TotalMpp, res.TotalCPU)
+		return tw.Flush()
 	},
 }
 
@@ -203,6 +226,35 @@ func init() {
 
 	middleboxCmd.AddCommand(middleboxRunCmd, middleboxBenchCmd)
 	rootCmd.AddCommand(middleboxCmd)
+	defineSettings("middlebox", []string{"middlebox run"},
+		intSpan("cores", 1, 64),
+		durSpan("stats-period", 10*time.Millisecond, 24*time.Hour).orZero("only at exit"),
+		intSpan("burst", 1, 1024),
+	)
+	defineSettings("middlebox-bench", []string{"middlebox bench"},
+		intSpan("cores", 1, 64),
+		durSpan("duration", 10*time.Millisecond, time.Hour),
+		intSpan("clients", 1, 1024),
+		intSpan("cas-pct", 0, 100),
+		intSpan("read-pct", 0, 100),
+		intSpan("coalesce", 1, 1024),
+	)
+	addCheck("middlebox-bench", func(cfg any) error {
+		c := cfg.(*mboxBenchConfig)
+		if c.CASPct+c.ReadPct > 100 {
+			return fmt.Errorf("--cas-pct %d + --read-pct %d is more than 100", c.CASPct, c.ReadPct)
+		}
+		return nil
+	})
 }
 
-var _ = context.Background
+// printCounters prints the engines' counters as key=value pairs (only the
+// non-zero ones), or says that all are zero.
+func printCounters(w io.Writer, s *middlebox.Sharded) {
+	c := s.Counters()
+	if line := c.String(); line != "" {
+		fmt.Fprintf(w, "middlebox: %s\n", line)
+		return
+	}
+	fmt.Fprintln(w, "middlebox: every counter is zero (no frames seen)")
+}

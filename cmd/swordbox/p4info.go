@@ -56,4 +56,5 @@ A program the target cannot run is refused with file:line:col and a reason.`,
 func init() {
 	p4infoCmd.Flags().StringP("out", "o", "", "output file (default: FILE.p4info.txtpb next to FILE.p4; - for stdout)")
 	rootCmd.AddCommand(p4infoCmd)
+	defineSettings("p4info", []string{"p4info"})
 }

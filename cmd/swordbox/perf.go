@@ -67,13 +67,16 @@ what the client sends. See docs/rnic.md.`,
 		defer stop()
 		r, err := runPerf(ctx, args[0], cfg)
 		if err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("perf %s: interrupted before the end of the measurement: no result", args[0])
+			}
 			return err
 		}
 		if cfg.JSON {
 			enc := json.NewEncoder(cmd.OutOrStdout())
 			return enc.Encode(r)
 		}
-		fmt.Fprintln(cmd.OutOrStdout(), r)
+		fmt.Fprintf(cmd.OutOrStdout(), "perf: %s\n", keyValues(r))
 		return nil
 	},
 }
@@ -101,7 +104,39 @@ func init() {
 	f.String("timing", "off", "NIC timing model of the in-process memory node: off or cx5")
 	f.String("mem-size", "64MiB", "memory of the in-process memory node")
 	rootCmd.AddCommand(perfCmd)
+	mem, why := memoryCap()
+	defineSettings("perf", []string{"perf"},
+		intSpan("qps", 1, 1024),
+		intSpan("depth", 1, 1024),
+		intSpan("size", 1, 1<<20),
+		durSpan("duration", 10*time.Millisecond, 24*time.Hour),
+		setSpan("mtu", 256, 512, 1024, 2048, 4096),
+		span{key: "drop", lo: 0, hi: 1},
+		span{key: "duplicate", lo: 0, hi: 1},
+		span{key: "reorder", lo: 0, hi: 1},
+		intSpan("reorder-depth", 1, 1024),
+		span{key: "corrupt", lo: 0, hi: 1},
+		durSpan("delay", 0, time.Second),
+		intSpan("workers", 0, 64),
+		bytesSpan("mem-size", 4<<10, mem).because(why),
+	)
+	addCheck("perf", func(cfg any) error {
+		c := cfg.(*perfConfig)
+		if n := c.QPs * c.Depth; n > perfMaxOutstanding {
+			return fmt.Errorf("--qps %d x --depth %d = %d requests outstanding: at most %d", c.QPs, c.Depth, n, perfMaxOutstanding)
+		}
+		mem, _ := parseBytes(c.MemSize)
+		if need := int64(c.QPs*c.Depth) * int64((c.Size+63)&^63); c.Remote == "" && need > mem {
+			return fmt.Errorf("--qps %d x --depth %d requests of --size %d need %s of memory node, more than --mem-size %s", c.QPs, c.Depth, c.Size, formatBytes(need), c.MemSize)
+		}
+		return nil
+	})
 }
+
+// perfMaxOutstanding bounds the requests perf keeps in flight (qps x
+// depth): each holds a buffer slot, a work request and completion queue
+// room on both RNICs.
+const perfMaxOutstanding = 1 << 16
 
 func runPerf(ctx context.Context, test string, cfg perfConfig) (perftest.Result, error) {
 	faults := netio.Faults{Drop: cfg.Drop, Duplicate: cfg.Duplicate, Reorder: cfg.Reorder, ReorderDepth: cfg.ReorderDepth,

@@ -108,7 +108,7 @@ PacketOut on the P4Runtime StreamChannel.`,
 				return fmt.Errorf("switch: grpc: %w", err)
 			case <-tick:
 				st := srv.Stats()
-				fmt.Fprintf(cmd.OutOrStdout(), "rx %d tx %d no-pipeline %d no-port %d packet-in %d (dropped %d) packet-out %d\n",
+				fmt.Fprintf(cmd.OutOrStdout(), "switch: rx-frames=%d tx-frames=%d dropped-no-pipeline=%d dropped-no-port=%d packet-ins=%d packet-in-drops=%d packet-outs=%d\n",
 					st.RxFrames, st.TxFrames, st.DroppedNoPipe, st.DroppedNoPort, st.PacketIns, st.PacketInDrops, st.PacketOuts)
 			}
 		}
@@ -178,4 +178,8 @@ func init() {
 	f.Uint32("cpu-port", p4rt.DefaultCPUPort, "pipeline port mapped to PacketIn/PacketOut (swordbox.p4: 255)")
 	f.Duration("stats", 0, "print data plane counters at this interval (0: never)")
 	rootCmd.AddCommand(switchCmd)
+	defineSettings("switch", []string{"switch"},
+		intSpan("cpu-port", 0, 511).because("v1model's 9-bit port numbers"),
+		durSpan("stats", 10*time.Millisecond, 24*time.Hour).orZero("never"),
+	)
 }

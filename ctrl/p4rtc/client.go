@@ -118,7 +118,16 @@ type Options struct {
 	OnPacketIn func(*p4.PacketIn)
 	// OnError, if set, counts errors of RPCs and of the stream.
 	OnError func(op string, err error)
+	// OnRetry, if set, is called (from the stream goroutine) when the
+	// stream could not be opened or broke, with the error and the backoff
+	// before the next attempt.
+	OnRetry func(err error, backoff time.Duration)
 }
+
+// ErrNoPipeline is what GetP4Info returns when the switch runs no pipeline
+// yet: the usual state of a fresh switch, not an RPC failure (OnError is
+// not called).
+var ErrNoPipeline = errors.New("no pipeline installed")
 
 // Client is a P4Runtime client for one device. Its methods are safe for
 // concurrent use.
@@ -281,6 +290,9 @@ func (c *Client) run(ctx context.Context) {
 		if arbitrated {
 			backoff = c.opts.MinBackoff
 		}
+		if c.opts.OnRetry != nil {
+			c.opts.OnRetry(err, backoff)
+		}
 		select {
 		case <-time.After(backoff):
 		case <-ctx.Done():
@@ -412,11 +424,14 @@ func (c *Client) GetP4Info(ctx context.Context) (*p4cfg.P4Info, error) {
 	resp, err := c.rpc.GetForwardingPipelineConfig(ctx, &p4.GetForwardingPipelineConfigRequest{
 		DeviceId: c.opts.DeviceID, ResponseType: p4.GetForwardingPipelineConfigRequest_P4INFO_AND_COOKIE,
 	})
+	if status.Code(err) == codes.FailedPrecondition {
+		return nil, fmt.Errorf("p4rtc %s: get pipeline: %w (%v)", c.opts.Addr, ErrNoPipeline, err)
+	}
 	if err != nil {
 		return nil, c.errorf("get pipeline", err)
 	}
 	if resp.GetConfig().GetP4Info() == nil {
-		return nil, c.errorf("get pipeline", errors.New("no pipeline installed"))
+		return nil, fmt.Errorf("p4rtc %s: get pipeline: %w", c.opts.Addr, ErrNoPipeline)
 	}
 	return resp.GetConfig().GetP4Info(), nil
 }

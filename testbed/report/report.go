@@ -92,6 +92,9 @@ type Run struct {
 	Cells  []Cell      `json:"cells"`
 	// Notes are free-text findings the harness wants in the report.
 	Notes []string `json:"notes,omitempty"`
+	// Partial marks a run that stopped before its last cell (interrupted,
+	// or a cell failed): Cells holds the cells that completed.
+	Partial bool `json:"partial,omitempty"`
 }
 
 // WriteTable prints the cells as an aligned table.
@@ -211,9 +214,12 @@ func WriteCSV(w io.Writer, cells []Cell) error {
 
 // WriteMarkdown writes the human report: configuration, table, ratios
 // against the "off" mode, plots and notes.
-func WriteMarkdown(w io.Writer, r *Run, plots []string) error {
+func WriteMarkdown(w io.Writer, r *Run, plots []Figure) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# swordbox bench: %s\n\n", r.ID)
+	if r.Partial {
+		fmt.Fprintf(&b, "**Partial run: it stopped after %d cells (see the notes); the missing cells were not measured.**\n\n", len(r.Cells))
+	}
 	fmt.Fprintf(&b, "Started %s, scenario `%s`.\n\n## Configuration\n\n| setting | value |\n|---|---|\n", r.Started.UTC().Format(time.RFC3339), r.Scenario)
 	for _, kv := range r.Config {
 		fmt.Fprintf(&b, "| %s | %s |\n", kv[0], strings.ReplaceAll(kv[1], "|", "\\|"))
@@ -237,7 +243,7 @@ func WriteMarkdown(w io.Writer, r *Run, plots []string) error {
 	if len(plots) > 0 {
 		b.WriteString("\n## Plots\n\n")
 		for _, p := range plots {
-			fmt.Fprintf(&b, "![%s](%s)\n\n", strings.TrimSuffix(p, ".png"), p)
+			fmt.Fprintf(&b, "![%s](%s)\n\n*What this shows:* %s\n\n", strings.TrimSuffix(p.File, ".png"), p.File, p.Caption)
 		}
 	}
 	if len(r.Notes) > 0 {
@@ -290,6 +296,29 @@ func Ratios(cells []Cell, baseline string) []Ratio {
 	return out
 }
 
+// SaveUnder saves the run in root/<id>-<scenario>/ (Save) and points
+// root/latest at it. It returns the directory.
+func SaveUnder(root string, r *Run) (string, error) {
+	name := r.ID
+	if r.Scenario != "" {
+		name += "-" + r.Scenario
+	}
+	dir := filepath.Join(root, name)
+	if _, err := Save(dir, r); err != nil {
+		return dir, err
+	}
+	tmp := filepath.Join(root, ".latest-"+name)
+	os.Remove(tmp)
+	if err := os.Symlink(name, tmp); err != nil {
+		return dir, fmt.Errorf("report: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(root, "latest")); err != nil {
+		os.Remove(tmp)
+		return dir, fmt.Errorf("report: %w", err)
+	}
+	return dir, nil
+}
+
 // Save writes results.json (the run), cells.json, results.csv, report.md and
 // the plots into dir, creating it. It returns the files written.
 func Save(dir string, r *Run) ([]string, error) {
@@ -331,7 +360,7 @@ func Save(dir string, r *Run) ([]string, error) {
 		return written, err
 	}
 	for _, p := range plots {
-		written = append(written, filepath.Join(dir, p))
+		written = append(written, filepath.Join(dir, p.File))
 	}
 	if err := create("report.md", func(w io.Writer) error { return WriteMarkdown(w, r, plots) }); err != nil {
 		return written, err

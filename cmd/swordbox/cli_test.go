@@ -1,0 +1,411 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// TestMain lets a test run the swordbox command itself in a child process:
+// the test binary, started with SWORDBOX_TEST_MAIN=1, is `swordbox ARGS...`
+// (main, exit code included), so exit codes and signals are the real ones.
+func TestMain(m *testing.M) {
+	switch os.Getenv("SWORDBOX_TEST_MAIN") {
+	case "1":
+		main()
+		os.Exit(0)
+	case "check":
+		// docs_test.go: check a command line without running it.
+		if err := checkOnly(os.Args[1:]); err != nil && !errors.Is(err, pflag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "swordbox:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// swordboxProc is a child process running `swordbox args...`.
+type swordboxProc struct {
+	cmd            *exec.Cmd
+	stdout, stderr *lockedBuffer
+	done           chan struct{} // closed when the process has exited
+	err            error         // its Wait error, once done
+}
+
+// startSwordbox starts `swordbox args...` as a child process with the
+// given extra environment.
+func startSwordbox(t *testing.T, env []string, args ...string) *swordboxProc {
+	t.Helper()
+	return startSwordboxMode(t, "1", env, args...)
+}
+
+// startSwordboxMode starts the test binary as swordbox (mode "1") or as
+// the docs test's checker (mode "check").
+func startSwordboxMode(t *testing.T, mode string, env []string, args ...string) *swordboxProc {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := exec.Command(exe, args...)
+	c.Env = append(append(os.Environ(), "SWORDBOX_TEST_MAIN="+mode), env...)
+	p := &swordboxProc{cmd: c, stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan struct{})}
+	c.Stdout, c.Stderr = p.stdout, p.stderr
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		p.err = c.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		if !p.exited() {
+			c.Process.Kill()
+			<-p.done
+		}
+	})
+	return p
+}
+
+// exited reports whether the process has ended.
+func (p *swordboxProc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// wait waits at most limit for the process to exit and returns its exit
+// code (-1 when it had to be killed).
+func (p *swordboxProc) wait(limit time.Duration) int {
+	select {
+	case <-p.done:
+	case <-time.After(limit):
+		p.cmd.Process.Kill()
+		<-p.done
+		return -1
+	}
+	var ee *exec.ExitError
+	if errors.As(p.err, &ee) {
+		return ee.ExitCode()
+	}
+	if p.err != nil {
+		return -1
+	}
+	return 0
+}
+
+// waitFor waits until the process's stderr or stdout holds s.
+func (p *swordboxProc) waitFor(t *testing.T, s string, limit time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !strings.Contains(p.stderr.String()+p.stdout.String(), s) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q within %s\nstdout:\n%s\nstderr:\n%s", s, limit, p.stdout, p.stderr)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// writeFile writes a file under dir and returns its path.
+func writeFile(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestBadInputIsRefused runs every command with bad input, as the user
+// would, and checks that it exits with code 1 at once, before running
+// anything, with a message that names the flag (or the file and the key's
+// path) and the range.
+func TestBadInputIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	p4src, _ := filepath.Abs("../../p4/swordbox.p4")
+	p4info, _ := filepath.Abs("../../p4/swordbox.p4info.txtpb")
+	badSection := writeFile(t, dir, "bnech.yaml", "bnech:\n  threads: 4\n")
+	badValue := writeFile(t, dir, "lots.yaml", "bench:\n  threads: lots\n")
+	badRange := writeFile(t, dir, "zero.yaml", "bench:\n  threads: 0\n")
+	badDur := writeFile(t, dir, "dur.yaml", "bench:\n  duration: soon\n")
+	rackTypo := writeFile(t, dir, "rack.yaml", `ctrl:
+  p4info: `+p4info+`
+  device-config: `+p4src+`
+  hosts:
+    - {name: c0, mac: "02:00:00:00:00:01", ip: 10.0.0.1, port: 1}
+    - {name: m0, mca: "02:00:00:00:00:02", ip: 10.0.0.2, port: 2}
+`)
+	rackBadPort := writeFile(t, dir, "rackport.yaml", `ctrl:
+  hosts:
+    - {name: c0, mac: "02:00:00:00:00:01", ip: 10.0.0.1, port: one}
+`)
+	mboxRemap := writeFile(t, dir, "mbox1.yaml", `middlebox:
+  servers:
+    - ip: 10.0.0.2
+      remapp: [{lo: 0, hi: 0}]
+`)
+	mboxCAS := writeFile(t, dir, "mbox2.yaml", `middlebox:
+  servers:
+    - ip: 10.0.0.2
+      remap: [{lo: 0, hi: 0}]
+      cas-to-wirte: [{lo: 4096, hi: 8192}]
+`)
+	mboxRing := writeFile(t, dir, "mbox3.yaml", "middlebox:\n  ring-size: many\n")
+	mboxSteer := writeFile(t, dir, "mbox4.yaml", "middlebox:\n  steering:\n    mdoe: both\n")
+	mboxList := writeFile(t, dir, "mbox5.yaml", "middlebox:\n  servers: 10.0.0.2\n")
+	text := writeFile(t, dir, "notes.txt", "hello\n")
+	empty := writeFile(t, dir, "empty.pcap", "")
+	noBench := []string{"--duration", "1h", "--no-progress", "--results", ""}
+
+	cases := []struct {
+		name string
+		args []string
+		env  []string
+		want string
+	}{
+		// bench
+		{"bench threads 0", append([]string{"bench", "--threads", "0"}, noBench...), nil, "bench: --threads 0: out of range 1..4096"},
+		{"bench threads -3", append([]string{"bench", "--threads", "-3"}, noBench...), nil, "bench: --threads -3: out of range 1..4096"},
+		{"bench threads lots", append([]string{"bench", "--threads", "lots"}, noBench...), nil, `invalid argument "lots" for "--threads"`},
+		{"bench client-hosts 0", append([]string{"bench", "--client-hosts", "0"}, noBench...), nil, "bench: --client-hosts 0: out of range 1..64"},
+		{"bench client-hosts over threads", append([]string{"bench", "--client-hosts", "8", "--threads", "4"}, noBench...), nil, "--client-hosts 8 is more than --threads 4"},
+		{"bench keys 0", append([]string{"bench", "--keys", "0"}, noBench...), nil, "bench: --keys 0: out of range 1..1048576"},
+		{"bench value-size 0", append([]string{"bench", "--value-size", "0"}, noBench...), nil, "bench: --value-size 0: out of range 1..4072"},
+		{"bench zipf -1", append([]string{"bench", "--zipf", "-1"}, noBench...), nil, "bench: --zipf -1: out of range 0.01..5 or 0 (the scenario's default)"},
+		{"bench duration -1s", []string{"bench", "--duration", "-1s", "--no-progress", "--results", ""}, nil, "bench: --duration -1s: out of range 10ms..24h"},
+		{"bench warmup -1s", append([]string{"bench", "--warmup", "-1s"}, noBench...), nil, "bench: --warmup -1s: out of range 0s..1h"},
+		{"bench memory-workers -1", append([]string{"bench", "--memory-workers", "-1"}, noBench...), nil, "bench: --memory-workers -1: out of range 0..64"},
+		{"bench results unwritable", []string{"bench", "--duration", "1h", "--no-progress", "--results", "/proc/nope"}, nil, "bench: --results /proc/nope: cannot create it"},
+		{"bench scenario", append([]string{"bench", "--scenario", "nope"}, noBench...), nil, "unknown scenario"},
+		{"bench workloads", append([]string{"bench", "--workloads", "z"}, noBench...), nil, "bench: --workloads"},
+		{"bench modes", append([]string{"bench", "--modes", "sideways"}, noBench...), nil, "sideways"},
+		{"bench timing", append([]string{"bench", "--timing", "cx9"}, noBench...), nil, "timing model"},
+		{"bench cas-mux sweep", append([]string{"bench", "--scenario", "cas-mux", "--sweep", "0"}, noBench...), nil, "client QPs"},
+		{"bench env", append([]string{"bench"}, noBench...), []string{"SWORDBOX_BENCH_THREADS=0"}, "bench: SWORDBOX_BENCH_THREADS=0: out of range 1..4096"},
+		{"bench env not a number", append([]string{"bench"}, noBench...), []string{"SWORDBOX_BENCH_KEYS=many"}, `bench: SWORDBOX_BENCH_KEYS="many": "many" is not an integer`},
+		{"bench unknown section", append([]string{"bench", "--config", badSection}, noBench...), nil, "config " + badSection + ": bnech: unknown section (known: "},
+		{"bench bad value in file", append([]string{"bench", "--config", badValue}, noBench...), nil, "config " + badValue + `: bench.threads: "lots" is not an integer`},
+		{"bench range in file", append([]string{"bench", "--config", badRange}, noBench...), nil, "config " + badRange + ": bench.threads: 0: out of range 1..4096"},
+		{"bench duration in file", append([]string{"bench", "--config", badDur}, noBench...), nil, "config " + badDur + `: bench.duration: "soon" is not a duration`},
+		{"bench env not a bool", append([]string{"bench"}, noBench...), []string{"SWORDBOX_BENCH_JSON=perhaps"}, `bench: SWORDBOX_BENCH_JSON="perhaps": "perhaps" is not true or false`},
+		{"bench env not a duration", append([]string{"bench"}, noBench...), []string{"SWORDBOX_BENCH_WARMUP=soon"}, `bench: SWORDBOX_BENCH_WARMUP="soon": "soon" is not a duration`},
+		{"bench env misspelled", append([]string{"bench"}, noBench...), []string{"SWORDBOX_BENCH_THRAEDS=4"}, "bench: SWORDBOX_BENCH_THRAEDS: unknown setting (the variables are SWORDBOX_BENCH_CLIENT_HOSTS, "},
+		{"middlebox bench env is not middlebox run's", []string{"middlebox", "run", "--cores", "0"}, []string{"SWORDBOX_MIDDLEBOX_BENCH_CLIENTS=4"}, "middlebox run: --cores 0: out of range 1..64"},
+		{"bench missing config", append([]string{"bench", "--config", filepath.Join(dir, "nope.yaml")}, noBench...), nil, "nope.yaml"},
+		// perf
+		{"perf qps 0", []string{"perf", "write_bw", "--qps", "0"}, nil, "perf: --qps 0: out of range 1..1024"},
+		{"perf qps 100000", []string{"perf", "write_bw", "--qps", "100000", "--duration", "1s"}, nil, "perf: --qps 100000: out of range 1..1024"},
+		{"perf depth 0", []string{"perf", "write_bw", "--depth", "0"}, nil, "perf: --depth 0: out of range 1..1024"},
+		{"perf outstanding", []string{"perf", "write_bw", "--qps", "1024", "--depth", "1024"}, nil, "--qps 1024 x --depth 1024 = 1048576 requests outstanding: at most 65536"},
+		{"perf size -5", []string{"perf", "write_bw", "--size", "-5"}, nil, "perf: --size -5: out of range 1..1048576"},
+		{"perf duration -1s", []string{"perf", "write_bw", "--duration", "-1s"}, nil, "perf: --duration -1s: out of range 10ms..24h"},
+		{"perf mtu", []string{"perf", "write_bw", "--mtu", "1000"}, nil, "perf: --mtu 1000: want one of 256, 512, 1024, 2048, 4096"},
+		{"perf drop", []string{"perf", "write_bw", "--drop", "2"}, nil, "perf: --drop 2: out of range 0..1"},
+		{"perf mem-size", []string{"perf", "write_bw", "--mem-size", "1024GiB"}, nil, "perf: --mem-size 1024GiB: out of range 4KiB.."},
+		{"perf mem-size text", []string{"perf", "write_bw", "--mem-size", "lots"}, nil, `perf: --mem-size lots: "lots" is not a byte count`},
+		{"perf mem-size too small", []string{"perf", "write_bw", "--qps", "64", "--depth", "64", "--size", "4096", "--mem-size", "1MiB"}, nil, "need 16MiB of memory node, more than --mem-size 1MiB"},
+		{"perf test name", []string{"perf", "swim_bw"}, nil, "swim_bw"},
+		// memnode
+		{"memnode regions 0", []string{"memnode", "--regions", "0", "--listen", ""}, nil, "memnode: --regions 0: out of range 1..1024"},
+		{"memnode duration -1s", []string{"memnode", "--duration", "-1s", "--listen", ""}, nil, "memnode: --duration -1s: out of range 1ms..8760h or 0 (run until interrupted)"},
+		{"memnode size", []string{"memnode", "--size", "0", "--listen", ""}, nil, "memnode: --size 0: out of range 4KiB.."},
+		{"memnode regions too small", []string{"memnode", "--size", "64KiB", "--regions", "64", "--listen", ""}, nil, "leaves regions under 4KiB"},
+		{"memnode device memory", []string{"memnode", "--device-memory", "1MiB", "--listen", ""}, nil, "memnode: --device-memory 1MiB: out of range 0..256KiB"},
+		{"memnode mtu", []string{"memnode", "--mtu", "9000", "--listen", ""}, nil, "memnode: --mtu 9000: want one of 256, 512, 1024, 2048, 4096"},
+		{"memnode stats-period", []string{"memnode", "--stats-period", "-1s", "--listen", ""}, nil, "memnode: --stats-period -1s: out of range 10ms..24h or 0 (only at exit)"},
+		// switch
+		{"switch cpu-port 600", []string{"switch", "--cpu-port", "600", "--grpc", "127.0.0.1:0"}, nil, "switch: --cpu-port 600: out of range 0..511"},
+		{"switch stats", []string{"switch", "--stats", "-1s", "--grpc", "127.0.0.1:0"}, nil, "switch: --stats -1s: out of range 10ms..24h or 0 (never)"},
+		{"switch port number", []string{"switch", "--ports", "600=mem", "--grpc", "127.0.0.1:0"}, nil, "port number must be 0..511"},
+		// ctrl
+		{"ctrl object-size", []string{"ctrl", "run", "--object-size", "0"}, nil, "ctrl run: --object-size 0: out of range 1..4072"},
+		{"ctrl repair-period", []string{"ctrl", "run", "--repair-period", "0s"}, nil, "ctrl run: --repair-period 0s: out of range 1ms..1h"},
+		{"ctrl tail-ttl", []string{"ctrl", "run", "--tail-ttl", "0s"}, nil, "ctrl run: --tail-ttl 0s: out of range 1µs..1h; keep it below half of Clover's T_r"},
+		{"ctrl hot-keys", []string{"ctrl", "run", "--hot-keys", "5000"}, nil, "ctrl run: --hot-keys 5000: out of range 0..4096"},
+		{"ctrl typo in a list entry", []string{"ctrl", "run", "--config", rackTypo}, nil, "config " + rackTypo + ": ctrl.hosts[1].mca: unknown setting (known: ip, mac, name, port)"},
+		{"ctrl bad value in a list entry", []string{"ctrl", "run", "--config", rackBadPort}, nil, "config " + rackBadPort + `: ctrl.hosts[0].port: "one" is not an integer`},
+		{"ctrl show with the run's typo", []string{"ctrl", "show", "tables", "--config", rackTypo}, nil, "ctrl.hosts[1].mca: unknown setting"},
+		{"ctrl show what", []string{"ctrl", "show"}, nil, "requires at least 1 arg"},
+		// middlebox
+		{"middlebox remap typo", []string{"middlebox", "run", "--config", mboxRemap}, nil, "config " + mboxRemap + ": middlebox.servers[0].remapp: unknown setting (known: "},
+		{"middlebox cas-to-write typo", []string{"middlebox", "run", "--config", mboxCAS}, nil, "config " + mboxCAS + ": middlebox.servers[0].cas-to-wirte: unknown setting"},
+		{"middlebox ring-size text", []string{"middlebox", "run", "--config", mboxRing}, nil, "config " + mboxRing + `: middlebox.ring-size: "many" is not an integer`},
+		{"middlebox nested section typo", []string{"middlebox", "run", "--config", mboxSteer}, nil, "config " + mboxSteer + ": middlebox.steering.mdoe: unknown setting (known: "},
+		{"middlebox list given a scalar", []string{"middlebox", "run", "--config", mboxList}, nil, "config " + mboxList + `: middlebox.servers: want a list, got "10.0.0.2"`},
+		{"middlebox cores", []string{"middlebox", "run", "--cores", "0"}, nil, "middlebox run: --cores 0: out of range 1..64"},
+		{"middlebox burst", []string{"middlebox", "run", "--burst", "0"}, nil, "middlebox run: --burst 0: out of range 1..1024"},
+		{"middlebox io", []string{"middlebox", "run", "--io", "sideways"}, nil, `middlebox run: --io "sideways": want afpacket or dpdk`},
+		{"middlebox bench duration", []string{"middlebox", "bench", "--duration", "-1s"}, nil, "middlebox bench: --duration -1s: out of range 10ms..1h"},
+		{"middlebox bench clients", []string{"middlebox", "bench", "--clients", "0"}, nil, "middlebox bench: --clients 0: out of range 1..1024"},
+		{"middlebox bench pct", []string{"middlebox", "bench", "--cas-pct", "60", "--read-pct", "50"}, nil, "--cas-pct 60 + --read-pct 50 is more than 100"},
+		{"middlebox bench coalesce", []string{"middlebox", "bench", "--coalesce", "0"}, nil, "middlebox bench: --coalesce 0: out of range 1..1024"},
+		{"middlebox bench io", []string{"middlebox", "bench", "--io", "sideways"}, nil, `--io "sideways": want engine, ring or dpdk`},
+		// clover
+		{"clover ms keys", []string{"clover", "ms", "--keys", "0"}, nil, "clover ms: --keys 0: out of range 1..1048576"},
+		{"clover ms mtu", []string{"clover", "ms", "--mtu", "7"}, nil, "clover ms: --mtu 7: want one of 256, 512, 1024, 2048, 4096"},
+		{"clover clients host", []string{"clover", "clients", "--host", "2", "--hosts", "2"}, nil, "clover clients: --host 2: want 0..1 (--hosts 2)"},
+		{"clover clients zipf", []string{"clover", "clients", "--zipf", "0"}, nil, "clover clients: --zipf 0: out of range 0.01..5"},
+		{"clover clients workload", []string{"clover", "clients", "--workload", "z"}, nil, "clover clients: --workload"},
+		// decode, p4info
+		{"decode text file", []string{"decode", text}, nil, `decode ` + text + `: not a pcap or pcapng capture (it starts with "hell"`},
+		{"decode empty file", []string{"decode", empty}, nil, "empty file: not a pcap or pcapng capture"},
+		{"decode missing file", []string{"decode", filepath.Join(dir, "nope.pcap")}, nil, "no such file"},
+		{"p4info missing file", []string{"p4info", filepath.Join(dir, "nope.p4")}, nil, "no such file"},
+		{"p4info not P4", []string{"p4info", text, "-o", "-"}, nil, "p4info: " + text},
+		// any command
+		{"unknown flag", []string{"bench", "--thraeds", "4"}, nil, "unknown flag: --thraeds"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := startSwordbox(t, tc.env, tc.args...)
+			code := p.wait(20 * time.Second)
+			msg := p.stderr.String()
+			if code != 1 {
+				t.Fatalf("swordbox %s: exit code %d, want 1\nstderr: %s", strings.Join(tc.args, " "), code, msg)
+			}
+			if !strings.Contains(msg, tc.want) {
+				t.Fatalf("swordbox %s:\n got: %s\nwant: %s", strings.Join(tc.args, " "), msg, tc.want)
+			}
+			if !strings.HasPrefix(msg, "swordbox: ") || strings.Count(strings.TrimSpace(msg), "\n") > 0 {
+				t.Errorf("swordbox %s: want one line starting \"swordbox: \", got:\n%s", strings.Join(tc.args, " "), msg)
+			}
+		})
+	}
+}
+
+// TestHelpDocumentsRanges checks that --help shows each range the
+// validation layer enforces, and that no help text carries a literal \n.
+func TestHelpDocumentsRanges(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "--help"}, "[range 1..4096]"},
+		{[]string{"perf", "--help"}, "[range 1..1024]"},
+		{[]string{"memnode", "--help"}, "[range 1ms..8760h or 0 (run until interrupted)]"},
+		{[]string{"switch", "--help"}, "[range 0..511; v1model's 9-bit port numbers]"},
+		{[]string{"ctrl", "show", "--help"}, "swordbox ctrl show tables --switch 127.0.0.1:9559\n"},
+	} {
+		p := startSwordbox(t, nil, tc.args...)
+		if code := p.wait(10 * time.Second); code != 0 {
+			t.Fatalf("%v: exit %d: %s", tc.args, code, p.stderr)
+		}
+		out := p.stdout.String()
+		if !strings.Contains(out, tc.want) {
+			t.Errorf("%v lacks %q:\n%s", tc.args, tc.want, out)
+		}
+		if strings.Contains(out, `\n`) {
+			t.Errorf("%v prints a literal \\n:\n%s", tc.args, out)
+		}
+	}
+}
+
+// The long-running commands stop promptly on SIGTERM and SIGINT.
+func TestSignalsStopLongRunningCommands(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes that run for seconds")
+	}
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		ready string
+		sig   syscall.Signal
+		code  int
+		want  string
+	}{
+		{"memnode", []string{"memnode", "--listen", "127.0.0.1:0", "--size", "1MiB"}, "memnode: listening", syscall.SIGTERM, 0, "memnode: rx-frames="},
+		{"switch", []string{"switch", "--grpc", "127.0.0.1:0", "--ports", "1=mem"}, "P4Runtime on", syscall.SIGINT, 0, ""},
+		{"perf", []string{"perf", "write_bw", "--duration", "1h"}, "", syscall.SIGTERM, 1, "perf write_bw: interrupted before the end of the measurement: no result"},
+		{"middlebox bench", []string{"middlebox", "bench", "--duration", "1h"}, "", syscall.SIGTERM, 1, "middlebox bench: interrupted"},
+		{"ctrl run, no switch", []string{"ctrl", "run", "--switch", "127.0.0.1:1", "--p4info", "../../p4/swordbox.p4info.txtpb", "--device-config", "../../p4/swordbox.p4", "--steering", "off"}, "cannot reach the switch, retrying", syscall.SIGTERM, 0, "switch=127.0.0.1:1 backoff="},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := startSwordbox(t, nil, tc.args...)
+			if tc.ready != "" {
+				p.waitFor(t, tc.ready, 10*time.Second)
+			} else {
+				time.Sleep(700 * time.Millisecond)
+			}
+			sent := time.Now()
+			p.cmd.Process.Signal(tc.sig)
+			code := p.wait(5 * time.Second)
+			if code == -1 {
+				t.Fatalf("still running 5s after %v\nstderr: %s", tc.sig, p.stderr)
+			}
+			if code != tc.code || !strings.Contains(p.stdout.String()+p.stderr.String(), tc.want) {
+				t.Fatalf("exit %d after %v (want %d, output with %q)\nstdout: %s\nstderr: %s", code, time.Since(sent), tc.code, tc.want, p.stdout, p.stderr)
+			}
+		})
+	}
+}
+
+// An interrupted bench saves the cells it completed, marked partial.
+func TestBenchInterruptedIsPartial(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a bench cell")
+	}
+	dir := t.TempDir()
+	p := startSwordbox(t, nil, "bench", "--workloads", "a", "--modes", "off,write", "--keys", "64", "--threads", "2", "--client-hosts", "1",
+		"--duration", "500ms", "--warmup", "0s", "--results", dir)
+	p.waitFor(t, "bench: cell 1/2 done", 30*time.Second)
+	p.cmd.Process.Signal(syscall.SIGINT)
+	if code := p.wait(5 * time.Second); code != 1 {
+		t.Fatalf("exit %d, want 1\nstderr: %s", code, p.stderr)
+	}
+	errOut := p.stderr.String()
+	for _, want := range []string{"PARTIAL RESULTS: 1 cells completed", "bench: interrupted", "results in " + dir} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	if strings.Contains(errOut, "\r") {
+		t.Errorf("progress wrote carriage returns into a non-terminal stderr:\n%q", errOut)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "latest", "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(md), "**Partial run: it stopped after 1 cells") {
+		t.Errorf("report.md does not say partial:\n%s", md)
+	}
+	js, _ := os.ReadFile(filepath.Join(dir, "latest", "results.json"))
+	if !strings.Contains(string(js), `"partial": true`) {
+		t.Errorf("results.json does not say partial")
+	}
+	link, _ := os.Readlink(filepath.Join(dir, "latest"))
+	if !strings.HasSuffix(link, "-default") {
+		t.Errorf("results/latest -> %q, want <time>-default", link)
+	}
+}
