@@ -529,7 +529,7 @@ func (c *Client) link(ctx context.Context, key uint64, e *cursorEntry, next Ptr)
 		case orig.IsTailWordModVersion():
 			// Slow: the CAS may have met a reused slot. It succeeded if
 			// and only if our node is now in the chain after x.
-			pred, found, err := c.verifyLink(ctx, key, x, next)
+			pred, found, err := c.findLink(ctx, key, x, next, 1<<20, false)
 			if err != nil {
 				c.m.Uncertain++
 				return Ptr{}, 0, fmt.Errorf("clover client %d: key %d: %w (%v)", c.cfg.ID, key, ErrUncertain, err)
@@ -585,18 +585,21 @@ func (c *Client) recheckDeleted(ctx context.Context, key uint64, e *cursorEntry)
 	return err
 }
 
-// verifyLink walks from x (header READs) for the node whose next pointer is
-// n: found means n is linked, with that node as its predecessor; reaching
-// the tail without it means n is not linked. A reclaimed slot on the way
-// leaves it unknown (an error).
-func (c *Client) verifyLink(ctx context.Context, key uint64, x, n Ptr) (Ptr, bool, error) {
+// findLink walks from x, with header READs that no switch steers, for the
+// node whose next pointer is n, at most limit hops: found means n is linked
+// with that node as its predecessor; the tail reached without it means n is
+// not linked after x. A reclaimed slot on the way (or the limit) leaves it
+// unknown: errStale. gc counts the READs as GC traffic.
+func (c *Client) findLink(ctx context.Context, key uint64, x, n Ptr, limit int, gc bool) (Ptr, bool, error) {
 	p := x
-	for hops := 0; hops < 1<<20; hops++ {
-		nd, _, err := c.read(ctx, p, NodeOverhead, false)
+	for hops := 0; hops < limit; hops++ {
+		nd, _, err := c.read(ctx, p, NodeOverhead, gc)
 		if err != nil {
 			return Ptr{}, false, err
 		}
-		c.m.PreCASReads++
+		if !gc {
+			c.m.PreCASReads++
+		}
 		if !isNode(nd, key, p) {
 			return Ptr{}, false, errStale
 		}
@@ -820,25 +823,12 @@ func (c *Client) flushRetires(ctx context.Context) error {
 	return err
 }
 
-// findPredecessor walks from r.from to the node whose next pointer is
-// r.linked, with 16-byte header READs that no switch steers (counted as GC
-// traffic); zero if not found within MaxRetireWalk hops.
+// findPredecessor finds the node whose next pointer is r.linked, walking
+// from r.from (GC traffic); zero if not found within MaxRetireWalk hops.
 func (c *Client) findPredecessor(ctx context.Context, r pendingRetire) Ptr {
-	p := r.from
-	for hops := 0; hops < c.cfg.MaxRetireWalk; hops++ {
-		n, _, err := c.read(ctx, p, NodeOverhead, true)
-		if err != nil {
-			return Ptr{}
-		}
-		h := n.Header()
-		if !isNode(n, r.key, p) || !h.Next().IsSlot() {
-			return Ptr{}
-		}
-		next := Ptr{LH: h.Next(), Ver: h.NextVersion()}
-		if next == r.linked {
-			return p
-		}
-		p = next
+	p, found, err := c.findLink(ctx, r.key, r.from, r.linked, c.cfg.MaxRetireWalk, true)
+	if err != nil || !found {
+		return Ptr{}
 	}
-	return Ptr{}
+	return p
 }
