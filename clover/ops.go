@@ -487,6 +487,11 @@ func (c *Client) toTail(ctx context.Context, key uint64, e *cursorEntry, from Pt
 	if errors.Is(err, errStale) {
 		err = c.recover(ctx, key, e)
 	}
+	if errors.Is(err, ErrNotFound) {
+		// A delete mark ends this chain; the key may have been created
+		// again since (a cursor on its old chain): the MS knows.
+		err = c.recheckDeleted(ctx, key, e)
+	}
 	return err
 }
 
