@@ -72,7 +72,7 @@
 //     (every chase ends there, a concurrent put's CAS fails on it), then
 //     DELETE to the MS, which drops the key and reclaims the tail and the
 //     shortcut after T_r. The header bits keep their meaning; only an LH value
-//     is reserved. A reader who meets the mark asks the MS once whether the
+//     is reserved. A reader or a writer who meets the mark asks the MS whether the
 //     key was created again.
 //   - Create: WRITE the first node into a slot from the client's batch, then
 //     CREATE to the MS, which registers the key with a shortcut on the same
