@@ -3,6 +3,7 @@ package testbed
 import (
 	"context"
 	"flag"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -25,6 +26,7 @@ import (
 var (
 	linDuration = flag.Duration("lin.duration", 0, "operation phase of each linearizability run (default 2.5s, 1s under -short)")
 	linThreads  = flag.Int("lin.threads", 0, "client threads of each linearizability run (default 240, 64 under -short)")
+	linViz      = flag.String("lin.viz", "", "directory for porcupine's visualizations of non-linearizable keys")
 )
 
 var linModes = []string{SteerOff, SteerWrite, SteerReadWrite}
@@ -42,6 +44,7 @@ func linBase(t *testing.T) LinOptions {
 	if *linThreads > 0 {
 		o.Threads = *linThreads
 	}
+	o.VisualizeDir, o.Label = *linViz, strings.SplitN(t.Name(), "/", 2)[0]
 	return o
 }
 
@@ -61,6 +64,9 @@ func runLin(t *testing.T, variant string, o LinOptions) *LinResult {
 	}
 	if n := len(res.NonLinearizable); n > 0 {
 		t.Errorf("%d of %d keys NOT linearizable: %v", n, res.KeysTouched, firstKeys(res.NonLinearizable))
+		if len(res.Visualized) > 0 {
+			t.Logf("visualized: %v", res.Visualized)
+		}
 	}
 	if n := len(res.CheckTimeouts); n > 0 {
 		t.Errorf("porcupine did not finish on %d of %d keys: %v", n, res.KeysTouched, firstKeys(res.CheckTimeouts))
@@ -239,7 +245,7 @@ func TestCheckRegisterHistory(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, bad, timedOut := CheckRegisterHistory(c.hist, 5*time.Second, 2)
+			_, bad, timedOut := checkRegisterHistory(c.hist, 5*time.Second, 2)
 			if len(timedOut) != 0 {
 				t.Fatalf("check timed out on %v", timedOut)
 			}
@@ -283,4 +289,18 @@ func TestLinOptionsRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A short linearizability run with steering off: 8 client threads on 2
+// hosts, 16 keys, 300ms of puts and gets, every key's history checked.
+func ExampleRunLinearizability() {
+	res, err := RunLinearizability(context.Background(), LinOptions{
+		Steering: SteerOff, Keys: 16, Threads: 8, ClientHosts: 2, ValueSize: 64, Duration: 300 * time.Millisecond,
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("keys touched %d, not linearizable %d, errors %d\n", res.KeysTouched, len(res.NonLinearizable), res.Errors)
+	// Output: keys touched 16, not linearizable 0, errors 0
 }

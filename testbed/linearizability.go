@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"sort"
@@ -64,6 +65,9 @@ type LinOptions struct {
 	CheckTimeout time.Duration
 	// Seed of the operation mix (0 is a valid seed).
 	Seed uint64
+	// VisualizeDir, when set, receives porcupine's HTML visualization of up
+	// to 8 non-linearizable keys, named <Label>-<Steering>-key<k>.html.
+	VisualizeDir, Label string
 	// Logf receives the rack's notable events (nil: silent).
 	Logf func(format string, args ...any)
 }
@@ -103,6 +107,8 @@ type LinResult struct {
 	Retransmits, Duplicates uint64
 	// Reset reports the switch reset, when ResetAt was set.
 	Reset *LinReset
+	// Visualized are the visualization files written (VisualizeDir).
+	Visualized []string
 }
 
 // LinReset is what the switch reset did.
@@ -200,11 +206,11 @@ var registerModel = porcupine.Model{
 // unknown: it may take effect at any time after its call.
 const neverReturned = int64(1) << 62
 
-// CheckRegisterHistory checks each key's operations separately against
+// checkRegisterHistory checks each key's operations separately against
 // the register model, on workers goroutines (at least one), and returns
 // the number of keys, the keys found not linearizable and the keys whose
 // check did not finish in timeout, both sorted.
-func CheckRegisterHistory(hist []porcupine.Operation, timeout time.Duration, workers int) (keys int, bad, timedOut []uint64) {
+func checkRegisterHistory(hist []porcupine.Operation, timeout time.Duration, workers int) (keys int, bad, timedOut []uint64) {
 	by := map[uint64][]porcupine.Operation{}
 	for _, op := range hist {
 		k := op.Input.(linInput).key
@@ -328,8 +334,40 @@ func RunLinearizability(ctx context.Context, o LinOptions) (*LinResult, error) {
 		res.Duplicates += st.Duplicates
 	}
 	res.Ops = len(hist)
-	res.KeysTouched, res.NonLinearizable, res.CheckTimeouts = CheckRegisterHistory(hist, o.CheckTimeout, runtime.GOMAXPROCS(0))
+	res.KeysTouched, res.NonLinearizable, res.CheckTimeouts = checkRegisterHistory(hist, o.CheckTimeout, runtime.GOMAXPROCS(0))
+	if o.VisualizeDir != "" && len(res.NonLinearizable) > 0 {
+		label := o.Label
+		if label == "" {
+			label = "lin"
+		}
+		res.Visualized, err = visualizeKeys(hist, res.NonLinearizable[:min(8, len(res.NonLinearizable))], o.CheckTimeout,
+			filepath.Join(o.VisualizeDir, label+"-"+o.Steering))
+		if err != nil {
+			return res, err
+		}
+	}
 	return res, nil
+}
+
+// visualizeKeys writes porcupine's visualization of each key's history to
+// prefix-key<k>.html and returns the files written.
+func visualizeKeys(hist []porcupine.Operation, keys []uint64, timeout time.Duration, prefix string) ([]string, error) {
+	var files []string
+	for _, k := range keys {
+		var ops []porcupine.Operation
+		for _, op := range hist {
+			if op.Input.(linInput).key == k {
+				ops = append(ops, op)
+			}
+		}
+		_, info := porcupine.CheckOperationsVerbose(registerModel, ops, timeout)
+		path := fmt.Sprintf("%s-key%d.html", prefix, k)
+		if err := porcupine.VisualizePath(registerModel, info, path); err != nil {
+			return files, fmt.Errorf("testbed: visualize key %d: %w", k, err)
+		}
+		files = append(files, path)
+	}
+	return files, nil
 }
 
 func (o *LinOptions) validate() error {
@@ -464,7 +502,7 @@ func runOps(ctx context.Context, cr *CloverRack, o LinOptions, start time.Time, 
 					uncertain++
 					out.unknown, ret = true, neverReturned
 				default:
-					addErr(fmt.Errorf("client %d op %d (put %v key %d): %w", i, s, in.put, in.key, err))
+					addErr(fmt.Errorf("client %d op %d: %s key %d: %w", i, s, map[bool]string{false: "get", true: "put"}[in.put], in.key, err))
 					if !in.put {
 						continue
 					}
