@@ -11,6 +11,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
+	"github.com/swordbox/swordbox/clover"
 	"github.com/swordbox/swordbox/netio"
 )
 
@@ -66,6 +67,9 @@ func runLin(t *testing.T, variant string, o LinOptions) *LinResult {
 		t.Errorf("%d of %d keys NOT linearizable: %v", n, res.KeysTouched, firstKeys(res.NonLinearizable))
 		if len(res.Visualized) > 0 {
 			t.Logf("visualized: %v", res.Visualized)
+		}
+		if res.VisualizeErr != nil {
+			t.Logf("visualization: %v", res.VisualizeErr)
 		}
 	}
 	if n := len(res.CheckTimeouts); n > 0 {
@@ -157,19 +161,21 @@ func TestLinRackSlotReuse(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			o := linBase(t)
 			o.Steering, o.Keys, o.HotKeys, o.Seed = mode, 64, 64, 4
-			// Every client holds up to one ALLOC batch (32 slots) of free
-			// slots and up to one RETIRE batch (16) of retired ones: the
-			// region has room for twice that, rounded up to whole chunks,
-			// and is recycled many times over by the run's puts. A short
-			// T_e makes deferred reclaims (2 T_e) and wrapped versions
+			// Every client holds up to one ALLOC batch of free slots: the
+			// region has room for those and the keys' tails, rounded up to
+			// whole chunks, so reclaimed slots are handed out again as soon
+			// as the clients come back for more. The run goes on, by at
+			// most 10s, until that has certainly happened. A short T_e
+			// makes deferred reclaims (2 T_e) and wrapped versions
 			// (EpochWaits epochs) come back within the run too.
 			per, err := nodeSlots(o.ValueSize, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
-			o.Chunks = (2*32*o.Threads + per - 1) / per
+			o.Chunks = (clover.MaxBatch*o.Threads + o.Keys + per - 1) / per
 			o.ReadTimeout = 50 * time.Millisecond
 			o.EpochPeriod = time.Second
+			o.UntilReuse = 10 * time.Second
 			res := runLin(t, "reuse", o)
 			// Nodes are linked only into slots the MS carved, one live node
 			// per slot: more nodes linked (the keys' first nodes and every
@@ -274,6 +280,7 @@ func TestLinOptionsRefused(t *testing.T) {
 		{"duration", func(o *LinOptions) { o.Duration = 0 }, "duration"},
 		{"reset at", func(o *LinOptions) { o.ResetAt = 2 * time.Second }, "reset at"},
 		{"chunks", func(o *LinOptions) { o.Chunks = -1 }, "chunks"},
+		{"until reuse", func(o *LinOptions) { o.UntilReuse = -1 }, "until reuse"},
 		{"check timeout", func(o *LinOptions) { o.CheckTimeout = -1 }, "check timeout"},
 	}
 	if err := ok.validate(); err != nil {

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -53,6 +55,12 @@ type LinOptions struct {
 	// and GC; zero takes CloverConfig's defaults.
 	Chunks                   int
 	ReadTimeout, EpochPeriod time.Duration
+	// UntilReuse, when > 0, extends the operation phase past Duration, by
+	// at most UntilReuse, until more nodes have been linked (the keys'
+	// first nodes and the completed puts) than the metadata server has
+	// carved slots: only then has a slot certainly been reclaimed and
+	// handed out again. Operations stop as soon as that holds.
+	UntilReuse time.Duration
 	// ResetAt, when > 0, resets the switch at that point of the operation
 	// phase: every register of the program (enumerated from the P4Info) is
 	// written to zero through P4Runtime, as after a switch restart, and the
@@ -107,8 +115,10 @@ type LinResult struct {
 	Retransmits, Duplicates uint64
 	// Reset reports the switch reset, when ResetAt was set.
 	Reset *LinReset
-	// Visualized are the visualization files written (VisualizeDir).
-	Visualized []string
+	// Visualized are the visualization files written (VisualizeDir), and
+	// VisualizeErr why the others were not.
+	Visualized   []string
+	VisualizeErr error
 }
 
 // LinReset is what the switch reset did.
@@ -340,10 +350,9 @@ func RunLinearizability(ctx context.Context, o LinOptions) (*LinResult, error) {
 		if label == "" {
 			label = "lin"
 		}
-		res.Visualized, err = visualizeKeys(hist, res.NonLinearizable[:min(8, len(res.NonLinearizable))], o.CheckTimeout,
-			filepath.Join(o.VisualizeDir, label+"-"+o.Steering))
-		if err != nil {
-			return res, err
+		if res.VisualizeErr = os.MkdirAll(o.VisualizeDir, 0o755); res.VisualizeErr == nil {
+			res.Visualized, res.VisualizeErr = visualizeKeys(hist, res.NonLinearizable[:min(8, len(res.NonLinearizable))], o.CheckTimeout,
+				filepath.Join(o.VisualizeDir, label+"-"+o.Steering))
 		}
 	}
 	return res, nil
@@ -393,6 +402,9 @@ func (o *LinOptions) validate() error {
 	}
 	if o.Duration <= 0 {
 		return fmt.Errorf("testbed: linearizability: duration %v: want > 0", o.Duration)
+	}
+	if o.UntilReuse < 0 {
+		return fmt.Errorf("testbed: linearizability: until reuse %v: want 0 (no extension) or more", o.UntilReuse)
 	}
 	if o.ResetAt < 0 || (o.ResetAt > 0 && o.ResetAt >= o.Duration) {
 		return fmt.Errorf("testbed: linearizability: reset at %v: want 0 (none) or inside the duration %v", o.ResetAt, o.Duration)
@@ -452,6 +464,28 @@ func runOps(ctx context.Context, cr *CloverRack, o LinOptions, start time.Time, 
 	if o.HotKeys > 0 {
 		span = o.HotKeys
 	}
+	var stop atomic.Bool
+	var livePuts atomic.Int64
+	stopped := make(chan struct{})
+	defer close(stopped)
+	go func() {
+		t := time.NewTimer(o.Duration)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-stopped:
+			return
+		}
+		deadline := start.Add(o.Duration + o.UntilReuse)
+		for o.UntilReuse > 0 && time.Now().Before(deadline) && livePuts.Load()+int64(o.Keys) <= int64(cr.MS.Stats().Carved) {
+			select {
+			case <-time.After(20 * time.Millisecond):
+			case <-stopped:
+				return
+			}
+		}
+		stop.Store(true)
+	}()
 	var mu sync.Mutex
 	var hist []porcupine.Operation
 	addErr := func(err error) {
@@ -472,7 +506,7 @@ func runOps(ctx context.Context, cr *CloverRack, o LinOptions, start time.Time, 
 			buf := make([]byte, vs)
 			var local []porcupine.Operation
 			var puts, gets, uncertain int
-			for s := 1; time.Since(start) < o.Duration && ctx.Err() == nil; s++ {
+			for s := 1; !stop.Load() && ctx.Err() == nil; s++ {
 				in := linInput{key: uint64(1 + rng.IntN(span)), put: rng.IntN(2) == 0}
 				octx, cancel := context.WithTimeout(ctx, o.OpTimeout)
 				call := time.Since(start).Nanoseconds()
@@ -496,6 +530,7 @@ func runOps(ctx context.Context, cr *CloverRack, o LinOptions, start time.Time, 
 				switch {
 				case err == nil && in.put:
 					puts++
+					livePuts.Add(1)
 				case err == nil:
 					gets++
 				case errors.Is(err, clover.ErrUncertain):
