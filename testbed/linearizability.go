@@ -67,7 +67,7 @@ type LinOptions struct {
 	// controller then takes charge again as it does when a switch comes
 	// back (its configuration registers and tables are reconciled).
 	ResetAt time.Duration
-	// CheckTimeout bounds porcupine's check of one key (default 5s; keys
+	// CheckTimeout bounds porcupine's check of one key (default 10s; keys
 	// are checked on GOMAXPROCS goroutines); a key whose check times out is
 	// counted in CheckTimeouts.
 	CheckTimeout time.Duration
@@ -97,6 +97,8 @@ type LinResult struct {
 	KeysTouched     int
 	NonLinearizable []uint64
 	CheckTimeouts   []uint64
+	// SlowestCheck is the key whose check took longest.
+	SlowestCheck KeyCheck
 	// Elapsed is the operation phase's wall time (the last operation
 	// included).
 	Elapsed time.Duration
@@ -144,12 +146,13 @@ const (
 
 // statNamesLin names the stats indices the log prints.
 var statNamesLin = map[int64]string{0: "requests", 1: "node_writes", 2: "cas", 3: "cas_steered", 4: "node_reads",
-	5: "reads_steered", 6: "read_misses", 7: "retransmits", 8: "acks_cleared", 9: "conn_takeovers", 10: "tails_dropped", 11: "conn_foreign"}
+	5: "reads_steered", 6: "read_misses", 7: "retransmits", 8: "acks_cleared"}
 
 // String is the one-line summary a test logs.
 func (r *LinResult) String() string {
-	s := fmt.Sprintf("ops %d (puts %d gets %d uncertain %d) in %v; keys %d, non-linearizable %d, check timeouts %d; errors %d",
-		r.Ops, r.Puts, r.Gets, r.Uncertain, r.Elapsed.Round(time.Millisecond), r.KeysTouched, len(r.NonLinearizable), len(r.CheckTimeouts), r.Errors)
+	s := fmt.Sprintf("ops %d (puts %d gets %d uncertain %d) in %v; keys %d, non-linearizable %d, check timeouts %d (slowest: key %d, %d ops, %v); errors %d",
+		r.Ops, r.Puts, r.Gets, r.Uncertain, r.Elapsed.Round(time.Millisecond), r.KeysTouched, len(r.NonLinearizable), len(r.CheckTimeouts),
+		r.SlowestCheck.Key, r.SlowestCheck.Ops, r.SlowestCheck.Took.Round(time.Millisecond), r.Errors)
 	if len(r.FirstErrors) > 0 {
 		s += fmt.Sprintf(" (first: %v)", r.FirstErrors[0])
 	}
@@ -162,7 +165,7 @@ func (r *LinResult) String() string {
 	for _, i := range idx {
 		name := statNamesLin[i]
 		if name == "" {
-			name = fmt.Sprint(i)
+			name = fmt.Sprintf("stats[%d]", i)
 		}
 		s += fmt.Sprintf(" %s=%d", name, r.Stats[i])
 	}
@@ -220,7 +223,7 @@ const neverReturned = int64(1) << 62
 // the register model, on workers goroutines (at least one), and returns
 // the number of keys, the keys found not linearizable and the keys whose
 // check did not finish in timeout, both sorted.
-func checkRegisterHistory(hist []porcupine.Operation, timeout time.Duration, workers int) (keys int, bad, timedOut []uint64) {
+func checkRegisterHistory(hist []porcupine.Operation, timeout time.Duration, workers int) (keys int, bad, timedOut []uint64, slowest KeyCheck) {
 	by := map[uint64][]porcupine.Operation{}
 	for _, op := range hist {
 		k := op.Input.(linInput).key
@@ -232,6 +235,7 @@ func checkRegisterHistory(hist []porcupine.Operation, timeout time.Duration, wor
 	}
 	slices.Sort(ks)
 	results := make([]porcupine.CheckResult, len(ks))
+	took := make([]time.Duration, len(ks))
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for w := 0; w < max(workers, 1); w++ {
@@ -239,7 +243,9 @@ func checkRegisterHistory(hist []porcupine.Operation, timeout time.Duration, wor
 		go func() {
 			defer wg.Done()
 			for i := range next {
+				t0 := time.Now()
 				results[i] = porcupine.CheckOperationsTimeout(registerModel, by[ks[i]], timeout)
+				took[i] = time.Since(t0)
 			}
 		}()
 	}
@@ -249,6 +255,9 @@ func checkRegisterHistory(hist []porcupine.Operation, timeout time.Duration, wor
 	close(next)
 	wg.Wait()
 	for i, k := range ks {
+		if took[i] > slowest.Took {
+			slowest = KeyCheck{Key: k, Ops: len(by[k]), Took: took[i]}
+		}
 		switch results[i] {
 		case porcupine.Ok:
 		case porcupine.Illegal:
@@ -257,7 +266,15 @@ func checkRegisterHistory(hist []porcupine.Operation, timeout time.Duration, wor
 			timedOut = append(timedOut, k)
 		}
 	}
-	return len(ks), bad, timedOut
+	return len(ks), bad, timedOut, slowest
+}
+
+// KeyCheck is porcupine's check of one key: the key, its operations and
+// the time the check took.
+type KeyCheck struct {
+	Key  uint64
+	Ops  int
+	Took time.Duration
 }
 
 // RunLinearizability builds a Clover rack for o, creates the keys, runs the
@@ -272,7 +289,7 @@ func RunLinearizability(ctx context.Context, o LinOptions) (*LinResult, error) {
 		o.OpTimeout = 20 * time.Second
 	}
 	if o.CheckTimeout == 0 {
-		o.CheckTimeout = 5 * time.Second
+		o.CheckTimeout = 10 * time.Second
 	}
 	var tracked []uint64
 	if o.Steering != SteerOff {
@@ -344,7 +361,7 @@ func RunLinearizability(ctx context.Context, o LinOptions) (*LinResult, error) {
 		res.Duplicates += st.Duplicates
 	}
 	res.Ops = len(hist)
-	res.KeysTouched, res.NonLinearizable, res.CheckTimeouts = checkRegisterHistory(hist, o.CheckTimeout, runtime.GOMAXPROCS(0))
+	res.KeysTouched, res.NonLinearizable, res.CheckTimeouts, res.SlowestCheck = checkRegisterHistory(hist, o.CheckTimeout, runtime.GOMAXPROCS(0))
 	if o.VisualizeDir != "" && len(res.NonLinearizable) > 0 {
 		label := o.Label
 		if label == "" {
