@@ -27,7 +27,7 @@ import (
 var (
 	linDuration = flag.Duration("lin.duration", 0, "operation phase of each linearizability run (default 2.5s, 1s under -short)")
 	linThreads  = flag.Int("lin.threads", 0, "client threads of each linearizability run (default 240, 64 under -short)")
-	linCheck    = flag.Duration("lin.check-timeout", 0, "porcupine's time limit per key (default 10s)")
+	linCheck    = flag.Duration("lin.check-timeout", 0, "porcupine's time limit per key (default 30s)")
 	linViz      = flag.String("lin.viz", "", "directory for porcupine's visualizations of non-linearizable keys")
 )
 
