@@ -1,5 +1,25 @@
 package testbed
 
+// Linearizability runs: Clover on a rack with the real switch program in the
+// loop, every operation recorded and checked with porcupine against a
+// register per key. Decisions (neither paper specifies such a test):
+//   - Values are unique (client<<32 | sequence) and written at both ends of
+//     the value, so a get names the put it saw and a torn read is an error.
+//   - A put that fails, with clover.ErrUncertain or any other error, may
+//     have taken effect: it stays in the history with no return (it may
+//     linearize at any time after its call). A failed get is left out. Both
+//     failures other than ErrUncertain count as operation errors.
+//   - Keys are checked separately (a register per key is P-compositional),
+//     so a run reports how many keys are not linearizable; a check that
+//     runs out of time is reported apart and is never a pass.
+//   - Slot reuse is proven by counting: nodes are linked only into slots
+//     the metadata server carved, so more linked nodes than carved slots
+//     means some slot held two of them in turn.
+//   - A switch reset writes zero to every register the P4Info declares
+//     (MODIFY with the index unset), which also clears the configuration
+//     registers, and then has the controller take charge again as it does
+//     when a switch comes back; tables and counters are left as they are.
+
 import (
 	"context"
 	"encoding/binary"
