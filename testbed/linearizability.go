@@ -90,7 +90,7 @@ type LinOptions struct {
 	// CheckTimeout bounds porcupine's check of one key (default 30s; keys
 	// are checked on GOMAXPROCS goroutines); a key whose check times out is
 	// counted in CheckTimeouts, never as linearizable. Linearizable
-	// histories of 64 hot keys under steering were seen to take up to 8s
+	// histories of 64 hot keys under steering were seen to take up to 14s
 	// on one key here (half the puts are never read, and long puts overlap
 	// by up to 18), against under 50ms with steering off.
 	CheckTimeout time.Duration
