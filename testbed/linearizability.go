@@ -1,15 +1,38 @@
 package testbed
 
+// Linearizability runs: Clover on a rack with the real switch program in the
+// loop, every operation recorded and checked with porcupine against a
+// register per key. Decisions (neither paper specifies such a test):
+//   - Values are unique (client<<32 | sequence) and written at both ends of
+//     the value, so a get names the put it saw and a torn read is an error.
+//   - A put that fails, with clover.ErrUncertain or any other error, may
+//     have taken effect: it stays in the history with no return (it may
+//     linearize at any time after its call). A failed get is left out. Both
+//     failures other than ErrUncertain count as operation errors.
+//   - Keys are checked separately (a register per key is P-compositional),
+//     so a run reports how many keys are not linearizable; a check that
+//     runs out of time is reported apart and is never a pass.
+//   - Slot reuse is proven by counting: nodes are linked only into slots
+//     the metadata server carved, so more linked nodes than carved slots
+//     means some slot held two of them in turn.
+//   - A switch reset writes zero to every register the P4Info declares
+//     (MODIFY with the index unset), which also clears the configuration
+//     registers, and then has the controller take charge again as it does
+//     when a switch comes back; tables and counters are left as they are.
+
 import (
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -52,18 +75,30 @@ type LinOptions struct {
 	// and GC; zero takes CloverConfig's defaults.
 	Chunks                   int
 	ReadTimeout, EpochPeriod time.Duration
+	// UntilReuse, when > 0, extends the operation phase past Duration, by
+	// at most UntilReuse, until more nodes have been linked (the keys'
+	// first nodes and the completed puts) than the metadata server has
+	// carved slots: only then has a slot certainly been reclaimed and
+	// handed out again. Operations stop as soon as that holds.
+	UntilReuse time.Duration
 	// ResetAt, when > 0, resets the switch at that point of the operation
 	// phase: every register of the program (enumerated from the P4Info) is
 	// written to zero through P4Runtime, as after a switch restart, and the
 	// controller then takes charge again as it does when a switch comes
 	// back (its configuration registers and tables are reconciled).
 	ResetAt time.Duration
-	// CheckTimeout bounds porcupine's check of one key (default 5s; keys
+	// CheckTimeout bounds porcupine's check of one key (default 30s; keys
 	// are checked on GOMAXPROCS goroutines); a key whose check times out is
-	// counted in CheckTimeouts.
+	// counted in CheckTimeouts, never as linearizable. Linearizable
+	// histories of 64 hot keys under steering were seen to take up to 14s
+	// on one key here (half the puts are never read, and long puts overlap
+	// by up to 18), against under 50ms with steering off.
 	CheckTimeout time.Duration
 	// Seed of the operation mix (0 is a valid seed).
 	Seed uint64
+	// VisualizeDir, when set, receives porcupine's HTML visualization of up
+	// to 8 non-linearizable keys, named <Label>-<Steering>-key<k>.html.
+	VisualizeDir, Label string
 	// Logf receives the rack's notable events (nil: silent).
 	Logf func(format string, args ...any)
 }
@@ -85,6 +120,8 @@ type LinResult struct {
 	KeysTouched     int
 	NonLinearizable []uint64
 	CheckTimeouts   []uint64
+	// SlowestCheck is the key whose check took longest.
+	SlowestCheck KeyCheck
 	// Elapsed is the operation phase's wall time (the last operation
 	// included).
 	Elapsed time.Duration
@@ -103,6 +140,10 @@ type LinResult struct {
 	Retransmits, Duplicates uint64
 	// Reset reports the switch reset, when ResetAt was set.
 	Reset *LinReset
+	// Visualized are the visualization files written (VisualizeDir), and
+	// VisualizeErr why the others were not.
+	Visualized   []string
+	VisualizeErr error
 }
 
 // LinReset is what the switch reset did.
@@ -128,12 +169,13 @@ const (
 
 // statNamesLin names the stats indices the log prints.
 var statNamesLin = map[int64]string{0: "requests", 1: "node_writes", 2: "cas", 3: "cas_steered", 4: "node_reads",
-	5: "reads_steered", 6: "read_misses", 7: "retransmits", 8: "acks_cleared", 9: "conn_takeovers", 10: "tails_dropped", 11: "conn_foreign"}
+	5: "reads_steered", 6: "read_misses", 7: "retransmits", 8: "acks_cleared"}
 
 // String is the one-line summary a test logs.
 func (r *LinResult) String() string {
-	s := fmt.Sprintf("ops %d (puts %d gets %d uncertain %d) in %v; keys %d, non-linearizable %d, check timeouts %d; errors %d",
-		r.Ops, r.Puts, r.Gets, r.Uncertain, r.Elapsed.Round(time.Millisecond), r.KeysTouched, len(r.NonLinearizable), len(r.CheckTimeouts), r.Errors)
+	s := fmt.Sprintf("ops %d (puts %d gets %d uncertain %d) in %v; keys %d, non-linearizable %d, check timeouts %d (slowest: key %d, %d ops, %v); errors %d",
+		r.Ops, r.Puts, r.Gets, r.Uncertain, r.Elapsed.Round(time.Millisecond), r.KeysTouched, len(r.NonLinearizable), len(r.CheckTimeouts),
+		r.SlowestCheck.Key, r.SlowestCheck.Ops, r.SlowestCheck.Took.Round(time.Millisecond), r.Errors)
 	if len(r.FirstErrors) > 0 {
 		s += fmt.Sprintf(" (first: %v)", r.FirstErrors[0])
 	}
@@ -146,7 +188,7 @@ func (r *LinResult) String() string {
 	for _, i := range idx {
 		name := statNamesLin[i]
 		if name == "" {
-			name = fmt.Sprint(i)
+			name = fmt.Sprintf("stats[%d]", i)
 		}
 		s += fmt.Sprintf(" %s=%d", name, r.Stats[i])
 	}
@@ -200,11 +242,11 @@ var registerModel = porcupine.Model{
 // unknown: it may take effect at any time after its call.
 const neverReturned = int64(1) << 62
 
-// CheckRegisterHistory checks each key's operations separately against
+// checkRegisterHistory checks each key's operations separately against
 // the register model, on workers goroutines (at least one), and returns
 // the number of keys, the keys found not linearizable and the keys whose
 // check did not finish in timeout, both sorted.
-func CheckRegisterHistory(hist []porcupine.Operation, timeout time.Duration, workers int) (keys int, bad, timedOut []uint64) {
+func checkRegisterHistory(hist []porcupine.Operation, timeout time.Duration, workers int) (keys int, bad, timedOut []uint64, slowest KeyCheck) {
 	by := map[uint64][]porcupine.Operation{}
 	for _, op := range hist {
 		k := op.Input.(linInput).key
@@ -216,6 +258,7 @@ func CheckRegisterHistory(hist []porcupine.Operation, timeout time.Duration, wor
 	}
 	slices.Sort(ks)
 	results := make([]porcupine.CheckResult, len(ks))
+	took := make([]time.Duration, len(ks))
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for w := 0; w < max(workers, 1); w++ {
@@ -223,7 +266,9 @@ func CheckRegisterHistory(hist []porcupine.Operation, timeout time.Duration, wor
 		go func() {
 			defer wg.Done()
 			for i := range next {
+				t0 := time.Now()
 				results[i] = porcupine.CheckOperationsTimeout(registerModel, by[ks[i]], timeout)
+				took[i] = time.Since(t0)
 			}
 		}()
 	}
@@ -233,6 +278,9 @@ func CheckRegisterHistory(hist []porcupine.Operation, timeout time.Duration, wor
 	close(next)
 	wg.Wait()
 	for i, k := range ks {
+		if took[i] > slowest.Took {
+			slowest = KeyCheck{Key: k, Ops: len(by[k]), Took: took[i]}
+		}
 		switch results[i] {
 		case porcupine.Ok:
 		case porcupine.Illegal:
@@ -241,7 +289,15 @@ func CheckRegisterHistory(hist []porcupine.Operation, timeout time.Duration, wor
 			timedOut = append(timedOut, k)
 		}
 	}
-	return len(ks), bad, timedOut
+	return len(ks), bad, timedOut, slowest
+}
+
+// KeyCheck is porcupine's check of one key: the key, its operations and
+// the time the check took.
+type KeyCheck struct {
+	Key  uint64
+	Ops  int
+	Took time.Duration
 }
 
 // RunLinearizability builds a Clover rack for o, creates the keys, runs the
@@ -256,7 +312,7 @@ func RunLinearizability(ctx context.Context, o LinOptions) (*LinResult, error) {
 		o.OpTimeout = 20 * time.Second
 	}
 	if o.CheckTimeout == 0 {
-		o.CheckTimeout = 5 * time.Second
+		o.CheckTimeout = 30 * time.Second
 	}
 	var tracked []uint64
 	if o.Steering != SteerOff {
@@ -328,8 +384,39 @@ func RunLinearizability(ctx context.Context, o LinOptions) (*LinResult, error) {
 		res.Duplicates += st.Duplicates
 	}
 	res.Ops = len(hist)
-	res.KeysTouched, res.NonLinearizable, res.CheckTimeouts = CheckRegisterHistory(hist, o.CheckTimeout, runtime.GOMAXPROCS(0))
+	res.KeysTouched, res.NonLinearizable, res.CheckTimeouts, res.SlowestCheck = checkRegisterHistory(hist, o.CheckTimeout, runtime.GOMAXPROCS(0))
+	if o.VisualizeDir != "" && len(res.NonLinearizable) > 0 {
+		label := o.Label
+		if label == "" {
+			label = "lin"
+		}
+		if res.VisualizeErr = os.MkdirAll(o.VisualizeDir, 0o755); res.VisualizeErr == nil {
+			res.Visualized, res.VisualizeErr = visualizeKeys(hist, res.NonLinearizable[:min(8, len(res.NonLinearizable))], o.CheckTimeout,
+				filepath.Join(o.VisualizeDir, label+"-"+o.Steering))
+		}
+	}
 	return res, nil
+}
+
+// visualizeKeys writes porcupine's visualization of each key's history to
+// prefix-key<k>.html and returns the files written.
+func visualizeKeys(hist []porcupine.Operation, keys []uint64, timeout time.Duration, prefix string) ([]string, error) {
+	var files []string
+	for _, k := range keys {
+		var ops []porcupine.Operation
+		for _, op := range hist {
+			if op.Input.(linInput).key == k {
+				ops = append(ops, op)
+			}
+		}
+		_, info := porcupine.CheckOperationsVerbose(registerModel, ops, timeout)
+		path := fmt.Sprintf("%s-key%d.html", prefix, k)
+		if err := porcupine.VisualizePath(registerModel, info, path); err != nil {
+			return files, fmt.Errorf("testbed: visualize key %d: %w", k, err)
+		}
+		files = append(files, path)
+	}
+	return files, nil
 }
 
 func (o *LinOptions) validate() error {
@@ -355,6 +442,9 @@ func (o *LinOptions) validate() error {
 	}
 	if o.Duration <= 0 {
 		return fmt.Errorf("testbed: linearizability: duration %v: want > 0", o.Duration)
+	}
+	if o.UntilReuse < 0 {
+		return fmt.Errorf("testbed: linearizability: until reuse %v: want 0 (no extension) or more", o.UntilReuse)
 	}
 	if o.ResetAt < 0 || (o.ResetAt > 0 && o.ResetAt >= o.Duration) {
 		return fmt.Errorf("testbed: linearizability: reset at %v: want 0 (none) or inside the duration %v", o.ResetAt, o.Duration)
@@ -414,6 +504,28 @@ func runOps(ctx context.Context, cr *CloverRack, o LinOptions, start time.Time, 
 	if o.HotKeys > 0 {
 		span = o.HotKeys
 	}
+	var stop atomic.Bool
+	var livePuts atomic.Int64
+	stopped := make(chan struct{})
+	defer close(stopped)
+	go func() {
+		t := time.NewTimer(o.Duration)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-stopped:
+			return
+		}
+		deadline := start.Add(o.Duration + o.UntilReuse)
+		for o.UntilReuse > 0 && time.Now().Before(deadline) && livePuts.Load()+int64(o.Keys) <= int64(cr.MS.Stats().Carved) {
+			select {
+			case <-time.After(20 * time.Millisecond):
+			case <-stopped:
+				return
+			}
+		}
+		stop.Store(true)
+	}()
 	var mu sync.Mutex
 	var hist []porcupine.Operation
 	addErr := func(err error) {
@@ -434,7 +546,7 @@ func runOps(ctx context.Context, cr *CloverRack, o LinOptions, start time.Time, 
 			buf := make([]byte, vs)
 			var local []porcupine.Operation
 			var puts, gets, uncertain int
-			for s := 1; time.Since(start) < o.Duration && ctx.Err() == nil; s++ {
+			for s := 1; !stop.Load() && ctx.Err() == nil; s++ {
 				in := linInput{key: uint64(1 + rng.IntN(span)), put: rng.IntN(2) == 0}
 				octx, cancel := context.WithTimeout(ctx, o.OpTimeout)
 				call := time.Since(start).Nanoseconds()
@@ -458,13 +570,14 @@ func runOps(ctx context.Context, cr *CloverRack, o LinOptions, start time.Time, 
 				switch {
 				case err == nil && in.put:
 					puts++
+					livePuts.Add(1)
 				case err == nil:
 					gets++
 				case errors.Is(err, clover.ErrUncertain):
 					uncertain++
 					out.unknown, ret = true, neverReturned
 				default:
-					addErr(fmt.Errorf("client %d op %d (put %v key %d): %w", i, s, in.put, in.key, err))
+					addErr(fmt.Errorf("client %d op %d: %s key %d: %w", i, s, map[bool]string{false: "get", true: "put"}[in.put], in.key, err))
 					if !in.put {
 						continue
 					}
