@@ -167,10 +167,6 @@ const (
 	StatReadsSteered = 5
 )
 
-// statNamesLin names the stats indices the log prints.
-var statNamesLin = map[int64]string{0: "requests", 1: "node_writes", 2: "cas", 3: "cas_steered", 4: "node_reads",
-	5: "reads_steered", 6: "read_misses", 7: "retransmits", 8: "acks_cleared"}
-
 // String is the one-line summary a test logs.
 func (r *LinResult) String() string {
 	s := fmt.Sprintf("ops %d (puts %d gets %d uncertain %d) in %v; keys %d, non-linearizable %d, check timeouts %d (slowest: key %d, %d ops, %v); errors %d",
@@ -186,15 +182,15 @@ func (r *LinResult) String() string {
 	slices.Sort(idx)
 	s += "; switch:"
 	for _, i := range idx {
-		name := statNamesLin[i]
-		if name == "" {
-			name = fmt.Sprintf("stats[%d]", i)
+		name := fmt.Sprintf("stats[%d]", i)
+		if i >= 0 && i < int64(len(SwitchStats)) {
+			name = SwitchStats[i]
 		}
 		s += fmt.Sprintf(" %s=%d", name, r.Stats[i])
 	}
 	m := r.Clients
-	s += fmt.Sprintf("; clients: CAS %d failed %d steered-ok %d reads-steered %d stale %d recoveries %d read-timeouts %d retire-unknown %d alloc-waits %d",
-		m.CAS, m.CASFailures, m.CASSteered, m.ReadsSteered, m.StaleCursors, m.Recoveries, m.ReadTimeouts, m.RetireUnknown, m.AllocWaits)
+	s += fmt.Sprintf("; clients: CAS %d failed %d steered-ok %d reads-steered %d non-tail %d stale %d recoveries %d read-timeouts %d retire-unknown %d alloc-waits %d",
+		m.CAS, m.CASFailures, m.CASSteered, m.ReadsSteered, m.SteeredNonTail, m.StaleCursors, m.Recoveries, m.ReadTimeouts, m.RetireUnknown, m.AllocWaits)
 	s += fmt.Sprintf("; RNICs: retransmits %d duplicates %d", r.Retransmits, r.Duplicates)
 	s += fmt.Sprintf("; MS: slots %d carved %d free %d retired %d deferred %d forced %d wrapped %d retires %d unknown-pred %d",
 		r.NodeSlots, r.MS.Carved, r.MS.Free, r.MS.Retired, r.MS.Deferred, r.MS.ForcedReclaims, r.MS.Wrapped, r.MS.Retires, r.MS.UnknownPredecessor)
