@@ -715,9 +715,12 @@ func sortedKeys(m map[uint64]uint16) []uint64 {
 	return out
 }
 
-// statNames name the indices of the stats counter (docs/swordbox-p4.md).
-var statNames = []string{"roce_requests", "node_writes_learned", "cas", "cas_steered", "node_reads",
-	"reads_steered", "read_misses", "retransmissions", "outstanding_cleared", "conn_takeovers"}
+// StatNames name the cells of swordbox.p4's stats counter, by index
+// (docs/swordbox-p4.md, "Counters"): the metrics' labels, and the names the
+// benchmark reports.
+var StatNames = []string{"requests", "node_writes", "cas_seen", "cas_steered", "node_reads", "reads_steered",
+	"read_misses", "retransmissions", "outstanding_cleared", "link_takeovers", "tails_dropped", "links_unresolved",
+	"tails_confirmed", "tails_expired", "confirms_stale", "links_ambiguous"}
 
 // MirrorStats copies the switch's stats counter into the metrics.
 func (c *Controller) MirrorStats(ctx context.Context) error {
@@ -727,8 +730,8 @@ func (c *Controller) MirrorStats(ctx context.Context) error {
 	}
 	for i, v := range vals {
 		name := fmt.Sprint(i)
-		if int(i) < len(statNames) {
-			name = statNames[i]
+		if int(i) < len(StatNames) {
+			name = StatNames[i]
 		}
 		c.Metrics.SwitchCounter.WithLabelValues(cStats, name).Set(float64(v))
 	}

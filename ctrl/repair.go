@@ -8,7 +8,7 @@ import (
 )
 
 // Outstanding is one outstanding CAS as the switch recorded it at a
-// connection slot (the cas_out_* registers), with the values as forwarded.
+// link slot (the cas_out_* registers), with the values as forwarded.
 type Outstanding struct {
 	Slot           int
 	SrcMAC, DstMAC [6]byte

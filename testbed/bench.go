@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/swordbox/swordbox/clover"
+	"github.com/swordbox/swordbox/ctrl"
 	"github.com/swordbox/swordbox/roce/rnic"
 	"github.com/swordbox/swordbox/testbed/report"
 	"github.com/swordbox/swordbox/testbed/ycsb"
@@ -157,9 +158,7 @@ func RunCell(ctx context.Context, spec CellSpec) (report.Cell, error) {
 
 // SwitchStats names the cells of swordbox.p4's stats counter, by index
 // (docs/swordbox-p4.md, "Counters").
-var SwitchStats = []string{"requests", "node_writes", "cas_seen", "cas_steered", "node_reads", "reads_steered",
-	"read_misses", "retransmissions", "outstanding_cleared", "link_takeovers", "tails_dropped", "links_unresolved",
-	"tails_confirmed", "tails_expired", "confirms_stale", "links_ambiguous"}
+var SwitchStats = ctrl.StatNames
 
 // HottestKeys returns the n most popular keys of the workload's key chooser
 // (all keys when n < 0 or n >= keys), estimated by drawing from the same
