@@ -46,6 +46,9 @@ type Config struct {
 	// node with that many unanswered is skipped, so a crashed node that is
 	// not yet detected cannot fill the send queue.
 	MaxOutstanding int
+	// ReportCrashes tells the membership service about nodes whose queue
+	// pair failed, so that other clients stop posting to them at once.
+	ReportCrashes bool
 	// MaxReadIters bounds Safe-Guess read iterations (default
 	// 2*Writers+3, above the paper's 2n+1 bound); passing it is an error.
 	MaxReadIters int
@@ -134,6 +137,7 @@ type Client struct {
 	pend  map[uint64]pend
 	out   []int
 	dead  []bool
+	why   []error
 	keys  map[uint64]*keyState
 	clock clock
 	logs  []int
@@ -186,7 +190,7 @@ func NewClient(cfg Config) (*Client, error) {
 	if cfg.MaxReadIters <= 0 {
 		cfg.MaxReadIters = 2*cfg.Layout.Writers + 3
 	}
-	c := &Client{cfg: cfg, f: n / 2, pend: map[uint64]pend{}, out: make([]int, n), dead: make([]bool, n),
+	c := &Client{cfg: cfg, f: n / 2, pend: map[uint64]pend{}, out: make([]int, n), dead: make([]bool, n), why: make([]error, n),
 		keys: map[uint64]*keyState{}, val: make([]byte, cfg.Layout.ValueSize)}
 	c.clock = clock{now: cfg.Now, tick: cfg.Tick}
 	c.slotB = align(max(cfg.Layout.ReadSpan(), cfg.Layout.BufSize()), 64)
@@ -206,6 +210,15 @@ func NewClient(cfg Config) (*Client, error) {
 	return c, nil
 }
 
+// NodeError returns why node i failed for this client (nil: it did not,
+// or a post was refused).
+func (c *Client) NodeError(i int) error {
+	if i < 0 || i >= len(c.why) {
+		return nil
+	}
+	return c.why[i]
+}
+
 // Metrics returns a copy of the counters.
 func (c *Client) Metrics() Metrics { return c.m }
 
@@ -223,11 +236,19 @@ func (c *Client) alive(i int) bool {
 	return true
 }
 
+// fail records that node i failed for this client: its queue pair
+// completed work in error (or refused a post), which on RC means the
+// connection is gone. Only a crash is reported to the membership service
+// (Config.ReportCrashes): a queue pair can also fail because its link lost
+// too many frames in a row, and one client's broken connection must not
+// take the node away from the others.
 func (c *Client) fail(i int) {
 	if !c.dead[i] {
 		c.dead[i] = true
 		c.m.NodeFailures++
-		c.cfg.Membership.Suspect(i)
+		if c.cfg.ReportCrashes {
+			c.cfg.Membership.Suspect(i)
+		}
 	}
 }
 
@@ -327,6 +348,9 @@ func (c *Client) absorb(ctx context.Context, block bool) error {
 		c.out[p.node]--
 		good := wc.Status == verbs.StatusSuccess
 		if !good {
+			if c.why[p.node] == nil {
+				c.why[p.node] = fmt.Errorf("swarm client %d: node %d: %v completed with %v", c.cfg.ID, p.node, wc.Op, wc.Status)
+			}
 			c.fail(p.node)
 		}
 		if p.cb != nil {
@@ -342,7 +366,7 @@ func (c *Client) absorb(ctx context.Context, block bool) error {
 // reports that it never will.
 func (c *Client) until(ctx context.Context, cond, impossible func() bool) error {
 	for !cond() {
-		if impossible() {
+		if impossible() || len(c.pend) == 0 {
 			return ErrNoMajority
 		}
 		if err := c.absorb(ctx, true); err != nil {

@@ -42,11 +42,12 @@ func (c *Client) reached(ks *keyState, w Word) int {
 	return k
 }
 
-// liveOf counts the nodes of targets not known dead.
-func (c *Client) liveOf(targets []bool) int {
+// openOf counts the nodes whose MAX of w is still in flight and that are
+// not yet known to hold w.
+func (c *Client) openOf(ks *keyState, w Word, open []bool) int {
 	k := 0
-	for i, t := range targets {
-		if t && !c.dead[i] {
+	for i, o := range open {
+		if o && !c.dead[i] && ks.c[i] < w {
 			k++
 		}
 	}
@@ -125,25 +126,27 @@ func (c *Client) innerWrite(ctx context.Context, ks *keyState, w Word, value []b
 	}
 	entry := make([]byte, c.cfg.Layout.EntrySize())
 	PutEntry(entry, w, value)
-	targets := make([]bool, len(c.cfg.Nodes))
+	open := make([]bool, len(c.cfg.Nodes))
 	for i := range c.cfg.Nodes {
 		if ks.c[i] >= w {
 			continue
 		}
+		i := i
+		closeI := func(bool) { open[i] = false }
 		if m := ks.mine[i]; m >= w {
 			// Our own word there holds (or, once our CASes in flight have
 			// run, will hold) at least w: a CAS that changes nothing
 			// confirms it.
-			targets[i] = c.post(i, c.casMaxWR(i, ks, m, m, bg, func(bool) {}))
+			open[i] = c.post(i, c.casMaxWR(i, ks, m, m, bg, closeI))
 			continue
 		}
-		targets[i] = c.postMax(i, ks, w, c.maxWriteWRs(i, ks, w, entry, bg, func(bool) {})...)
+		open[i] = c.postMax(i, ks, w, c.maxWriteWRs(i, ks, w, entry, bg, closeI)...)
 	}
 	if bg {
 		return nil
 	}
 	err := c.until(ctx, func() bool { return c.reached(ks, w) >= c.f+1 },
-		func() bool { return c.reached(ks, w)+c.liveOf(targets) < c.f+1 })
+		func() bool { return c.reached(ks, w)+c.openOf(ks, w, open) < c.f+1 })
 	c.round()
 	return err
 }
@@ -407,13 +410,14 @@ func (c *Client) write(ctx context.Context, ks *keyState, value []byte) error {
 	views := make([]Word, n)
 	got := make([]bool, n)
 	targets := make([]bool, n)
+	open := make([]bool, n)
 	ok := 0
 	for i := 0; i < n; i++ {
 		i := i
 		if ks.mine[i] >= w {
 			continue // cannot happen: our words strictly increase
 		}
-		wrs := c.maxWriteWRs(i, ks, w, entry, false, func(bool) {})
+		wrs := c.maxWriteWRs(i, ks, w, entry, false, func(bool) { open[i] = false })
 		wrs = append(wrs, wr{op: verbs.OpRead, off: l.MetaOff(ks.kv), n: l.ReadSpan(),
 			onDone: func(good bool, _ *verbs.WC, data []byte) {
 				if !good {
@@ -428,9 +432,12 @@ func (c *Client) write(ctx context.Context, ks *keyState, value []byte) error {
 				ok++
 			}})
 		targets[i] = c.postMax(i, ks, w, wrs...)
+		open[i] = targets[i]
 	}
 	err = c.until(ctx, func() bool { return ok >= c.f+1 && c.reached(ks, w) >= c.f+1 },
-		func() bool { return ok+c.pendingOf(targets, got) < c.f+1 })
+		func() bool {
+			return ok+c.pendingOf(targets, got) < c.f+1 || c.reached(ks, w)+c.openOf(ks, w, open) < c.f+1
+		})
 	c.round()
 	if err != nil {
 		return err
