@@ -362,18 +362,67 @@ func (c *Client) absorb(ctx context.Context, block bool) error {
 	return nil
 }
 
-// until processes completions until cond holds, or fails when impossible
-// reports that it never will.
-func (c *Client) until(ctx context.Context, cond, impossible func() bool) error {
+// until processes completions until cond holds. When short reports that
+// the nodes still in play cannot satisfy cond, more is asked to bring in
+// nodes not yet used (ones that were busy, or the rest of the replicas);
+// the operation fails only when fewer than a majority of the nodes is
+// alive, or when nothing is in flight and nothing more can be posted.
+func (c *Client) until(ctx context.Context, site string, cond, short, more func() bool) error {
 	for !cond() {
-		if impossible() || len(c.pend) == 0 {
-			return ErrNoMajority
+		if short() {
+			posted := more != nil && more()
+			if !posted {
+				alive := 0
+				for i := range c.cfg.Nodes {
+					if c.alive(i) {
+						alive++
+					}
+				}
+				if alive < c.f+1 || len(c.pend) == 0 {
+					return fmt.Errorf("swarm client %d: %s: %w", c.cfg.ID, site, ErrNoMajority)
+				}
+			}
+		}
+		if len(c.pend) == 0 {
+			if cond() {
+				break
+			}
+			return fmt.Errorf("swarm client %d: %s: nothing left in flight: %w", c.cfg.ID, site, ErrNoMajority)
 		}
 		if err := c.absorb(ctx, true); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// settle runs before every operation: while fewer than a majority of the
+// nodes not known dead have room for an operation's verbs (at most half of
+// MaxOutstanding in flight), it waits for completions. A node that stopped
+// answering fills up and is skipped as long as a majority has room; when
+// not even a majority has, the operation waits until a node catches up or
+// its queue pair fails (the RNIC's retry limit is the failure detector).
+func (c *Client) settle(ctx context.Context) error {
+	for {
+		room, alive := 0, 0
+		for i := range c.cfg.Nodes {
+			if c.alive(i) {
+				alive++
+				if c.out[i] <= c.cfg.MaxOutstanding/2 {
+					room++
+				}
+			}
+		}
+		if room >= c.f+1 {
+			return nil
+		}
+		if alive < c.f+1 {
+			return fmt.Errorf("swarm client %d: %d of %d nodes alive: %w", c.cfg.ID, alive, len(c.cfg.Nodes), ErrNoMajority)
+		}
+		if err := c.absorb(ctx, true); err != nil {
+			return err
+		}
+	}
 }
 
 // Drain waits until no verb of this client is in flight (or ctx ends):

@@ -119,7 +119,14 @@ func history(t *testing.T, r *testbed.SwarmRack, keys, ops int, seed uint64, dur
 						}
 						return errCutOff
 					}
-					return fmt.Errorf("client %d op %d: %w", i, s, err)
+					if in.put { // it may have taken effect
+						local = append(local, porcupine.Operation{ClientId: i, Input: in, Call: call, Output: out, Return: 1 << 62})
+						mu.Lock()
+						hist = append(hist, local...)
+						mu.Unlock()
+						local = nil
+					}
+					return fmt.Errorf("client %d op %d: %w (node errors: %v; %v; %v)", i, s, err, c.NodeError(0), c.NodeError(1), c.NodeError(2))
 				}
 				local = append(local, porcupine.Operation{ClientId: i, Input: in, Call: call, Output: out, Return: time.Since(start).Nanoseconds()})
 				if during != nil && done.Add(1) == total/3 {

@@ -126,27 +126,33 @@ func (c *Client) innerWrite(ctx context.Context, ks *keyState, w Word, value []b
 	}
 	entry := make([]byte, c.cfg.Layout.EntrySize())
 	PutEntry(entry, w, value)
-	open := make([]bool, len(c.cfg.Nodes))
-	for i := range c.cfg.Nodes {
-		if ks.c[i] >= w {
-			continue
+	n := len(c.cfg.Nodes)
+	open := make([]bool, n)
+	tried := make([]bool, n)
+	postNode := func(i int) {
+		if ks.c[i] >= w || tried[i] || !c.usable(i, 2) {
+			return
 		}
-		i := i
+		tried[i] = true
 		closeI := func(bool) { open[i] = false }
 		if m := ks.mine[i]; m >= w {
 			// Our own word there holds (or, once our CASes in flight have
 			// run, will hold) at least w: a CAS that changes nothing
 			// confirms it.
 			open[i] = c.post(i, c.casMaxWR(i, ks, m, m, bg, closeI))
-			continue
+			return
 		}
 		open[i] = c.postMax(i, ks, w, c.maxWriteWRs(i, ks, w, entry, bg, closeI)...)
+	}
+	for i := 0; i < n; i++ {
+		postNode(i)
 	}
 	if bg {
 		return nil
 	}
-	err := c.until(ctx, func() bool { return c.reached(ks, w) >= c.f+1 },
-		func() bool { return c.reached(ks, w)+c.openOf(ks, w, open) < c.f+1 })
+	err := c.until(ctx, "max write", func() bool { return c.reached(ks, w) >= c.f+1 },
+		func() bool { return c.reached(ks, w)+c.openOf(ks, w, open) < c.f+1 },
+		func() bool { return c.more(tried, postNode) })
 	c.round()
 	return err
 }
@@ -165,8 +171,7 @@ func (c *Client) mread(ctx context.Context, ks *keyState, writeBack bool) (Word,
 		got := make([]bool, n)
 		targets := make([]bool, n)
 		ok := 0
-		for i := 0; i < n; i++ {
-			i := i
+		postNode := func(i int) {
 			targets[i] = c.post(i, wr{op: verbs.OpRead, off: l.MetaOff(ks.kv), n: l.ReadSpan(),
 				onDone: func(good bool, _ *verbs.WC, data []byte) {
 					if !good {
@@ -184,7 +189,11 @@ func (c *Client) mread(ctx context.Context, ks *keyState, writeBack bool) (Word,
 					ok++
 				}})
 		}
-		err := c.until(ctx, func() bool { return ok >= c.f+1 }, func() bool { return ok+c.pendingOf(targets, got) < c.f+1 })
+		for i := 0; i < n; i++ {
+			postNode(i)
+		}
+		err := c.until(ctx, "read", func() bool { return ok >= c.f+1 }, func() bool { return ok+c.pendingOf(targets, got) < c.f+1 },
+			func() bool { return c.more(targets, postNode) })
 		c.round()
 		if err != nil {
 			return 0, err
@@ -228,7 +237,7 @@ func (c *Client) mread(ctx context.Context, ks *keyState, writeBack bool) (Word,
 				c.m.ReadRestarts++
 				continue
 			}
-			if err := c.until(ctx, func() bool { return done }, func() bool { return false }); err != nil {
+			if err := c.until(ctx, "out-of-place read", func() bool { return done }, func() bool { return false }, nil); err != nil {
 				return 0, err
 			}
 			c.round()
@@ -254,6 +263,19 @@ func (c *Client) mread(ctx context.Context, ks *keyState, writeBack bool) (Word,
 		return m, nil
 	}
 	return 0, fmt.Errorf("swarm client %d: read of slot %d restarted 8 times", c.cfg.ID, ks.kv)
+}
+
+// more posts a round's verbs to the nodes not yet in it (tried false),
+// alive and with room, and reports whether it posted any.
+func (c *Client) more(tried []bool, postNode func(int)) bool {
+	posted := false
+	for i := range tried {
+		if !tried[i] && c.alive(i) && c.out[i] < c.cfg.MaxOutstanding {
+			postNode(i)
+			posted = posted || tried[i]
+		}
+	}
+	return posted
 }
 
 // pendingOf counts targeted nodes, alive, that have not answered.
@@ -316,7 +338,7 @@ func (c *Client) tryLock(ctx context.Context, ks *keyState, pid int, id, mode Wo
 	for i := 0; i < n; i++ {
 		step(i)
 	}
-	err := c.until(ctx, func() bool { return ndone >= c.f+1 }, func() bool {
+	err := c.until(ctx, "timestamp lock", func() bool { return ndone >= c.f+1 }, func() bool {
 		k := ndone
 		for i := range done {
 			if !done[i] && !gone[i] && !c.dead[i] {
@@ -324,6 +346,16 @@ func (c *Client) tryLock(ctx context.Context, ks *keyState, pid int, id, mode Wo
 			}
 		}
 		return k < c.f+1
+	}, func() bool {
+		posted := false
+		for i := range done {
+			if gone[i] && !done[i] && c.usable(i, 1) {
+				gone[i] = false
+				step(i)
+				posted = posted || !gone[i]
+			}
+		}
+		return posted
 	})
 	finished = true
 	rounds := 0
@@ -412,12 +444,16 @@ func (c *Client) write(ctx context.Context, ks *keyState, value []byte) error {
 	targets := make([]bool, n)
 	open := make([]bool, n)
 	ok := 0
-	for i := 0; i < n; i++ {
-		i := i
-		if ks.mine[i] >= w {
-			continue // cannot happen: our words strictly increase
+	postNode := func(i int) {
+		var wrs []wr
+		if m := ks.mine[i]; m >= w {
+			// Our word there holds a larger word a write-back of ours put
+			// there: MAX of w changes nothing; a CAS that changes nothing
+			// confirms the word, and the READ shows the larger tuple.
+			wrs = []wr{c.casMaxWR(i, ks, m, m, false, func(bool) { open[i] = false })}
+		} else {
+			wrs = c.maxWriteWRs(i, ks, w, entry, false, func(bool) { open[i] = false })
 		}
-		wrs := c.maxWriteWRs(i, ks, w, entry, false, func(bool) { open[i] = false })
 		wrs = append(wrs, wr{op: verbs.OpRead, off: l.MetaOff(ks.kv), n: l.ReadSpan(),
 			onDone: func(good bool, _ *verbs.WC, data []byte) {
 				if !good {
@@ -434,10 +470,13 @@ func (c *Client) write(ctx context.Context, ks *keyState, value []byte) error {
 		targets[i] = c.postMax(i, ks, w, wrs...)
 		open[i] = targets[i]
 	}
-	err = c.until(ctx, func() bool { return ok >= c.f+1 && c.reached(ks, w) >= c.f+1 },
+	for i := 0; i < n; i++ {
+		postNode(i)
+	}
+	err = c.until(ctx, "write", func() bool { return ok >= c.f+1 && c.reached(ks, w) >= c.f+1 },
 		func() bool {
 			return ok+c.pendingOf(targets, got) < c.f+1 || c.reached(ks, w)+c.openOf(ks, w, open) < c.f+1
-		})
+		}, func() bool { return c.more(targets, postNode) })
 	c.round()
 	if err != nil {
 		return err
@@ -586,6 +625,9 @@ func (c *Client) Get(ctx context.Context, key uint64, buf []byte) ([]byte, error
 		c.m.NotFound++
 		return nil, err
 	}
+	if err := c.settle(ctx); err != nil {
+		return nil, err
+	}
 	found, err := c.read(ctx, ks, start)
 	if err != nil {
 		return nil, err
@@ -625,6 +667,9 @@ func (c *Client) put(ctx context.Context, key uint64, value []byte, create bool)
 		if err == ErrNotFound {
 			c.m.NotFound++
 		}
+		return err
+	}
+	if err := c.settle(ctx); err != nil {
 		return err
 	}
 	if err := c.write(ctx, ks, value); err != nil {
