@@ -210,40 +210,43 @@ func (c *Client) mread(ctx context.Context, ks *keyState, writeBack bool) (Word,
 			return 0, nil
 		}
 		var val []byte
-		src := -1
 		for i := range views {
-			if got[i] && views[i].Max == m {
-				if views[i].InPlace != nil {
-					val = views[i].InPlace
-					break
-				}
-				if src < 0 || c.dead[src] {
-					src = i
-				}
+			if got[i] && views[i].Max == m && views[i].InPlace != nil {
+				val = views[i].InPlace
+				break
 			}
 		}
 		if val == nil {
+			// Read the out-of-place buffer from every node that showed m
+			// (so that a node crashing now costs no wait), keep the first
+			// intact copy.
 			c.m.OutOfPlace++
-			done := false
-			if src < 0 || !c.post(src, wr{op: verbs.OpRead, off: l.BufOff(m.PID(), m.Log()), n: l.EntrySize(),
-				onDone: func(good bool, _ *verbs.WC, data []byte) {
-					done = true
-					if good {
-						if v, ok := CheckEntry(data[:l.EntrySize()], m); ok {
-							val = append([]byte(nil), v...)
+			asked, answered := 0, 0
+			for i := range views {
+				if !got[i] || views[i].Max != m {
+					continue
+				}
+				if c.post(i, wr{op: verbs.OpRead, off: l.BufOff(m.PID(), m.Log()), n: l.EntrySize(),
+					onDone: func(good bool, _ *verbs.WC, data []byte) {
+						answered++
+						if good && val == nil {
+							if v, ok := CheckEntry(data[:l.EntrySize()], m); ok {
+								val = append([]byte(nil), v...)
+							}
 						}
-					}
-				}}) {
-				c.m.ReadRestarts++
-				continue
+					}}) {
+					asked++
+				}
 			}
-			if err := c.until(ctx, "out-of-place read", func() bool { return done }, func() bool { return false }, nil); err != nil {
-				return 0, err
+			if asked > 0 {
+				if err := c.until(ctx, "out-of-place read", func() bool { return val != nil || answered == asked }, func() bool { return false }, nil); err != nil {
+					return 0, err
+				}
+				c.round()
 			}
-			c.round()
 			if val == nil {
 				// The buffer was reused (the word was superseded meanwhile),
-				// torn, or its node failed: read again.
+				// torn, or its nodes failed: read again.
 				c.m.ReadRestarts++
 				continue
 			}
