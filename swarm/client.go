@@ -362,15 +362,18 @@ func (c *Client) absorb(ctx context.Context, block bool) error {
 	return nil
 }
 
-// until processes completions until cond holds. When short reports that
-// the nodes still in play cannot satisfy cond, more is asked to bring in
-// nodes not yet used (ones that were busy, or the rest of the replicas);
-// the operation fails only when fewer than a majority of the nodes is
-// alive, or when nothing is in flight and nothing more can be posted.
+// until processes completions until cond holds. Before every wait, more
+// brings in the nodes not yet in the round (ones that were busy). When
+// short reports that the nodes in play cannot satisfy cond, the operation
+// fails if fewer than a majority of the nodes is alive, or when nothing
+// is in flight and nothing more could be posted.
 func (c *Client) until(ctx context.Context, site string, cond, short, more func() bool) error {
 	for !cond() {
+		// Every round goes to every live replica; one skipped because it
+		// was busy joins as soon as it has room, so that the operation
+		// never depends on the nodes it happened to reach first.
+		posted := more != nil && more()
 		if short() {
-			posted := more != nil && more()
 			if !posted {
 				alive := 0
 				for i := range c.cfg.Nodes {
@@ -390,7 +393,7 @@ func (c *Client) until(ctx context.Context, site string, cond, short, more func(
 			return fmt.Errorf("swarm client %d: %s: nothing left in flight: %w", c.cfg.ID, site, ErrNoMajority)
 		}
 		if err := c.absorb(ctx, true); err != nil {
-			return err
+			return fmt.Errorf("%s: %w", site, err)
 		}
 	}
 	return nil
@@ -420,7 +423,7 @@ func (c *Client) settle(ctx context.Context) error {
 			return fmt.Errorf("swarm client %d: %d of %d nodes alive: %w", c.cfg.ID, alive, len(c.cfg.Nodes), ErrNoMajority)
 		}
 		if err := c.absorb(ctx, true); err != nil {
-			return err
+			return fmt.Errorf("settle (out %v): %w", c.out, err)
 		}
 	}
 }
