@@ -76,15 +76,16 @@ type SwarmCell struct {
 	KilledAtS float64
 }
 
-// RunSwarmCell builds a SWARM-KV rack for spec (3 memory nodes, one
-// replica of every key on each), loads the keys, runs the warm-up and the
-// measured run, and returns what it measured.
-func RunSwarmCell(ctx context.Context, spec SwarmCellSpec) (SwarmCell, error) {
-	cell := SwarmCell{Cell: report.Cell{System: "swarm", Scenario: "swarm", Mode: spec.Mode, Workload: string(spec.Workload)}}
-	if spec.KillAt > 0 {
-		cell.Scenario = "swarm-kill"
-		cell.Param = fmt.Sprintf("kill mem%d at %s", spec.KillNode, spec.KillAt)
-	}
+// swarmBed is one mode's rack, loaded and warmed up.
+type swarmBed struct {
+	spec SwarmCellSpec
+	wcfg ycsb.Config
+	r    *SwarmRack
+}
+
+// newSwarmBed builds a SWARM-KV rack for spec (3 memory nodes, one replica
+// of every key on each), loads the keys and runs the warm-up.
+func newSwarmBed(ctx context.Context, spec SwarmCellSpec) (*swarmBed, error) {
 	var mbox, conv bool
 	switch spec.Mode {
 	case SwarmDirect:
@@ -93,16 +94,13 @@ func RunSwarmCell(ctx context.Context, spec SwarmCellSpec) (SwarmCell, error) {
 	case SwarmMuxCAS:
 		mbox, conv = true, true
 	default:
-		return cell, fmt.Errorf("testbed: swarm mode %q: want %s, %s or %s", spec.Mode, SwarmDirect, SwarmMux, SwarmMuxCAS)
-	}
-	if spec.Sample <= 0 {
-		spec.Sample = 100 * time.Millisecond
+		return nil, fmt.Errorf("testbed: swarm mode %q: want %s, %s or %s", spec.Mode, SwarmDirect, SwarmMux, SwarmMuxCAS)
 	}
 	wcfg := ycsb.Config{Workload: spec.Workload, ZipfConstant: spec.Zipf, RecordCount: int64(spec.Keys),
 		ValueSize: spec.ValueSize, Clients: spec.Threads, Seed: spec.Seed, Duration: spec.Duration}
 	w, err := ycsb.New(wcfg)
 	if err != nil {
-		return cell, fmt.Errorf("testbed: workload: %w", err)
+		return nil, fmt.Errorf("testbed: workload: %w", err)
 	}
 	slots := spec.Keys
 	if mix, _, _ := ycsb.Preset(spec.Workload); mix.Insert > 0 {
@@ -111,72 +109,135 @@ func RunSwarmCell(ctx context.Context, spec SwarmCellSpec) (SwarmCell, error) {
 	r, err := NewSwarmRack(ctx, SwarmConfig{Threads: spec.Threads, ClientHosts: spec.ClientHosts, Keys: slots,
 		ValueSize: spec.ValueSize, Middlebox: mbox, CASToWrite: conv, Timing: spec.Timing})
 	if err != nil {
-		return cell, err
+		return nil, err
 	}
-	defer r.Close()
 	if err := r.Load(ctx, w, spec.Keys); err != nil {
-		return cell, err
+		r.Close()
+		return nil, err
 	}
 	if spec.Warmup > 0 {
 		ww, err := ycsb.New(func() ycsb.Config { c := wcfg; c.Seed = ^spec.Seed; return c }())
-		if err != nil {
-			return cell, err
+		if err == nil {
+			_, err = Drive(ctx, ww, r.KVs(), spec.ValueSize, spec.Warmup)
 		}
-		if _, err := Drive(ctx, ww, r.KVs(), spec.ValueSize, spec.Warmup); err != nil {
-			return cell, fmt.Errorf("testbed: warm-up: %w", err)
+		if err != nil {
+			r.Close()
+			return nil, fmt.Errorf("testbed: warm-up: %w", err)
 		}
 	}
-	m0, w0 := r.Metrics(), r.MemoryWire()
-	var mb0 map[string]uint64
-	if r.Mbox != nil {
-		c := r.Mbox.Counters()
-		mb0 = map[string]uint64{"remapped": c.Remapped, "cas_to_write": c.CASToWrite, "server_acks": c.ServerACKs}
+	return &swarmBed{spec: spec, wcfg: wcfg, r: r}, nil
+}
+
+// swarmTally accumulates one mode's measured slices.
+type swarmTally struct {
+	load       *Load
+	m0         swarm.Metrics
+	w0         WireStats
+	mb0        map[string]uint64
+	series     []float64
+	killedAtS  float64
+	note       string
+	sampleTime time.Duration
+}
+
+func (b *swarmBed) begin() *swarmTally {
+	t := &swarmTally{load: &Load{All: newHist(), Read: newHist(), Write: newHist()}, m0: b.r.Metrics(), w0: b.r.MemoryWire()}
+	t.mb0 = b.mboxCounters()
+	return t
+}
+
+func (b *swarmBed) mboxCounters() map[string]uint64 {
+	if b.r.Mbox == nil {
+		return nil
+	}
+	c := b.r.Mbox.Counters()
+	return map[string]uint64{"remapped": c.Remapped, "cas_to_write": c.CASToWrite, "server_acks": c.ServerACKs,
+		"client_retransmits": c.Retransmits, "replayed": c.Replayed}
+}
+
+// slice drives the workload (seed) for d, sampling throughput every
+// Sample and killing the memory node at KillAt if set.
+func (b *swarmBed) slice(ctx context.Context, t *swarmTally, seed uint64, d time.Duration) error {
+	spec := b.spec
+	wcfg := b.wcfg
+	wcfg.Seed, wcfg.Duration = seed, d
+	w, err := ycsb.New(wcfg)
+	if err != nil {
+		return err
 	}
 	var done atomic.Uint64
-	kvs := r.KVs()
+	kvs := b.r.KVs()
 	for i := range kvs {
 		kvs[i] = &countingKV{KV: kvs[i], n: &done}
 	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(spec.Sample)
-		defer t.Stop()
-		var last uint64
-		var killed <-chan time.Time
-		if spec.KillAt > 0 {
-			k := time.NewTimer(spec.KillAt)
-			defer k.Stop()
-			killed = k.C
-		}
-		start := time.Now()
-		for {
-			select {
-			case <-t.C:
-				n := done.Load()
-				cell.Series = append(cell.Series, float64(n-last)/spec.Sample.Seconds())
-				last = n
-			case <-killed:
-				cell.KilledAtS = time.Since(start).Seconds()
-				if err := r.CrashNode(spec.KillNode); err != nil {
-					cell.Note = err.Error()
-				}
-			case <-stop:
-				return
+	if spec.Sample > 0 {
+		t.sampleTime = spec.Sample
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tk := time.NewTicker(spec.Sample)
+			defer tk.Stop()
+			var last uint64
+			var killed <-chan time.Time
+			if spec.KillAt > 0 {
+				k := time.NewTimer(spec.KillAt)
+				defer k.Stop()
+				killed = k.C
 			}
-		}
-	}()
-	load, err := Drive(ctx, w, kvs, spec.ValueSize, spec.Duration)
+			start := time.Now()
+			for {
+				select {
+				case <-tk.C:
+					n := done.Load()
+					t.series = append(t.series, float64(n-last)/spec.Sample.Seconds())
+					last = n
+				case <-killed:
+					t.killedAtS = time.Since(start).Seconds()
+					if err := b.r.CrashNode(spec.KillNode); err != nil {
+						t.note = err.Error()
+					}
+				case <-stop:
+					return
+				}
+			}
+		}()
+	}
+	load, err := Drive(ctx, w, kvs, spec.ValueSize, d)
 	close(stop)
 	wg.Wait()
 	if err != nil {
-		return cell, err
+		return err
 	}
-	m1, w1 := r.Metrics(), r.MemoryWire()
+	l := t.load
+	l.Ops += load.Ops
+	l.Reads += load.Reads
+	l.Writes += load.Writes
+	l.Errors += load.Errors
+	l.Elapsed += load.Elapsed
+	l.All.Merge(load.All)
+	l.Read.Merge(load.Read)
+	l.Write.Merge(load.Write)
+	if l.FirstErr == nil {
+		l.FirstErr = load.FirstErr
+	}
+	return nil
+}
+
+// cell turns a tally into the cell's figures.
+func (b *swarmBed) cell(t *swarmTally) SwarmCell {
+	spec := b.spec
+	cell := SwarmCell{Cell: report.Cell{System: "swarm", Scenario: "swarm", Mode: spec.Mode, Workload: string(spec.Workload)}}
+	if spec.KillAt > 0 {
+		cell.Scenario = "swarm-kill"
+		cell.Param = fmt.Sprintf("kill mem%d at %s", spec.KillNode, spec.KillAt)
+	}
+	load := t.load
+	m0, m1, w0, w1 := t.m0, b.r.Metrics(), t.w0, b.r.MemoryWire()
 	ops := float64(load.Ops)
-	cell.SampleMS = float64(spec.Sample.Milliseconds())
+	cell.Series, cell.KilledAtS, cell.Note = t.series, t.killedAtS, t.note
+	cell.SampleMS = float64(t.sampleTime.Milliseconds())
 	cell.Ops, cell.Errors, cell.Seconds, cell.Clients = load.Ops, load.Errors, load.Elapsed.Seconds(), spec.Threads
 	cell.OpsPerSec = ops / load.Elapsed.Seconds()
 	cell.P50us, cell.P99us, cell.P999us = Percentile(load.All, 50), Percentile(load.All, 99), Percentile(load.All, 99.9)
@@ -197,15 +258,81 @@ func RunSwarmCell(ctx context.Context, spec SwarmCellSpec) (SwarmCell, error) {
 	}
 	cell.OutOfPlacePerOp = float64(m1.OutOfPlace-m0.OutOfPlace) / ops
 	cell.CASRetriesPerOp = float64(m1.CASRetries-m0.CASRetries) / ops
-	if r.Mbox != nil {
-		c := r.Mbox.Counters()
-		cell.Steering = map[string]uint64{"remapped": c.Remapped - mb0["remapped"], "cas_to_write": c.CASToWrite - mb0["cas_to_write"],
-			"server_acks": c.ServerACKs - mb0["server_acks"]}
+	if mb1 := b.mboxCounters(); mb1 != nil {
+		cell.Steering = map[string]uint64{}
+		for k, v := range mb1 {
+			cell.Steering[k] = v - t.mb0[k]
+		}
 	}
 	if load.Errors > 0 && load.FirstErr != nil {
 		cell.Note = fmt.Sprintf("%d errors, first: %v", load.Errors, load.FirstErr)
 	}
-	return cell, nil
+	return cell
+}
+
+// RunSwarmCell runs one cell on its own rack: warm-up, then the measured
+// run in one piece (the kill cells: memory node KillNode crashed KillAt
+// into it, throughput sampled every Sample, default 100ms).
+func RunSwarmCell(ctx context.Context, spec SwarmCellSpec) (SwarmCell, error) {
+	if spec.Sample <= 0 {
+		spec.Sample = 100 * time.Millisecond
+	}
+	b, err := newSwarmBed(ctx, spec)
+	if err != nil {
+		return SwarmCell{}, err
+	}
+	defer b.r.Close()
+	t := b.begin()
+	if err := b.slice(ctx, t, spec.Seed, spec.Duration); err != nil {
+		return SwarmCell{}, err
+	}
+	return b.cell(t), nil
+}
+
+// RunSwarmAB measures one workload in several modes side by side: a rack
+// per mode, all loaded and warmed up, then Rounds rounds in which every
+// mode runs the same operations (seed Seed+round) for Duration/Rounds, the
+// modes' order rotating from round to round, so that a change in the
+// machine's load falls on every mode alike. Each cell sums its mode's
+// slices.
+func RunSwarmAB(ctx context.Context, spec SwarmCellSpec, modes []string, rounds int) ([]SwarmCell, error) {
+	if rounds < 1 {
+		return nil, fmt.Errorf("testbed: swarm A/B: %d rounds", rounds)
+	}
+	spec.KillAt, spec.Sample = 0, 0
+	var beds []*swarmBed
+	defer func() {
+		for _, b := range beds {
+			b.r.Close()
+		}
+	}()
+	for _, m := range modes {
+		s := spec
+		s.Mode = m
+		b, err := newSwarmBed(ctx, s)
+		if err != nil {
+			return nil, fmt.Errorf("mode %s: %w", m, err)
+		}
+		beds = append(beds, b)
+	}
+	tallies := make([]*swarmTally, len(beds))
+	for i, b := range beds {
+		tallies[i] = b.begin()
+	}
+	d := spec.Duration / time.Duration(rounds)
+	for r := 0; r < rounds; r++ {
+		for k := range beds {
+			i := (r + k) % len(beds)
+			if err := beds[i].slice(ctx, tallies[i], spec.Seed+uint64(r), d); err != nil {
+				return nil, fmt.Errorf("mode %s, round %d: %w", modes[i], r, err)
+			}
+		}
+	}
+	cells := make([]SwarmCell, len(beds))
+	for i, b := range beds {
+		cells[i] = b.cell(tallies[i])
+	}
+	return cells, nil
 }
 
 // rttStats returns the mean round trips and the share at one round trip

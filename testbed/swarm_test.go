@@ -8,20 +8,21 @@ import (
 	"github.com/swordbox/swordbox/testbed/ycsb"
 )
 
-// TestSwarmCell runs a short cell in every mode and a kill cell: every
+// TestSwarmCell runs every mode side by side and a kill cell: every
 // cell completes operations without errors, counts round trips, and the
 // kill cell keeps completing operations after the crash.
 func TestSwarmCell(t *testing.T) {
 	ctx := context.Background()
-	for _, mode := range SwarmModes {
-		c, err := RunSwarmCell(ctx, SwarmCellSpec{Mode: mode, Workload: ycsb.WorkloadA, Keys: 256, ValueSize: 64, Zipf: 0.99,
-			Threads: 4, ClientHosts: 2, Duration: 300 * time.Millisecond, Seed: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("%s: %.0f ops/s, get %.2f RTT (%.0f%% one), put %.2f RTT (%.0f%% one), %.1f frames/op, steering %v",
+	cells, err := RunSwarmAB(ctx, SwarmCellSpec{Workload: ycsb.WorkloadA, Keys: 256, ValueSize: 64, Zipf: 0.99,
+		Threads: 4, ClientHosts: 2, Duration: 400 * time.Millisecond, Seed: 1}, SwarmModes, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range cells {
+		mode := SwarmModes[i]
+		t.Logf("%s: %.0f ops/s, get %.2f RTT (%.0f%% one), put %.2f RTT (%.0f%% one), %.1f frames/op, middlebox %v",
 			mode, c.OpsPerSec, c.GetRTT, 100*c.GetOneRTT, c.PutRTT, 100*c.PutOneRTT, c.MemFramesPerOp, c.Steering)
-		if c.Ops == 0 || c.Errors != 0 || !(c.GetRTT >= 1) || !(c.PutRTT >= 1) {
+		if c.Mode != mode || c.Ops == 0 || c.Errors != 0 || !(c.GetRTT >= 1) || !(c.PutRTT >= 1) {
 			t.Errorf("%s: %d ops, %d errors, RTT %v/%v", mode, c.Ops, c.Errors, c.GetRTT, c.PutRTT)
 		}
 		if mode == SwarmMuxCAS && c.Steering["cas_to_write"] == 0 {

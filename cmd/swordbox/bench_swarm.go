@@ -111,24 +111,30 @@ func runBenchSwarm(cmd *cobra.Command, cfg benchConfig) error {
 	if err != nil {
 		return fmt.Errorf("bench: --timing: %w", err)
 	}
-	var specs []testbed.SwarmCellSpec
+	// Every workload's modes run side by side (RunSwarmAB: interleaved
+	// slices, so that the machine's changing load falls on every mode
+	// alike); then the kill cells, each on its own.
+	type job struct {
+		spec testbed.SwarmCellSpec
+		ab   bool
+	}
+	var jobs []job
 	base := testbed.SwarmCellSpec{Keys: cfg.Keys, ValueSize: cfg.ValueSize, Zipf: cfg.Zipf, Threads: cfg.Threads,
 		ClientHosts: cfg.ClientHosts, Warmup: cfg.Warmup, Duration: cfg.Duration, Seed: cfg.Seed, Timing: timing}
 	for _, k := range kinds {
-		for _, m := range cfg.Modes {
-			s := base
-			s.Workload, s.Mode = k, m
-			specs = append(specs, s)
-		}
+		s := base
+		s.Workload = k
+		jobs = append(jobs, job{s, true})
 	}
 	for _, m := range cfg.Modes {
 		s := base
 		s.Workload, s.Mode, s.KillAt, s.KillNode = ycsb.WorkloadA, m, cfg.Duration/3, 0
-		specs = append(specs, s)
+		jobs = append(jobs, job{s, false})
 	}
+	rounds := int(min(8, max(1, cfg.Duration/(250*time.Millisecond))))
 	var cells []testbed.SwarmCell
 	var run *report.Run
-	err = runSuiteCLI(cmd, cfg, "bench", "swarm", len(specs), time.Second,
+	err = runSuiteCLI(cmd, cfg, "bench", "swarm", len(kinds)*len(cfg.Modes)+len(cfg.Modes), time.Second,
 		func(ctx context.Context, progress func(i, n int, label string)) (*report.Run, error) {
 			host, _ := os.Hostname()
 			started := time.Now()
@@ -141,25 +147,34 @@ func runBenchSwarm(cmd *cobra.Command, cfg benchConfig) error {
 					{"keys", strconv.Itoa(cfg.Keys)},
 					{"value size", strconv.Itoa(cfg.ValueSize) + " bytes"},
 					{"zipf", strconv.FormatFloat(cfg.Zipf, 'g', -1, 64)},
-					{"duration per cell", fmt.Sprintf("%s measured after %s warm-up", cfg.Duration, cfg.Warmup)},
+					{"duration per cell", fmt.Sprintf("%s measured after %s warm-up; a workload's modes run side by side in %d interleaved rounds (order rotating), each mode on its own rack", cfg.Duration, cfg.Warmup, rounds)},
 					{"kill cells", fmt.Sprintf("YCSB A, memory node 0 crashed %s into the measured run", cfg.Duration/3)},
 					{"seed", strconv.FormatUint(cfg.Seed, 10)},
 					{"machine", fmt.Sprintf("%s, %d CPUs, %s/%s, %s", host, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())},
 				}}
-			for i, s := range specs {
-				label := fmt.Sprintf("%s %s", s.Workload, s.Mode)
-				if s.KillAt > 0 {
-					label += " kill"
+			n := len(kinds)*len(cfg.Modes) + len(cfg.Modes)
+			for _, j := range jobs {
+				var got []testbed.SwarmCell
+				var err error
+				label := fmt.Sprintf("%s, modes side by side", j.spec.Workload)
+				progress(len(cells), n, label)
+				if j.ab {
+					got, err = testbed.RunSwarmAB(ctx, j.spec, cfg.Modes, rounds)
+				} else {
+					label = fmt.Sprintf("%s %s, memory node killed", j.spec.Workload, j.spec.Mode)
+					var c testbed.SwarmCell
+					c, err = testbed.RunSwarmCell(ctx, j.spec)
+					got = []testbed.SwarmCell{c}
 				}
-				progress(i, len(specs), label)
-				c, err := testbed.RunSwarmCell(ctx, s)
 				if err != nil {
-					return run, fmt.Errorf("cell %d (%s): %w", i+1, label, err)
+					return run, fmt.Errorf("%s: %w", label, err)
 				}
-				cells = append(cells, c)
-				run.Cells = append(run.Cells, c.Cell)
+				for _, c := range got {
+					cells = append(cells, c)
+					run.Cells = append(run.Cells, c.Cell)
+				}
 			}
-			progress(len(specs), len(specs), "done")
+			progress(n, n, "done")
 			return run, nil
 		})
 	if len(cells) > 0 && !cfg.JSON {
