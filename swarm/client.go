@@ -85,6 +85,8 @@ type Metrics struct {
 	// CAS-MAX retries (stale expected value), reads restarted because a
 	// buffer had been reused or a write-back came too late.
 	OutOfPlace, WriteBacks, CASRetries, ReadRestarts uint64
+	// BufferReuses: out-of-place buffers taken again after their grace.
+	BufferReuses uint64
 	// IndexLookups: cache misses sent to the index service.
 	IndexLookups uint64
 	// NodeFailures: memory nodes this client saw fail.
@@ -497,5 +499,6 @@ func (m *Metrics) Add(o Metrics) {
 	m.CASRetries += o.CASRetries
 	m.ReadRestarts += o.ReadRestarts
 	m.IndexLookups += o.IndexLookups
+	m.BufferReuses += o.BufferReuses
 	m.NodeFailures += o.NodeFailures
 }

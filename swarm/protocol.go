@@ -157,6 +157,29 @@ func (c *Client) innerWrite(ctx context.Context, ks *keyState, w Word, value []b
 	return err
 }
 
+// readWR is an In-n-Out read of key ks on node i: one READ of the
+// metadata array and the in-place entry. On success it raises c[i] and
+// hands the view (its in-place value copied out of the local buffer) to
+// got.
+func (c *Client) readWR(i int, ks *keyState, got func(NodeView)) wr {
+	l := c.cfg.Layout
+	return wr{op: verbs.OpRead, off: l.MetaOff(ks.kv), n: l.ReadSpan(),
+		onDone: func(good bool, _ *verbs.WC, data []byte) {
+			if !good {
+				return
+			}
+			v, err := l.ParseRead(data)
+			if err != nil {
+				return
+			}
+			if v.InPlace != nil {
+				v.InPlace = append([]byte(nil), v.InPlace...)
+			}
+			raise(&ks.c[i], v.Max)
+			got(v)
+		}}
+}
+
 // mread is the reliable max register's read (an In-n-Out read of every
 // node, the maximum over the first majority to answer, the value from an
 // intact in-place copy or else from the out-of-place buffer, and the
@@ -172,22 +195,10 @@ func (c *Client) mread(ctx context.Context, ks *keyState, writeBack bool) (Word,
 		targets := make([]bool, n)
 		ok := 0
 		postNode := func(i int) {
-			targets[i] = c.post(i, wr{op: verbs.OpRead, off: l.MetaOff(ks.kv), n: l.ReadSpan(),
-				onDone: func(good bool, _ *verbs.WC, data []byte) {
-					if !good {
-						return
-					}
-					v, err := l.ParseRead(data)
-					if err != nil {
-						return
-					}
-					if v.InPlace != nil {
-						v.InPlace = append([]byte(nil), v.InPlace...)
-					}
-					raise(&ks.c[i], v.Max)
-					views[i], got[i] = v, true
-					ok++
-				}})
+			targets[i] = c.post(i, c.readWR(i, ks, func(v NodeView) {
+				views[i], got[i] = v, true
+				ok++
+			}))
 		}
 		for i := 0; i < n; i++ {
 			postNode(i)
@@ -402,6 +413,7 @@ func (c *Client) takeBuf(ctx context.Context) (int, error) {
 		}
 	}
 	c.ret = c.ret[1:]
+	c.m.BufferReuses++
 	return r.log, nil
 }
 
@@ -457,19 +469,10 @@ func (c *Client) write(ctx context.Context, ks *keyState, value []byte) error {
 		} else {
 			wrs = c.maxWriteWRs(i, ks, w, entry, false, func(bool) { open[i] = false })
 		}
-		wrs = append(wrs, wr{op: verbs.OpRead, off: l.MetaOff(ks.kv), n: l.ReadSpan(),
-			onDone: func(good bool, _ *verbs.WC, data []byte) {
-				if !good {
-					return
-				}
-				v, err := l.ParseRead(data)
-				if err != nil {
-					return
-				}
-				raise(&ks.c[i], v.Max)
-				views[i], got[i] = v.Max, true
-				ok++
-			}})
+		wrs = append(wrs, c.readWR(i, ks, func(v NodeView) {
+			views[i], got[i] = v.Max, true
+			ok++
+		}))
 		targets[i] = c.postMax(i, ks, w, wrs...)
 		open[i] = targets[i]
 	}
