@@ -128,7 +128,7 @@ func runBenchSwarm(cmd *cobra.Command, cfg benchConfig) error {
 	}
 	for _, m := range cfg.Modes {
 		s := base
-		s.Workload, s.Mode, s.KillAt, s.KillNode = ycsb.WorkloadA, m, cfg.Duration/3, 0
+		s.Workload, s.Mode, s.KillAt, s.KillNode = ycsb.WorkloadA, m, (cfg.Duration / 3).Round(10*time.Millisecond), 0
 		jobs = append(jobs, job{s, false})
 	}
 	rounds := int(min(8, max(1, cfg.Duration/(250*time.Millisecond))))
@@ -148,7 +148,7 @@ func runBenchSwarm(cmd *cobra.Command, cfg benchConfig) error {
 					{"value size", strconv.Itoa(cfg.ValueSize) + " bytes"},
 					{"zipf", strconv.FormatFloat(cfg.Zipf, 'g', -1, 64)},
 					{"duration per cell", fmt.Sprintf("%s measured after %s warm-up; a workload's modes run side by side in %d interleaved rounds (order rotating), each mode on its own rack", cfg.Duration, cfg.Warmup, rounds)},
-					{"kill cells", fmt.Sprintf("YCSB A, memory node 0 crashed %s into the measured run", cfg.Duration/3)},
+					{"kill cells", fmt.Sprintf("YCSB A, memory node 0 crashed %s into the measured run, each cell on its own (not side by side)", (cfg.Duration / 3).Round(10*time.Millisecond))},
 					{"seed", strconv.FormatUint(cfg.Seed, 10)},
 					{"machine", fmt.Sprintf("%s, %d CPUs, %s/%s, %s", host, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())},
 				}}
