@@ -153,12 +153,13 @@ func TestTimestampLockExclusion(t *testing.T) {
 		var errs [2]error
 		var wg sync.WaitGroup
 		first := rapid.IntRange(0, 1).Draw(rt, "first")
+		lag := time.Duration(rapid.IntRange(0, 50).Draw(rt, "lag")) * time.Microsecond
 		for k := 0; k < 2; k++ {
 			wg.Add(1)
 			go func(k int) {
 				defer wg.Done()
 				if k != first {
-					time.Sleep(time.Duration(rapid.IntRange(0, 50).Draw(rt, "lag")) * time.Microsecond)
+					time.Sleep(lag)
 				}
 				mode := swarm.LockWrite
 				if k == 1 {
