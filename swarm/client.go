@@ -174,6 +174,10 @@ func NewClient(cfg Config) (*Client, error) {
 			return nil, fmt.Errorf("swarm client %d: node %d: no queue pair, or region of %d bytes smaller than the layout's %d", cfg.ID, i, nc.Region.Len, cfg.Layout.RegionSize())
 		}
 	}
+	if cfg.Tick < 0 || cfg.Grace < 0 || cfg.MaxReadIters < 0 || cfg.MaxOutstanding < 0 || (cfg.MaxOutstanding > 0 && cfg.MaxOutstanding < 8) {
+		return nil, fmt.Errorf("swarm client %d: tick %s, grace %s, max read iterations %d, max outstanding %d: want tick, grace and iterations >= 0 (0: default), max outstanding 0 (default) or >= 8",
+			cfg.ID, cfg.Tick, cfg.Grace, cfg.MaxReadIters, cfg.MaxOutstanding)
+	}
 	if cfg.Membership == nil {
 		cfg.Membership = NewMembership(n, cfg.Layout.Writers)
 	}

@@ -327,3 +327,26 @@ func TestLinearizableBufferRecycling(t *testing.T) {
 		t.Errorf("no buffer was reused: the test does not exercise recycling")
 	}
 }
+
+// TestLinearizableFiveReplicasTwoCrashes: N = 5 tolerates f = 2: two
+// memory nodes crash a third into the run, operations continue on the
+// remaining three, and the history (ending with a read of every key by
+// every client) is linearizable.
+func TestLinearizableFiveReplicasTwoCrashes(t *testing.T) {
+	r := newRack(t, testbed.SwarmConfig{Nodes: 5, Threads: 10, ClientHosts: 2, Keys: 8, Now: skewed, RNICTimeout: 5 * time.Millisecond})
+	crashed := false
+	hist := history(t, r, 3, 100, 4, func() {
+		for _, i := range []int{1, 3} {
+			if err := r.CrashNode(i); err != nil {
+				t.Error(err)
+			}
+		}
+		crashed = true
+	}, nil)
+	if !crashed {
+		t.Fatal("no node was crashed")
+	}
+	checkLinearizable(t, hist)
+	s := r.Metrics()
+	t.Logf("gets %d puts %d: slow writes %d, GUESSED seen %d", s.Gets, s.Puts, s.SlowWrites, s.GuessedSeen)
+}

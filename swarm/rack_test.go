@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/swordbox/swordbox/roce/verbs"
 	"github.com/swordbox/swordbox/swarm"
 	"github.com/swordbox/swordbox/testbed"
 )
@@ -61,5 +62,42 @@ func TestPutGet(t *testing.T) {
 			}
 			t.Logf("%+v", r.Metrics())
 		})
+	}
+}
+
+// TestNewClientRefuses: configurations a client cannot run with are
+// refused, never defaulted.
+func TestNewClientRefuses(t *testing.T) {
+	r := newRack(t, testbed.SwarmConfig{Threads: 2, Keys: 4})
+	good := swarm.Config{ID: 1, Layout: r.Layout, Device: r.Hosts[0], CQ: r.Hosts[0].NewCQ(16), Index: r.Index}
+	for _, m := range r.MemMRs {
+		qp, err := r.Hosts[0].NewQP(verbs.QPConfig{SendCQ: good.CQ, RecvCQ: good.CQ})
+		if err != nil {
+			t.Fatal(err)
+		}
+		good.Nodes = append(good.Nodes, swarm.NodeConn{QP: qp, Region: m.Remote()})
+	}
+	if _, err := swarm.NewClient(good); err != nil {
+		t.Fatalf("a good configuration: %v", err)
+	}
+	for name, mod := range map[string]func(*swarm.Config){
+		"even replicas":   func(c *swarm.Config) { c.Nodes = c.Nodes[:2] },
+		"writer id 0":     func(c *swarm.Config) { c.ID = 0 },
+		"writer id > max": func(c *swarm.Config) { c.ID = c.Layout.Writers + 1 },
+		"no index":        func(c *swarm.Config) { c.Index = nil },
+		"negative grace":  func(c *swarm.Config) { c.Grace = -1 },
+		"negative tick":   func(c *swarm.Config) { c.Tick = -1 },
+		"tiny window":     func(c *swarm.Config) { c.MaxOutstanding = 3 },
+		"small region": func(c *swarm.Config) {
+			c.Nodes = append([]swarm.NodeConn(nil), c.Nodes...)
+			c.Nodes[0].Region.Len = 64
+		},
+		"bad layout": func(c *swarm.Config) { c.Layout.ValueSize = 1 },
+	} {
+		c := good
+		mod(&c)
+		if _, err := swarm.NewClient(c); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
 	}
 }
