@@ -46,8 +46,8 @@ import (
 
 // LinOptions describe one linearizability run: Clover on a fresh software
 // rack (the Go target executing p4/swordbox.p4 under the real controller),
-// Threads client threads issuing 50% puts of unique values and 50% gets for
-// Duration, every operation recorded in a history that porcupine checks
+// Threads client threads issuing puts of unique values (PutPercent, default
+// 50) and gets for Duration, every operation recorded in a history that porcupine checks
 // against a per-key register.
 type LinOptions struct {
 	// Steering is the switch's mode: SteerOff, SteerWrite or SteerReadWrite.
@@ -65,6 +65,10 @@ type LinOptions struct {
 	ValueSize int
 	// Duration of the operation phase.
 	Duration time.Duration
+	// PutPercent is the share of puts, 1..99 (0: 50). Every put that no
+	// get observes multiplies the orders porcupine must consider; on few
+	// hot keys fewer puts keep the check within its time limit.
+	PutPercent int
 	// OpTimeout bounds one operation (default 20s): an operation that does
 	// not complete in it is an error.
 	OpTimeout time.Duration
@@ -439,6 +443,9 @@ func (o *LinOptions) validate() error {
 	if o.Duration <= 0 {
 		return fmt.Errorf("testbed: linearizability: duration %v: want > 0", o.Duration)
 	}
+	if o.PutPercent < 0 || o.PutPercent > 99 {
+		return fmt.Errorf("testbed: linearizability: put percent %d: want 1..99, or 0 for 50", o.PutPercent)
+	}
 	if o.UntilReuse < 0 {
 		return fmt.Errorf("testbed: linearizability: until reuse %v: want 0 (no extension) or more", o.UntilReuse)
 	}
@@ -460,12 +467,12 @@ func (o *LinOptions) validate() error {
 }
 
 // nodeSlots is the number of version-node slots chunks of Clover's region
-// hold for values of valueSize bytes (nodes are 16 + valueSize bytes).
+// hold for values of valueSize bytes.
 func nodeSlots(valueSize, chunks int) (int, error) {
 	if chunks == 0 {
 		chunks = 96 // CloverConfig's default
 	}
-	c, err := clover.ClassFor(16 + valueSize)
+	c, err := clover.ClassFor(clover.NodeSize(valueSize))
 	if err != nil {
 		return 0, err
 	}
@@ -496,6 +503,10 @@ func createKeys(ctx context.Context, cr *CloverRack, n, valueSize int) error {
 // runOps runs every client thread until o.Duration has passed and returns
 // the history. Errors are counted in res.
 func runOps(ctx context.Context, cr *CloverRack, o LinOptions, start time.Time, res *LinResult) []porcupine.Operation {
+	putPct := o.PutPercent
+	if putPct == 0 {
+		putPct = 50
+	}
 	span := o.Keys
 	if o.HotKeys > 0 {
 		span = o.HotKeys
@@ -543,7 +554,7 @@ func runOps(ctx context.Context, cr *CloverRack, o LinOptions, start time.Time, 
 			var local []porcupine.Operation
 			var puts, gets, uncertain int
 			for s := 1; !stop.Load() && ctx.Err() == nil; s++ {
-				in := linInput{key: uint64(1 + rng.IntN(span)), put: rng.IntN(2) == 0}
+				in := linInput{key: uint64(1 + rng.IntN(span)), put: rng.IntN(100) < putPct}
 				octx, cancel := context.WithTimeout(ctx, o.OpTimeout)
 				call := time.Since(start).Nanoseconds()
 				var out linOutput
