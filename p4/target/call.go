@@ -119,7 +119,7 @@ func (c *compiler) callAction(sc *scope, a *actionC, e *callExpr) stmtFn {
 
 // unsupportedBuiltins are v1model functions this target refuses.
 var unsupportedBuiltins = map[string]bool{
-	"clone": true, "clone3": true, "clone_preserving_field_list": true, "resubmit": true,
+	"clone3": true, "resubmit": true,
 	"resubmit_preserving_field_list": true, "recirculate": true, "recirculate_preserving_field_list": true,
 	"random": true, "digest": true, "truncate": true, "assert": true, "assume": true,
 	"verify_checksum_with_payload": true, "update_checksum_with_payload": true, "static_assert": true,
@@ -145,6 +145,8 @@ func (c *compiler) call(sc *scope, e *callExpr) *val {
 		switch id.name {
 		case "mark_to_drop":
 			return &val{t: voidT, st: c.markToDrop(sc, e)}
+		case "clone", "clone_preserving_field_list":
+			return &val{t: voidT, st: c.cloneCall(sc, e, id.name == "clone_preserving_field_list")}
 		case "hash":
 			return &val{t: voidT, st: c.hashCall(sc, e)}
 		case "verify_checksum", "update_checksum":

@@ -48,6 +48,8 @@ type Device struct {
 	tables   []*tableRT
 	regs     [][]uint64
 	counters []counterRT
+	groups   map[uint32]*mcGroup      // multicast groups by id
+	sessions map[uint32]*cloneSession // clone sessions by id
 	pool     sync.Pool
 	stats    Stats
 }
@@ -55,12 +57,15 @@ type Device struct {
 // Stats are the Device's own packet counts.
 type Stats struct {
 	In, Out, Dropped, ParserErrors uint64
+	// CopyLimit counts copies dropped because one received packet
+	// already made maxCopies (multicast and clones).
+	CopyLimit uint64
 }
 
 // NewDevice makes a device running p, with empty tables (except the
 // program's const/initial entries), zeroed registers and counters.
 func NewDevice(p *Program, o Options) *Device {
-	d := &Device{prog: p, opts: o, start: time.Now()}
+	d := &Device{prog: p, opts: o, start: time.Now(), groups: map[uint32]*mcGroup{}, sessions: map[uint32]*cloneSession{}}
 	for _, t := range p.tables {
 		d.tables = append(d.tables, newTableRT(t))
 	}
@@ -126,12 +131,12 @@ func (d *Device) now() uint64 {
 //
 // As in BMv2, a parser error does not drop the packet: ingress runs with
 // standard_metadata.parser_error set, and the unparsed bytes are the payload.
-// Multicast, cloning, resubmission and recirculation are refused at compile
-// time, so every packet leaves on at most one port.
+// A packet that is multicast or cloned leaves as several copies: emit is
+// then called once per copy, with the Device's lock held.
 func (d *Device) Process(ingressPort uint32, frame []byte, emit func(egressPort uint32, frame []byte)) {
 	s := d.pool.Get().(*pktState)
 	d.mu.Lock()
-	port, ok := d.pipeline(s, ingressPort, frame)
+	port, ok := d.pipeline(s, ingressPort, frame, emit)
 	d.mu.Unlock()
 	if ok && emit != nil {
 		emit(port, s.out)
@@ -140,7 +145,10 @@ func (d *Device) Process(ingressPort uint32, frame []byte, emit func(egressPort 
 	d.pool.Put(s)
 }
 
-func (d *Device) pipeline(s *pktState, in uint32, frame []byte) (uint32, bool) {
+// pipeline runs one packet. The usual case (one copy) returns the copy's
+// port with ok; a packet that replication or cloning turns into several
+// copies is emitted here (with d.mu held) and ok is false.
+func (d *Device) pipeline(s *pktState, in uint32, frame []byte, emit func(uint32, []byte)) (uint32, bool) {
 	p := d.prog
 	d.stats.In++
 	if in > 511 {
@@ -152,6 +160,8 @@ func (d *Device) pipeline(s *pktState, in uint32, frame []byte) (uint32, bool) {
 	s.pkt, s.off, s.exited = frame, 0, false
 	s.out = s.out[:0]
 	s.tsSet = false
+	s.clone.set = false
+	s.copies = 0
 	s.slots[p.smIngressPort] = uint64(in)
 	s.slots[p.smPacketLength] = uint64(len(frame)) & mask(32)
 	if !p.parser.run(s) {
@@ -159,17 +169,35 @@ func (d *Device) pipeline(s *pktState, in uint32, frame []byte) (uint32, bool) {
 	}
 	p.verify.run(s)
 	p.ingress.run(s)
+	if s.clone.set || s.slots[p.smMcastGrp] != 0 {
+		d.replicate(s, frame, emit)
+		return 0, false
+	}
 	if s.slots[p.smEgressSpec] == dropPort {
 		d.stats.Dropped++
 		return 0, false
 	}
 	s.slots[p.smEgressPort] = s.slots[p.smEgressSpec]
 	p.egress.run(s)
+	if s.clone.set {
+		d.finishEgress(s, frame, emit, 1, 0)
+		return 0, false
+	}
 	if s.slots[p.smEgressSpec] == dropPort {
 		d.stats.Dropped++
 		return 0, false
 	}
+	d.deparse(s, frame)
+	d.stats.Out++
+	return uint32(s.slots[p.smEgressPort]), true
+}
+
+// deparse runs computeChecksum and the deparser into s.out and appends
+// the payload.
+func (d *Device) deparse(s *pktState, frame []byte) {
+	p := d.prog
 	p.compute.run(s)
+	s.out = s.out[:0]
 	if need := len(frame) + p.outSlack; cap(s.out) < need {
 		s.out = make([]byte, 0, need)
 	}
@@ -177,8 +205,6 @@ func (d *Device) pipeline(s *pktState, in uint32, frame []byte) (uint32, bool) {
 	if s.off < len(frame) {
 		s.out = append(s.out, frame[s.off:]...)
 	}
-	d.stats.Out++
-	return uint32(s.slots[p.smEgressPort]), true
 }
 
 // Run moves frames between the netio ports (keyed by port number) and the

@@ -21,7 +21,9 @@ func errf(c codes.Code, format string, args ...any) error {
 // padded) as a value of w bits.
 func decodeBits(b []byte, w int, what string) (uint64, error) {
 	if len(b) == 0 {
-		return 0, errf(codes.InvalidArgument, "%s: empty byte string", what)
+		// P4Runtime: "If the string's byte length is zero, the server
+		// always rejects the string" with OUT_OF_RANGE (section 8.4).
+		return 0, errf(codes.OutOfRange, "%s: empty byte string", what)
 	}
 	i := 0
 	for i < len(b)-1 && b[i] == 0 {
@@ -212,6 +214,9 @@ func (d *Device) WriteTableEntry(ut p4v1.Update_Type, te *p4v1.TableEntry) error
 		return err
 	}
 	t := rt.c
+	if te.IsConst {
+		return errf(codes.InvalidArgument, "table %s: is_const must be false in a write", t.name)
+	}
 	if te.MeterConfig != nil || te.IdleTimeoutNs != 0 {
 		return errf(codes.Unimplemented, "table %s: meters and idle timeouts are not supported", t.name)
 	}
@@ -291,7 +296,7 @@ func (d *Device) WriteTableEntry(ut p4v1.Update_Type, te *p4v1.TableEntry) error
 
 func (rt *tableRT) entryProto(e *entry, counters bool) *p4v1.TableEntry {
 	t := rt.c
-	te := &p4v1.TableEntry{TableId: t.id, Priority: e.prio, ControllerMetadata: e.meta}
+	te := &p4v1.TableEntry{TableId: t.id, Priority: e.prio, ControllerMetadata: e.meta, IsConst: t.isConst}
 	if len(e.metaBytes) > 0 {
 		te.Metadata = append([]byte(nil), e.metaBytes...)
 	}
@@ -408,7 +413,10 @@ func indexRange(ix *p4v1.Index, size int, what string) (int, int, error) {
 	if ix == nil {
 		return 0, size, nil
 	}
-	if ix.Index < 0 || ix.Index >= int64(size) {
+	if ix.Index < 0 {
+		return 0, 0, errf(codes.InvalidArgument, "%s: negative index %d", what, ix.Index)
+	}
+	if ix.Index >= int64(size) {
 		return 0, 0, errf(codes.OutOfRange, "%s: index %d out of range [0, %d)", what, ix.Index, size)
 	}
 	return int(ix.Index), int(ix.Index) + 1, nil
@@ -514,7 +522,7 @@ func (d *Device) WriteCounterEntry(ce *p4v1.CounterEntry) error {
 		return err
 	}
 	if ce.Data == nil {
-		return errf(codes.InvalidArgument, "counter %s: no data", c.name)
+		return nil // P4Runtime: without data the counter is not modified
 	}
 	if ce.Data.PacketCount < 0 || ce.Data.ByteCount < 0 {
 		return errf(codes.InvalidArgument, "counter %s: negative count", c.name)
@@ -602,15 +610,23 @@ func (d *Device) ReadDirectCounterEntries(filter *p4v1.DirectCounterEntry, fn fu
 		return errf(codes.InvalidArgument, "direct counters do not count the default entry on this target")
 	}
 	f := &p4v1.TableEntry{TableId: te.TableId, Match: te.Match, Priority: te.Priority, CounterData: &p4v1.CounterData{}}
-	return d.ReadTableEntries(f, func(e *p4v1.TableEntry) error {
+	found := 0
+	err := d.ReadTableEntries(f, func(e *p4v1.TableEntry) error {
 		rt, _ := d.tableByIDLocked(e.TableId)
 		if rt == nil || rt.c.counter == nil {
 			return nil
 		}
+		found++
 		cd := counterData(rt.c.counter.unit.String(), uint64(e.CounterData.GetPacketCount()), uint64(e.CounterData.GetByteCount()))
 		e.CounterData = nil
 		return fn(&p4v1.DirectCounterEntry{TableEntry: e, Data: cd})
 	})
+	if err == nil && found == 0 && len(te.Match) > 0 {
+		// P4Runtime (DirectCounterEntry): reading the counter of an
+		// entry that does not exist is NOT_FOUND.
+		return errf(codes.NotFound, "table id %d: no such entry", te.TableId)
+	}
+	return err
 }
 
 func (d *Device) tableByIDLocked(id uint32) (*tableRT, error) {
@@ -622,8 +638,11 @@ func (d *Device) tableByIDLocked(id uint32) (*tableRT, error) {
 // WriteDirectCounterEntry sets the direct counter of one entry.
 func (d *Device) WriteDirectCounterEntry(dce *p4v1.DirectCounterEntry) error {
 	te := dce.GetTableEntry()
-	if te == nil || dce.Data == nil {
-		return errf(codes.InvalidArgument, "direct counter entry needs a table entry and data")
+	if te == nil {
+		return errf(codes.InvalidArgument, "direct counter entry needs a table entry")
+	}
+	if d := dce.Data; d != nil && (d.PacketCount < 0 || d.ByteCount < 0) {
+		return errf(codes.InvalidArgument, "direct counter: negative count")
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -642,6 +661,8 @@ func (d *Device) WriteDirectCounterEntry(dce *p4v1.DirectCounterEntry) error {
 	if x == nil {
 		return errf(codes.NotFound, "table %s: no such entry", rt.c.name)
 	}
-	x.packets, x.bytes = uint64(dce.Data.PacketCount), uint64(dce.Data.ByteCount)
+	if dce.Data != nil { // without data the counter is not modified
+		x.packets, x.bytes = uint64(dce.Data.PacketCount), uint64(dce.Data.ByteCount)
+	}
 	return nil
 }

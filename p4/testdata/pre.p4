@@ -1,0 +1,70 @@
+// pre.p4 exercises v1model's packet replication engine: multicast groups
+// (standard_metadata.mcast_grp), ingress-to-egress and egress-to-egress
+// clones, with and without a preserved field list. A 9-byte header says
+// what to do (op) and with which group or session (arg); egress writes
+// what it sees (egress_rid, instance_type, metadata) into the header.
+#include <core.p4>
+#include <v1model.p4>
+
+header h_t {
+    bit<8>  op;     // 1 multicast, 2 clone I2E, 3 clone I2E keeping kept, 4 clone E2E keeping kept, 5 multicast then mark_to_drop
+    bit<8>  arg;    // group or session id
+    bit<16> rid;    // egress: standard_metadata.egress_rid
+    bit<8>  itype;  // egress: standard_metadata.instance_type
+    bit<8>  mark;   // ingress sets 0xAA (an I2E clone does not carry it)
+    bit<8>  kept;   // egress: meta.kept (in field list 1)
+    bit<8>  lost;   // egress: meta.lost (in no field list)
+    bit<8>  port;   // egress: standard_metadata.egress_port
+}
+
+struct headers { h_t h; }
+
+struct meta_t {
+    @field_list(1)
+    bit<8> kept;
+    bit<8> lost;
+}
+
+parser P(packet_in pk, out headers hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    state start { pk.extract(hdr.h); transition accept; }
+}
+
+control VC(inout headers hdr, inout meta_t meta) { apply { } }
+
+control I(inout headers hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    apply {
+        meta.kept = hdr.h.arg;
+        meta.lost = hdr.h.arg;
+        sm.egress_spec = 1;
+        if (hdr.h.op == 1) {
+            sm.mcast_grp = (bit<16>)hdr.h.arg;
+        } else if (hdr.h.op == 2) {
+            clone(CloneType.I2E, (bit<32>)hdr.h.arg);
+        } else if (hdr.h.op == 3) {
+            clone_preserving_field_list(CloneType.I2E, (bit<32>)hdr.h.arg, 1);
+        } else if (hdr.h.op == 5) {
+            sm.mcast_grp = (bit<16>)hdr.h.arg;
+            mark_to_drop(sm);
+        }
+        hdr.h.mark = 0xAA;
+    }
+}
+
+control E(inout headers hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    apply {
+        hdr.h.rid = sm.egress_rid;
+        hdr.h.itype = (bit<8>)sm.instance_type;
+        hdr.h.kept = meta.kept;
+        hdr.h.lost = meta.lost;
+        hdr.h.port = (bit<8>)sm.egress_port;
+        if (hdr.h.op == 4 && sm.instance_type == 0) {
+            clone_preserving_field_list(CloneType.E2E, (bit<32>)hdr.h.arg, 1);
+        }
+    }
+}
+
+control CC(inout headers hdr, inout meta_t meta) { apply { } }
+
+control D(packet_out pk, in headers hdr) { apply { pk.emit(hdr.h); } }
+
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
