@@ -389,12 +389,7 @@ func (d *Device) ReadTableEntries(filter *p4v1.TableEntry, fn func(*p4v1.TableEn
 	if err != nil {
 		return err
 	}
-	for _, te := range out {
-		if err := fn(te); err != nil {
-			return err
-		}
-	}
-	return nil
+	return each(out, fn)
 }
 
 // Registers.
@@ -487,12 +482,7 @@ func (d *Device) ReadRegisterEntries(filter *p4v1.RegisterEntry, fn func(*p4v1.R
 	if err != nil {
 		return err
 	}
-	for _, re := range out {
-		if err := fn(re); err != nil {
-			return err
-		}
-	}
-	return nil
+	return each(out, fn)
 }
 
 // Counters.
@@ -579,12 +569,7 @@ func (d *Device) ReadCounterEntries(filter *p4v1.CounterEntry, fn func(*p4v1.Cou
 	if err != nil {
 		return err
 	}
-	for _, ce := range out {
-		if err := fn(ce); err != nil {
-			return err
-		}
-	}
-	return nil
+	return each(out, fn)
 }
 
 // ReadDirectCounterEntries calls fn with the direct counter data of the
@@ -663,6 +648,16 @@ func (d *Device) WriteDirectCounterEntry(dce *p4v1.DirectCounterEntry) error {
 	}
 	if dce.Data != nil { // without data the counter is not modified
 		x.packets, x.bytes = uint64(dce.Data.PacketCount), uint64(dce.Data.ByteCount)
+	}
+	return nil
+}
+
+// each calls fn for every element of out, stopping at the first error.
+func each[T any](out []T, fn func(T) error) error {
+	for _, x := range out {
+		if err := fn(x); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -367,75 +367,65 @@ func (d *Device) WritePREEntry(ut p4v1.Update_Type, e *p4v1.PacketReplicationEng
 	switch x := e.GetType().(type) {
 	case *p4v1.PacketReplicationEngineEntry_MulticastGroupEntry:
 		g := x.MulticastGroupEntry
-		id := g.GetMulticastGroupId()
-		what := fmt.Sprintf("multicast group %d", id)
-		if err := checkPREID(id, "multicast_group_id"); err != nil {
-			return err
-		}
-		old := d.groups[id]
-		switch ut {
-		case p4v1.Update_INSERT, p4v1.Update_MODIFY:
-			if ut == p4v1.Update_INSERT && old != nil {
-				return errf(codes.AlreadyExists, "%s already exists", what)
-			}
-			if ut == p4v1.Update_MODIFY && old == nil {
-				return errf(codes.NotFound, "%s does not exist", what)
-			}
+		return writeByID(d.groups, ut, g.GetMulticastGroupId(), "multicast group", "multicast_group_id", func(what string) (*mcGroup, error) {
 			rs, err := decodeReplicas(g.GetReplicas(), what)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			d.groups[id] = &mcGroup{replicas: rs, meta: bytes.Clone(g.GetMetadata())}
-		case p4v1.Update_DELETE:
-			if old == nil {
-				return errf(codes.NotFound, "%s does not exist", what)
-			}
-			delete(d.groups, id)
-		default:
-			return errf(codes.InvalidArgument, "unknown update type %v", ut)
-		}
-		return nil
+			return &mcGroup{replicas: rs, meta: bytes.Clone(g.GetMetadata())}, nil
+		})
 	case *p4v1.PacketReplicationEngineEntry_CloneSessionEntry:
 		c := x.CloneSessionEntry
-		id := c.GetSessionId()
-		what := fmt.Sprintf("clone session %d", id)
-		if err := checkPREID(id, "session_id"); err != nil {
-			return err
-		}
-		old := d.sessions[id]
-		switch ut {
-		case p4v1.Update_INSERT, p4v1.Update_MODIFY:
-			if ut == p4v1.Update_INSERT && old != nil {
-				return errf(codes.AlreadyExists, "%s already exists", what)
-			}
-			if ut == p4v1.Update_MODIFY && old == nil {
-				return errf(codes.NotFound, "%s does not exist", what)
-			}
+		return writeByID(d.sessions, ut, c.GetSessionId(), "clone session", "session_id", func(what string) (*cloneSession, error) {
 			if c.GetClassOfService() > 7 {
-				return errf(codes.InvalidArgument, "%s: class_of_service %d out of range 0..7 (v1model priority is bit<3>)", what, c.GetClassOfService())
+				return nil, errf(codes.InvalidArgument, "%s: class_of_service %d out of range 0..7 (v1model priority is bit<3>)", what, c.GetClassOfService())
 			}
 			if c.GetPacketLengthBytes() < 0 {
-				return errf(codes.InvalidArgument, "%s: negative packet_length_bytes %d", what, c.GetPacketLengthBytes())
+				return nil, errf(codes.InvalidArgument, "%s: negative packet_length_bytes %d", what, c.GetPacketLengthBytes())
 			}
 			rs, err := decodeReplicas(c.GetReplicas(), what)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			d.sessions[id] = &cloneSession{replicas: rs, cos: c.GetClassOfService(), trunc: c.GetPacketLengthBytes()}
-		case p4v1.Update_DELETE:
-			if old == nil {
-				return errf(codes.NotFound, "%s does not exist", what)
-			}
-			delete(d.sessions, id)
-		default:
-			return errf(codes.InvalidArgument, "unknown update type %v", ut)
-		}
-		return nil
+			return &cloneSession{replicas: rs, cos: c.GetClassOfService(), trunc: c.GetPacketLengthBytes()}, nil
+		})
 	case nil:
 		return errf(codes.InvalidArgument, "packet replication engine entry has no type")
 	default:
 		return errf(codes.Unimplemented, "packet replication engine entry %T is not supported", x)
 	}
+}
+
+// writeByID applies INSERT, MODIFY or DELETE to the entry id of m; build
+// makes the new entry from the update.
+func writeByID[V any](m map[uint32]V, ut p4v1.Update_Type, id uint32, kind, field string, build func(what string) (V, error)) error {
+	what := fmt.Sprintf("%s %d", kind, id)
+	if err := checkPREID(id, field); err != nil {
+		return err
+	}
+	_, exists := m[id]
+	switch ut {
+	case p4v1.Update_INSERT, p4v1.Update_MODIFY:
+		if ut == p4v1.Update_INSERT && exists {
+			return errf(codes.AlreadyExists, "%s already exists", what)
+		}
+		if ut == p4v1.Update_MODIFY && !exists {
+			return errf(codes.NotFound, "%s does not exist", what)
+		}
+		v, err := build(what)
+		if err != nil {
+			return err
+		}
+		m[id] = v
+	case p4v1.Update_DELETE:
+		if !exists {
+			return errf(codes.NotFound, "%s does not exist", what)
+		}
+		delete(m, id)
+	default:
+		return errf(codes.InvalidArgument, "unknown update type %v", ut)
+	}
+	return nil
 }
 
 // ReadPREEntries calls fn for the multicast groups or clone sessions the
@@ -476,12 +466,7 @@ func (d *Device) ReadPREEntries(filter *p4v1.PacketReplicationEngineEntry, fn fu
 	if err != nil {
 		return err
 	}
-	for _, e := range out {
-		if err := fn(e); err != nil {
-			return err
-		}
-	}
-	return nil
+	return each(out, fn)
 }
 
 // sortedIDs returns id if it is in m (or every key when id is 0), sorted.
