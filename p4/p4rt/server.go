@@ -7,28 +7,57 @@
 // It owns: Capabilities; SetForwardingPipelineConfig (VERIFY,
 // VERIFY_AND_SAVE, COMMIT, VERIFY_AND_COMMIT) and
 // GetForwardingPipelineConfig, where the device config is the P4 source text
-// the target compiles; Write and Read of table, register and counter entries
-// (and Read of direct counters); StreamChannel with arbitration by election
-// ID, PacketIn and PacketOut. It does not own the P4 language, the pipeline
-// semantics or the table state: those are p4/target's.
+// the target compiles; Write and Read of table, register, counter, direct
+// counter and packet replication engine entries (multicast groups, clone
+// sessions); StreamChannel with arbitration by election ID, PacketIn and
+// PacketOut. It does not own the P4 language, the pipeline semantics or the
+// table state: those are p4/target's.
 //
-// Decisions where the P4Runtime specification leaves room:
+// Response codes follow the P4Runtime specification's text (v1.5.0); the
+// conformance tests (conformance_test.go) check each with a gRPC client.
+// Decisions where the specification leaves room:
 //   - The P4Info of SetForwardingPipelineConfig must equal, in substance, the
 //     P4Info the target derives from the P4 source: every object's ID, name,
 //     alias and shape must match; documentation, annotations, source
 //     locations and pkg_info are ignored, as is the order of objects.
 //     Anything else is INVALID_ARGUMENT, so a controller holding a P4Info of
 //     another program version fails loudly instead of writing to wrong IDs.
-//   - Write supports CONTINUE_ON_ERROR only (ROLLBACK_ON_ERROR and
-//     DATAPLANE_ATOMIC are UNIMPLEMENTED, which the specification allows).
-//     A batch with at least one failed update fails with UNKNOWN and one
-//     p4.v1.Error per update, in order, in the status details (OK for the
-//     updates that were applied).
+//     A BMv2 JSON as device config is INVALID_ARGUMENT with a message that
+//     says to send the P4 source instead.
+//   - GetForwardingPipelineConfig before any pipeline is OK with the config
+//     unset; COMMIT without a saved pipeline is NOT_FOUND.
+//   - Write supports all three atomicity modes. CONTINUE_ON_ERROR applies
+//     every update. ROLLBACK_ON_ERROR and DATAPLANE_ATOMIC apply the
+//     updates in order until one fails, then undo the applied ones in
+//     reverse order (each update's undo is read from the state before it);
+//     the whole batch runs under the mutex the data plane takes for every
+//     frame, so no packet sees it half done, which makes it
+//     DATAPLANE_ATOMIC too. A failed atomic batch reports every update: the
+//     failing one with its code, the others ABORTED (rolled back, or not
+//     attempted). A re-inserted table entry reads back after the others.
+//   - A batch with failed updates fails with UNKNOWN and one p4.v1.Error per
+//     update, in order, in the status details (OK for the others); a Read
+//     batch with failed requests sends the other requests' entities, then
+//     UNKNOWN with one p4.v1.Error per request. The status is kept under
+//     7 KiB of trailers, because a status above the client's metadata
+//     limit (8 KiB by default in gRPC C core, hence grpcio, p4runtime-shell
+//     and finsy) never arrives: the client sees INTERNAL from a reset
+//     stream. Above the budget, the messages of all failures but the first
+//     are dropped (codes kept); above it still, the details are dropped and
+//     the status message names the number of failures, the first one's
+//     index, code and message, and the indexes and codes of as many more as
+//     fit. Measured: with 26-byte messages, up to 79 failed updates keep
+//     their messages and up to 135 their codes (111-byte messages: 34 and
+//     133); beyond that, send smaller batches to learn each update's code.
+//   - Entities this target cannot have (meters, direct meters, action
+//     profiles, value sets, digests, externs: the compiler refuses programs
+//     that declare them): a wildcard read finds none, a read or write naming
+//     an ID is NOT_FOUND.
 //   - A request naming another device ID fails with NOT_FOUND; Write and
 //     SetForwardingPipelineConfig from anyone but the primary of the role
-//     fail with PERMISSION_DENIED; Write, Read, GetForwardingPipelineConfig
-//     and PacketOut before a pipeline is committed fail with
-//     FAILED_PRECONDITION (PacketOut errors arrive as StreamError).
+//     fail with PERMISSION_DENIED; Write, Read and PacketOut before a
+//     pipeline is committed fail with FAILED_PRECONDITION (PacketOut errors
+//     arrive as StreamError).
 //   - Arbitration follows the specification (section 5): per role, the
 //     highest election ID ever accepted wins; when the primary leaves, every
 //     stream is told NOT_FOUND and nobody is primary until a client announces
@@ -42,7 +71,9 @@
 package p4rt
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -207,6 +238,12 @@ func (s *Server) P4Info() *configv1.P4Info {
 
 // build compiles src and checks info (nil: take the compiler's) against it.
 func (s *Server) build(filename string, src []byte, info *configv1.P4Info, cookie *p4v1.ForwardingPipelineConfig_Cookie) (*pipeline, error) {
+	if isBMv2JSON(src) {
+		return nil, grpcstatus.Error(codes.InvalidArgument, "p4_device_config is a BMv2 JSON (p4c's output for simple_switch); "+
+			"this target compiles the P4 program itself: send the P4 source text as p4_device_config "+
+			"(p4runtime-shell: --config program.p4info.txtpb,program.p4; finsy: P4ConfigSet(p4info=..., p4blob=Path(\"program.p4\")); "+
+			"the P4Info may stay p4c's)")
+	}
 	prog, err := target.Compile(filename, src)
 	if err != nil {
 		return nil, grpcstatus.Error(codes.InvalidArgument, err.Error())
@@ -218,6 +255,22 @@ func (s *Server) build(filename string, src []byte, info *configv1.P4Info, cooki
 		return nil, grpcstatus.Errorf(codes.InvalidArgument, "p4info does not match the P4 program: %v", err)
 	}
 	return &pipeline{info: info, source: append([]byte(nil), src...), cookie: cookie, prog: prog}, nil
+}
+
+// isBMv2JSON reports whether a device config is a BMv2 JSON: a JSON object
+// with the top-level keys p4c's BMv2 back end writes.
+func isBMv2JSON(b []byte) bool {
+	b = bytes.TrimLeft(b, " \t\r\n")
+	if len(b) == 0 || b[0] != '{' {
+		return false
+	}
+	var top map[string]json.RawMessage
+	if json.Unmarshal(b, &top) != nil {
+		return false
+	}
+	_, headers := top["header_types"]
+	_, pipes := top["pipelines"]
+	return headers || pipes
 }
 
 // commit installs p with fresh runtime state (empty tables, zero registers
@@ -405,7 +458,7 @@ func (s *Server) SetForwardingPipelineConfig(_ context.Context, req *p4v1.SetFor
 		p := s.saved
 		s.mu.Unlock()
 		if p == nil {
-			return nil, grpcstatus.Error(codes.FailedPrecondition, "COMMIT without a pipeline saved by VERIFY_AND_SAVE")
+			return nil, grpcstatus.Error(codes.NotFound, "COMMIT without a pipeline saved by VERIFY_AND_SAVE")
 		}
 		s.commit(p)
 	case p4v1.SetForwardingPipelineConfigRequest_RECONCILE_AND_COMMIT:
@@ -425,7 +478,9 @@ func (s *Server) GetForwardingPipelineConfig(_ context.Context, req *p4v1.GetFor
 	p := s.pipe
 	s.mu.Unlock()
 	if p == nil {
-		return nil, grpcstatus.Error(codes.FailedPrecondition, "no forwarding pipeline is set")
+		// P4Runtime: a server whose pipeline is not known answers OK with
+		// the config unset (finsy waits for that before it pushes one).
+		return &p4v1.GetForwardingPipelineConfigResponse{}, nil
 	}
 	cfg := &p4v1.ForwardingPipelineConfig{Cookie: p.cookie}
 	switch req.GetResponseType() {

@@ -3,6 +3,8 @@
 // clones, with and without a preserved field list. A 9-byte header says
 // what to do (op) and with which group or session (arg); egress writes
 // what it sees (egress_rid, instance_type, metadata) into the header.
+// For the P4Runtime conformance tests it also has a table with a direct
+// counter (fwd: unicast by arg), a const table, a register and a counter.
 #include <core.p4>
 #include <v1model.p4>
 
@@ -32,11 +34,33 @@ parser P(packet_in pk, out headers hdr, inout meta_t meta, inout standard_metada
 control VC(inout headers hdr, inout meta_t meta) { apply { } }
 
 control I(inout headers hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    direct_counter(CounterType.packets_and_bytes) hits;
+    register<bit<16>>(8) r;
+    counter(8, CounterType.packets) c;
+
+    action set_port(bit<9> p) { sm.egress_spec = p; }
+    table fwd {
+        key = { hdr.h.arg: exact; }
+        actions = { set_port; NoAction; }
+        default_action = NoAction();
+        counters = hits;
+        size = 64;
+    }
+    table fixed {
+        key = { hdr.h.op: exact; }
+        actions = { NoAction; }
+        const entries = { 9 : NoAction(); }
+    }
+
     apply {
         meta.kept = hdr.h.arg;
         meta.lost = hdr.h.arg;
         sm.egress_spec = 1;
-        if (hdr.h.op == 1) {
+        c.count(0);
+        fixed.apply();
+        if (hdr.h.op == 0) {
+            fwd.apply();
+        } else if (hdr.h.op == 1) {
             sm.mcast_grp = (bit<16>)hdr.h.arg;
         } else if (hdr.h.op == 2) {
             clone(CloneType.I2E, (bit<32>)hdr.h.arg);
