@@ -8,8 +8,8 @@
 // 64-bit slots (no tree walk and no allocation per packet), the v1model
 // pipeline (parser, verifyChecksum, ingress, egress, computeChecksum,
 // deparser), the P4Info of a program (p4c's naming and ID rules), and the
-// semantics of P4Runtime's TableEntry, RegisterEntry, CounterEntry and
-// DirectCounterEntry messages on a Device. It does not own the P4Runtime
+// semantics of P4Runtime's TableEntry, RegisterEntry, CounterEntry,
+// DirectCounterEntry and PacketReplicationEngineEntry messages on a Device. It does not own the P4Runtime
 // gRPC service (arbitration, streams, pipeline config): that is a server
 // built on top of this package.
 //
@@ -48,11 +48,19 @@
 //     that register read-modify-write sequences of one packet are atomic
 //     with respect to other packets (a total order, as a switch pipeline
 //     gives). Control-plane operations take the same mutex.
-//   - Multicast, cloning, resubmission, recirculation, digests, meters,
-//     random, truncate, lookahead/advance, value sets, range and optional
-//     matches and action profiles are refused; writing
-//     standard_metadata.mcast_grp is refused (multicast). log_msg is
-//     accepted and does nothing. The timestamps are read-only and read the
+//   - The packet replication engine (pre.go): multicast groups and clone
+//     sessions as P4Runtime's PacketReplicationEngineEntry; mcast_grp,
+//     clone and clone_preserving_field_list (@field_list on members of the
+//     user metadata struct) with BMv2 simple_switch's semantics: an I2E
+//     clone is the packet as received, parsed again, metadata zeroed but
+//     the field list; multicast replicas carry ingress's headers and
+//     metadata; an E2E clone carries egress's headers and runs egress
+//     again. Only the usual one-copy path is inlined: replication takes a
+//     slower path that still does not allocate in steady state.
+//   - Resubmission, recirculation, digests, meters, clone3, random,
+//     truncate, lookahead/advance, value sets, range and optional matches
+//     and action profiles are refused. log_msg is accepted and does
+//     nothing. The timestamps are read-only and read the
 //     clock lazily (Options.Now, microseconds).
 //   - Deparsing: a header of the headers struct that was extracted is
 //     emitted from its original bytes. The parser decodes only the fields
@@ -71,8 +79,11 @@
 //     #define bodies up to 4096 tokens, programs up to 1M tokens, hash and
 //     checksum data up to 120 bytes, 1024 parser states per packet.
 //   - P4Runtime: const tables and const default actions refuse writes with
-//     PERMISSION_DENIED; register and counter indexes out of range are
-//     OUT_OF_RANGE, and so are values wider than the field's bitwidth;
+//     PERMISSION_DENIED, and is_const set in a write is INVALID_ARGUMENT;
+//     negative register and counter indexes are INVALID_ARGUMENT, indexes
+//     past the end OUT_OF_RANGE, and so are empty byte strings and values
+//     wider than the field's bitwidth; a direct counter of an entry that
+//     does not exist is NOT_FOUND (read and write);
 //     malformed matches (zero ternary mask, lpm prefix 0, bits outside the
 //     mask or prefix, missing exact fields, wrong priority) and actions
 //     (not in the table, wrong scope, missing parameters) are
