@@ -503,3 +503,63 @@ func TestConformancePREPackets(t *testing.T) {
 		t.Errorf("clone session 10 read back: %v, %v", es, err)
 	}
 }
+
+// Range and optional matches: entries by priority; a range or optional
+// field left out is a don't-care; the whole range given explicitly and
+// low > high are INVALID_ARGUMENT.
+func TestConformanceRangeAndOptional(t *testing.T) {
+	e, _ := newPREEnv(t)
+	tid, tag := e.tableID("I.classify"), e.actionID("I.tag")
+	entry := func(prio int32, lo, hi []byte, mark []byte, v byte) *p4v1.TableEntry {
+		te := &p4v1.TableEntry{TableId: tid, Priority: prio, Action: &p4v1.TableAction{Type: &p4v1.TableAction_Action{Action: &p4v1.Action{
+			ActionId: tag, Params: []*p4v1.Action_Param{{ParamId: 1, Value: []byte{v}}}}}}}
+		if lo != nil {
+			te.Match = append(te.Match, &p4v1.FieldMatch{FieldId: 1, FieldMatchType: &p4v1.FieldMatch_Range_{Range: &p4v1.FieldMatch_Range{Low: lo, High: hi}}})
+		}
+		if mark != nil {
+			te.Match = append(te.Match, &p4v1.FieldMatch{FieldId: 2, FieldMatchType: &p4v1.FieldMatch_Optional_{Optional: &p4v1.FieldMatch_Optional{Value: mark}}})
+		}
+		return te
+	}
+	if err := e.write(1,
+		upd(p4v1.Update_INSERT, entry(10, []byte{10}, []byte{20}, nil, 1)),       // arg 10..20
+		upd(p4v1.Update_INSERT, entry(20, []byte{15}, []byte{15}, nil, 2)),       // arg 15, higher priority
+		upd(p4v1.Update_INSERT, entry(30, []byte{18}, []byte{30}, []byte{7}, 3)), // arg 18..30 and mark 7
+		upd(p4v1.Update_INSERT, entry(1, nil, nil, []byte{9}, 4)),                // mark 9, any arg
+	); err != nil {
+		t.Fatal(err)
+	}
+	one(t, "whole range", e.write(1, upd(p4v1.Update_INSERT, entry(5, []byte{0}, []byte{0xff}, nil, 9))), codes.InvalidArgument)
+	one(t, "low above high", e.write(1, upd(p4v1.Update_INSERT, entry(5, []byte{9}, []byte{8}, nil, 9))), codes.InvalidArgument)
+	one(t, "no priority", e.write(1, upd(p4v1.Update_INSERT, entry(0, []byte{1}, []byte{2}, nil, 9))), codes.InvalidArgument)
+	one(t, "range over 8 bits", e.write(1, upd(p4v1.Update_INSERT, entry(5, []byte{1}, []byte{1, 0}, nil, 9))), codes.OutOfRange)
+	cases := []struct {
+		arg, mark, want byte // want: the tag in kept (the arg itself on a miss)
+	}{
+		{9, 0, 9}, {10, 0, 1}, {15, 0, 2}, {20, 0, 1}, {21, 0, 21},
+		{19, 7, 3}, {25, 7, 3}, {25, 8, 25}, {40, 9, 4}, {15, 9, 2},
+	}
+	for _, c := range cases {
+		f := preFrame(6, c.arg)
+		f[5] = c.mark
+		got := e.exchange(1, f)
+		if len(got) != 1 || !strings.HasPrefix(got[0], "1:") || got[0][2+12:2+14] != fmt.Sprintf("%02x", c.want) {
+			t.Errorf("arg %d mark %d: %v, want kept %d", c.arg, c.mark, got, c.want)
+		}
+	}
+	// Read back: the ranges and optional values as written, don't-cares
+	// left out.
+	es, err := e.read(entity(&p4v1.TableEntry{TableId: tid}))
+	if err != nil || len(es) != 4 {
+		t.Fatalf("read: %v, %v", es, err)
+	}
+	for _, x := range es {
+		te := x.GetTableEntry()
+		if te.GetPriority() == 1 && (len(te.Match) != 1 || te.Match[0].GetOptional() == nil) {
+			t.Errorf("mark-only entry read back as %v", te)
+		}
+		if te.GetPriority() == 30 && (len(te.Match) != 2 || !bytes.Equal(te.Match[0].GetRange().GetHigh(), []byte{30})) {
+			t.Errorf("range and optional entry read back as %v", te)
+		}
+	}
+}

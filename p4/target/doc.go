@@ -57,9 +57,15 @@
 //     metadata; an E2E clone carries egress's headers and runs egress
 //     again. Only the usual one-copy path is inlined: replication takes a
 //     slower path that still does not allocate in steady state.
+//   - Range and optional match kinds: a table with a ternary, range or
+//     optional key is a priority-ordered scan (a range key checks
+//     low <= key <= high). In const entries, a range key takes a value or
+//     _ (lo .. hi keysets are not parsed). P4Runtime: a range covering the
+//     whole field, or low > high, is INVALID_ARGUMENT (a don't-care is an
+//     omitted field, as for ternary).
 //   - Resubmission, recirculation, digests, meters, clone3, random,
-//     truncate, lookahead/advance, value sets, range and optional matches
-//     and action profiles are refused. log_msg is accepted and does
+//     truncate, lookahead/advance, value sets, selector matches and action
+//     profiles are refused. log_msg is accepted and does
 //     nothing. The timestamps are read-only and read the
 //     clock lazily (Options.Now, microseconds).
 //   - Deparsing: a header of the headers struct that was extracted is

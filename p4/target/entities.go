@@ -123,6 +123,14 @@ func (d *Device) resolveAction(t *tableC, ta *p4v1.TableAction, isDefault bool) 
 // priority) from P4Runtime match fields, with P4Runtime's validity rules.
 func matchEntry(t *tableC, fms []*p4v1.FieldMatch, prio int32) (*entry, error) {
 	e := &entry{vals: make([]uint64, len(t.keys)), masks: make([]uint64, len(t.keys)), prio: prio}
+	if t.isRange != nil {
+		e.his = make([]uint64, len(t.keys))
+		for i, k := range t.keys {
+			if t.isRange[i] {
+				e.his[i] = mask(k.w) // omitted: the whole range
+			}
+		}
+	}
 	seen := make([]bool, len(t.keys))
 	for _, fm := range fms {
 		i := int(fm.FieldId) - 1
@@ -183,6 +191,36 @@ func matchEntry(t *tableC, fms []*p4v1.FieldMatch, prio int32) (*entry, error) {
 				return nil, errf(codes.InvalidArgument, "%s: value has bits set outside the mask", what)
 			}
 			e.vals[i], e.masks[i] = v, m
+		case "range":
+			x := fm.GetRange()
+			if x == nil {
+				return nil, errf(codes.InvalidArgument, "%s: expected a range match", what)
+			}
+			lo, err := decodeBits(x.Low, k.w, what+" low")
+			if err != nil {
+				return nil, err
+			}
+			hi, err := decodeBits(x.High, k.w, what+" high")
+			if err != nil {
+				return nil, err
+			}
+			if lo > hi {
+				return nil, errf(codes.InvalidArgument, "%s: low 0x%x is above high 0x%x", what, lo, hi)
+			}
+			if lo == 0 && hi == mask(k.w) {
+				return nil, errf(codes.InvalidArgument, "%s: the whole range (omit the field for a don't-care)", what)
+			}
+			e.vals[i], e.his[i] = lo, hi
+		case "optional":
+			x := fm.GetOptional()
+			if x == nil {
+				return nil, errf(codes.InvalidArgument, "%s: expected an optional match", what)
+			}
+			v, err := decodeBits(x.Value, k.w, what)
+			if err != nil {
+				return nil, err
+			}
+			e.vals[i], e.masks[i] = v, mask(k.w)
 		}
 	}
 	for i, k := range t.keys {
@@ -316,6 +354,16 @@ func (rt *tableRT) entryProto(e *entry, counters bool) *p4v1.TableEntry {
 				continue
 			}
 			fm.FieldMatchType = &p4v1.FieldMatch_Ternary_{Ternary: &p4v1.FieldMatch_Ternary{Value: encodeBits(e.vals[i]), Mask: encodeBits(e.masks[i])}}
+		case "range":
+			if e.vals[i] == 0 && e.his[i] == mask(k.w) {
+				continue
+			}
+			fm.FieldMatchType = &p4v1.FieldMatch_Range_{Range: &p4v1.FieldMatch_Range{Low: encodeBits(e.vals[i]), High: encodeBits(e.his[i])}}
+		case "optional":
+			if e.masks[i] == 0 {
+				continue
+			}
+			fm.FieldMatchType = &p4v1.FieldMatch_Optional_{Optional: &p4v1.FieldMatch_Optional{Value: encodeBits(e.vals[i])}}
 		}
 		te.Match = append(te.Match, fm)
 	}

@@ -52,7 +52,7 @@ func TestRefusesBodyErrors(t *testing.T) {
 		{"", "hdr.h.a = sm.ingress_global_timestamp;", bodyLine, "expected bit<8>, found bit<48>"},
 		{"", "sm.ingress_global_timestamp = 0;", bodyLine, "timestamps are read-only"},
 		{"", "hdr.h.a = hdr.h.a / 0 + hdr.h.b[9:9];", bodyLine, "slice [9:9] out of range"},
-		{"table t { key = { hdr.h.a: range; } actions = { NoAction; } }", "", bodyLine - 3, "match kind range is not supported"},
+		{"table t { key = { hdr.h.a: selector; } actions = { NoAction; } }", "", bodyLine - 3, "match kind selector is not supported"},
 		{"table t { key = { hdr.h.a: exact; } actions = { nope; } }", "", bodyLine - 3, "unknown action nope"},
 		{"action a() {} table t { key = { hdr.h.a: exact; } actions = { a; } default_action = NoAction(); }", "", bodyLine - 3, "NoAction is not in the actions of table t"},
 		{"action a(bit<8> v) {} table t { key = { hdr.h.a: exact; } actions = { a; } const entries = { (1, 2): a(1); } }", "", bodyLine - 3, "entry has 2 key values, table t has 1 keys"},

@@ -227,6 +227,10 @@ func (c *compiler) buildP4Info() *configv1.P4Info {
 				mt = configv1.MatchField_LPM
 			case "ternary":
 				mt = configv1.MatchField_TERNARY
+			case "range":
+				mt = configv1.MatchField_RANGE
+			case "optional":
+				mt = configv1.MatchField_OPTIONAL
 			}
 			ti.MatchFields = append(ti.MatchFields, &configv1.MatchField{Id: uint32(i + 1), Name: k.name, Bitwidth: int32(k.w),
 				Match: &configv1.MatchField_MatchType_{MatchType: mt}})

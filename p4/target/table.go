@@ -25,7 +25,7 @@ type keyC struct {
 	fn    exprFn
 	slot  int // >= 0: the key is slots[slot]
 	w     int
-	match string // "exact", "lpm", "ternary"
+	match string // "exact", "lpm", "ternary", "range", "optional"
 }
 
 type tableActionRef struct {
@@ -54,6 +54,7 @@ type tableC struct {
 	idx       int
 	kind      tableKind
 	lpmKey    int
+	isRange   []bool // per key: a range key (nil when the table has none)
 	anns      []annotation
 	p         pos
 }
@@ -62,7 +63,8 @@ type tableC struct {
 // mask is all ones, for lpm the prefix mask, for ternary the given mask.
 type entry struct {
 	vals, masks []uint64
-	plen        int // lpm prefix length (tkLPM)
+	his         []uint64 // range keys: the upper bound (vals the lower); nil without range keys
+	plen        int      // lpm prefix length (tkLPM)
 	prio        int32
 	ai          int // index in the table's actions
 	params      []uint64
@@ -92,9 +94,9 @@ func (c *compiler) declareTable(sc *scope, d *tableDecl) *tableC {
 					c.fail(k.p, "table key of type %s is not supported (bit<W> or bool)", v.t)
 				}
 				switch k.match {
-				case "exact", "lpm", "ternary":
-				case "range", "optional", "selector":
-					c.fail(k.p, "match kind %s is not supported (exact, ternary, lpm are)", k.match)
+				case "exact", "lpm", "ternary", "range", "optional":
+				case "selector":
+					c.fail(k.p, "match kind selector is not supported (action selectors are not)")
 				default:
 					c.fail(k.p, "unknown match kind %s", k.match)
 				}
@@ -180,8 +182,14 @@ func (c *compiler) declareTable(sc *scope, d *tableDecl) *tableC {
 		case "lpm":
 			nl++
 			t.lpmKey = i
-		case "ternary":
+		case "ternary", "optional":
 			nt++
+		case "range":
+			nt++
+			if t.isRange == nil {
+				t.isRange = make([]bool, len(t.keys))
+			}
+			t.isRange[i] = true
 		}
 	}
 	switch {
@@ -293,10 +301,28 @@ func (c *compiler) constEntry(sc *scope, t *tableC, en *entryAST) *entry {
 		c.fail(en.p, "entry has %d key values, table %s has %d keys", len(keys), t.localName, len(t.keys))
 	}
 	e := &entry{}
+	if t.isRange != nil {
+		e.his = make([]uint64, len(t.keys))
+	}
 	for i, k := range t.keys {
 		kt := bitT(k.w)
 		v, m := c.keysetValue(sc, keys[i], kt)
 		switch k.match {
+		case "range":
+			// A value matches itself, _ the whole range (lo .. hi
+			// keysets are not parsed).
+			switch m {
+			case 0:
+				v, m, e.his[i] = 0, 0, mask(k.w)
+			case mask(k.w):
+				e.his[i], m = v, 0
+			default:
+				c.fail(keys[i].exprPos(), "range key %s needs a value or _", k.name)
+			}
+		case "optional":
+			if m != 0 && m != mask(k.w) {
+				c.fail(keys[i].exprPos(), "optional key %s needs a value or _", k.name)
+			}
 		case "exact":
 			if m != mask(k.w) {
 				c.fail(keys[i].exprPos(), "exact key %s needs a value", k.name)
@@ -409,6 +435,9 @@ func (rt *tableRT) reset() {
 		cp := *e
 		cp.vals = append([]uint64(nil), e.vals...)
 		cp.masks = append([]uint64(nil), e.masks...)
+		if e.his != nil {
+			cp.his = append([]uint64(nil), e.his...)
+		}
 		cp.params = append([]uint64(nil), e.params...)
 		rt.insert(&cp)
 	}
@@ -420,6 +449,9 @@ func (rt *tableRT) identity(e *entry) string {
 	for i := range e.vals {
 		b = binary.BigEndian.AppendUint64(b, e.vals[i])
 		b = binary.BigEndian.AppendUint64(b, e.masks[i])
+		if e.his != nil {
+			b = binary.BigEndian.AppendUint64(b, e.his[i])
+		}
 	}
 	b = binary.BigEndian.AppendUint32(b, uint32(e.prio))
 	return string(b)
@@ -519,6 +551,9 @@ func (rt *tableRT) lookup(s *pktState) *entry {
 			}
 		}
 	case tkTernary:
+		if t.isRange != nil {
+			return rt.lookupRange(keys)
+		}
 	next:
 		for _, e := range rt.tern {
 			for i, k := range keys {
@@ -528,6 +563,25 @@ func (rt *tableRT) lookup(s *pktState) *entry {
 			}
 			return e
 		}
+	}
+	return nil
+}
+
+// lookupRange is the priority-ordered scan of a table with range keys.
+func (rt *tableRT) lookupRange(keys []uint64) *entry {
+	isRange := rt.c.isRange
+next:
+	for _, e := range rt.tern {
+		for i, k := range keys {
+			if isRange[i] {
+				if k < e.vals[i] || k > e.his[i] {
+					continue next
+				}
+			} else if k&e.masks[i] != e.vals[i] {
+				continue next
+			}
+		}
+		return e
 	}
 	return nil
 }

@@ -4,12 +4,14 @@
 // what to do (op) and with which group or session (arg); egress writes
 // what it sees (egress_rid, instance_type, metadata) into the header.
 // For the P4Runtime conformance tests it also has a table with a direct
-// counter (fwd: unicast by arg), a const table, a register and a counter.
+// counter (fwd: unicast by arg), a const table, a register, a counter and
+// a table with range and optional keys (classify).
 #include <core.p4>
 #include <v1model.p4>
 
 header h_t {
-    bit<8>  op;     // 1 multicast, 2 clone I2E, 3 clone I2E keeping kept, 4 clone E2E keeping kept, 5 multicast then mark_to_drop
+    bit<8>  op;     // 1 multicast, 2 clone I2E, 3 clone I2E keeping kept, 4 clone E2E keeping kept,
+                    // 5 multicast then mark_to_drop, 6 classify (range and optional match) into kept
     bit<8>  arg;    // group or session id
     bit<16> rid;    // egress: standard_metadata.egress_rid
     bit<8>  itype;  // egress: standard_metadata.instance_type
@@ -46,6 +48,12 @@ control I(inout headers hdr, inout meta_t meta, inout standard_metadata_t sm) {
         counters = hits;
         size = 64;
     }
+    action tag(bit<8> v) { meta.kept = v; }
+    table classify {
+        key = { hdr.h.arg: range; hdr.h.mark: optional; }
+        actions = { tag; NoAction; }
+        default_action = NoAction();
+    }
     table fixed {
         key = { hdr.h.op: exact; }
         actions = { NoAction; }
@@ -69,6 +77,8 @@ control I(inout headers hdr, inout meta_t meta, inout standard_metadata_t sm) {
         } else if (hdr.h.op == 5) {
             sm.mcast_grp = (bit<16>)hdr.h.arg;
             mark_to_drop(sm);
+        } else if (hdr.h.op == 6) {
+            classify.apply();
         }
         hdr.h.mark = 0xAA;
     }
