@@ -453,7 +453,8 @@ func (e *env) exchange(in uint32, frame []byte) []string {
 }
 
 // Multicast groups and clone sessions written through P4Runtime replicate
-// real frames on the switch's ports.
+// real frames on the switch's ports; resubmitted and recirculated frames
+// come out once, with their preserved field list.
 func TestConformancePREPackets(t *testing.T) {
 	e, _ := newPREEnv(t)
 	if err := e.write(1,
@@ -474,6 +475,8 @@ func TestConformancePREPackets(t *testing.T) {
 		{"I2E clone keeping field list 1", preFrame(3, 9), []string{"1:0309000000aa090901beef", "4:0309000501000900 04beef"}},
 		{"E2E clone", preFrame(4, 9), []string{"1:0409000000aa090901beef", "4:0409000502aa090004beef"}},
 		{"truncated clone", preFrame(2, 10), []string{"1:020a000000aa0a0a01beef", "5:020a00"}},
+		{"resubmit", preFrame(7, 9), []string{"1:0709000006aa0a0001beef"}},
+		{"recirculate (egress rewrote op 8 to 9)", preFrame(8, 9), []string{"1:0909000004aa0b0001beef"}},
 	}
 	for _, c := range cases {
 		var want []string

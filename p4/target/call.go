@@ -119,8 +119,7 @@ func (c *compiler) callAction(sc *scope, a *actionC, e *callExpr) stmtFn {
 
 // unsupportedBuiltins are v1model functions this target refuses.
 var unsupportedBuiltins = map[string]bool{
-	"clone3": true, "resubmit": true,
-	"resubmit_preserving_field_list": true, "recirculate": true, "recirculate_preserving_field_list": true,
+	"clone3": true, "resubmit": true, "recirculate": true,
 	"random": true, "digest": true, "truncate": true, "assert": true, "assume": true,
 	"verify_checksum_with_payload": true, "update_checksum_with_payload": true, "static_assert": true,
 }
@@ -147,6 +146,8 @@ func (c *compiler) call(sc *scope, e *callExpr) *val {
 			return &val{t: voidT, st: c.markToDrop(sc, e)}
 		case "clone", "clone_preserving_field_list":
 			return &val{t: voidT, st: c.cloneCall(sc, e, id.name == "clone_preserving_field_list")}
+		case "resubmit_preserving_field_list", "recirculate_preserving_field_list":
+			return &val{t: voidT, st: c.reentryCall(sc, e, id.name)}
 		case "hash":
 			return &val{t: voidT, st: c.hashCall(sc, e)}
 		case "verify_checksum", "update_checksum":
@@ -163,6 +164,10 @@ func (c *compiler) call(sc *scope, e *callExpr) *val {
 			return &val{t: voidT, st: func(*pktState) flow { return flowNext }}
 		}
 		if unsupportedBuiltins[id.name] {
+			switch id.name {
+			case "resubmit", "recirculate":
+				c.fail(e.p, "%s is not supported by this target (use %s_preserving_field_list)", id.name, id.name)
+			}
 			c.fail(e.p, "%s is not supported by this target", id.name)
 		}
 		c.fail(e.p, "unknown function %s", id.name)

@@ -56,21 +56,23 @@ type Program struct {
 // closure reads and writes, the parser cursor, and the output buffer.
 // States are pooled by the Device; nothing in them is allocated per packet.
 type pktState struct {
-	slots   []uint64
-	dev     *Device
-	pkt     []byte
-	off     int
-	out     []byte
-	exited  bool
-	keyBuf  []byte
-	dataBuf []byte
-	hoff1   []int32 // per header of hdr: 1 + offset where it was extracted (0: not extracted)
-	dirty   []bool  // per header of hdr: a field was written since extraction
-	ts      uint64  // timestamp of this packet (lazy: tsSet)
-	tsSet   bool
-	clone   cloneReq // the last clone call of the current control
-	saves   []*snap  // saved states for replication (allocated on first use)
-	copies  int      // copies made of the current packet
+	slots                 []uint64
+	dev                   *Device
+	pkt                   []byte
+	off                   int
+	out                   []byte
+	exited                bool
+	keyBuf                []byte
+	dataBuf               []byte
+	hoff1                 []int32 // per header of hdr: 1 + offset where it was extracted (0: not extracted)
+	dirty                 []bool  // per header of hdr: a field was written since extraction
+	ts                    uint64  // timestamp of this packet (lazy: tsSet)
+	tsSet                 bool
+	clone                 cloneReq // the last clone call of the current control
+	saves                 []*snap  // saved states for replication (allocated on first use)
+	pending               uint8    // pendClone, pendResub, pendRecirc
+	resubKeep, recircKeep []int    // field lists of resubmit and recirculate
+	depth                 int      // times this packet was resubmitted or recirculated
 }
 
 // flow is what a compiled statement tells its enclosing block.

@@ -50,6 +50,7 @@ type Device struct {
 	counters []counterRT
 	groups   map[uint32]*mcGroup      // multicast groups by id
 	sessions map[uint32]*cloneSession // clone sessions by id
+	copies   int                      // copies made of the packet being processed
 	pool     sync.Pool
 	stats    Stats
 }
@@ -58,8 +59,10 @@ type Device struct {
 type Stats struct {
 	In, Out, Dropped, ParserErrors uint64
 	// CopyLimit counts copies dropped because one received packet
-	// already made maxCopies (multicast and clones).
-	CopyLimit uint64
+	// already made maxCopies (multicast and clones); ReentryLimit packets
+	// dropped because they were resubmitted or recirculated more than
+	// maxReentry times in a row.
+	CopyLimit, ReentryLimit uint64
 }
 
 // NewDevice makes a device running p, with empty tables (except the
@@ -131,8 +134,9 @@ func (d *Device) now() uint64 {
 //
 // As in BMv2, a parser error does not drop the packet: ingress runs with
 // standard_metadata.parser_error set, and the unparsed bytes are the payload.
-// A packet that is multicast or cloned leaves as several copies: emit is
-// then called once per copy, with the Device's lock held.
+// A packet that is multicast, cloned, resubmitted or recirculated may leave
+// as several copies (or none): emit is then called once per copy, with the
+// Device's lock held.
 func (d *Device) Process(ingressPort uint32, frame []byte, emit func(egressPort uint32, frame []byte)) {
 	s := d.pool.Get().(*pktState)
 	d.mu.Lock()
@@ -146,30 +150,45 @@ func (d *Device) Process(ingressPort uint32, frame []byte, emit func(egressPort 
 }
 
 // pipeline runs one packet. The usual case (one copy) returns the copy's
-// port with ok; a packet that replication or cloning turns into several
-// copies is emitted here (with d.mu held) and ok is false.
+// port with ok; a packet that replication, cloning, resubmission or
+// recirculation turns into other copies is emitted here (with d.mu held)
+// and ok is false.
 func (d *Device) pipeline(s *pktState, in uint32, frame []byte, emit func(uint32, []byte)) (uint32, bool) {
-	p := d.prog
 	d.stats.In++
 	if in > 511 {
 		d.stats.Dropped++
 		return 0, false
 	}
+	d.copies = 0
+	return d.pass(s, in, frame, emit, nil)
+}
+
+// pass runs one packet through the whole pipeline; re is set for a packet
+// that enters ingress again (resubmitted or recirculated).
+func (d *Device) pass(s *pktState, in uint32, frame []byte, emit func(uint32, []byte), re *reentry) (uint32, bool) {
+	p := d.prog
 	clear(s.slots)
 	clear(s.hoff1)
 	s.pkt, s.off, s.exited = frame, 0, false
 	s.out = s.out[:0]
 	s.tsSet = false
 	s.clone.set = false
-	s.copies = 0
+	s.pending, s.depth = 0, 0
 	s.slots[p.smIngressPort] = uint64(in)
 	s.slots[p.smPacketLength] = uint64(len(frame)) & mask(32)
+	if re != nil {
+		for _, k := range re.keep {
+			s.slots[k] = re.from[k]
+		}
+		s.slots[p.smInstanceType] = re.instance
+		s.depth = re.depth
+	}
 	if !p.parser.run(s) {
 		d.stats.ParserErrors++
 	}
 	p.verify.run(s)
 	p.ingress.run(s)
-	if s.clone.set || s.slots[p.smMcastGrp] != 0 {
+	if s.pending != 0 || s.slots[p.smMcastGrp] != 0 {
 		d.replicate(s, frame, emit)
 		return 0, false
 	}
@@ -179,7 +198,7 @@ func (d *Device) pipeline(s *pktState, in uint32, frame []byte, emit func(uint32
 	}
 	s.slots[p.smEgressPort] = s.slots[p.smEgressSpec]
 	p.egress.run(s)
-	if s.clone.set {
+	if s.pending != 0 {
 		d.finishEgress(s, frame, emit, 1, 0)
 		return 0, false
 	}

@@ -63,10 +63,17 @@
 //     _ (lo .. hi keysets are not parsed). P4Runtime: a range covering the
 //     whole field, or low > high, is INVALID_ARGUMENT (a don't-care is an
 //     omitted field, as for ternary).
-//   - Resubmission, recirculation, digests, meters, clone3, random,
-//     truncate, lookahead/advance, value sets, selector matches and action
-//     profiles are refused. log_msg is accepted and does
-//     nothing. The timestamps are read-only and read the
+//   - resubmit_preserving_field_list and recirculate_preserving_field_list
+//     as in BMv2: at the end of ingress a resubmitted packet (as received)
+//     enters ingress again instead of going on, instance_type 6; at the end
+//     of egress a recirculated packet (as deparsed) enters ingress again
+//     instead of leaving, instance_type 4; metadata zeroed but the field
+//     list and ingress_port. A packet re-enters at most maxReentry (8)
+//     times in a row, then it is dropped (Stats.ReentryLimit). The old
+//     resubmit(data) and recirculate(data) are refused.
+//   - Digests, meters, clone3, random, truncate, lookahead/advance, value
+//     sets, selector matches and action profiles are refused. log_msg is
+//     accepted and does nothing. The timestamps are read-only and read the
 //     clock lazily (Options.Now, microseconds).
 //   - Deparsing: a header of the headers struct that was extracted is
 //     emitted from its original bytes. The parser decodes only the fields

@@ -48,8 +48,75 @@ const (
 const (
 	instanceI2E         = 1
 	instanceE2E         = 2
+	instanceRecirc      = 4
 	instanceReplication = 5
+	instanceResubmit    = 6
 )
+
+// Pending requests of a packet (pktState.pending).
+const (
+	pendClone  = 1 << iota // clone or clone_preserving_field_list
+	pendResub              // resubmit_preserving_field_list (acted on at the end of ingress)
+	pendRecirc             // recirculate_preserving_field_list (at the end of egress)
+)
+
+// maxReentry bounds how many times in a row a packet is resubmitted or
+// recirculated (BMv2 has no bound; a program that always resubmits would
+// loop for ever).
+const maxReentry = 8
+
+// reentry describes a packet that enters ingress again.
+type reentry struct {
+	instance uint64
+	keep     []int
+	from     []uint64
+	depth    int
+}
+
+// reenter runs frame through the pipeline again as a new packet (called
+// with d.mu held), with the preserved fields taken from from.
+func (d *Device) reenter(frame []byte, in uint32, instance uint64, keep []int, from []uint64, emit func(uint32, []byte), depth int) {
+	if depth > maxReentry {
+		d.stats.Dropped++
+		d.stats.ReentryLimit++
+		return
+	}
+	s := d.pool.Get().(*pktState)
+	re := reentry{instance: instance, keep: keep, from: from, depth: depth}
+	if port, ok := d.pass(s, in, frame, emit, &re); ok && emit != nil {
+		emit(port, s.out)
+	}
+	s.pkt = nil
+	d.pool.Put(s)
+}
+
+// reentryCall compiles resubmit_preserving_field_list(index) and
+// recirculate_preserving_field_list(index).
+func (c *compiler) reentryCall(sc *scope, e *callExpr, name string) stmtFn {
+	if c.inParser {
+		c.fail(e.p, "%s cannot be called from a parser", name)
+	}
+	if len(e.args) != 1 {
+		c.fail(e.p, "%s takes 1 argument (the field list index)", name)
+	}
+	ix := c.constInt(sc, e.args[0])
+	if ix < 0 || ix > 255 {
+		c.fail(e.args[0].exprPos(), "field list index %d out of range (0 to 255)", ix)
+	}
+	keep := c.fieldList(uint64(ix))
+	if name == "resubmit_preserving_field_list" {
+		return func(s *pktState) flow {
+			s.pending |= pendResub
+			s.resubKeep = keep
+			return flowNext
+		}
+	}
+	return func(s *pktState) flow {
+		s.pending |= pendRecirc
+		s.recircKeep = keep
+		return flowNext
+	}
+}
 
 // cloneReq is a pending clone: set by clone/clone_preserving_field_list.
 type cloneReq struct {
@@ -116,6 +183,7 @@ func (d *Device) resetMeta(s *pktState, keep []int, from []uint64) {
 	for _, k := range keep {
 		s.slots[k] = from[k]
 	}
+	s.pending &^= pendResub | pendRecirc
 }
 
 // cloneCall compiles clone(type, session) and
@@ -149,6 +217,7 @@ func (c *compiler) cloneCall(sc *scope, e *callExpr, preserving bool) stmtFn {
 	}
 	return func(s *pktState) flow {
 		s.clone = cloneReq{set: true, e2e: e2e, session: uint32(sess(s)), keep: keep}
+		s.pending |= pendClone
 		return flowNext
 	}
 }
@@ -186,7 +255,7 @@ func (c *compiler) fieldList(index uint64) []int {
 // multicast (called with d.mu held; emits every copy itself).
 func (d *Device) replicate(s *pktState, frame []byte, emit func(uint32, []byte)) {
 	p := d.prog
-	cl := s.clone
+	cl, pend, resubKeep := s.clone, s.pending, s.resubKeep
 	post := s.save(0)
 	if cl.set && !cl.e2e {
 		if sess := d.sessions[cl.session]; sess != nil {
@@ -205,6 +274,12 @@ func (d *Device) replicate(s *pktState, frame []byte, emit func(uint32, []byte))
 			}
 		}
 	}
+	if pend&pendResub != 0 {
+		// The packet as received goes back to the start of ingress; it
+		// is not forwarded.
+		d.reenter(frame, uint32(post.slots[p.smIngressPort]), instanceResubmit, resubKeep, post.slots, emit, s.depth+1)
+		return
+	}
 	if mg := post.slots[p.smMcastGrp]; mg != 0 {
 		g := d.groups[uint32(mg)]
 		if g == nil {
@@ -213,12 +288,14 @@ func (d *Device) replicate(s *pktState, frame []byte, emit func(uint32, []byte))
 		}
 		for _, r := range g.replicas {
 			s.restore(post)
+			s.pending = pend
 			d.toEgress(s, r, instanceReplication, s.slots[p.smPriority])
 			d.egressPath(s, frame, emit, 1, 0)
 		}
 		return
 	}
 	s.restore(post)
+	s.pending = pend
 	if s.slots[p.smEgressSpec] == dropPort {
 		d.stats.Dropped++
 		return
@@ -240,6 +317,7 @@ func (d *Device) toEgress(s *pktState, r replica, instance uint64, prio uint64) 
 // emits it (called with d.mu held).
 func (d *Device) egressPath(s *pktState, frame []byte, emit func(uint32, []byte), depth int, trunc int32) {
 	s.clone = cloneReq{}
+	s.pending &^= pendClone | pendResub
 	d.prog.egress.run(s)
 	d.finishEgress(s, frame, emit, depth, trunc)
 }
@@ -256,9 +334,9 @@ func (d *Device) finishEgress(s *pktState, frame []byte, emit func(uint32, []byt
 			sn = s.save(depth)
 		}
 	}
-	s.copies++
+	d.copies++
 	switch {
-	case s.copies > maxCopies:
+	case d.copies > maxCopies:
 		d.stats.Dropped++
 		d.stats.CopyLimit++
 	case s.slots[p.smEgressSpec] == dropPort:
@@ -268,6 +346,12 @@ func (d *Device) finishEgress(s *pktState, frame []byte, emit func(uint32, []byt
 		d.deparse(s, frame)
 		if trunc > 0 && len(s.out) > int(trunc) {
 			s.out = s.out[:trunc]
+		}
+		if s.pending&pendRecirc != 0 {
+			// The deparsed packet goes back to the start of ingress
+			// instead of leaving.
+			d.reenter(s.out, uint32(s.slots[p.smIngressPort]), instanceRecirc, s.recircKeep, s.slots, emit, s.depth+1)
+			break
 		}
 		d.stats.Out++
 		if emit != nil {

@@ -102,6 +102,9 @@ func TestPacketReplication(t *testing.T) {
 			"1:rid=0 itype=0 mark=0xaa kept=9 lost=9 port=1 len=11",
 			"4:rid=5 itype=2 mark=0xaa kept=9 lost=0 port=4 len=11",
 		}},
+		{"resubmit: the packet as received, field list kept", frame(7, 20), []string{"1:rid=0 itype=6 mark=0xaa kept=21 lost=0 port=1 len=11"}},
+		{"recirculate: the deparsed packet, field list kept", frame(8, 20), []string{"1:rid=0 itype=4 mark=0xaa kept=22 lost=0 port=1 len=11"}},
+		{"resubmitting for ever stops", frame(10, 20), nil},
 		{"clone truncated to packet_length_bytes", frame(2, 11), []string{
 			"1:rid=0 itype=0 mark=0xaa kept=11 lost=11 port=1 len=11",
 			"7:02 0b 00 00", // op, arg, rid: the first 4 bytes of the clone
@@ -112,6 +115,13 @@ func TestPacketReplication(t *testing.T) {
 		if fmt.Sprint(got) != fmt.Sprint(c.want) {
 			t.Errorf("%s:\n got %q\nwant %q", c.name, got, c.want)
 		}
+	}
+	if st := d.Stats(); st.ReentryLimit != 1 {
+		t.Errorf("ReentryLimit = %d, want 1", st.ReentryLimit)
+	}
+	// The recirculated packet is the deparsed one (egress made op 9).
+	if o := send(d, 1, frame(8, 20)); len(o) != 1 || o[0].frame[0] != 9 {
+		t.Errorf("recirculated: %v", o)
 	}
 	// The payload follows every copy unchanged.
 	for _, o := range send(d, 1, frame(1, 7)) {
@@ -187,7 +197,7 @@ func TestPacketReplicationNoAllocs(t *testing.T) {
 	}
 	n := 0
 	emit := func(uint32, []byte) { n++ }
-	for _, op := range []byte{1, 3, 4} {
+	for _, op := range []byte{1, 3, 4, 7, 8} {
 		f := preHdr{op: op, arg: 7}.bytes()
 		if op != 1 {
 			f[1] = 9

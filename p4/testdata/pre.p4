@@ -11,7 +11,9 @@
 
 header h_t {
     bit<8>  op;     // 1 multicast, 2 clone I2E, 3 clone I2E keeping kept, 4 clone E2E keeping kept,
-                    // 5 multicast then mark_to_drop, 6 classify (range and optional match) into kept
+                    // 5 multicast then mark_to_drop, 6 classify (range and optional match) into kept,
+                    // 7 resubmit keeping kept (= arg + 1), 8 recirculate keeping kept (= arg + 2) as op 9,
+                    // 10 resubmit for ever
     bit<8>  arg;    // group or session id
     bit<16> rid;    // egress: standard_metadata.egress_rid
     bit<8>  itype;  // egress: standard_metadata.instance_type
@@ -61,8 +63,10 @@ control I(inout headers hdr, inout meta_t meta, inout standard_metadata_t sm) {
     }
 
     apply {
-        meta.kept = hdr.h.arg;
-        meta.lost = hdr.h.arg;
+        if (sm.instance_type == 0) {
+            meta.kept = hdr.h.arg;
+            meta.lost = hdr.h.arg;
+        }
         sm.egress_spec = 1;
         c.count(0);
         fixed.apply();
@@ -79,6 +83,11 @@ control I(inout headers hdr, inout meta_t meta, inout standard_metadata_t sm) {
             mark_to_drop(sm);
         } else if (hdr.h.op == 6) {
             classify.apply();
+        } else if (hdr.h.op == 7 && sm.instance_type == 0) {
+            meta.kept = hdr.h.arg + 1;
+            resubmit_preserving_field_list(1);
+        } else if (hdr.h.op == 10) {
+            resubmit_preserving_field_list(1);
         }
         hdr.h.mark = 0xAA;
     }
@@ -93,6 +102,11 @@ control E(inout headers hdr, inout meta_t meta, inout standard_metadata_t sm) {
         hdr.h.port = (bit<8>)sm.egress_port;
         if (hdr.h.op == 4 && sm.instance_type == 0) {
             clone_preserving_field_list(CloneType.E2E, (bit<32>)hdr.h.arg, 1);
+        }
+        if (hdr.h.op == 8 && sm.instance_type == 0) {
+            meta.kept = meta.kept + 2;
+            hdr.h.op = 9;
+            recirculate_preserving_field_list(1);
         }
     }
 }
