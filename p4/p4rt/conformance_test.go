@@ -264,10 +264,13 @@ func TestConformanceWildcardReadAndDeleteAll(t *testing.T) {
 		if te := x.GetTableEntry(); te != nil && te.GetIsConst() {
 			continue // const entries cannot be deleted
 		}
+		if x.GetMeterEntry() != nil {
+			continue // meter cells are only modified
+		}
 		dels = append(dels, &p4v1.Update{Type: p4v1.Update_DELETE, Entity: x})
 	}
-	if kinds["*v1.Entity_TableEntry"] != 3 || kinds["*v1.Entity_PacketReplicationEngineEntry"] != 2 {
-		t.Errorf("read %v, want 3 table entries (one const) and 2 PRE entries", kinds)
+	if kinds["*v1.Entity_TableEntry"] != 3 || kinds["*v1.Entity_PacketReplicationEngineEntry"] != 2 || kinds["*v1.Entity_MeterEntry"] != 4 || len(kinds) != 3 {
+		t.Errorf("read %v, want 3 table entries (one const), 2 PRE entries and 4 meter cells", kinds)
 	}
 	for _, x := range es {
 		if g := x.GetPacketReplicationEngineEntry().GetMulticastGroupEntry(); g != nil {
@@ -282,8 +285,8 @@ func TestConformanceWildcardReadAndDeleteAll(t *testing.T) {
 	if err := e.write(1, dels...); err != nil {
 		t.Fatalf("delete all: %v", err)
 	}
-	if es, err := e.read(all...); err != nil || len(es) != 1 {
-		t.Errorf("after delete all: %v, %v; want the const entry only", es, err)
+	if es, err := e.read(all...); err != nil || len(es) != 1+4 {
+		t.Errorf("after delete all: %v, %v; want the const entry and the meter cells only", es, err)
 	}
 }
 
@@ -301,7 +304,8 @@ func TestConformanceAtomicity(t *testing.T) {
 		t.Fatal(err)
 	}
 	snapshot := func() string {
-		es, err := e.read(entity(&p4v1.TableEntry{TableId: e.tableID("I.fwd"), CounterData: &p4v1.CounterData{}}),
+		es, err := e.read(entity(&p4v1.TableEntry{TableId: e.tableID("I.fwd"), CounterData: &p4v1.CounterData{}, MeterConfig: &p4v1.MeterConfig{}}),
+			entity(&p4v1.MeterEntry{MeterId: e.meterID("I.pm")}),
 			entity(&p4v1.RegisterEntry{RegisterId: reg}), entity(&p4v1.MulticastGroupEntry{}), entity(&p4v1.TableEntry{TableId: e.tableID("I.fwd"), IsDefaultAction: true}))
 		if err != nil {
 			t.Fatal(err)
@@ -314,6 +318,8 @@ func TestConformanceAtomicity(t *testing.T) {
 		return strings.Join(s, "\n")
 	}
 	before := snapshot()
+	withMeter := e.fwdEntry([]byte{1}, 3)
+	withMeter.MeterConfig = &p4v1.MeterConfig{Cburst: 1, Pburst: 1}
 	def := e.fwdEntry(nil, 4)
 	def.Match, def.IsDefaultAction = nil, true
 	for _, a := range []p4v1.WriteRequest_Atomicity{p4v1.WriteRequest_ROLLBACK_ON_ERROR, p4v1.WriteRequest_DATAPLANE_ATOMIC} {
@@ -324,10 +330,12 @@ func TestConformanceAtomicity(t *testing.T) {
 			upd(p4v1.Update_DELETE, &p4v1.MulticastGroupEntry{MulticastGroupId: 3}), // applied, rolled back
 			upd(p4v1.Update_MODIFY, def), // applied, rolled back
 			upd(p4v1.Update_MODIFY, &p4v1.DirectCounterEntry{TableEntry: e.fwdEntry([]byte{1}, 0), Data: &p4v1.CounterData{PacketCount: 5}}), // applied, rolled back
+			upd(p4v1.Update_MODIFY, &p4v1.MeterEntry{MeterId: e.meterID("I.pm"), Config: &p4v1.MeterConfig{Cburst: 3, Pburst: 3}}),           // applied, rolled back
+			upd(p4v1.Update_MODIFY, withMeter),                // applied, rolled back
 			upd(p4v1.Update_INSERT, e.fwdEntry([]byte{1}, 2)), // fails: exists
 			upd(p4v1.Update_INSERT, e.fwdEntry([]byte{6}, 2)), // not attempted
 		)
-		want := []codes.Code{codes.Aborted, codes.Aborted, codes.Aborted, codes.Aborted, codes.Aborted, codes.Aborted, codes.AlreadyExists, codes.Aborted}
+		want := []codes.Code{codes.Aborted, codes.Aborted, codes.Aborted, codes.Aborted, codes.Aborted, codes.Aborted, codes.Aborted, codes.Aborted, codes.AlreadyExists, codes.Aborted}
 		if got := details(t, err); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("%v: details %v, want %v", a, got, want)
 		}
@@ -564,5 +572,78 @@ func TestConformanceRangeAndOptional(t *testing.T) {
 		if te.GetPriority() == 30 && (len(te.Match) != 2 || !bytes.Equal(te.Match[0].GetRange().GetHigh(), []byte{30})) {
 			t.Errorf("range and optional entry read back as %v", te)
 		}
+	}
+}
+
+func (e *env) meterID(name string) uint32 { return idOf(e.t, "meter", e.info.GetMeters(), name) }
+
+// Meters and direct meters through P4Runtime, exercised by frames. With
+// zero rates the buckets never refill, so the colours do not depend on
+// the wall clock: GREEN while both buckets have a token, YELLOW while only
+// the peak one has, then RED.
+func TestConformanceMeters(t *testing.T) {
+	e, _ := newPREEnv(t)
+	cfg := &p4v1.MeterConfig{Cir: 0, Cburst: 1, Pir: 0, Pburst: 2}
+	pm := e.meterID("I.pm")
+	fwd := e.fwdEntry([]byte{4}, 1)
+	fwd.MeterConfig = cfg
+	if err := e.write(1,
+		upd(p4v1.Update_MODIFY, &p4v1.MeterEntry{MeterId: pm, Index: &p4v1.Index{Index: 2}, Config: cfg}),
+		upd(p4v1.Update_INSERT, fwd),
+	); err != nil {
+		t.Fatal(err)
+	}
+	// lost (byte 7 of the header) carries the colour.
+	colours := func(op, arg byte) []string {
+		var out []string
+		for i := 0; i < 4; i++ {
+			got := e.exchange(1, preFrame(op, arg))
+			if len(got) != 1 {
+				t.Fatalf("op %d: %v", op, got)
+			}
+			out = append(out, got[0][2+14:2+16])
+		}
+		return out
+	}
+	want := "[00 01 02 02]"
+	if got := colours(11, 2); fmt.Sprint(got) != want {
+		t.Errorf("meter pm[2]: colours %v, want %v", got, want)
+	}
+	if got := colours(11, 3); fmt.Sprint(got) != "[00 00 00 00]" {
+		t.Errorf("unconfigured meter pm[3]: colours %v, want GREEN", got)
+	}
+	if got := colours(0, 4); fmt.Sprint(got) != want {
+		t.Errorf("direct meter of fwd[4]: colours %v, want %v", got, want)
+	}
+	// Read back: MeterEntry, DirectMeterEntry, TableEntry.meter_config.
+	es, err := e.read(entity(&p4v1.MeterEntry{MeterId: pm, Index: &p4v1.Index{Index: 2}}),
+		entity(&p4v1.DirectMeterEntry{TableEntry: &p4v1.TableEntry{TableId: fwd.TableId, Match: fwd.Match}}),
+		entity(&p4v1.TableEntry{TableId: fwd.TableId, MeterConfig: &p4v1.MeterConfig{}}))
+	if err != nil || len(es) != 3 {
+		t.Fatalf("read: %v, %v", es, err)
+	}
+	for i, c := range []*p4v1.MeterConfig{es[0].GetMeterEntry().GetConfig(), es[1].GetDirectMeterEntry().GetConfig(), es[2].GetTableEntry().GetMeterConfig()} {
+		if !proto.Equal(c, cfg) {
+			t.Errorf("read %d: config %v, want %v", i, c, cfg)
+		}
+	}
+	// Codes: INSERT of a meter entry, a direct meter of a missing entry,
+	// cir above pir, meter_config on a table without a direct meter.
+	missing := &p4v1.TableEntry{TableId: fwd.TableId, Match: e.fwdEntry([]byte{99}, 0).Match}
+	noMeter := &p4v1.TableEntry{TableId: e.tableID("I.classify"), Priority: 1, MeterConfig: cfg,
+		Match:  []*p4v1.FieldMatch{{FieldId: 2, FieldMatchType: &p4v1.FieldMatch_Optional_{Optional: &p4v1.FieldMatch_Optional{Value: []byte{1}}}}},
+		Action: &p4v1.TableAction{Type: &p4v1.TableAction_Action{Action: &p4v1.Action{ActionId: e.actionID("NoAction")}}}}
+	one(t, "meter INSERT", e.write(1, upd(p4v1.Update_INSERT, &p4v1.MeterEntry{MeterId: pm})), codes.InvalidArgument)
+	one(t, "direct meter of a missing entry", e.write(1, upd(p4v1.Update_MODIFY, &p4v1.DirectMeterEntry{TableEntry: missing, Config: cfg})), codes.NotFound)
+	one(t, "cir above pir", e.write(1, upd(p4v1.Update_MODIFY, &p4v1.MeterEntry{MeterId: pm, Config: &p4v1.MeterConfig{Cir: 5, Pir: 1}})), codes.InvalidArgument)
+	one(t, "meter_config without a direct meter", e.write(1, upd(p4v1.Update_INSERT, noMeter)), codes.InvalidArgument)
+	_, err = e.read(entity(&p4v1.DirectMeterEntry{TableEntry: missing}))
+	one(t, "read direct meter of a missing entry", err, codes.NotFound)
+	// A DirectMeterEntry without config resets the meter: GREEN again.
+	if err := e.write(1, upd(p4v1.Update_MODIFY, &p4v1.DirectMeterEntry{TableEntry: &p4v1.TableEntry{TableId: fwd.TableId, Match: fwd.Match}})); err != nil {
+		t.Fatal(err)
+	}
+	if got := colours(0, 4); fmt.Sprint(got) != "[00 00 00 00]" {
+		t.Errorf("reset direct meter: colours %v", got)
 	}
 }

@@ -135,7 +135,7 @@ func (s *Server) undoFor(u *p4v1.Update) (func() error, error) {
 			del := &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: &p4v1.TableEntry{TableId: te.GetTableId(), Match: te.GetMatch(), Priority: te.GetPriority()}}}
 			return func() error { return s.apply(&p4v1.Update{Type: p4v1.Update_DELETE, Entity: del}) }, nil
 		}
-		f := &p4v1.TableEntry{TableId: te.GetTableId(), Match: te.GetMatch(), Priority: te.GetPriority(), CounterData: &p4v1.CounterData{}}
+		f := &p4v1.TableEntry{TableId: te.GetTableId(), Match: te.GetMatch(), Priority: te.GetPriority(), CounterData: &p4v1.CounterData{}, MeterConfig: &p4v1.MeterConfig{}}
 		if len(f.Match) == 0 {
 			return nil, grpcstatus.Errorf(codes.InvalidArgument, "table id %d: %v of an entry without match fields", te.GetTableId(), u.GetType())
 		}
@@ -144,6 +144,14 @@ func (s *Server) undoFor(u *p4v1.Update) (func() error, error) {
 		}
 		if u.GetType() == p4v1.Update_DELETE {
 			return restore(p4v1.Update_INSERT), nil
+		}
+		if te.GetMeterConfig() != nil && len(entities) == 1 {
+			// MODIFY restores the old meter config only when there was
+			// one: clear it through the DirectMeterEntry.
+			old := entities[0].GetTableEntry()
+			meter := &p4v1.Entity{Entity: &p4v1.Entity_DirectMeterEntry{DirectMeterEntry: &p4v1.DirectMeterEntry{
+				TableEntry: &p4v1.TableEntry{TableId: old.GetTableId(), Match: old.GetMatch(), Priority: old.GetPriority()}, Config: old.GetMeterConfig()}}}
+			entities = append(entities, meter)
 		}
 		return restore(p4v1.Update_MODIFY), nil
 	case *p4v1.Entity_PacketReplicationEngineEntry:
@@ -189,6 +197,20 @@ func (s *Server) undoFor(u *p4v1.Update) (func() error, error) {
 		if err := s.read(&p4v1.Entity{Entity: &p4v1.Entity_DirectCounterEntry{DirectCounterEntry: f}}, &entities); err != nil {
 			return nil, err
 		}
+	case *p4v1.Entity_MeterEntry:
+		f := &p4v1.MeterEntry{MeterId: x.MeterEntry.GetMeterId(), Index: x.MeterEntry.GetIndex()}
+		if err := s.read(&p4v1.Entity{Entity: &p4v1.Entity_MeterEntry{MeterEntry: f}}, &entities); err != nil {
+			return nil, err
+		}
+	case *p4v1.Entity_DirectMeterEntry:
+		te := x.DirectMeterEntry.GetTableEntry()
+		if len(te.GetMatch()) == 0 {
+			return nil, grpcstatus.Error(codes.InvalidArgument, "direct meter entry needs the table entry's match fields")
+		}
+		f := &p4v1.DirectMeterEntry{TableEntry: te}
+		if err := s.read(&p4v1.Entity{Entity: &p4v1.Entity_DirectMeterEntry{DirectMeterEntry: f}}, &entities); err != nil {
+			return nil, err
+		}
 	default:
 		// Entities this target has no instances of: the update fails
 		// and changes nothing.
@@ -229,6 +251,16 @@ func (s *Server) apply(u *p4v1.Update) error {
 		return s.dev.WriteDirectCounterEntry(e.DirectCounterEntry)
 	case *p4v1.Entity_PacketReplicationEngineEntry:
 		return s.dev.WritePREEntry(ut, e.PacketReplicationEngineEntry)
+	case *p4v1.Entity_MeterEntry:
+		if err := modifyOnly("meter entries"); err != nil {
+			return err
+		}
+		return s.dev.WriteMeterEntry(e.MeterEntry)
+	case *p4v1.Entity_DirectMeterEntry:
+		if err := modifyOnly("direct meter entries"); err != nil {
+			return err
+		}
+		return s.dev.WriteDirectMeterEntry(e.DirectMeterEntry)
 	case nil:
 		return grpcstatus.Error(codes.InvalidArgument, "update has no entity")
 	default:
@@ -249,10 +281,6 @@ func absent(e any, read bool) error {
 		kind, id = "action profile", x.ActionProfileMember.GetActionProfileId()
 	case *p4v1.Entity_ActionProfileGroup:
 		kind, id = "action profile", x.ActionProfileGroup.GetActionProfileId()
-	case *p4v1.Entity_MeterEntry:
-		kind, id = "meter", x.MeterEntry.GetMeterId()
-	case *p4v1.Entity_DirectMeterEntry:
-		kind, id = "table with a direct meter", x.DirectMeterEntry.GetTableEntry().GetTableId()
 	case *p4v1.Entity_ValueSetEntry:
 		kind, id = "value set", x.ValueSetEntry.GetValueSetId()
 	case *p4v1.Entity_DigestEntry:
@@ -331,6 +359,16 @@ func (s *Server) read(e *p4v1.Entity, out *[]*p4v1.Entity) error {
 	case *p4v1.Entity_PacketReplicationEngineEntry:
 		return s.dev.ReadPREEntries(f.PacketReplicationEngineEntry, func(p *p4v1.PacketReplicationEngineEntry) error {
 			*out = append(*out, &p4v1.Entity{Entity: &p4v1.Entity_PacketReplicationEngineEntry{PacketReplicationEngineEntry: p}})
+			return nil
+		})
+	case *p4v1.Entity_MeterEntry:
+		return s.dev.ReadMeterEntries(f.MeterEntry, func(m *p4v1.MeterEntry) error {
+			*out = append(*out, &p4v1.Entity{Entity: &p4v1.Entity_MeterEntry{MeterEntry: m}})
+			return nil
+		})
+	case *p4v1.Entity_DirectMeterEntry:
+		return s.dev.ReadDirectMeterEntries(f.DirectMeterEntry, func(m *p4v1.DirectMeterEntry) error {
+			*out = append(*out, &p4v1.Entity{Entity: &p4v1.Entity_DirectMeterEntry{DirectMeterEntry: m}})
 			return nil
 		})
 	case nil:

@@ -8,8 +8,8 @@
 // VERIFY_AND_SAVE, COMMIT, VERIFY_AND_COMMIT) and
 // GetForwardingPipelineConfig, where the device config is the P4 source text
 // the target compiles; Write and Read of table, register, counter, direct
-// counter and packet replication engine entries (multicast groups, clone
-// sessions); StreamChannel with arbitration by election ID, PacketIn and
+// counter, meter, direct meter and packet replication engine entries
+// (multicast groups, clone sessions); StreamChannel with arbitration by election ID, PacketIn and
 // PacketOut. It does not own the P4 language, the pipeline semantics or the
 // table state: those are p4/target's.
 //
@@ -49,10 +49,9 @@
 //     fit. Measured: with 26-byte messages, up to 79 failed updates keep
 //     their messages and up to 135 their codes (111-byte messages: 34 and
 //     133); beyond that, send smaller batches to learn each update's code.
-//   - Entities this target cannot have (meters, direct meters, action
-//     profiles, value sets, digests, externs: the compiler refuses programs
-//     that declare them): a wildcard read finds none, a read or write naming
-//     an ID is NOT_FOUND.
+//   - Entities this target cannot have (action profiles, value sets,
+//     digests, externs: the compiler refuses programs that declare them): a
+//     wildcard read finds none, a read or write naming an ID is NOT_FOUND.
 //   - A request naming another device ID fails with NOT_FOUND; Write and
 //     SetForwardingPipelineConfig from anyone but the primary of the role
 //     fail with PERMISSION_DENIED; Write, Read and PacketOut before a

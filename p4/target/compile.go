@@ -43,6 +43,8 @@ type Program struct {
 	registers           []*externC
 	counters            []*externC
 	directCounters      []*externC
+	meters              []*externC
+	directMeters        []*externC
 	packetIn, packetOut *ptype // @controller_header types (nil when absent)
 	info                *configv1.P4Info
 	errCodes            map[string]uint64

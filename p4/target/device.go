@@ -48,6 +48,7 @@ type Device struct {
 	tables   []*tableRT
 	regs     [][]uint64
 	counters []counterRT
+	meters   [][]meterState
 	groups   map[uint32]*mcGroup      // multicast groups by id
 	sessions map[uint32]*cloneSession // clone sessions by id
 	copies   int                      // copies made of the packet being processed
@@ -81,6 +82,9 @@ func NewDevice(p *Program, o Options) *Device {
 	}
 	for _, c := range p.counters {
 		d.counters = append(d.counters, counterRT{packets: make([]uint64, c.size), bytes: make([]uint64, c.size)})
+	}
+	for _, m := range p.meters {
+		d.meters = append(d.meters, make([]meterState, m.size))
 	}
 	outCap := netio.MaxFrameSize + p.outSlack
 	d.pool.New = func() any {

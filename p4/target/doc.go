@@ -9,7 +9,8 @@
 // pipeline (parser, verifyChecksum, ingress, egress, computeChecksum,
 // deparser), the P4Info of a program (p4c's naming and ID rules), and the
 // semantics of P4Runtime's TableEntry, RegisterEntry, CounterEntry,
-// DirectCounterEntry and PacketReplicationEngineEntry messages on a Device. It does not own the P4Runtime
+// DirectCounterEntry, MeterEntry, DirectMeterEntry and
+// PacketReplicationEngineEntry messages on a Device. It does not own the P4Runtime
 // gRPC service (arbitration, streams, pipeline config): that is a server
 // built on top of this package.
 //
@@ -71,8 +72,13 @@
 //     list and ingress_port. A packet re-enters at most maxReentry (8)
 //     times in a row, then it is dropped (Stats.ReentryLimit). The old
 //     resubmit(data) and recirculate(data) are refused.
-//   - Digests, meters, clone3, random, truncate, lookahead/advance, value
-//     sets, selector matches and action profiles are refused. log_msg is
+//   - Meters and direct meters (meter.go): two-rate three-colour markers
+//     (RFC 2698) on the Device's clock, colours GREEN 0, YELLOW 1, RED 2,
+//     GREEN until configured; configured by P4Runtime's MeterEntry,
+//     DirectMeterEntry and TableEntry.meter_config. A direct meter runs
+//     when its table hits; read gives GREEN on a miss.
+//   - Digests, clone3, random, truncate, lookahead/advance, value sets,
+//     selector matches, action profiles and idle timeouts are refused. log_msg is
 //     accepted and does nothing. The timestamps are read-only and read the
 //     clock lazily (Options.Now, microseconds).
 //   - Deparsing: a header of the headers struct that was extracted is

@@ -2,7 +2,6 @@ package target
 
 import (
 	"fmt"
-	"sort"
 
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"google.golang.org/grpc/codes"
@@ -255,8 +254,16 @@ func (d *Device) WriteTableEntry(ut p4v1.Update_Type, te *p4v1.TableEntry) error
 	if te.IsConst {
 		return errf(codes.InvalidArgument, "table %s: is_const must be false in a write", t.name)
 	}
-	if te.MeterConfig != nil || te.IdleTimeoutNs != 0 {
-		return errf(codes.Unimplemented, "table %s: meters and idle timeouts are not supported", t.name)
+	if te.IdleTimeoutNs != 0 {
+		return errf(codes.Unimplemented, "table %s: idle timeouts are not supported", t.name)
+	}
+	if te.MeterConfig != nil {
+		if t.meter == nil {
+			return errf(codes.InvalidArgument, "table %s has no direct meter (meter_config is set)", t.name)
+		}
+		if err := checkMeterConfig(te.MeterConfig, "table "+t.name); err != nil {
+			return err
+		}
 	}
 	if te.IsDefaultAction {
 		if ut != p4v1.Update_MODIFY {
@@ -306,6 +313,7 @@ func (d *Device) WriteTableEntry(ut p4v1.Update_Type, te *p4v1.TableEntry) error
 		}
 		e.meta = te.ControllerMetadata
 		e.metaBytes = append([]byte(nil), te.Metadata...)
+		e.setMeter(te.MeterConfig, d.now())
 		rt.insert(e)
 	case p4v1.Update_MODIFY:
 		if old == nil {
@@ -321,6 +329,9 @@ func (d *Device) WriteTableEntry(ut p4v1.Update_Type, te *p4v1.TableEntry) error
 		}
 		old.meta = te.ControllerMetadata
 		old.metaBytes = append([]byte(nil), te.Metadata...)
+		if te.MeterConfig != nil {
+			old.setMeter(te.MeterConfig, d.now())
+		}
 	case p4v1.Update_DELETE:
 		if old == nil {
 			return errf(codes.NotFound, "table %s: no such entry", t.name)
@@ -374,6 +385,14 @@ func (rt *tableRT) entryProto(e *entry, counters bool) *p4v1.TableEntry {
 	return te
 }
 
+// withMeter adds e's direct meter config to te when the read asked for it.
+func withMeter(te *p4v1.TableEntry, e *entry, want bool) *p4v1.TableEntry {
+	if want {
+		te.MeterConfig = meterConfigProto(e.meter)
+	}
+	return te
+}
+
 func actionProto(t *tableC, ai int, params []uint64) *p4v1.TableAction {
 	a := t.actions[ai].act
 	pa := &p4v1.Action{ActionId: a.id}
@@ -404,6 +423,7 @@ func (d *Device) ReadTableEntries(filter *p4v1.TableEntry, fn func(*p4v1.TableEn
 			tables = []*tableRT{rt}
 		}
 		counters := filter.CounterData != nil
+		meters := filter.MeterConfig != nil
 		for _, rt := range tables {
 			if filter.IsDefaultAction {
 				out = append(out, &p4v1.TableEntry{TableId: rt.c.id, IsDefaultAction: true,
@@ -419,17 +439,12 @@ func (d *Device) ReadTableEntries(filter *p4v1.TableEntry, fn func(*p4v1.TableEn
 					return err
 				}
 				if x := rt.byID[rt.identity(e)]; x != nil {
-					out = append(out, rt.entryProto(x, counters))
+					out = append(out, withMeter(rt.entryProto(x, counters), x, meters))
 				}
 				continue
 			}
-			list := make([]*entry, 0, len(rt.byID))
-			for _, e := range rt.byID {
-				list = append(list, e)
-			}
-			sort.Slice(list, func(i, j int) bool { return list[i].seq < list[j].seq })
-			for _, e := range list {
-				out = append(out, rt.entryProto(e, counters))
+			for _, e := range rt.sorted() {
+				out = append(out, withMeter(rt.entryProto(e, counters), e, meters))
 			}
 		}
 		return nil

@@ -169,21 +169,22 @@ func (c *compiler) buildP4Info() *configv1.P4Info {
 		a := a
 		ents = append(ents, infoEntity{configv1.P4Ids_ACTION, a.name, a.anns, a.p, func(id uint32) { a.id = id }})
 	}
-	for _, x := range p.counters {
-		x := x
-		ents = append(ents, infoEntity{configv1.P4Ids_COUNTER, x.name, x.anns, x.p, func(id uint32) { x.id = id }})
-	}
-	for _, x := range p.directCounters {
-		x := x
-		if x.table == nil {
-			c.fail(x.p, "direct_counter %s is not attached to a table", x.name)
+	externs := func(prefix configv1.P4Ids_Prefix, xs []*externC) {
+		for _, x := range xs {
+			x := x
+			if x.kind == "direct_counter" || x.kind == "direct_meter" {
+				if x.table == nil {
+					c.fail(x.p, "%s %s is not attached to a table", x.kind, x.name)
+				}
+			}
+			ents = append(ents, infoEntity{prefix, x.name, x.anns, x.p, func(id uint32) { x.id = id }})
 		}
-		ents = append(ents, infoEntity{configv1.P4Ids_DIRECT_COUNTER, x.name, x.anns, x.p, func(id uint32) { x.id = id }})
 	}
-	for _, x := range p.registers {
-		x := x
-		ents = append(ents, infoEntity{configv1.P4Ids_REGISTER, x.name, x.anns, x.p, func(id uint32) { x.id = id }})
-	}
+	externs(configv1.P4Ids_COUNTER, p.counters)
+	externs(configv1.P4Ids_DIRECT_COUNTER, p.directCounters)
+	externs(configv1.P4Ids_METER, p.meters)
+	externs(configv1.P4Ids_DIRECT_METER, p.directMeters)
+	externs(configv1.P4Ids_REGISTER, p.registers)
 	var cpmIDs = map[string]*uint32{}
 	var cpmTypes []*ptype
 	var cpmNames []string
@@ -251,6 +252,9 @@ func (c *compiler) buildP4Info() *configv1.P4Info {
 		if t.counter != nil {
 			ti.DirectResourceIds = append(ti.DirectResourceIds, t.counter.id)
 		}
+		if t.meter != nil {
+			ti.DirectResourceIds = append(ti.DirectResourceIds, t.meter.id)
+		}
 		info.Tables = append(info.Tables, ti)
 	}
 	for _, a := range p.actions {
@@ -267,6 +271,14 @@ func (c *compiler) buildP4Info() *configv1.P4Info {
 	for _, x := range p.directCounters {
 		info.DirectCounters = append(info.DirectCounters, &configv1.DirectCounter{Preamble: pre(x.id, x.name, nil),
 			Spec: &configv1.CounterSpec{Unit: x.unit}, DirectTableId: x.table.id})
+	}
+	for _, x := range p.meters {
+		info.Meters = append(info.Meters, &configv1.Meter{Preamble: pre(x.id, x.name, nil),
+			Spec: &configv1.MeterSpec{Unit: x.munit}, Size: int64(x.size)})
+	}
+	for _, x := range p.directMeters {
+		info.DirectMeters = append(info.DirectMeters, &configv1.DirectMeter{Preamble: pre(x.id, x.name, nil),
+			Spec: &configv1.MeterSpec{Unit: x.munit}, DirectTableId: x.table.id})
 	}
 	for _, x := range p.registers {
 		info.Registers = append(info.Registers, &configv1.Register{Preamble: pre(x.id, x.name, nil),

@@ -48,6 +48,8 @@ type tableC struct {
 	entries   []*entry // initial entries (const entries or entries)
 	isConst   bool
 	counter   *externC
+	meter     *externC // direct meter
+	meterSlot int      // the colour of the direct meter's last run
 	hitSlot   int
 	runSlot   int
 	keySlot   int
@@ -70,9 +72,10 @@ type entry struct {
 	params      []uint64
 	packets     uint64
 	bytes       uint64
-	meta        uint64 // controller_metadata
-	metaBytes   []byte // metadata
-	seq         uint64 // insertion order (ties between equal priorities)
+	meta        uint64      // controller_metadata
+	metaBytes   []byte      // metadata
+	meter       *meterState // direct meter (nil: GREEN)
+	seq         uint64      // insertion order (ties between equal priorities)
 }
 
 func (c *compiler) declareTable(sc *scope, d *tableDecl) *tableC {
@@ -150,19 +153,10 @@ func (c *compiler) declareTable(sc *scope, d *tableDecl) *tableC {
 			entProp = pr
 			t.isConst = pr.isConst
 		case "counters":
-			id, ok := pr.val.(*identExpr)
-			var s *symbol
-			if ok {
-				s = sc.lookup(id.name)
-			}
-			if s == nil || s.kind != sExtern || s.ext.kind != "direct_counter" {
-				c.fail(pr.p, "counters must name a direct_counter")
-			}
-			if s.ext.table != nil {
-				c.fail(pr.p, "direct_counter %s is already attached to table %s", id.name, s.ext.table.name)
-			}
-			s.ext.table = t
-			t.counter = s.ext
+			t.counter = c.attachDirect(sc, pr, t, "direct_counter")
+		case "meters":
+			t.meter = c.attachDirect(sc, pr, t, "direct_meter")
+			t.meterSlot = t.meter.slot
 		case "support_timeout":
 			v := c.rvalue(sc, pr.val, boolT)
 			if !v.isConst || v.k != 0 {
@@ -240,6 +234,24 @@ func (c *compiler) declareTable(sc *scope, d *tableDecl) *tableC {
 	}
 	c.prog.tables = append(c.prog.tables, t)
 	return t
+}
+
+// attachDirect attaches the direct extern a table property (counters,
+// meters) names to t.
+func (c *compiler) attachDirect(sc *scope, pr *tableProp, t *tableC, kind string) *externC {
+	id, ok := pr.val.(*identExpr)
+	var s *symbol
+	if ok {
+		s = sc.lookup(id.name)
+	}
+	if s == nil || s.kind != sExtern || s.ext.kind != kind {
+		c.fail(pr.p, "%s must name a %s", pr.name, kind)
+	}
+	if s.ext.table != nil {
+		c.fail(pr.p, "%s %s is already attached to table %s", kind, id.name, s.ext.table.name)
+	}
+	s.ext.table = t
+	return s.ext
 }
 
 // actionCall resolves an action invocation a(args) of a table (default
@@ -531,6 +543,16 @@ func (rt *tableRT) remove(e *entry) {
 	}
 }
 
+// sorted returns the entries in insertion order.
+func (rt *tableRT) sorted() []*entry {
+	list := make([]*entry, 0, len(rt.byID))
+	for _, e := range rt.byID {
+		list = append(list, e)
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].seq < list[j].seq })
+	return list
+}
+
 // lookup finds the entry matching the key values in s.slots[keySlot:].
 func (rt *tableRT) lookup(s *pktState) *entry {
 	t := rt.c
@@ -598,6 +620,16 @@ func (t *tableC) applyFn() stmtFn {
 			slots[i] = append(slots[i], p.slot)
 		}
 	}
+	var meter func(s *pktState, e *entry)
+	if t.meter != nil {
+		ms, unit := t.meterSlot, t.meter.munit
+		meter = func(s *pktState, e *entry) {
+			s.slots[ms] = colorGreen
+			if e != nil && e.meter != nil {
+				s.slots[ms] = e.meter.exec(s.now(), meterSize(s, unit))
+			}
+		}
+	}
 	return func(s *pktState) flow {
 		for i := range keys {
 			if src := keys[i].slot; src >= 0 {
@@ -609,11 +641,15 @@ func (t *tableC) applyFn() stmtFn {
 		rt := s.dev.tables[idx]
 		ai, params := rt.defAI, rt.defParams
 		hit := uint64(0)
-		if e := rt.lookup(s); e != nil {
+		e := rt.lookup(s)
+		if e != nil {
 			hit = 1
 			ai, params = e.ai, e.params
 			e.packets++
 			e.bytes += uint64(len(s.pkt))
+		}
+		if meter != nil {
+			meter(s, e)
 		}
 		s.slots[hs] = hit
 		s.slots[rs] = uint64(ai)

@@ -5,7 +5,8 @@
 // what it sees (egress_rid, instance_type, metadata) into the header.
 // For the P4Runtime conformance tests it also has a table with a direct
 // counter (fwd: unicast by arg), a const table, a register, a counter and
-// a table with range and optional keys (classify).
+// a table with range and optional keys (classify), a meter (pm) and a
+// direct meter on fwd (its colour in lost).
 #include <core.p4>
 #include <v1model.p4>
 
@@ -13,7 +14,7 @@ header h_t {
     bit<8>  op;     // 1 multicast, 2 clone I2E, 3 clone I2E keeping kept, 4 clone E2E keeping kept,
                     // 5 multicast then mark_to_drop, 6 classify (range and optional match) into kept,
                     // 7 resubmit keeping kept (= arg + 1), 8 recirculate keeping kept (= arg + 2) as op 9,
-                    // 10 resubmit for ever
+                    // 10 resubmit for ever, 11 meter pm[arg] into lost
     bit<8>  arg;    // group or session id
     bit<16> rid;    // egress: standard_metadata.egress_rid
     bit<8>  itype;  // egress: standard_metadata.instance_type
@@ -41,13 +42,16 @@ control I(inout headers hdr, inout meta_t meta, inout standard_metadata_t sm) {
     direct_counter(CounterType.packets_and_bytes) hits;
     register<bit<16>>(8) r;
     counter(8, CounterType.packets) c;
+    meter(4, MeterType.packets) pm;
+    direct_meter<bit<8>>(MeterType.packets) dm;
 
-    action set_port(bit<9> p) { sm.egress_spec = p; }
+    action set_port(bit<9> p) { sm.egress_spec = p; dm.read(meta.lost); }
     table fwd {
         key = { hdr.h.arg: exact; }
         actions = { set_port; NoAction; }
         default_action = NoAction();
         counters = hits;
+        meters = dm;
         size = 64;
     }
     action tag(bit<8> v) { meta.kept = v; }
@@ -88,6 +92,8 @@ control I(inout headers hdr, inout meta_t meta, inout standard_metadata_t sm) {
             resubmit_preserving_field_list(1);
         } else if (hdr.h.op == 10) {
             resubmit_preserving_field_list(1);
+        } else if (hdr.h.op == 11) {
+            pm.execute_meter((bit<32>)hdr.h.arg, meta.lost);
         }
         hdr.h.mark = 0xAA;
     }

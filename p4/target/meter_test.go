@@ -1,0 +1,104 @@
+package target
+
+import (
+	"fmt"
+	"testing"
+
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+)
+
+// The trTCM of RFC 2698 on a fake clock: colours by bucket, refill by
+// rate, caps at the bursts.
+func TestMeterColours(t *testing.T) {
+	p := mustCompileFile(t, "../testdata/pre.p4")
+	now := uint64(1000)
+	d := NewDevice(p, Options{Now: func() uint64 { return now }})
+	id := meterID(t, p, "I.pm")
+	// 1000 packets/s committed (burst 1), 2000 peak (burst 2).
+	if err := d.WriteMeterEntry(&p4v1.MeterEntry{MeterId: id, Index: &p4v1.Index{Index: 1},
+		Config: &p4v1.MeterConfig{Cir: 1000, Cburst: 1, Pir: 2000, Pburst: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	colour := func(arg byte) byte {
+		o := send(d, 1, preHdr{op: 11, arg: arg}.bytes())
+		if len(o) != 1 {
+			t.Fatalf("%d frames", len(o))
+		}
+		return parsePre(o[0].frame).lost
+	}
+	var got []byte
+	for i := 0; i < 3; i++ {
+		got = append(got, colour(1))
+	}
+	now += 500 // +0.5 committed token, +1 peak token
+	got = append(got, colour(1))
+	now += 500 // +1 committed (now 1), +1 peak (now 1)
+	got = append(got, colour(1))
+	now += 1_000_000 // a second: both buckets full again, not beyond
+	got = append(got, colour(1), colour(1), colour(1))
+	got = append(got, colour(0)) // an unconfigured cell is GREEN
+	want := []byte{colorGreen, colorYellow, colorRed, colorYellow, colorGreen, colorGreen, colorYellow, colorRed, colorGreen}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("colours %v, want %v", got, want)
+	}
+	// Clearing the config makes it GREEN again; reads give the config.
+	var cfgs []*p4v1.MeterConfig
+	if err := d.ReadMeterEntries(&p4v1.MeterEntry{MeterId: id}, func(e *p4v1.MeterEntry) error {
+		cfgs = append(cfgs, e.Config)
+		return nil
+	}); err != nil || len(cfgs) != 4 || cfgs[0] != nil || cfgs[1].GetPir() != 2000 {
+		t.Fatalf("read: %v, %v", cfgs, err)
+	}
+	if err := d.WriteMeterEntry(&p4v1.MeterEntry{MeterId: id}); err != nil {
+		t.Fatal(err)
+	}
+	if c := colour(1); c != colorGreen {
+		t.Errorf("cleared meter: colour %d", c)
+	}
+}
+
+func TestMeterConfigErrors(t *testing.T) {
+	p := mustCompileFile(t, "../testdata/pre.p4")
+	d := NewDevice(p, Options{})
+	id := meterID(t, p, "I.pm")
+	cases := []struct {
+		name string
+		e    *p4v1.MeterEntry
+		code string
+	}{
+		{"cir above pir", &p4v1.MeterEntry{MeterId: id, Config: &p4v1.MeterConfig{Cir: 2, Pir: 1}}, "InvalidArgument"},
+		{"negative burst", &p4v1.MeterEntry{MeterId: id, Config: &p4v1.MeterConfig{Cburst: -1}}, "InvalidArgument"},
+		{"eburst on trTCM", &p4v1.MeterEntry{MeterId: id, Config: &p4v1.MeterConfig{Eburst: 1}}, "InvalidArgument"},
+		{"rate too large", &p4v1.MeterEntry{MeterId: id, Config: &p4v1.MeterConfig{Cir: 1 << 41, Pir: 1 << 41}}, "InvalidArgument"},
+		{"index -1", &p4v1.MeterEntry{MeterId: id, Index: &p4v1.Index{Index: -1}}, "InvalidArgument"},
+		{"index 4", &p4v1.MeterEntry{MeterId: id, Index: &p4v1.Index{Index: 4}}, "OutOfRange"},
+		{"unknown meter", &p4v1.MeterEntry{MeterId: 7}, "NotFound"},
+		{"counter data", &p4v1.MeterEntry{MeterId: id, CounterData: &p4v1.MeterCounterData{}}, "Unimplemented"},
+	}
+	for _, c := range cases {
+		if got := statusCode(d.WriteMeterEntry(c.e)); got != c.code {
+			t.Errorf("%s: %s, want %s", c.name, got, c.code)
+		}
+	}
+}
+
+// The token arithmetic does not overflow at the largest rates and bursts.
+func TestAddTokensBounds(t *testing.T) {
+	const max = maxMeterValue * 1e6
+	cases := []struct {
+		tok, rate int64
+		dt        uint64
+		want      int64
+	}{
+		{0, maxMeterValue, 1 << 62, max},
+		{0, maxMeterValue, 1, maxMeterValue},
+		{max - 1, 1, 1, max},
+		{5, 0, 1 << 40, 5},
+		{max, 1, 1, max},
+	}
+	for _, c := range cases {
+		if got := addTokens(c.tok, c.rate, c.dt, max); got != c.want {
+			t.Errorf("addTokens(%d, %d, %d) = %d, want %d", c.tok, c.rate, c.dt, got, c.want)
+		}
+	}
+}
