@@ -144,7 +144,15 @@ func (d *Device) now() uint64 {
 func (d *Device) Process(ingressPort uint32, frame []byte, emit func(egressPort uint32, frame []byte)) {
 	s := d.pool.Get().(*pktState)
 	d.mu.Lock()
-	port, ok := d.pipeline(s, ingressPort, frame, emit)
+	var port uint32
+	ok := false
+	d.stats.In++
+	if ingressPort > 511 {
+		d.stats.Dropped++
+	} else {
+		d.copies = 0
+		port, ok = d.pass(s, ingressPort, frame, emit, nil)
+	}
 	d.mu.Unlock()
 	if ok && emit != nil {
 		emit(port, s.out)
@@ -153,22 +161,11 @@ func (d *Device) Process(ingressPort uint32, frame []byte, emit func(egressPort 
 	d.pool.Put(s)
 }
 
-// pipeline runs one packet. The usual case (one copy) returns the copy's
-// port with ok; a packet that replication, cloning, resubmission or
-// recirculation turns into other copies is emitted here (with d.mu held)
-// and ok is false.
-func (d *Device) pipeline(s *pktState, in uint32, frame []byte, emit func(uint32, []byte)) (uint32, bool) {
-	d.stats.In++
-	if in > 511 {
-		d.stats.Dropped++
-		return 0, false
-	}
-	d.copies = 0
-	return d.pass(s, in, frame, emit, nil)
-}
-
 // pass runs one packet through the whole pipeline; re is set for a packet
-// that enters ingress again (resubmitted or recirculated).
+// that enters ingress again (resubmitted or recirculated). The usual case
+// (one copy) returns the copy's port with ok; a packet that replication,
+// cloning, resubmission or recirculation turns into other copies is
+// emitted here (with d.mu held) and ok is false.
 func (d *Device) pass(s *pktState, in uint32, frame []byte, emit func(uint32, []byte), re *reentry) (uint32, bool) {
 	p := d.prog
 	clear(s.slots)
@@ -210,7 +207,15 @@ func (d *Device) pass(s *pktState, in uint32, frame []byte, emit func(uint32, []
 		d.stats.Dropped++
 		return 0, false
 	}
-	d.deparse(s, frame)
+	// d.deparse, inlined on the usual path.
+	p.compute.run(s)
+	if need := len(frame) + p.outSlack; cap(s.out) < need {
+		s.out = make([]byte, 0, need)
+	}
+	p.deparser.run(s)
+	if s.off < len(frame) {
+		s.out = append(s.out, frame[s.off:]...)
+	}
 	d.stats.Out++
 	return uint32(s.slots[p.smEgressPort]), true
 }
