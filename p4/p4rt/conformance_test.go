@@ -647,3 +647,84 @@ func TestConformanceMeters(t *testing.T) {
 		t.Errorf("reset direct meter: colours %v", got)
 	}
 }
+
+// Digests end to end: a DigestEntry enables learning; frames through a
+// port make digest messages; DigestLists arrive on the primary's stream;
+// a message is not learned again until its list is acknowledged.
+func TestConformanceDigests(t *testing.T) {
+	e, c := newPREEnv(t)
+	id := idOf(t, "digest", e.info.GetDigests(), "learn_t")
+	learn := func(arg byte) {
+		e.hosts[3].Send([][]byte{preFrame(12, arg)})
+	}
+	nextList := func() *p4v1.DigestList {
+		t.Helper()
+		for {
+			m := c.next()
+			if l := m.GetDigest(); l != nil {
+				return l
+			}
+		}
+	}
+	listVals := func(l *p4v1.DigestList) string {
+		var out []string
+		for _, d := range l.GetData() {
+			m := d.GetStruct().GetMembers()
+			out = append(out, fmt.Sprintf("%x/%x", m[0].GetBitstring(), m[1].GetBitstring()))
+		}
+		return strings.Join(out, " ")
+	}
+	// Not enabled: nothing is sent (checked below by the list IDs).
+	learn(1)
+	time.Sleep(20 * time.Millisecond)
+	cfg := &p4v1.DigestEntry_Config{MaxTimeoutNs: 0, MaxListSize: 1, AckTimeoutNs: int64(time.Hour)}
+	if err := e.write(1, upd(p4v1.Update_INSERT, &p4v1.DigestEntry{DigestId: id, Config: cfg})); err != nil {
+		t.Fatal(err)
+	}
+	learn(2)
+	l := nextList()
+	if l.GetDigestId() != id || l.GetListId() != 1 || listVals(l) != "02/03" || l.GetTimestamp() == 0 {
+		t.Fatalf("first list: %v (%s)", l, listVals(l))
+	}
+	// The same data again: cached until the ack; new data goes through.
+	learn(2)
+	learn(4)
+	if l := nextList(); listVals(l) != "04/03" || l.GetListId() != 2 {
+		t.Fatalf("second list: %v (%s), want 04/03 only", l, listVals(l))
+	}
+	if err := c.st.Send(&p4v1.StreamMessageRequest{Update: &p4v1.StreamMessageRequest_DigestAck{DigestAck: &p4v1.DigestListAck{DigestId: id, ListId: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond) // the ack and the frame take different paths
+	learn(2)
+	if l := nextList(); listVals(l) != "02/03" || l.GetListId() != 3 {
+		t.Fatalf("after the ack: %v (%s)", l, listVals(l))
+	}
+	// An ack for a digest that is not enabled is a StreamError.
+	if err := c.st.Send(&p4v1.StreamMessageRequest{Update: &p4v1.StreamMessageRequest_DigestAck{DigestAck: &p4v1.DigestListAck{DigestId: id + 1, ListId: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		m := c.next()
+		if se := m.GetError(); se != nil {
+			if codes.Code(se.GetCanonicalCode()) != codes.NotFound || se.GetDigestListAck() == nil {
+				t.Errorf("bad ack: %v", se)
+			}
+			break
+		}
+	}
+	// Read and codes.
+	es, err := e.read(entity(&p4v1.DigestEntry{}))
+	if err != nil || len(es) != 1 || !proto.Equal(es[0].GetDigestEntry().GetConfig(), cfg) {
+		t.Errorf("read: %v, %v", es, err)
+	}
+	one(t, "INSERT twice", e.write(1, upd(p4v1.Update_INSERT, &p4v1.DigestEntry{DigestId: id, Config: cfg})), codes.AlreadyExists)
+	one(t, "unknown digest", e.write(1, upd(p4v1.Update_INSERT, &p4v1.DigestEntry{DigestId: 5, Config: cfg})), codes.NotFound)
+	one(t, "no config", e.write(1, upd(p4v1.Update_MODIFY, &p4v1.DigestEntry{DigestId: id})), codes.InvalidArgument)
+	one(t, "DELETE", e.write(1, upd(p4v1.Update_DELETE, &p4v1.DigestEntry{DigestId: id})), codes.OK)
+	_, err = e.read(entity(&p4v1.DigestEntry{DigestId: id}))
+	one(t, "read disabled", err, codes.NotFound)
+	if st := e.srv.Stats(); st.DigestLists != 3 || st.DigestDrops != 0 {
+		t.Errorf("stats: %d lists, %d drops", st.DigestLists, st.DigestDrops)
+	}
+}

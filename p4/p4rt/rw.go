@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"google.golang.org/grpc/codes"
@@ -197,6 +198,12 @@ func (s *Server) undoFor(u *p4v1.Update) (func() error, error) {
 		if err := s.read(&p4v1.Entity{Entity: &p4v1.Entity_DirectCounterEntry{DirectCounterEntry: f}}, &entities); err != nil {
 			return nil, err
 		}
+	case *p4v1.Entity_DigestEntry:
+		un, err := s.dg.undo(u.GetType(), x.DigestEntry)
+		if err != nil || un == nil {
+			return func() error { return nil }, err
+		}
+		return func() error { return s.apply(un) }, nil
 	case *p4v1.Entity_MeterEntry:
 		f := &p4v1.MeterEntry{MeterId: x.MeterEntry.GetMeterId(), Index: x.MeterEntry.GetIndex()}
 		if err := s.read(&p4v1.Entity{Entity: &p4v1.Entity_MeterEntry{MeterEntry: f}}, &entities); err != nil {
@@ -251,6 +258,20 @@ func (s *Server) apply(u *p4v1.Update) error {
 		return s.dev.WriteDirectCounterEntry(e.DirectCounterEntry)
 	case *p4v1.Entity_PacketReplicationEngineEntry:
 		return s.dev.WritePREEntry(ut, e.PacketReplicationEngineEntry)
+	case *p4v1.Entity_DigestEntry:
+		// Records made before this update follow the old config (a
+		// digest enabled now does not learn what came before).
+		s.takeDigests(time.Now().UnixNano())
+		if err := s.dg.write(ut, e.DigestEntry); err != nil {
+			return err
+		}
+		if ut == p4v1.Update_INSERT {
+			select {
+			case s.wake <- struct{}{}:
+			default:
+			}
+		}
+		return nil
 	case *p4v1.Entity_MeterEntry:
 		if err := modifyOnly("meter entries"); err != nil {
 			return err
@@ -283,8 +304,6 @@ func absent(e any, read bool) error {
 		kind, id = "action profile", x.ActionProfileGroup.GetActionProfileId()
 	case *p4v1.Entity_ValueSetEntry:
 		kind, id = "value set", x.ValueSetEntry.GetValueSetId()
-	case *p4v1.Entity_DigestEntry:
-		kind, id = "digest", x.DigestEntry.GetDigestId()
 	default:
 		return grpcstatus.Errorf(codes.Unimplemented, "entity %s is not supported", kind)
 	}
@@ -361,6 +380,8 @@ func (s *Server) read(e *p4v1.Entity, out *[]*p4v1.Entity) error {
 			*out = append(*out, &p4v1.Entity{Entity: &p4v1.Entity_PacketReplicationEngineEntry{PacketReplicationEngineEntry: p}})
 			return nil
 		})
+	case *p4v1.Entity_DigestEntry:
+		return s.dg.read(f.DigestEntry, out)
 	case *p4v1.Entity_MeterEntry:
 		return s.dev.ReadMeterEntries(f.MeterEntry, func(m *p4v1.MeterEntry) error {
 			*out = append(*out, &p4v1.Entity{Entity: &p4v1.Entity_MeterEntry{MeterEntry: m}})

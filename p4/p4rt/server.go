@@ -8,8 +8,9 @@
 // VERIFY_AND_SAVE, COMMIT, VERIFY_AND_COMMIT) and
 // GetForwardingPipelineConfig, where the device config is the P4 source text
 // the target compiles; Write and Read of table, register, counter, direct
-// counter, meter, direct meter and packet replication engine entries
-// (multicast groups, clone sessions); StreamChannel with arbitration by election ID, PacketIn and
+// counter, meter, direct meter, digest and packet replication engine
+// entries (multicast groups, clone sessions); DigestList and DigestListAck
+// (digest.go); StreamChannel with arbitration by election ID, PacketIn and
 // PacketOut. It does not own the P4 language, the pipeline semantics or the
 // table state: those are p4/target's.
 //
@@ -50,8 +51,16 @@
 //     their messages and up to 135 their codes (111-byte messages: 34 and
 //     133); beyond that, send smaller batches to learn each update's code.
 //   - Entities this target cannot have (action profiles, value sets,
-//     digests, externs: the compiler refuses programs that declare them): a
-//     wildcard read finds none, a read or write naming an ID is NOT_FOUND.
+//     externs: the compiler refuses programs that declare them): a wildcard
+//     read finds none, a read or write naming an ID is NOT_FOUND.
+//   - Digests: lists are made as the specification's pseudo-code says
+//     (buffer of distinct messages, cache until ack or ack_timeout_ns). A
+//     loop takes the data plane's records every millisecond while a digest
+//     is enabled (so max_timeout_ns is honoured to about 1 ms); records made
+//     while a digest is not enabled are dropped. Lists go to the primary of
+//     every role, dropped (counted) when its stream queue is full. Acks are
+//     taken from the primary only; an ack for a digest that is not enabled
+//     is a StreamError NOT_FOUND.
 //   - A request naming another device ID fails with NOT_FOUND; Write and
 //     SetForwardingPipelineConfig from anyone but the primary of the role
 //     fail with PERMISSION_DENIED; Write, Read and PacketOut before a
@@ -123,6 +132,8 @@ type Stats struct {
 	PacketOuts     uint64 // PacketOut frames injected
 	SendErrors     uint64 // port Send errors
 	PipelineCommit uint64 // pipelines committed
+	DigestLists    uint64 // DigestList messages queued to a primary
+	DigestDrops    uint64 // DigestLists lost: no primary or full queue
 }
 
 // pipeline is one compiled, verified forwarding pipeline.
@@ -151,9 +162,12 @@ type Server struct {
 	one    [1][]byte
 	pout   []byte // PacketOut scratch
 	prim   []*conn
+	dg     *digests      // digest configs, buffers and caches of the committed pipeline
+	wake   chan struct{} // a digest was enabled: the digest loop starts ticking
+	stop   chan struct{} // closed by Close
 
 	stats struct {
-		rx, tx, noPipe, noPort, pin, pinDrop, pout, sendErr, commits atomic.Uint64
+		rx, tx, noPipe, noPort, pin, pinDrop, pout, sendErr, commits, digestLists, digestDrops atomic.Uint64
 	}
 
 	startOnce, closeOnce sync.Once
@@ -170,7 +184,8 @@ func New(opts Options) *Server {
 	if opts.Burst <= 0 {
 		opts.Burst = 32
 	}
-	s := &Server{opts: opts, cpuPort: opts.CPUPort, arb: newArbiter(opts.DeviceID)}
+	s := &Server{opts: opts, cpuPort: opts.CPUPort, arb: newArbiter(opts.DeviceID),
+		wake: make(chan struct{}, 1), stop: make(chan struct{})}
 	s.emitFn = s.emit
 	return s
 }
@@ -185,6 +200,8 @@ func (s *Server) Start() {
 			s.wg.Add(1)
 			go s.portLoop(id, p)
 		}
+		s.wg.Add(1)
+		go s.digestLoop()
 	})
 }
 
@@ -193,6 +210,7 @@ func (s *Server) Close() error {
 	var errs []error
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
+		close(s.stop)
 		for _, p := range s.opts.Ports {
 			if err := p.Close(); err != nil {
 				errs = append(errs, fmt.Errorf("p4rt: close port %s: %w", p.Name(), err))
@@ -211,6 +229,7 @@ func (s *Server) Stats() Stats {
 		PacketIns: s.stats.pin.Load(), PacketInDrops: s.stats.pinDrop.Load(),
 		PacketOuts: s.stats.pout.Load(), SendErrors: s.stats.sendErr.Load(),
 		PipelineCommit: s.stats.commits.Load(),
+		DigestLists:    s.stats.digestLists.Load(), DigestDrops: s.stats.digestDrops.Load(),
 	}
 }
 
@@ -278,6 +297,7 @@ func (s *Server) commit(p *pipeline) {
 	dev := target.NewDevice(p.prog, target.Options{CPUPort: s.cpuPort})
 	s.mu.Lock()
 	s.pipe, s.dev, s.saved = p, dev, nil
+	s.dg = newDigests(p.info)
 	s.mu.Unlock()
 	s.stats.commits.Add(1)
 	s.logf("p4rt: pipeline committed (%d tables, %d registers, %d counters)",
@@ -323,6 +343,69 @@ func (s *Server) portLoop(id uint32, p netio.Port) {
 		}
 		s.mu.Unlock()
 	}
+}
+
+// digestTick is how often the digest loop takes the data plane's digest
+// records and sends the lists that are due, while a digest is enabled.
+const digestTick = time.Millisecond
+
+// digestLoop drives the digests: idle until a DigestEntry is inserted,
+// then every digestTick until none is enabled.
+func (s *Server) digestLoop() {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-s.wake:
+		}
+		t := time.NewTicker(digestTick)
+		for active := true; active; {
+			select {
+			case <-s.stop:
+				t.Stop()
+				return
+			case <-t.C:
+				active = s.digestStep(time.Now().UnixNano())
+			}
+		}
+		t.Stop()
+	}
+}
+
+// digestStep moves the data plane's digest records into the buffers and
+// sends the lists that are ready; it reports whether a digest is enabled.
+func (s *Server) digestStep(now int64) bool {
+	s.mu.Lock()
+	if s.dev == nil || s.dg == nil {
+		s.mu.Unlock()
+		return false
+	}
+	s.takeDigests(now)
+	dg := s.dg
+	lists := dg.due(now)
+	active := len(dg.on) > 0
+	s.prim = s.arb.primaries(s.prim[:0])
+	for _, l := range lists {
+		m := &p4v1.StreamMessageResponse{Update: &p4v1.StreamMessageResponse_Digest{Digest: l}}
+		sent := false
+		for _, c := range s.prim {
+			sent = c.send(m, false) || sent
+		}
+		if sent {
+			s.stats.digestLists.Add(1)
+		} else {
+			s.stats.digestDrops.Add(1)
+		}
+	}
+	s.mu.Unlock()
+	return active
+}
+
+// takeDigests moves the data plane's digest records into the digest
+// buffers (called with s.mu held).
+func (s *Server) takeDigests(now int64) {
+	s.dev.TakeDigests(func(id uint32, vals []uint64) { s.dg.add(id, vals, now) })
 }
 
 // emit is the pipeline's output (called with s.mu held).
@@ -533,6 +616,26 @@ func (s *Server) StreamChannel(st p4v1.P4Runtime_StreamChannelServer) error {
 		case *p4v1.StreamMessageRequest_Arbitration:
 			if err := s.arb.update(c, u.Arbitration); err != nil {
 				return err
+			}
+		case *p4v1.StreamMessageRequest_DigestAck:
+			var err error
+			if !s.arb.isPrimary(c) {
+				err = grpcstatus.Error(codes.PermissionDenied, "only the primary may acknowledge digest lists")
+			} else {
+				s.mu.Lock()
+				if s.dg == nil {
+					err = grpcstatus.Error(codes.FailedPrecondition, "no forwarding pipeline is set")
+				} else {
+					err = s.dg.ack(u.DigestAck)
+				}
+				s.mu.Unlock()
+			}
+			if err != nil {
+				st := grpcstatus.Convert(err)
+				c.send(&p4v1.StreamMessageResponse{Update: &p4v1.StreamMessageResponse_Error{Error: &p4v1.StreamError{
+					CanonicalCode: int32(st.Code()), Message: st.Message(),
+					Details: &p4v1.StreamError_DigestListAck{DigestListAck: &p4v1.DigestListAckError{DigestListAck: u.DigestAck}},
+				}}}, true)
 			}
 		case *p4v1.StreamMessageRequest_Packet:
 			var err error

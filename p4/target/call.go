@@ -120,13 +120,16 @@ func (c *compiler) callAction(sc *scope, a *actionC, e *callExpr) stmtFn {
 // unsupportedBuiltins are v1model functions this target refuses.
 var unsupportedBuiltins = map[string]bool{
 	"clone3": true, "resubmit": true, "recirculate": true,
-	"random": true, "digest": true, "truncate": true, "assert": true, "assume": true,
+	"random": true, "truncate": true, "assert": true, "assume": true,
 	"verify_checksum_with_payload": true, "update_checksum_with_payload": true, "static_assert": true,
 }
 
 // call compiles a call expression. The result carries the call's effect in
 // st, and for value-returning calls a closure in fn.
 func (c *compiler) call(sc *scope, e *callExpr) *val {
+	if id, ok := e.fn.(*identExpr); ok && id.name == "digest" && sc.lookup("digest") == nil {
+		return &val{t: voidT, st: c.digestCall(sc, e)}
+	}
 	if len(e.targs) > 0 {
 		c.fail(e.p, "packet_in.lookahead is not supported")
 	}

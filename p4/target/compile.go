@@ -44,6 +44,7 @@ type Program struct {
 	counters            []*externC
 	directCounters      []*externC
 	meters              []*externC
+	digests             []*digestC
 	directMeters        []*externC
 	packetIn, packetOut *ptype // @controller_header types (nil when absent)
 	info                *configv1.P4Info

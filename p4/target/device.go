@@ -49,6 +49,7 @@ type Device struct {
 	regs     [][]uint64
 	counters []counterRT
 	meters   [][]meterState
+	digestQs []digestQ
 	groups   map[uint32]*mcGroup      // multicast groups by id
 	sessions map[uint32]*cloneSession // clone sessions by id
 	copies   int                      // copies made of the packet being processed
@@ -64,6 +65,9 @@ type Stats struct {
 	// dropped because they were resubmitted or recirculated more than
 	// maxReentry times in a row.
 	CopyLimit, ReentryLimit uint64
+	// DigestDrops counts digest records dropped because their queue was
+	// full (nobody took them with TakeDigests).
+	DigestDrops uint64
 }
 
 // NewDevice makes a device running p, with empty tables (except the
@@ -85,6 +89,9 @@ func NewDevice(p *Program, o Options) *Device {
 	}
 	for _, m := range p.meters {
 		d.meters = append(d.meters, make([]meterState, m.size))
+	}
+	for _, dg := range p.digests {
+		d.digestQs = append(d.digestQs, digestQ{vals: make([]uint64, digestQueueCap*len(dg.fields)), nf: len(dg.fields), recordsCap: digestQueueCap})
 	}
 	outCap := netio.MaxFrameSize + p.outSlack
 	d.pool.New = func() any {

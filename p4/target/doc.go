@@ -77,8 +77,13 @@
 //     GREEN until configured; configured by P4Runtime's MeterEntry,
 //     DirectMeterEntry and TableEntry.meter_config. A direct meter runs
 //     when its table hits; read gives GREEN on a miss.
-//   - Digests, clone3, random, truncate, lookahead/advance, value sets,
-//     selector matches, action profiles and idle timeouts are refused. log_msg is
+//   - Digests (digest.go): digest<T>(receiver, data) with T a struct of
+//     bit<W> or bool fields (a struct value, or a list with T explicit);
+//     one P4Info digest per T, named after it, its struct in type_info, as
+//     p4c does. Records queue on the Device (1024 per digest, then dropped
+//     and counted) until a server takes them (TakeDigests).
+//   - clone3, random, truncate, lookahead/advance, value sets, selector
+//     matches, action profiles and idle timeouts are refused. log_msg is
 //     accepted and does nothing. The timestamps are read-only and read the
 //     clock lazily (Options.Now, microseconds).
 //   - Deparsing: a header of the headers struct that was extracted is

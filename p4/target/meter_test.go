@@ -102,3 +102,45 @@ func TestAddTokensBounds(t *testing.T) {
 		}
 	}
 }
+
+func TestDigestRecords(t *testing.T) {
+	p := mustCompileFile(t, "../testdata/pre.p4")
+	d := NewDevice(p, Options{})
+	info := p.P4Info()
+	if len(info.Digests) != 1 || info.Digests[0].Preamble.Name != "learn_t" || info.Digests[0].Preamble.Id>>24 != 0x18-1 {
+		t.Fatalf("P4Info digests %v", info.Digests)
+	}
+	if m := info.TypeInfo.GetStructs()["learn_t"].GetMembers(); len(m) != 2 || m[1].Name != "port" || m[1].TypeSpec.GetBitstring().GetBit().GetBitwidth() != 9 {
+		t.Fatalf("P4Info learn_t %v", m)
+	}
+	id := info.Digests[0].Preamble.Id
+	for _, arg := range []byte{5, 6} {
+		send(d, 3, preHdr{op: 12, arg: arg}.bytes())
+	}
+	var got []string
+	take := func() {
+		got = nil
+		d.TakeDigests(func(dig uint32, vals []uint64) {
+			if dig != id {
+				t.Errorf("digest id %#x", dig)
+			}
+			got = append(got, fmt.Sprint(vals))
+		})
+	}
+	take()
+	if fmt.Sprint(got) != "[[5 3] [6 3]]" {
+		t.Errorf("records %v", got)
+	}
+	take()
+	if len(got) != 0 {
+		t.Errorf("records after taking: %v", got)
+	}
+	// A full queue drops and counts.
+	for i := 0; i < digestQueueCap+3; i++ {
+		send(d, 2, preHdr{op: 12, arg: byte(i)}.bytes())
+	}
+	take()
+	if len(got) != digestQueueCap || d.Stats().DigestDrops != 3 || got[0] != "[0 2]" {
+		t.Errorf("%d records, %d drops, first %v", len(got), d.Stats().DigestDrops, got[0])
+	}
+}

@@ -185,6 +185,10 @@ func (c *compiler) buildP4Info() *configv1.P4Info {
 	externs(configv1.P4Ids_METER, p.meters)
 	externs(configv1.P4Ids_DIRECT_METER, p.directMeters)
 	externs(configv1.P4Ids_REGISTER, p.registers)
+	for _, dg := range p.digests {
+		dg := dg
+		ents = append(ents, infoEntity{configv1.P4Ids_DIGEST, dg.name, dg.anns, dg.p, func(id uint32) { dg.id = id }})
+	}
 	var cpmIDs = map[string]*uint32{}
 	var cpmTypes []*ptype
 	var cpmNames []string
@@ -296,5 +300,6 @@ func (c *compiler) buildP4Info() *configv1.P4Info {
 		}
 		info.ControllerPacketMetadata = append(info.ControllerPacketMetadata, cm)
 	}
+	p.digestInfo(info, pre)
 	return info
 }

@@ -6,7 +6,7 @@
 // For the P4Runtime conformance tests it also has a table with a direct
 // counter (fwd: unicast by arg), a const table, a register, a counter and
 // a table with range and optional keys (classify), a meter (pm) and a
-// direct meter on fwd (its colour in lost).
+// direct meter on fwd (its colour in lost), and a digest (learn_t).
 #include <core.p4>
 #include <v1model.p4>
 
@@ -14,7 +14,7 @@ header h_t {
     bit<8>  op;     // 1 multicast, 2 clone I2E, 3 clone I2E keeping kept, 4 clone E2E keeping kept,
                     // 5 multicast then mark_to_drop, 6 classify (range and optional match) into kept,
                     // 7 resubmit keeping kept (= arg + 1), 8 recirculate keeping kept (= arg + 2) as op 9,
-                    // 10 resubmit for ever, 11 meter pm[arg] into lost
+                    // 10 resubmit for ever, 11 meter pm[arg] into lost, 12 digest learn_t {arg, ingress_port}
     bit<8>  arg;    // group or session id
     bit<16> rid;    // egress: standard_metadata.egress_rid
     bit<8>  itype;  // egress: standard_metadata.instance_type
@@ -25,6 +25,11 @@ header h_t {
 }
 
 struct headers { h_t h; }
+
+struct learn_t {
+    bit<8> arg;
+    bit<9> port;
+}
 
 struct meta_t {
     @field_list(1)
@@ -94,6 +99,8 @@ control I(inout headers hdr, inout meta_t meta, inout standard_metadata_t sm) {
             resubmit_preserving_field_list(1);
         } else if (hdr.h.op == 11) {
             pm.execute_meter((bit<32>)hdr.h.arg, meta.lost);
+        } else if (hdr.h.op == 12) {
+            digest<learn_t>(1, {hdr.h.arg, sm.ingress_port});
         }
         hdr.h.mark = 0xAA;
     }
