@@ -728,3 +728,154 @@ func TestConformanceDigests(t *testing.T) {
 		t.Errorf("stats: %d lists, %d drops", st.DigestLists, st.DigestDrops)
 	}
 }
+
+// Action profiles and selectors: members, groups and one-shot action sets
+// through P4Runtime; frames go where the member the selector picks says.
+// The selector hashes {mark, lost} with identity into 8 bits, so lost
+// picks: member index = lost mod (sum of weights).
+func TestConformanceActionProfiles(t *testing.T) {
+	e, _ := newPREEnv(t)
+	sel, ap := idOf(t, "action profile", e.info.GetActionProfiles(), "I.sel"), idOf(t, "action profile", e.info.GetActionProfiles(), "I.ap")
+	toPort := func(p byte) *p4v1.Action {
+		return &p4v1.Action{ActionId: e.actionID("I.to_port"), Params: []*p4v1.Action_Param{{ParamId: 1, Value: []byte{p}}}}
+	}
+	member := func(prof, id uint32, p byte) *p4v1.ActionProfileMember {
+		return &p4v1.ActionProfileMember{ActionProfileId: prof, MemberId: id, Action: toPort(p)}
+	}
+	group := func(id uint32, ms ...[2]int32) *p4v1.ActionProfileGroup {
+		g := &p4v1.ActionProfileGroup{ActionProfileId: sel, GroupId: id}
+		for _, m := range ms {
+			g.Members = append(g.Members, &p4v1.ActionProfileGroup_Member{MemberId: uint32(m[0]), Weight: m[1]})
+		}
+		return g
+	}
+	entry := func(table string, arg byte, ta *p4v1.TableAction) *p4v1.TableEntry {
+		return &p4v1.TableEntry{TableId: e.tableID(table), Action: ta,
+			Match: []*p4v1.FieldMatch{{FieldId: 1, FieldMatchType: &p4v1.FieldMatch_Exact_{Exact: &p4v1.FieldMatch_Exact{Value: []byte{arg}}}}}}
+	}
+	byMember := func(id uint32) *p4v1.TableAction {
+		return &p4v1.TableAction{Type: &p4v1.TableAction_ActionProfileMemberId{ActionProfileMemberId: id}}
+	}
+	byGroup := func(id uint32) *p4v1.TableAction {
+		return &p4v1.TableAction{Type: &p4v1.TableAction_ActionProfileGroupId{ActionProfileGroupId: id}}
+	}
+	oneShot := &p4v1.TableAction{Type: &p4v1.TableAction_ActionProfileActionSet{ActionProfileActionSet: &p4v1.ActionProfileActionSet{
+		ActionProfileActions: []*p4v1.ActionProfileAction{{Action: toPort(5), Weight: 1}, {Action: toPort(6), Weight: 1}}}}}
+	if err := e.write(1,
+		upd(p4v1.Update_INSERT, member(sel, 1, 2)), upd(p4v1.Update_INSERT, member(sel, 2, 3)), upd(p4v1.Update_INSERT, member(sel, 3, 4)),
+		upd(p4v1.Update_INSERT, member(ap, 1, 6)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.write(1, upd(p4v1.Update_INSERT, group(10, [2]int32{1, 1}, [2]int32{2, 2}, [2]int32{3, 1}))); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.write(1,
+		upd(p4v1.Update_INSERT, entry("I.ecmp", 1, byGroup(10))),
+		upd(p4v1.Update_INSERT, entry("I.ecmp", 2, byMember(3))),
+		upd(p4v1.Update_INSERT, entry("I.ecmp", 3, oneShot)),
+		upd(p4v1.Update_INSERT, entry("I.prof", 1, byMember(1))),
+	); err != nil {
+		t.Fatal(err)
+	}
+	port := func(op, arg, lost byte) string {
+		f := preFrame(op, arg)
+		f[7] = lost
+		got := e.exchange(1, f)
+		if len(got) != 1 {
+			return fmt.Sprint(got)
+		}
+		return got[0][:1]
+	}
+	// Group 10: picks [m1, m2, m2, m3] -> ports 2 3 3 4.
+	var got []string
+	for lost := byte(0); lost < 5; lost++ {
+		got = append(got, port(13, 1, lost))
+	}
+	if fmt.Sprint(got) != "[2 3 3 4 2]" {
+		t.Errorf("group 10 by lost 0..4: ports %v, want [2 3 3 4 2]", got)
+	}
+	if p := port(13, 2, 7); p != "4" {
+		t.Errorf("member 3: port %s", p)
+	}
+	if a, b := port(13, 3, 0), port(13, 3, 1); a != "5" || b != "6" {
+		t.Errorf("one-shot: ports %s %s, want 5 6", a, b)
+	}
+	if p := port(14, 1, 0); p != "6" {
+		t.Errorf("action profile member: port %s", p)
+	}
+	// MODIFY a member: the group follows.
+	if err := e.write(1, upd(p4v1.Update_MODIFY, member(sel, 1, 5))); err != nil {
+		t.Fatal(err)
+	}
+	if p := port(13, 1, 0); p != "5" {
+		t.Errorf("after member MODIFY: port %s", p)
+	}
+	// Codes.
+	one(t, "member exists", e.write(1, upd(p4v1.Update_INSERT, member(sel, 1, 2))), codes.AlreadyExists)
+	one(t, "member in a group", e.write(1, upd(p4v1.Update_DELETE, member(sel, 1, 0))), codes.FailedPrecondition)
+	one(t, "member of an entry", e.write(1, upd(p4v1.Update_DELETE, member(ap, 1, 0))), codes.FailedPrecondition)
+	one(t, "group of an entry", e.write(1, upd(p4v1.Update_DELETE, group(10))), codes.FailedPrecondition)
+	one(t, "group with a missing member", e.write(1, upd(p4v1.Update_INSERT, group(11, [2]int32{9, 1}))), codes.NotFound)
+	one(t, "weight 0", e.write(1, upd(p4v1.Update_INSERT, group(11, [2]int32{1, 0}))), codes.InvalidArgument)
+	one(t, "groups on a profile without selector", e.write(1, upd(p4v1.Update_INSERT, &p4v1.ActionProfileGroup{ActionProfileId: ap, GroupId: 1})), codes.InvalidArgument)
+	one(t, "entry with a missing member", e.write(1, upd(p4v1.Update_INSERT, entry("I.ecmp", 4, byMember(9)))), codes.NotFound)
+	one(t, "direct action on an indirect table", e.write(1, upd(p4v1.Update_INSERT, entry("I.ecmp", 4, &p4v1.TableAction{Type: &p4v1.TableAction_Action{Action: toPort(1)}}))), codes.InvalidArgument)
+	one(t, "member on a direct table", e.write(1, upd(p4v1.Update_INSERT, entry("I.fwd", 4, byMember(1)))), codes.InvalidArgument)
+	one(t, "unknown profile", e.write(1, upd(p4v1.Update_INSERT, member(42, 1, 2))), codes.NotFound)
+	if err := e.write(1, upd(p4v1.Update_INSERT, member(ap, 2, 1)), upd(p4v1.Update_INSERT, member(ap, 3, 1)), upd(p4v1.Update_INSERT, member(ap, 4, 1))); err != nil {
+		t.Fatal(err)
+	}
+	one(t, "profile full", e.write(1, upd(p4v1.Update_INSERT, member(ap, 5, 1))), codes.ResourceExhausted)
+	// Read back, wildcard and by entry.
+	es, err := e.read(entity(&p4v1.ActionProfileMember{}), entity(&p4v1.ActionProfileGroup{}), entity(&p4v1.TableEntry{TableId: e.tableID("I.ecmp")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	for _, x := range es {
+		kinds[fmt.Sprintf("%T", x.GetEntity())]++
+		if g := x.GetActionProfileGroup(); g != nil && (len(g.Members) != 3 || g.Members[1].Weight != 2) {
+			t.Errorf("group read back %v", g)
+		}
+		if te := x.GetTableEntry(); te != nil && te.Match[0].GetExact().GetValue()[0] == 3 && !proto.Equal(te.Action, oneShot) {
+			t.Errorf("one-shot entry read back %v", te.Action)
+		}
+	}
+	if kinds["*v1.Entity_ActionProfileMember"] != 3+4 || kinds["*v1.Entity_ActionProfileGroup"] != 1 || kinds["*v1.Entity_TableEntry"] != 3 {
+		t.Errorf("read %v", kinds)
+	}
+	// Deleting in order works: entries, group, members.
+	if err := e.write(1, upd(p4v1.Update_DELETE, entry("I.ecmp", 1, nil)), upd(p4v1.Update_DELETE, entry("I.ecmp", 2, nil))); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.write(1, upd(p4v1.Update_DELETE, group(10))); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.write(1, upd(p4v1.Update_DELETE, member(sel, 1, 0)), upd(p4v1.Update_DELETE, member(sel, 2, 0)), upd(p4v1.Update_DELETE, member(sel, 3, 0))); err != nil {
+		t.Fatal(err)
+	}
+	// A failed atomic batch of member and group updates leaves them as
+	// they were.
+	state := func() string {
+		es, err := e.read(entity(&p4v1.ActionProfileMember{}), entity(&p4v1.ActionProfileGroup{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s []string
+		for _, x := range es {
+			s = append(s, prototext.Format(x))
+		}
+		return strings.Join(s, "|")
+	}
+	before := state()
+	err = e.writeAtomic(p4v1.WriteRequest_ROLLBACK_ON_ERROR,
+		upd(p4v1.Update_INSERT, member(sel, 7, 2)), upd(p4v1.Update_INSERT, group(12, [2]int32{7, 1})),
+		upd(p4v1.Update_MODIFY, member(ap, 2, 9)), upd(p4v1.Update_INSERT, member(ap, 5, 1)))
+	if got := details(t, err); fmt.Sprint(got) != fmt.Sprint([]codes.Code{codes.Aborted, codes.Aborted, codes.Aborted, codes.ResourceExhausted}) {
+		t.Errorf("rollback details %v", got)
+	}
+	if after := state(); after != before {
+		t.Errorf("rollback changed the profiles:\n%s\n%s", before, after)
+	}
+}

@@ -171,16 +171,7 @@ func (s *Server) undoFor(u *p4v1.Update) (func() error, error) {
 			k.CloneSessionEntry = &p4v1.CloneSessionEntry{SessionId: k.CloneSessionEntry.GetSessionId()}
 		}
 		keyEnt := &p4v1.Entity{Entity: &p4v1.Entity_PacketReplicationEngineEntry{PacketReplicationEngineEntry: key}}
-		if u.GetType() == p4v1.Update_INSERT {
-			return func() error { return s.apply(&p4v1.Update{Type: p4v1.Update_DELETE, Entity: keyEnt}) }, nil
-		}
-		if err := s.read(keyEnt, &entities); err != nil {
-			return nil, err
-		}
-		if u.GetType() == p4v1.Update_DELETE {
-			return restore(p4v1.Update_INSERT), nil
-		}
-		return restore(p4v1.Update_MODIFY), nil
+		return s.undoByKey(u.GetType(), keyEnt, &entities, restore)
 	case *p4v1.Entity_RegisterEntry:
 		f := proto.Clone(x.RegisterEntry).(*p4v1.RegisterEntry)
 		f.Data = nil
@@ -198,6 +189,14 @@ func (s *Server) undoFor(u *p4v1.Update) (func() error, error) {
 		if err := s.read(&p4v1.Entity{Entity: &p4v1.Entity_DirectCounterEntry{DirectCounterEntry: f}}, &entities); err != nil {
 			return nil, err
 		}
+	case *p4v1.Entity_ActionProfileMember:
+		m := x.ActionProfileMember
+		key := &p4v1.Entity{Entity: &p4v1.Entity_ActionProfileMember{ActionProfileMember: &p4v1.ActionProfileMember{ActionProfileId: m.GetActionProfileId(), MemberId: m.GetMemberId()}}}
+		return s.undoByKey(u.GetType(), key, &entities, restore)
+	case *p4v1.Entity_ActionProfileGroup:
+		g := x.ActionProfileGroup
+		key := &p4v1.Entity{Entity: &p4v1.Entity_ActionProfileGroup{ActionProfileGroup: &p4v1.ActionProfileGroup{ActionProfileId: g.GetActionProfileId(), GroupId: g.GetGroupId()}}}
+		return s.undoByKey(u.GetType(), key, &entities, restore)
 	case *p4v1.Entity_DigestEntry:
 		un, err := s.dg.undo(u.GetType(), x.DigestEntry)
 		if err != nil || un == nil {
@@ -222,6 +221,22 @@ func (s *Server) undoFor(u *p4v1.Update) (func() error, error) {
 		// Entities this target has no instances of: the update fails
 		// and changes nothing.
 		return func() error { return nil }, nil
+	}
+	return restore(p4v1.Update_MODIFY), nil
+}
+
+// undoByKey is the undo of an update of an entity with a key (key: the
+// entity with its key fields only): INSERT is undone by a DELETE of the
+// key, MODIFY and DELETE by writing back what a read of the key returns.
+func (s *Server) undoByKey(ut p4v1.Update_Type, key *p4v1.Entity, entities *[]*p4v1.Entity, restore func(p4v1.Update_Type) func() error) (func() error, error) {
+	if ut == p4v1.Update_INSERT {
+		return func() error { return s.apply(&p4v1.Update{Type: p4v1.Update_DELETE, Entity: key}) }, nil
+	}
+	if err := s.read(key, entities); err != nil {
+		return nil, err
+	}
+	if ut == p4v1.Update_DELETE {
+		return restore(p4v1.Update_INSERT), nil
 	}
 	return restore(p4v1.Update_MODIFY), nil
 }
@@ -258,6 +273,10 @@ func (s *Server) apply(u *p4v1.Update) error {
 		return s.dev.WriteDirectCounterEntry(e.DirectCounterEntry)
 	case *p4v1.Entity_PacketReplicationEngineEntry:
 		return s.dev.WritePREEntry(ut, e.PacketReplicationEngineEntry)
+	case *p4v1.Entity_ActionProfileMember:
+		return s.dev.WriteActionProfileMember(ut, e.ActionProfileMember)
+	case *p4v1.Entity_ActionProfileGroup:
+		return s.dev.WriteActionProfileGroup(ut, e.ActionProfileGroup)
 	case *p4v1.Entity_DigestEntry:
 		// Records made before this update follow the old config (a
 		// digest enabled now does not learn what came before).
@@ -298,10 +317,6 @@ func absent(e any, read bool) error {
 	switch x := e.(type) {
 	case *p4v1.Entity_ExternEntry:
 		kind, id = "extern instance", x.ExternEntry.GetExternId()
-	case *p4v1.Entity_ActionProfileMember:
-		kind, id = "action profile", x.ActionProfileMember.GetActionProfileId()
-	case *p4v1.Entity_ActionProfileGroup:
-		kind, id = "action profile", x.ActionProfileGroup.GetActionProfileId()
 	case *p4v1.Entity_ValueSetEntry:
 		kind, id = "value set", x.ValueSetEntry.GetValueSetId()
 	default:
@@ -382,6 +397,16 @@ func (s *Server) read(e *p4v1.Entity, out *[]*p4v1.Entity) error {
 		})
 	case *p4v1.Entity_DigestEntry:
 		return s.dg.read(f.DigestEntry, out)
+	case *p4v1.Entity_ActionProfileMember:
+		return s.dev.ReadActionProfileMembers(f.ActionProfileMember, func(m *p4v1.ActionProfileMember) error {
+			*out = append(*out, &p4v1.Entity{Entity: &p4v1.Entity_ActionProfileMember{ActionProfileMember: m}})
+			return nil
+		})
+	case *p4v1.Entity_ActionProfileGroup:
+		return s.dev.ReadActionProfileGroups(f.ActionProfileGroup, func(g *p4v1.ActionProfileGroup) error {
+			*out = append(*out, &p4v1.Entity{Entity: &p4v1.Entity_ActionProfileGroup{ActionProfileGroup: g}})
+			return nil
+		})
 	case *p4v1.Entity_MeterEntry:
 		return s.dev.ReadMeterEntries(f.MeterEntry, func(m *p4v1.MeterEntry) error {
 			*out = append(*out, &p4v1.Entity{Entity: &p4v1.Entity_MeterEntry{MeterEntry: m}})

@@ -8,8 +8,8 @@
 // VERIFY_AND_SAVE, COMMIT, VERIFY_AND_COMMIT) and
 // GetForwardingPipelineConfig, where the device config is the P4 source text
 // the target compiles; Write and Read of table, register, counter, direct
-// counter, meter, direct meter, digest and packet replication engine
-// entries (multicast groups, clone sessions); DigestList and DigestListAck
+// counter, meter, direct meter, digest, action profile member and group,
+// and packet replication engine entries (multicast groups, clone sessions); DigestList and DigestListAck
 // (digest.go); StreamChannel with arbitration by election ID, PacketIn and
 // PacketOut. It does not own the P4 language, the pipeline semantics or the
 // table state: those are p4/target's.
@@ -50,9 +50,9 @@
 //     fit. Measured: with 26-byte messages, up to 79 failed updates keep
 //     their messages and up to 135 their codes (111-byte messages: 34 and
 //     133); beyond that, send smaller batches to learn each update's code.
-//   - Entities this target cannot have (action profiles, value sets,
-//     externs: the compiler refuses programs that declare them): a wildcard
-//     read finds none, a read or write naming an ID is NOT_FOUND.
+//   - Entities this target cannot have (value sets, externs: the compiler
+//     refuses programs that declare them): a wildcard read finds none, a
+//     read or write naming an ID is NOT_FOUND.
 //   - Digests: lists are made as the specification's pseudo-code says
 //     (buffer of distinct messages, cache until ack or ack_timeout_ns). A
 //     loop takes the data plane's records every millisecond while a digest

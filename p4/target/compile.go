@@ -45,6 +45,7 @@ type Program struct {
 	directCounters      []*externC
 	meters              []*externC
 	digests             []*digestC
+	profiles            []*externC // action profiles and selectors
 	directMeters        []*externC
 	packetIn, packetOut *ptype // @controller_header types (nil when absent)
 	info                *configv1.P4Info

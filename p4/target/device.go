@@ -50,6 +50,7 @@ type Device struct {
 	counters []counterRT
 	meters   [][]meterState
 	digestQs []digestQ
+	profs    []*profRT
 	groups   map[uint32]*mcGroup      // multicast groups by id
 	sessions map[uint32]*cloneSession // clone sessions by id
 	copies   int                      // copies made of the packet being processed
@@ -89,6 +90,9 @@ func NewDevice(p *Program, o Options) *Device {
 	}
 	for _, m := range p.meters {
 		d.meters = append(d.meters, make([]meterState, m.size))
+	}
+	for _, x := range p.profiles {
+		d.profs = append(d.profs, &profRT{c: x, t: x.table, members: map[uint32]*apMember{}, groups: map[uint32]*apGroup{}})
 	}
 	for _, dg := range p.digests {
 		d.digestQs = append(d.digestQs, digestQ{vals: make([]uint64, digestQueueCap*len(dg.fields)), nf: len(dg.fields), recordsCap: digestQueueCap})

@@ -9,8 +9,9 @@
 // pipeline (parser, verifyChecksum, ingress, egress, computeChecksum,
 // deparser), the P4Info of a program (p4c's naming and ID rules), and the
 // semantics of P4Runtime's TableEntry, RegisterEntry, CounterEntry,
-// DirectCounterEntry, MeterEntry, DirectMeterEntry and
-// PacketReplicationEngineEntry messages on a Device. It does not own the P4Runtime
+// DirectCounterEntry, MeterEntry, DirectMeterEntry, ActionProfileMember,
+// ActionProfileGroup and PacketReplicationEngineEntry messages on a Device,
+// and the digest records a server turns into DigestLists. It does not own the P4Runtime
 // gRPC service (arbitration, streams, pipeline config): that is a server
 // built on top of this package.
 //
@@ -82,8 +83,12 @@
 //     one P4Info digest per T, named after it, its struct in type_info, as
 //     p4c does. Records queue on the Device (1024 per digest, then dropped
 //     and counted) until a server takes them (TakeDigests).
-//   - clone3, random, truncate, lookahead/advance, value sets, selector
-//     matches, action profiles and idle timeouts are refused. log_msg is
+//   - Action profiles and selectors (profile.go): implementation =
+//     action_profile or action_selector; selector keys feed the selector's
+//     hash and are not match fields; members, groups and one-shot action
+//     sets from P4Runtime. A profile serves one table.
+//   - clone3, random, truncate, lookahead/advance, value sets and idle
+//     timeouts are refused. log_msg is
 //     accepted and does nothing. The timestamps are read-only and read the
 //     clock lazily (Options.Now, microseconds).
 //   - Deparsing: a header of the headers struct that was extracted is

@@ -74,7 +74,7 @@ func (d *Device) resolveAction(t *tableC, ta *p4v1.TableAction, isDefault bool) 
 	}
 	a := ta.GetAction()
 	if a == nil {
-		return 0, nil, errf(codes.Unimplemented, "table %s: action profiles are not supported", t.name)
+		return 0, nil, errf(codes.InvalidArgument, "table %s has no action profile: give an action", t.name)
 	}
 	ai := -1
 	for i, r := range t.actions {
@@ -305,7 +305,12 @@ func (d *Device) WriteTableEntry(ut p4v1.Update_Type, te *p4v1.TableEntry) error
 		if len(rt.byID) >= t.size {
 			return errf(codes.ResourceExhausted, "table %s is full (%d entries)", t.name, t.size)
 		}
-		if e.ai, e.params, err = d.resolveAction(t, te.Action, false); err != nil {
+		if t.prof != nil {
+			e.indirect = true
+			if err := d.indirectAction(t, te.Action, e); err != nil {
+				return err
+			}
+		} else if e.ai, e.params, err = d.resolveAction(t, te.Action, false); err != nil {
 			return err
 		}
 		if cd := te.CounterData; cd != nil && t.counter != nil {
@@ -319,11 +324,20 @@ func (d *Device) WriteTableEntry(ut p4v1.Update_Type, te *p4v1.TableEntry) error
 		if old == nil {
 			return errf(codes.NotFound, "table %s: no such entry", t.name)
 		}
-		ai, params, err := d.resolveAction(t, te.Action, false)
-		if err != nil {
-			return err
+		if t.prof != nil {
+			ne := &entry{indirect: true}
+			if err := d.indirectAction(t, te.Action, ne); err != nil {
+				return err
+			}
+			old.ref(-1)
+			old.mem, old.grp, old.oneShot = ne.mem, ne.grp, ne.oneShot
+		} else {
+			ai, params, err := d.resolveAction(t, te.Action, false)
+			if err != nil {
+				return err
+			}
+			old.ai, old.params = ai, params
 		}
-		old.ai, old.params = ai, params
 		if cd := te.CounterData; cd != nil && t.counter != nil {
 			old.packets, old.bytes = uint64(cd.PacketCount), uint64(cd.ByteCount)
 		}
@@ -336,6 +350,7 @@ func (d *Device) WriteTableEntry(ut p4v1.Update_Type, te *p4v1.TableEntry) error
 		if old == nil {
 			return errf(codes.NotFound, "table %s: no such entry", t.name)
 		}
+		old.ref(-1)
 		rt.remove(old)
 	default:
 		return errf(codes.InvalidArgument, "unknown update type %v", ut)
@@ -378,7 +393,11 @@ func (rt *tableRT) entryProto(e *entry, counters bool) *p4v1.TableEntry {
 		}
 		te.Match = append(te.Match, fm)
 	}
-	te.Action = actionProto(t, e.ai, e.params)
+	if e.indirect {
+		te.Action = indirectProto(e)
+	} else {
+		te.Action = actionProto(t, e.ai, e.params)
+	}
 	if counters && t.counter != nil {
 		te.CounterData = &p4v1.CounterData{PacketCount: int64(e.packets), ByteCount: int64(e.bytes)}
 	}

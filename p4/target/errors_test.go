@@ -47,7 +47,8 @@ func TestRefusesBodyErrors(t *testing.T) {
 		{"register<bit<32>>(4) r;", "r.write(0, hdr.h.c);", bodyLine, "expected bit<32>, found bit<16>"},
 		{"register<bit<32>>(4) r;", "r.read(hdr.h.a, 0);", bodyLine, "register I.r holds bit<32>, result is bit<8>"},
 		{"counter(4, CounterType.packets) c;", "c.count(hdr.h.a);", bodyLine, "expected bit<32>, found bit<8>"},
-		{"action_profile(4) ap;", "", bodyLine - 3, "action_profile is not supported"},
+		{"action_selector(HashAlgorithm.crc16, 4, 65) as;", "", bodyLine - 3, "action_selector output width 65 out of range"},
+		{"action a() {} table t { key = { hdr.h.a: exact; hdr.h.b: selector; } actions = { a; } }", "", bodyLine - 3, "selector key hdr.h.b needs implementation"},
 		{"meter(4, MeterType.packets) m;", "m.execute_meter(0, hdr.h.b[0:0]);", bodyLine, "the result must be bit<W> with W >= 2"},
 		{"direct_meter<bit<2>>(MeterType.packets) dm;", "", bodyLine - 3, "direct_meter I.dm is not attached to a table"},
 		{"action a(bit<8> x) { }", "a();", bodyLine, "action a takes 1 arguments, got 0"},
@@ -55,11 +56,11 @@ func TestRefusesBodyErrors(t *testing.T) {
 		{"", "hdr.h.a = sm.ingress_global_timestamp;", bodyLine, "expected bit<8>, found bit<48>"},
 		{"", "sm.ingress_global_timestamp = 0;", bodyLine, "timestamps are read-only"},
 		{"", "hdr.h.a = hdr.h.a / 0 + hdr.h.b[9:9];", bodyLine, "slice [9:9] out of range"},
-		{"table t { key = { hdr.h.a: selector; } actions = { NoAction; } }", "", bodyLine - 3, "match kind selector is not supported"},
 		{"table t { key = { hdr.h.a: exact; } actions = { nope; } }", "", bodyLine - 3, "unknown action nope"},
 		{"action a() {} table t { key = { hdr.h.a: exact; } actions = { a; } default_action = NoAction(); }", "", bodyLine - 3, "NoAction is not in the actions of table t"},
 		{"action a(bit<8> v) {} table t { key = { hdr.h.a: exact; } actions = { a; } const entries = { (1, 2): a(1); } }", "", bodyLine - 3, "entry has 2 key values, table t has 1 keys"},
-		{"action a() {} table t { key = { hdr.h.a: exact; } actions = { a; } implementation = foo; }", "", bodyLine - 3, "table property implementation is not supported"},
+		{"action a() {} table t { key = { hdr.h.a: exact; } actions = { a; } implementation = foo; }", "", bodyLine - 3, "implementation must name an action_profile or action_selector"},
+		{"action a() {} table t { key = { hdr.h.a: exact; } actions = { a; } support_timeout = true; }", "", bodyLine - 3, "idle timeouts are not supported"},
 		{"table t { key = { hdr.h.a: exact; } actions = { NoAction; } }", "t.apply(); t.apply().hit;", bodyLine, "expression statement must be a call"},
 	}
 	for _, c := range cases {

@@ -14,10 +14,15 @@ type externC struct {
 	unit  configv1.CounterSpec_Unit
 	munit configv1.MeterSpec_Unit // meters
 	slot  int                     // direct_meter: the slot of its colour
-	idx   int                     // index in the Device's array of its kind
-	table *tableC                 // direct_counter, direct_meter: its table
-	anns  []annotation
-	p     pos
+	// action_profile, action_selector: the table it serves, and the
+	// selector's hash algorithm and output width.
+	selector bool
+	algo     func([]byte) uint64
+	outW     int
+	idx      int     // index in the Device's array of its kind
+	table    *tableC // direct_counter, direct_meter: its table
+	anns     []annotation
+	p        pos
 }
 
 func (c *compiler) declareExtern(sc *scope, d *instDecl) *externC {
@@ -78,7 +83,29 @@ func (c *compiler) declareExtern(sc *scope, d *instDecl) *externC {
 		x.slot = c.alloc(1)
 		x.idx = len(p.directMeters)
 		p.directMeters = append(p.directMeters, x)
-	case "action_profile", "action_selector", "Checksum16", "Register":
+	case "action_profile", "action_selector":
+		want := 1
+		if d.t.name == "action_selector" {
+			want = 3
+		}
+		if len(d.t.args) != 0 || len(d.args) != want {
+			c.fail(d.p, "%s takes %d constructor arguments", d.t.name, want)
+		}
+		if want == 3 {
+			x.selector = true
+			x.algo = c.algo(sc, d.args[0])
+			x.size = c.sizeArg(sc, d.args[1])
+			w := c.constInt(sc, d.args[2])
+			if w < 1 || w > 64 {
+				c.fail(d.args[2].exprPos(), "action_selector output width %d out of range (1 to 64)", w)
+			}
+			x.outW = int(w)
+		} else {
+			x.size = c.sizeArg(sc, d.args[0])
+		}
+		x.idx = len(p.profiles)
+		p.profiles = append(p.profiles, x)
+	case "Checksum16", "Register":
 		c.fail(d.p, "%s is not supported by this target", d.t.name)
 	default:
 		c.fail(d.p, "unknown extern %s", d.t.name)

@@ -185,6 +185,7 @@ func (c *compiler) buildP4Info() *configv1.P4Info {
 	externs(configv1.P4Ids_METER, p.meters)
 	externs(configv1.P4Ids_DIRECT_METER, p.directMeters)
 	externs(configv1.P4Ids_REGISTER, p.registers)
+	externs(configv1.P4Ids_ACTION_PROFILE, p.profiles)
 	for _, dg := range p.digests {
 		dg := dg
 		ents = append(ents, infoEntity{configv1.P4Ids_DIGEST, dg.name, dg.anns, dg.p, func(id uint32) { dg.id = id }})
@@ -259,6 +260,9 @@ func (c *compiler) buildP4Info() *configv1.P4Info {
 		if t.meter != nil {
 			ti.DirectResourceIds = append(ti.DirectResourceIds, t.meter.id)
 		}
+		if t.prof != nil {
+			ti.ImplementationId = t.prof.id
+		}
 		info.Tables = append(info.Tables, ti)
 	}
 	for _, a := range p.actions {
@@ -283,6 +287,13 @@ func (c *compiler) buildP4Info() *configv1.P4Info {
 	for _, x := range p.directMeters {
 		info.DirectMeters = append(info.DirectMeters, &configv1.DirectMeter{Preamble: pre(x.id, x.name, nil),
 			Spec: &configv1.MeterSpec{Unit: x.munit}, DirectTableId: x.table.id})
+	}
+	for _, x := range p.profiles {
+		ap := &configv1.ActionProfile{Preamble: pre(x.id, x.name, nil), WithSelector: x.selector, Size: int64(x.size)}
+		if x.table != nil {
+			ap.TableIds = []uint32{x.table.id}
+		}
+		info.ActionProfiles = append(info.ActionProfiles, ap)
 	}
 	for _, x := range p.registers {
 		info.Registers = append(info.Registers, &configv1.Register{Preamble: pre(x.id, x.name, nil),

@@ -451,16 +451,24 @@ func (d *Device) WritePREEntry(ut p4v1.Update_Type, e *p4v1.PacketReplicationEng
 	switch x := e.GetType().(type) {
 	case *p4v1.PacketReplicationEngineEntry_MulticastGroupEntry:
 		g := x.MulticastGroupEntry
-		return writeByID(d.groups, ut, g.GetMulticastGroupId(), "multicast group", "multicast_group_id", func(what string) (*mcGroup, error) {
+		what := fmt.Sprintf("multicast group %d", g.GetMulticastGroupId())
+		if err := checkPREID(g.GetMulticastGroupId(), "multicast_group_id"); err != nil {
+			return err
+		}
+		return writeByID(d.groups, ut, g.GetMulticastGroupId(), what, func(*mcGroup, bool) (*mcGroup, error) {
 			rs, err := decodeReplicas(g.GetReplicas(), what)
 			if err != nil {
 				return nil, err
 			}
 			return &mcGroup{replicas: rs, meta: bytes.Clone(g.GetMetadata())}, nil
-		})
+		}, nil)
 	case *p4v1.PacketReplicationEngineEntry_CloneSessionEntry:
 		c := x.CloneSessionEntry
-		return writeByID(d.sessions, ut, c.GetSessionId(), "clone session", "session_id", func(what string) (*cloneSession, error) {
+		what := fmt.Sprintf("clone session %d", c.GetSessionId())
+		if err := checkPREID(c.GetSessionId(), "session_id"); err != nil {
+			return err
+		}
+		return writeByID(d.sessions, ut, c.GetSessionId(), what, func(*cloneSession, bool) (*cloneSession, error) {
 			if c.GetClassOfService() > 7 {
 				return nil, errf(codes.InvalidArgument, "%s: class_of_service %d out of range 0..7 (v1model priority is bit<3>)", what, c.GetClassOfService())
 			}
@@ -472,7 +480,7 @@ func (d *Device) WritePREEntry(ut p4v1.Update_Type, e *p4v1.PacketReplicationEng
 				return nil, err
 			}
 			return &cloneSession{replicas: rs, cos: c.GetClassOfService(), trunc: c.GetPacketLengthBytes()}, nil
-		})
+		}, nil)
 	case nil:
 		return errf(codes.InvalidArgument, "packet replication engine entry has no type")
 	default:
@@ -480,14 +488,12 @@ func (d *Device) WritePREEntry(ut p4v1.Update_Type, e *p4v1.PacketReplicationEng
 	}
 }
 
-// writeByID applies INSERT, MODIFY or DELETE to the entry id of m; build
-// makes the new entry from the update.
-func writeByID[V any](m map[uint32]V, ut p4v1.Update_Type, id uint32, kind, field string, build func(what string) (V, error)) error {
-	what := fmt.Sprintf("%s %d", kind, id)
-	if err := checkPREID(id, field); err != nil {
-		return err
-	}
-	_, exists := m[id]
+// writeByID applies INSERT, MODIFY or DELETE to the entry id of m, with
+// P4Runtime's codes (ALREADY_EXISTS, NOT_FOUND). build makes the new
+// entry (old is the current one on MODIFY); del, if set, may refuse a
+// DELETE.
+func writeByID[V any](m map[uint32]V, ut p4v1.Update_Type, id uint32, what string, build func(old V, exists bool) (V, error), del func(old V) error) error {
+	old, exists := m[id]
 	switch ut {
 	case p4v1.Update_INSERT, p4v1.Update_MODIFY:
 		if ut == p4v1.Update_INSERT && exists {
@@ -496,7 +502,7 @@ func writeByID[V any](m map[uint32]V, ut p4v1.Update_Type, id uint32, kind, fiel
 		if ut == p4v1.Update_MODIFY && !exists {
 			return errf(codes.NotFound, "%s does not exist", what)
 		}
-		v, err := build(what)
+		v, err := build(old, exists)
 		if err != nil {
 			return err
 		}
@@ -504,6 +510,11 @@ func writeByID[V any](m map[uint32]V, ut p4v1.Update_Type, id uint32, kind, fiel
 	case p4v1.Update_DELETE:
 		if !exists {
 			return errf(codes.NotFound, "%s does not exist", what)
+		}
+		if del != nil {
+			if err := del(old); err != nil {
+				return err
+			}
 		}
 		delete(m, id)
 	default:

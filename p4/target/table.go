@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 )
 
 // tableKind is how a table is looked up.
@@ -49,7 +50,9 @@ type tableC struct {
 	isConst   bool
 	counter   *externC
 	meter     *externC // direct meter
-	meterSlot int      // the colour of the direct meter's last run
+	prof      *externC // implementation: action profile or selector
+	selKeys   []dataField
+	meterSlot int // the colour of the direct meter's last run
 	hitSlot   int
 	runSlot   int
 	keySlot   int
@@ -75,7 +78,13 @@ type entry struct {
 	meta        uint64      // controller_metadata
 	metaBytes   []byte      // metadata
 	meter       *meterState // direct meter (nil: GREEN)
-	seq         uint64      // insertion order (ties between equal priorities)
+	// Indirect tables: the member or group the entry uses, or its one-shot
+	// action set (then mem or grp is the entry's own).
+	indirect bool
+	mem      *apMember
+	grp      *apGroup
+	oneShot  *p4v1.ActionProfileActionSet
+	seq      uint64 // insertion order (ties between equal priorities)
 }
 
 func (c *compiler) declareTable(sc *scope, d *tableDecl) *tableC {
@@ -97,9 +106,7 @@ func (c *compiler) declareTable(sc *scope, d *tableDecl) *tableC {
 					c.fail(k.p, "table key of type %s is not supported (bit<W> or bool)", v.t)
 				}
 				switch k.match {
-				case "exact", "lpm", "ternary", "range", "optional":
-				case "selector":
-					c.fail(k.p, "match kind selector is not supported (action selectors are not)")
+				case "exact", "lpm", "ternary", "range", "optional", "selector":
 				default:
 					c.fail(k.p, "unknown match kind %s", k.match)
 				}
@@ -154,6 +161,20 @@ func (c *compiler) declareTable(sc *scope, d *tableDecl) *tableC {
 			t.isConst = pr.isConst
 		case "counters":
 			t.counter = c.attachDirect(sc, pr, t, "direct_counter")
+		case "implementation":
+			id, ok := pr.val.(*identExpr)
+			var s *symbol
+			if ok {
+				s = sc.lookup(id.name)
+			}
+			if s == nil || s.kind != sExtern || (s.ext.kind != "action_profile" && s.ext.kind != "action_selector") {
+				c.fail(pr.p, "implementation must name an action_profile or action_selector")
+			}
+			if s.ext.table != nil {
+				c.fail(pr.p, "%s %s already serves table %s (shared profiles are not supported)", s.ext.kind, id.name, s.ext.table.name)
+			}
+			s.ext.table = t
+			t.prof = s.ext
 		case "meters":
 			t.meter = c.attachDirect(sc, pr, t, "direct_meter")
 			t.meterSlot = t.meter.slot
@@ -168,6 +189,25 @@ func (c *compiler) declareTable(sc *scope, d *tableDecl) *tableC {
 	}
 	if !seen["actions"] {
 		c.fail(d.p, "table %s has no actions property", d.name)
+	}
+	// Selector keys feed the selector's hash; they are not match fields.
+	var matchKeys []keyC
+	for _, k := range t.keys {
+		if k.match != "selector" {
+			matchKeys = append(matchKeys, k)
+			continue
+		}
+		if t.prof == nil || !t.prof.selector {
+			c.fail(d.p, "table %s: selector key %s needs implementation = an action_selector", d.name, k.name)
+		}
+		t.selKeys = append(t.selKeys, dataField{fn: k.fn, w: k.w, slot: k.slot})
+	}
+	t.keys = matchKeys
+	if t.prof != nil && t.prof.selector && len(t.selKeys) == 0 {
+		c.fail(d.p, "table %s: an action_selector needs selector keys", d.name)
+	}
+	if t.prof != nil && entProp != nil {
+		c.fail(entProp.p, "table %s: entries of a table with an action profile are not supported", d.name)
 	}
 	// Lookup structure.
 	nl, nt := 0, 0
@@ -620,6 +660,7 @@ func (t *tableC) applyFn() stmtFn {
 			slots[i] = append(slots[i], p.slot)
 		}
 	}
+	tc := t
 	var meter func(s *pktState, e *entry)
 	if t.meter != nil {
 		ms, unit := t.meterSlot, t.meter.munit
@@ -645,6 +686,12 @@ func (t *tableC) applyFn() stmtFn {
 		if e != nil {
 			hit = 1
 			ai, params = e.ai, e.params
+			if e.indirect {
+				var ok bool
+				if ai, params, ok = tc.resolve(s, e); !ok {
+					hit, ai, params = 0, rt.defAI, rt.defParams
+				}
+			}
 			e.packets++
 			e.bytes += uint64(len(s.pkt))
 		}

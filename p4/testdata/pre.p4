@@ -6,7 +6,8 @@
 // For the P4Runtime conformance tests it also has a table with a direct
 // counter (fwd: unicast by arg), a const table, a register, a counter and
 // a table with range and optional keys (classify), a meter (pm) and a
-// direct meter on fwd (its colour in lost), and a digest (learn_t).
+// direct meter on fwd (its colour in lost), a digest (learn_t), a table
+// with an action selector (ecmp) and one with an action profile (prof).
 #include <core.p4>
 #include <v1model.p4>
 
@@ -14,7 +15,8 @@ header h_t {
     bit<8>  op;     // 1 multicast, 2 clone I2E, 3 clone I2E keeping kept, 4 clone E2E keeping kept,
                     // 5 multicast then mark_to_drop, 6 classify (range and optional match) into kept,
                     // 7 resubmit keeping kept (= arg + 1), 8 recirculate keeping kept (= arg + 2) as op 9,
-                    // 10 resubmit for ever, 11 meter pm[arg] into lost, 12 digest learn_t {arg, ingress_port}
+                    // 10 resubmit for ever, 11 meter pm[arg] into lost, 12 digest learn_t {arg, ingress_port},
+                    // 13 ecmp (action selector: identity hash of {mark, lost}, 8 bits: lost picks), 14 prof (action profile)
     bit<8>  arg;    // group or session id
     bit<16> rid;    // egress: standard_metadata.egress_rid
     bit<8>  itype;  // egress: standard_metadata.instance_type
@@ -65,6 +67,19 @@ control I(inout headers hdr, inout meta_t meta, inout standard_metadata_t sm) {
         actions = { tag; NoAction; }
         default_action = NoAction();
     }
+    action to_port(bit<9> p) { sm.egress_spec = p; }
+    action_selector(HashAlgorithm.identity, 16, 8) sel;
+    table ecmp {
+        key = { hdr.h.arg: exact; hdr.h.mark: selector; hdr.h.lost: selector; }
+        actions = { to_port; NoAction; }
+        implementation = sel;
+    }
+    action_profile(4) ap;
+    table prof {
+        key = { hdr.h.arg: exact; }
+        actions = { to_port; NoAction; }
+        implementation = ap;
+    }
     table fixed {
         key = { hdr.h.op: exact; }
         actions = { NoAction; }
@@ -101,6 +116,10 @@ control I(inout headers hdr, inout meta_t meta, inout standard_metadata_t sm) {
             pm.execute_meter((bit<32>)hdr.h.arg, meta.lost);
         } else if (hdr.h.op == 12) {
             digest<learn_t>(1, {hdr.h.arg, sm.ingress_port});
+        } else if (hdr.h.op == 13) {
+            ecmp.apply();
+        } else if (hdr.h.op == 14) {
+            prof.apply();
         }
         hdr.h.mark = 0xAA;
     }
