@@ -879,3 +879,40 @@ func TestConformanceActionProfiles(t *testing.T) {
 		t.Errorf("rollback changed the profiles:\n%s\n%s", before, after)
 	}
 }
+
+// Idle timeouts over gRPC: an entry that is not hit for its TTL is
+// notified to the primary (key, metadata and TTL set), and reads report
+// time_since_last_hit when asked.
+func TestConformanceIdleTimeout(t *testing.T) {
+	e, c := newPREEnv(t)
+	aged := e.tableID("I.aged")
+	te := &p4v1.TableEntry{TableId: aged, IdleTimeoutNs: int64(20 * time.Millisecond), ControllerMetadata: 77,
+		Match:  []*p4v1.FieldMatch{{FieldId: 1, FieldMatchType: &p4v1.FieldMatch_Exact_{Exact: &p4v1.FieldMatch_Exact{Value: []byte{1}}}}},
+		Action: &p4v1.TableAction{Type: &p4v1.TableAction_Action{Action: &p4v1.Action{ActionId: e.actionID("NoAction")}}}}
+	start := time.Now()
+	if err := e.write(1, upd(p4v1.Update_INSERT, te)); err != nil {
+		t.Fatal(err)
+	}
+	var n *p4v1.IdleTimeoutNotification
+	for n == nil {
+		n = c.next().GetIdleTimeoutNotification()
+	}
+	if waited := time.Since(start); waited < 20*time.Millisecond {
+		t.Errorf("notified after %v, before the TTL", waited)
+	}
+	if len(n.TableEntry) != 1 || n.Timestamp == 0 {
+		t.Fatalf("notification %v", n)
+	}
+	got := n.TableEntry[0]
+	if got.TableId != aged || !proto.Equal(got.Match[0], te.Match[0]) || got.IdleTimeoutNs != te.IdleTimeoutNs || got.ControllerMetadata != 77 {
+		t.Errorf("notified entry %v", got)
+	}
+	es, err := e.read(entity(&p4v1.TableEntry{TableId: aged, TimeSinceLastHit: &p4v1.TableEntry_IdleTimeout{}}))
+	if err != nil || len(es) != 1 || es[0].GetTableEntry().GetTimeSinceLastHit() == nil || es[0].GetTableEntry().GetIdleTimeoutNs() != te.IdleTimeoutNs {
+		t.Errorf("read: %v, %v", es, err)
+	}
+	one(t, "an entry without TTL", e.write(1, upd(p4v1.Update_INSERT, e.fwdEntry([]byte{1}, 2))), codes.OK)
+	withTTL := e.fwdEntry([]byte{2}, 2)
+	withTTL.IdleTimeoutNs = 1
+	one(t, "TTL on a table without idle timeouts", e.write(1, upd(p4v1.Update_INSERT, withTTL)), codes.InvalidArgument)
+}

@@ -255,7 +255,16 @@ func (s *Server) apply(u *p4v1.Update) error {
 	}
 	switch e := u.GetEntity().GetEntity().(type) {
 	case *p4v1.Entity_TableEntry:
-		return s.dev.WriteTableEntry(ut, e.TableEntry)
+		if err := s.dev.WriteTableEntry(ut, e.TableEntry); err != nil {
+			return err
+		}
+		if e.TableEntry.GetIdleTimeoutNs() > 0 {
+			select {
+			case s.idle <- struct{}{}:
+			default:
+			}
+		}
+		return nil
 	case *p4v1.Entity_RegisterEntry:
 		if err := modifyOnly("register entries"); err != nil {
 			return err

@@ -53,6 +53,10 @@
 //   - Entities this target cannot have (value sets, externs: the compiler
 //     refuses programs that declare them): a wildcard read finds none, a
 //     read or write naming an ID is NOT_FOUND.
+//   - Idle timeouts: once an entry has a TTL, a loop scans every 10 ms (the
+//     specification's example) and sends one IdleTimeoutNotification per
+//     table with expired entries to the primary of every role (dropped,
+//     counted, when the stream queue is full).
 //   - Digests: lists are made as the specification's pseudo-code says
 //     (buffer of distinct messages, cache until ack or ack_timeout_ns). A
 //     loop takes the data plane's records every millisecond while a digest
@@ -134,6 +138,8 @@ type Stats struct {
 	PipelineCommit uint64 // pipelines committed
 	DigestLists    uint64 // DigestList messages queued to a primary
 	DigestDrops    uint64 // DigestLists lost: no primary or full queue
+	IdleNotes      uint64 // IdleTimeoutNotifications queued to a primary
+	IdleDrops      uint64 // IdleTimeoutNotifications lost: no primary or full queue
 }
 
 // pipeline is one compiled, verified forwarding pipeline.
@@ -164,10 +170,11 @@ type Server struct {
 	prim   []*conn
 	dg     *digests      // digest configs, buffers and caches of the committed pipeline
 	wake   chan struct{} // a digest was enabled: the digest loop starts ticking
+	idle   chan struct{} // an entry got an idle timeout: the idle loop starts scanning
 	stop   chan struct{} // closed by Close
 
 	stats struct {
-		rx, tx, noPipe, noPort, pin, pinDrop, pout, sendErr, commits, digestLists, digestDrops atomic.Uint64
+		rx, tx, noPipe, noPort, pin, pinDrop, pout, sendErr, commits, digestLists, digestDrops, idleNotes, idleDrops atomic.Uint64
 	}
 
 	startOnce, closeOnce sync.Once
@@ -185,7 +192,7 @@ func New(opts Options) *Server {
 		opts.Burst = 32
 	}
 	s := &Server{opts: opts, cpuPort: opts.CPUPort, arb: newArbiter(opts.DeviceID),
-		wake: make(chan struct{}, 1), stop: make(chan struct{})}
+		wake: make(chan struct{}, 1), idle: make(chan struct{}, 1), stop: make(chan struct{})}
 	s.emitFn = s.emit
 	return s
 }
@@ -200,8 +207,9 @@ func (s *Server) Start() {
 			s.wg.Add(1)
 			go s.portLoop(id, p)
 		}
-		s.wg.Add(1)
+		s.wg.Add(2)
 		go s.digestLoop()
+		go s.idleLoop()
 	})
 }
 
@@ -230,6 +238,7 @@ func (s *Server) Stats() Stats {
 		PacketOuts: s.stats.pout.Load(), SendErrors: s.stats.sendErr.Load(),
 		PipelineCommit: s.stats.commits.Load(),
 		DigestLists:    s.stats.digestLists.Load(), DigestDrops: s.stats.digestDrops.Load(),
+		IdleNotes: s.stats.idleNotes.Load(), IdleDrops: s.stats.idleDrops.Load(),
 	}
 }
 
@@ -400,6 +409,54 @@ func (s *Server) digestStep(now int64) bool {
 	}
 	s.mu.Unlock()
 	return active
+}
+
+// idleScan is how often the idle loop looks for expired entries (the
+// specification's example uses 10 ms).
+const idleScan = 10 * time.Millisecond
+
+// idleLoop sends IdleTimeoutNotifications: idle until an entry gets an
+// idle timeout, then it scans every idleScan.
+func (s *Server) idleLoop() {
+	defer s.wg.Done()
+	select {
+	case <-s.stop:
+		return
+	case <-s.idle:
+	}
+	t := time.NewTicker(idleScan)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			s.idleStep(time.Now().UnixNano())
+		}
+	}
+}
+
+// idleStep sends one notification per table with expired entries.
+func (s *Server) idleStep(now int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dev == nil {
+		return
+	}
+	s.dev.ExpiredEntries(func(_ uint32, es []*p4v1.TableEntry) {
+		m := &p4v1.StreamMessageResponse{Update: &p4v1.StreamMessageResponse_IdleTimeoutNotification{
+			IdleTimeoutNotification: &p4v1.IdleTimeoutNotification{TableEntry: es, Timestamp: now}}}
+		s.prim = s.arb.primaries(s.prim[:0])
+		sent := false
+		for _, c := range s.prim {
+			sent = c.send(m, false) || sent
+		}
+		if sent {
+			s.stats.idleNotes.Add(1)
+		} else {
+			s.stats.idleDrops.Add(1)
+		}
+	})
 }
 
 // takeDigests moves the data plane's digest records into the digest

@@ -87,8 +87,10 @@
 //     action_profile or action_selector; selector keys feed the selector's
 //     hash and are not match fields; members, groups and one-shot action
 //     sets from P4Runtime. A profile serves one table.
-//   - clone3, random, truncate, lookahead/advance, value sets and idle
-//     timeouts are refused. log_msg is
+//   - Idle timeouts (idle.go): support_timeout = true; every hit records
+//     the clock; ExpiredEntries reports and restarts the expired ones.
+//   - clone3, random, truncate, lookahead/advance and value sets are
+//     refused. log_msg is
 //     accepted and does nothing. The timestamps are read-only and read the
 //     clock lazily (Options.Now, microseconds).
 //   - Deparsing: a header of the headers struct that was extracted is

@@ -254,8 +254,14 @@ func (d *Device) WriteTableEntry(ut p4v1.Update_Type, te *p4v1.TableEntry) error
 	if te.IsConst {
 		return errf(codes.InvalidArgument, "table %s: is_const must be false in a write", t.name)
 	}
-	if te.IdleTimeoutNs != 0 {
-		return errf(codes.Unimplemented, "table %s: idle timeouts are not supported", t.name)
+	if te.IdleTimeoutNs != 0 && !t.idle {
+		return errf(codes.InvalidArgument, "table %s does not support idle timeouts (idle_timeout_ns is set)", t.name)
+	}
+	if te.IdleTimeoutNs < 0 {
+		return errf(codes.InvalidArgument, "table %s: negative idle_timeout_ns", t.name)
+	}
+	if te.TimeSinceLastHit != nil {
+		return errf(codes.InvalidArgument, "table %s: time_since_last_hit must be unset in a write", t.name)
 	}
 	if te.MeterConfig != nil {
 		if t.meter == nil {
@@ -271,6 +277,9 @@ func (d *Device) WriteTableEntry(ut p4v1.Update_Type, te *p4v1.TableEntry) error
 		}
 		if len(te.Match) > 0 || te.Priority != 0 {
 			return errf(codes.InvalidArgument, "table %s: the default entry has no match or priority", t.name)
+		}
+		if te.IdleTimeoutNs != 0 {
+			return errf(codes.InvalidArgument, "table %s: the default entry has no idle timeout", t.name)
 		}
 		if t.defConst {
 			return errf(codes.PermissionDenied, "table %s: the default action is const", t.name)
@@ -319,6 +328,7 @@ func (d *Device) WriteTableEntry(ut p4v1.Update_Type, te *p4v1.TableEntry) error
 		e.meta = te.ControllerMetadata
 		e.metaBytes = append([]byte(nil), te.Metadata...)
 		e.setMeter(te.MeterConfig, d.now())
+		e.idleNs, e.lastHit = te.IdleTimeoutNs, d.now()
 		rt.insert(e)
 	case p4v1.Update_MODIFY:
 		if old == nil {
@@ -346,6 +356,7 @@ func (d *Device) WriteTableEntry(ut p4v1.Update_Type, te *p4v1.TableEntry) error
 		if te.MeterConfig != nil {
 			old.setMeter(te.MeterConfig, d.now())
 		}
+		old.idleNs = te.IdleTimeoutNs
 	case p4v1.Update_DELETE:
 		if old == nil {
 			return errf(codes.NotFound, "table %s: no such entry", t.name)
@@ -360,7 +371,7 @@ func (d *Device) WriteTableEntry(ut p4v1.Update_Type, te *p4v1.TableEntry) error
 
 func (rt *tableRT) entryProto(e *entry, counters bool) *p4v1.TableEntry {
 	t := rt.c
-	te := &p4v1.TableEntry{TableId: t.id, Priority: e.prio, ControllerMetadata: e.meta, IsConst: t.isConst}
+	te := &p4v1.TableEntry{TableId: t.id, Priority: e.prio, ControllerMetadata: e.meta, IsConst: t.isConst, IdleTimeoutNs: e.idleNs}
 	if len(e.metaBytes) > 0 {
 		te.Metadata = append([]byte(nil), e.metaBytes...)
 	}
@@ -443,6 +454,17 @@ func (d *Device) ReadTableEntries(filter *p4v1.TableEntry, fn func(*p4v1.TableEn
 		}
 		counters := filter.CounterData != nil
 		meters := filter.MeterConfig != nil
+		since := filter.TimeSinceLastHit != nil
+		if since && filter.TableId != 0 && !tables[0].c.idle {
+			return errf(codes.InvalidArgument, "table %s does not support idle timeouts (time_since_last_hit is set)", tables[0].c.name)
+		}
+		now := d.now()
+		hits := func(te *p4v1.TableEntry, e *entry, rt *tableRT) *p4v1.TableEntry {
+			if since && rt.c.idle {
+				te.TimeSinceLastHit = &p4v1.TableEntry_IdleTimeout{ElapsedNs: int64(now-min(e.lastHit, now)) * 1000}
+			}
+			return te
+		}
 		for _, rt := range tables {
 			if filter.IsDefaultAction {
 				out = append(out, &p4v1.TableEntry{TableId: rt.c.id, IsDefaultAction: true,
@@ -458,12 +480,12 @@ func (d *Device) ReadTableEntries(filter *p4v1.TableEntry, fn func(*p4v1.TableEn
 					return err
 				}
 				if x := rt.byID[rt.identity(e)]; x != nil {
-					out = append(out, withMeter(rt.entryProto(x, counters), x, meters))
+					out = append(out, hits(withMeter(rt.entryProto(x, counters), x, meters), x, rt))
 				}
 				continue
 			}
 			for _, e := range rt.sorted() {
-				out = append(out, withMeter(rt.entryProto(e, counters), e, meters))
+				out = append(out, hits(withMeter(rt.entryProto(e, counters), e, meters), e, rt))
 			}
 		}
 		return nil

@@ -60,7 +60,7 @@ func TestRefusesBodyErrors(t *testing.T) {
 		{"action a() {} table t { key = { hdr.h.a: exact; } actions = { a; } default_action = NoAction(); }", "", bodyLine - 3, "NoAction is not in the actions of table t"},
 		{"action a(bit<8> v) {} table t { key = { hdr.h.a: exact; } actions = { a; } const entries = { (1, 2): a(1); } }", "", bodyLine - 3, "entry has 2 key values, table t has 1 keys"},
 		{"action a() {} table t { key = { hdr.h.a: exact; } actions = { a; } implementation = foo; }", "", bodyLine - 3, "implementation must name an action_profile or action_selector"},
-		{"action a() {} table t { key = { hdr.h.a: exact; } actions = { a; } support_timeout = true; }", "", bodyLine - 3, "idle timeouts are not supported"},
+		{"action a() {} table t { key = { hdr.h.a: exact; } actions = { a; } support_timeout = hdr.h.a == 1; }", "", bodyLine - 3, "support_timeout must be a constant"},
 		{"table t { key = { hdr.h.a: exact; } actions = { NoAction; } }", "t.apply(); t.apply().hit;", bodyLine, "expression statement must be a call"},
 	}
 	for _, c := range cases {

@@ -144,3 +144,88 @@ func TestDigestRecords(t *testing.T) {
 		t.Errorf("%d records, %d drops, first %v", len(got), d.Stats().DigestDrops, got[0])
 	}
 }
+
+// Idle timeouts on a fake clock: expiry after the TTL without hits, timer
+// restart after a notification and after a hit, time_since_last_hit.
+func TestIdleTimeouts(t *testing.T) {
+	p := mustCompileFile(t, "../testdata/pre.p4")
+	now := uint64(0)
+	d := NewDevice(p, Options{Now: func() uint64 { return now }})
+	aged, fwd := tableID(t, p, "I.aged"), tableID(t, p, "I.fwd")
+	te := func(tid uint32, arg byte, ttl int64) *p4v1.TableEntry {
+		return &p4v1.TableEntry{TableId: tid, Match: []*p4v1.FieldMatch{exact(1, []byte{arg})},
+			Action: act(actionID(t, p, "NoAction")), IdleTimeoutNs: ttl}
+	}
+	if err := d.WriteTableEntry(p4v1.Update_INSERT, te(aged, 1, 5_000_000)); err != nil { // 5 ms
+		t.Fatal(err)
+	}
+	if err := d.WriteTableEntry(p4v1.Update_INSERT, te(aged, 2, 0)); err != nil { // never expires
+		t.Fatal(err)
+	}
+	expired := func() []string {
+		var out []string
+		d.ExpiredEntries(func(id uint32, es []*p4v1.TableEntry) {
+			for _, e := range es {
+				out = append(out, fmt.Sprintf("%x ttl %d", e.Match[0].GetExact().GetValue(), e.IdleTimeoutNs))
+				if e.Action != nil || id != aged {
+					t.Errorf("notification entry %v", e)
+				}
+			}
+		})
+		return out
+	}
+	now = 4_999
+	if got := expired(); len(got) != 0 {
+		t.Errorf("before the TTL: %v", got)
+	}
+	now = 5_000
+	if got := fmt.Sprint(expired()); got != "[01 ttl 5000000]" {
+		t.Errorf("at the TTL: %v", got)
+	}
+	if got := expired(); len(got) != 0 {
+		t.Errorf("right after a notification: %v", got)
+	}
+	now = 8_000
+	send(d, 1, preHdr{op: 15, arg: 1}.bytes()) // a hit at 8 ms
+	now = 12_999
+	if got := expired(); len(got) != 0 {
+		t.Errorf("within the TTL of the hit: %v", got)
+	}
+	var since []int64
+	if err := d.ReadTableEntries(&p4v1.TableEntry{TableId: aged, TimeSinceLastHit: &p4v1.TableEntry_IdleTimeout{}}, func(e *p4v1.TableEntry) error {
+		since = append(since, e.TimeSinceLastHit.GetElapsedNs())
+		return nil
+	}); err != nil || fmt.Sprint(since) != "[4999000 12999000]" {
+		t.Errorf("time_since_last_hit %v, %v", since, err)
+	}
+	now = 13_000
+	if got := fmt.Sprint(expired()); got != "[01 ttl 5000000]" {
+		t.Errorf("TTL after the hit: %v", got)
+	}
+	def := &p4v1.TableEntry{TableId: aged, IsDefaultAction: true, IdleTimeoutNs: 1}
+	withSince := te(aged, 3, 1)
+	withSince.TimeSinceLastHit = &p4v1.TableEntry_IdleTimeout{}
+	for _, c := range []struct {
+		name string
+		err  error
+	}{
+		{"TTL on a table without idle timeouts", d.WriteTableEntry(p4v1.Update_INSERT, te(fwd, 3, 1))},
+		{"time_since_last_hit in a write", d.WriteTableEntry(p4v1.Update_INSERT, withSince)},
+		{"TTL on the default entry", d.WriteTableEntry(p4v1.Update_MODIFY, def)},
+		{"negative TTL", d.WriteTableEntry(p4v1.Update_INSERT, te(aged, 3, -1))},
+		{"time_since_last_hit of a table without idle timeouts", d.ReadTableEntries(&p4v1.TableEntry{TableId: fwd, TimeSinceLastHit: &p4v1.TableEntry_IdleTimeout{}}, nil)},
+	} {
+		if got := statusCode(c.err); got != "InvalidArgument" {
+			t.Errorf("%s: %s, want InvalidArgument", c.name, got)
+		}
+	}
+	for _, ti := range p.P4Info().Tables {
+		want := "NO_TIMEOUT"
+		if ti.Preamble.Id == aged {
+			want = "NOTIFY_CONTROL"
+		}
+		if got := ti.IdleTimeoutBehavior.String(); got != want {
+			t.Errorf("P4Info table %s: idle_timeout_behavior %s, want %s", ti.Preamble.Name, got, want)
+		}
+	}
+}

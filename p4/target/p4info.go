@@ -263,6 +263,9 @@ func (c *compiler) buildP4Info() *configv1.P4Info {
 		if t.prof != nil {
 			ti.ImplementationId = t.prof.id
 		}
+		if t.idle {
+			ti.IdleTimeoutBehavior = configv1.Table_NOTIFY_CONTROL
+		}
 		info.Tables = append(info.Tables, ti)
 	}
 	for _, a := range p.actions {

@@ -51,6 +51,7 @@ type tableC struct {
 	counter   *externC
 	meter     *externC // direct meter
 	prof      *externC // implementation: action profile or selector
+	idle      bool     // support_timeout = true
 	selKeys   []dataField
 	meterSlot int // the colour of the direct meter's last run
 	hitSlot   int
@@ -84,7 +85,11 @@ type entry struct {
 	mem      *apMember
 	grp      *apGroup
 	oneShot  *p4v1.ActionProfileActionSet
-	seq      uint64 // insertion order (ties between equal priorities)
+	// Idle timeout (tables with support_timeout): the TTL and the time of
+	// the last hit (the Device's clock, microseconds).
+	idleNs  int64
+	lastHit uint64
+	seq     uint64 // insertion order (ties between equal priorities)
 }
 
 func (c *compiler) declareTable(sc *scope, d *tableDecl) *tableC {
@@ -180,9 +185,10 @@ func (c *compiler) declareTable(sc *scope, d *tableDecl) *tableC {
 			t.meterSlot = t.meter.slot
 		case "support_timeout":
 			v := c.rvalue(sc, pr.val, boolT)
-			if !v.isConst || v.k != 0 {
-				c.fail(pr.p, "idle timeouts are not supported")
+			if !v.isConst {
+				c.fail(pr.p, "support_timeout must be a constant")
 			}
+			t.idle = v.k != 0
 		default:
 			c.fail(pr.p, "table property %s is not supported", pr.name)
 		}
@@ -661,6 +667,8 @@ func (t *tableC) applyFn() stmtFn {
 		}
 	}
 	tc := t
+	// meter runs after the lookup of a table with a direct meter or idle
+	// timeouts (nil otherwise).
 	var meter func(s *pktState, e *entry)
 	if t.meter != nil {
 		ms, unit := t.meterSlot, t.meter.munit
@@ -668,6 +676,17 @@ func (t *tableC) applyFn() stmtFn {
 			s.slots[ms] = colorGreen
 			if e != nil && e.meter != nil {
 				s.slots[ms] = e.meter.exec(s.now(), meterSize(s, unit))
+			}
+		}
+	}
+	if t.idle {
+		m := meter
+		meter = func(s *pktState, e *entry) {
+			if e != nil {
+				e.lastHit = s.now()
+			}
+			if m != nil {
+				m(s, e)
 			}
 		}
 	}

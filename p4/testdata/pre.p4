@@ -7,7 +7,8 @@
 // counter (fwd: unicast by arg), a const table, a register, a counter and
 // a table with range and optional keys (classify), a meter (pm) and a
 // direct meter on fwd (its colour in lost), a digest (learn_t), a table
-// with an action selector (ecmp) and one with an action profile (prof).
+// with an action selector (ecmp), one with an action profile (prof) and
+// one with idle timeouts (aged).
 #include <core.p4>
 #include <v1model.p4>
 
@@ -16,7 +17,8 @@ header h_t {
                     // 5 multicast then mark_to_drop, 6 classify (range and optional match) into kept,
                     // 7 resubmit keeping kept (= arg + 1), 8 recirculate keeping kept (= arg + 2) as op 9,
                     // 10 resubmit for ever, 11 meter pm[arg] into lost, 12 digest learn_t {arg, ingress_port},
-                    // 13 ecmp (action selector: identity hash of {mark, lost}, 8 bits: lost picks), 14 prof (action profile)
+                    // 13 ecmp (action selector: identity hash of {mark, lost}, 8 bits: lost picks), 14 prof (action profile),
+                    // 15 aged (a table with idle timeouts)
     bit<8>  arg;    // group or session id
     bit<16> rid;    // egress: standard_metadata.egress_rid
     bit<8>  itype;  // egress: standard_metadata.instance_type
@@ -80,6 +82,11 @@ control I(inout headers hdr, inout meta_t meta, inout standard_metadata_t sm) {
         actions = { to_port; NoAction; }
         implementation = ap;
     }
+    table aged {
+        key = { hdr.h.arg: exact; }
+        actions = { to_port; NoAction; }
+        support_timeout = true;
+    }
     table fixed {
         key = { hdr.h.op: exact; }
         actions = { NoAction; }
@@ -120,6 +127,8 @@ control I(inout headers hdr, inout meta_t meta, inout standard_metadata_t sm) {
             ecmp.apply();
         } else if (hdr.h.op == 14) {
             prof.apply();
+        } else if (hdr.h.op == 15) {
+            aged.apply();
         }
         hdr.h.mark = 0xAA;
     }
