@@ -270,7 +270,7 @@ func TestCapabilities(t *testing.T) {
 	}
 }
 
-func TestBeforePipelineFailedPrecondition(t *testing.T) {
+func TestBeforePipeline(t *testing.T) {
 	e := newEnv(t)
 	c := e.connect(1)
 	c.expectArbitration(codes.OK, 1)
