@@ -260,15 +260,20 @@ func (d *Device) replicate(s *pktState, frame []byte, emit func(uint32, []byte))
 	if cl.set && !cl.e2e {
 		if sess := d.sessions[cl.session]; sess != nil {
 			for _, r := range sess.replicas {
-				// The packet as received, parsed again.
-				in := post.slots[p.smIngressPort]
+				// The packet as received, with zeroed metadata but the
+				// field list, parsed again (as BMv2: the parser may set
+				// metadata of its own).
 				clear(s.slots)
 				clear(s.hoff1)
 				s.off = 0
-				s.slots[p.smIngressPort] = in
+				for _, k := range cl.keep {
+					s.slots[k] = post.slots[k]
+				}
+				s.slots[p.smIngressPort] = post.slots[p.smIngressPort]
 				s.slots[p.smPacketLength] = uint64(len(frame)) & mask(32)
+				s.slots[p.smInstanceType] = instanceI2E
+				s.pending &^= pendResub | pendRecirc
 				p.parser.run(s)
-				d.resetMeta(s, cl.keep, post.slots)
 				d.toEgress(s, r, instanceI2E, uint64(sess.cos))
 				d.egressPath(s, frame, emit, 1, sess.trunc)
 			}
