@@ -38,17 +38,24 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	src, err := os.ReadFile("../swordbox.p4")
+	return newEnvFor(t, "../swordbox.p4", nil, 1, 2)
+}
+
+// newEnvFor is an env running the program at path, with the given ports;
+// dial options are added to the client's.
+func newEnvFor(t *testing.T, path string, dial []grpc.DialOption, portIDs ...uint32) *env {
+	t.Helper()
+	src, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	prog, err := target.Compile("swordbox.p4", src)
+	prog, err := target.Compile(path, src)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e := &env{t: t, src: src, info: prog.P4Info(), hosts: map[uint32]*netio.LinkPort{}}
 	ports := map[uint32]netio.Port{}
-	for _, p := range []uint32{1, 2} {
+	for _, p := range portIDs {
 		a, b := netio.Pipe()
 		ports[p], e.hosts[p] = a, b
 	}
@@ -61,7 +68,7 @@ func newEnv(t *testing.T) *env {
 	gs := grpc.NewServer()
 	e.srv.Register(gs)
 	go gs.Serve(lis)
-	e.cc, err = grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	e.cc, err = grpc.NewClient(lis.Addr().String(), append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, dial...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,34 +184,24 @@ func wantCode(t *testing.T, what string, err error, want codes.Code) {
 	}
 }
 
-func (e *env) tableID(name string) uint32 {
-	for _, x := range e.info.GetTables() {
+// idOf returns the ID of the P4Info object called name.
+func idOf[T interface{ GetPreamble() *configv1.Preamble }](t *testing.T, kind string, xs []T, name string) uint32 {
+	t.Helper()
+	for _, x := range xs {
 		if x.GetPreamble().GetName() == name {
 			return x.GetPreamble().GetId()
 		}
 	}
-	e.t.Fatalf("no table %s", name)
+	t.Fatalf("no %s %s", kind, name)
 	return 0
 }
 
-func (e *env) actionID(name string) uint32 {
-	for _, x := range e.info.GetActions() {
-		if x.GetPreamble().GetName() == name {
-			return x.GetPreamble().GetId()
-		}
-	}
-	e.t.Fatalf("no action %s", name)
-	return 0
-}
+func (e *env) tableID(name string) uint32 { return idOf(e.t, "table", e.info.GetTables(), name) }
+
+func (e *env) actionID(name string) uint32 { return idOf(e.t, "action", e.info.GetActions(), name) }
 
 func (e *env) registerID(name string) uint32 {
-	for _, x := range e.info.GetRegisters() {
-		if x.GetPreamble().GetName() == name {
-			return x.GetPreamble().GetId()
-		}
-	}
-	e.t.Fatalf("no register %s", name)
-	return 0
+	return idOf(e.t, "register", e.info.GetRegisters(), name)
 }
 
 // forwardEntry is forward: dst MAC -> set_egress(port). The match field and
@@ -273,15 +270,19 @@ func TestCapabilities(t *testing.T) {
 	}
 }
 
-func TestBeforePipelineFailedPrecondition(t *testing.T) {
+func TestBeforePipeline(t *testing.T) {
 	e := newEnv(t)
 	c := e.connect(1)
 	c.expectArbitration(codes.OK, 1)
 	wantCode(t, "Write", e.write(1, update(p4v1.Update_INSERT, e.forwardEntry(1, 1))), codes.FailedPrecondition)
 	_, err := e.read(&p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: &p4v1.TableEntry{}}})
 	wantCode(t, "Read", err, codes.FailedPrecondition)
-	_, err = e.cl.GetForwardingPipelineConfig(context.Background(), &p4v1.GetForwardingPipelineConfigRequest{DeviceId: devID})
-	wantCode(t, "GetForwardingPipelineConfig", err, codes.FailedPrecondition)
+	// GetForwardingPipelineConfig is OK with the config unset (P4Runtime,
+	// GetForwardingPipelineConfig RPC): finsy waits for that to push one.
+	r, err := e.cl.GetForwardingPipelineConfig(context.Background(), &p4v1.GetForwardingPipelineConfigRequest{DeviceId: devID})
+	if err != nil || r.Config != nil {
+		t.Errorf("GetForwardingPipelineConfig before a pipeline: %v, %v; want OK with no config", r, err)
+	}
 	if err := c.st.Send(&p4v1.StreamMessageRequest{Update: &p4v1.StreamMessageRequest_Packet{Packet: &p4v1.PacketOut{Payload: []byte{1}}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -313,11 +314,13 @@ func TestSetAndGetPipeline(t *testing.T) {
 	if err := e.setPipeline(1, p4v1.SetForwardingPipelineConfigRequest_VERIFY, e.config()); err != nil {
 		t.Fatalf("VERIFY: %v", err)
 	}
-	_, err := get(p4v1.GetForwardingPipelineConfigRequest_ALL)
-	wantCode(t, "Get after VERIFY", err, codes.FailedPrecondition)
+	if cfg, err := get(p4v1.GetForwardingPipelineConfigRequest_ALL); err != nil || cfg != nil {
+		t.Errorf("Get after VERIFY: %v, %v; want OK with no config", cfg, err)
+	}
 
-	// COMMIT needs a saved pipeline.
-	wantCode(t, "COMMIT without save", e.setPipeline(1, p4v1.SetForwardingPipelineConfigRequest_COMMIT, nil), codes.FailedPrecondition)
+	// COMMIT needs a saved pipeline: NOT_FOUND (P4Runtime,
+	// SetForwardingPipelineConfig RPC).
+	wantCode(t, "COMMIT without save", e.setPipeline(1, p4v1.SetForwardingPipelineConfigRequest_COMMIT, nil), codes.NotFound)
 	if err := e.setPipeline(1, p4v1.SetForwardingPipelineConfigRequest_VERIFY_AND_SAVE, e.config()); err != nil {
 		t.Fatalf("VERIFY_AND_SAVE: %v", err)
 	}
@@ -463,7 +466,7 @@ func TestWriteErrorsAndRead(t *testing.T) {
 		}}}}, // fine
 		&p4v1.Update{Type: p4v1.Update_INSERT, Entity: &p4v1.Entity{Entity: &p4v1.Entity_ValueSetEntry{ValueSetEntry: &p4v1.ValueSetEntry{}}}},
 	)
-	want := []codes.Code{codes.AlreadyExists, codes.OK, codes.NotFound, codes.NotFound, codes.InvalidArgument, codes.OK, codes.Unimplemented}
+	want := []codes.Code{codes.AlreadyExists, codes.OK, codes.NotFound, codes.NotFound, codes.InvalidArgument, codes.OK, codes.NotFound}
 	if got := details(t, err); len(got) != len(want) {
 		t.Fatalf("details %v, want %v", got, want)
 	} else {
@@ -477,10 +480,10 @@ func TestWriteErrorsAndRead(t *testing.T) {
 		_, err := e.cl.Write(context.Background(), &p4v1.WriteRequest{DeviceId: devID + 1, ElectionId: &p4v1.Uint128{Low: 1}})
 		return err
 	}(), codes.NotFound)
-	wantCode(t, "ROLLBACK_ON_ERROR", func() error {
-		_, err := e.cl.Write(context.Background(), &p4v1.WriteRequest{DeviceId: devID, ElectionId: &p4v1.Uint128{Low: 1}, Atomicity: p4v1.WriteRequest_ROLLBACK_ON_ERROR})
+	wantCode(t, "atomicity 7", func() error {
+		_, err := e.cl.Write(context.Background(), &p4v1.WriteRequest{DeviceId: devID, ElectionId: &p4v1.Uint128{Low: 1}, Atomicity: 7})
 		return err
-	}(), codes.Unimplemented)
+	}(), codes.InvalidArgument)
 
 	// Reads: wildcard over every table, wildcard over one table, one entry.
 	tableRead := func(te *p4v1.TableEntry) int {
@@ -515,8 +518,13 @@ func TestWriteErrorsAndRead(t *testing.T) {
 	if err != nil || len(es) != 8192 {
 		t.Errorf("wildcard register read: %d entries, %v; want 8192 (link slots)", len(es), err)
 	}
-	_, err = e.read(&p4v1.Entity{Entity: &p4v1.Entity_MeterEntry{MeterEntry: &p4v1.MeterEntry{}}})
-	wantCode(t, "read of meters", err, codes.Unimplemented)
+	// The target has no meters: a wildcard read finds none, an ID is
+	// NOT_FOUND.
+	if es, err := e.read(&p4v1.Entity{Entity: &p4v1.Entity_MeterEntry{MeterEntry: &p4v1.MeterEntry{}}}); err != nil || len(es) != 0 {
+		t.Errorf("wildcard read of meters: %v, %v", es, err)
+	}
+	_, err = e.read(&p4v1.Entity{Entity: &p4v1.Entity_MeterEntry{MeterEntry: &p4v1.MeterEntry{MeterId: 5}}})
+	wantCode(t, "read of meter 5", err, codes.Unknown)
 	rc, err := e.cl.Read(context.Background(), &p4v1.ReadRequest{DeviceId: devID + 1})
 	if err == nil {
 		_, err = rc.Recv()

@@ -7,28 +7,69 @@
 // It owns: Capabilities; SetForwardingPipelineConfig (VERIFY,
 // VERIFY_AND_SAVE, COMMIT, VERIFY_AND_COMMIT) and
 // GetForwardingPipelineConfig, where the device config is the P4 source text
-// the target compiles; Write and Read of table, register and counter entries
-// (and Read of direct counters); StreamChannel with arbitration by election
-// ID, PacketIn and PacketOut. It does not own the P4 language, the pipeline
-// semantics or the table state: those are p4/target's.
+// the target compiles; Write and Read of table, register, counter, direct
+// counter, meter, direct meter, digest, action profile member and group,
+// and packet replication engine entries (multicast groups, clone sessions); DigestList and DigestListAck
+// (digest.go); StreamChannel with arbitration by election ID, PacketIn and
+// PacketOut. It does not own the P4 language, the pipeline semantics or the
+// table state: those are p4/target's.
 //
-// Decisions where the P4Runtime specification leaves room:
+// Response codes follow the P4Runtime specification's text (v1.5.0); the
+// conformance tests (conformance_test.go) check each with a gRPC client.
+// Decisions where the specification leaves room:
 //   - The P4Info of SetForwardingPipelineConfig must equal, in substance, the
 //     P4Info the target derives from the P4 source: every object's ID, name,
 //     alias and shape must match; documentation, annotations, source
 //     locations and pkg_info are ignored, as is the order of objects.
 //     Anything else is INVALID_ARGUMENT, so a controller holding a P4Info of
 //     another program version fails loudly instead of writing to wrong IDs.
-//   - Write supports CONTINUE_ON_ERROR only (ROLLBACK_ON_ERROR and
-//     DATAPLANE_ATOMIC are UNIMPLEMENTED, which the specification allows).
-//     A batch with at least one failed update fails with UNKNOWN and one
-//     p4.v1.Error per update, in order, in the status details (OK for the
-//     updates that were applied).
+//     A BMv2 JSON as device config is INVALID_ARGUMENT with a message that
+//     says to send the P4 source instead.
+//   - GetForwardingPipelineConfig before any pipeline is OK with the config
+//     unset; COMMIT without a saved pipeline is NOT_FOUND.
+//   - Write supports all three atomicity modes. CONTINUE_ON_ERROR applies
+//     every update. ROLLBACK_ON_ERROR and DATAPLANE_ATOMIC apply the
+//     updates in order until one fails, then undo the applied ones in
+//     reverse order (each update's undo is read from the state before it);
+//     the whole batch runs under the mutex the data plane takes for every
+//     frame, so no packet sees it half done, which makes it
+//     DATAPLANE_ATOMIC too. A failed atomic batch reports every update: the
+//     failing one with its code, the others ABORTED (rolled back, or not
+//     attempted). A re-inserted table entry reads back after the others.
+//   - A batch with failed updates fails with UNKNOWN and one p4.v1.Error per
+//     update, in order, in the status details (OK for the others); a Read
+//     batch with failed requests sends the other requests' entities, then
+//     UNKNOWN with one p4.v1.Error per request. The status is kept under
+//     7 KiB of trailers, because a status above the client's metadata
+//     limit (8 KiB by default in gRPC C core, hence grpcio, p4runtime-shell
+//     and finsy) never arrives: the client sees INTERNAL from a reset
+//     stream. Above the budget, the messages of all failures but the first
+//     are dropped (codes kept); above it still, the details are dropped and
+//     the status message names the number of failures, the first one's
+//     index, code and message, and the indexes and codes of as many more as
+//     fit. Measured: with 26-byte messages, up to 79 failed updates keep
+//     their messages and up to 135 their codes (111-byte messages: 34 and
+//     133); beyond that, send smaller batches to learn each update's code.
+//   - Entities this target cannot have (value sets, externs: the compiler
+//     refuses programs that declare them): a wildcard read finds none, a
+//     read or write naming an ID is NOT_FOUND.
+//   - Idle timeouts: once an entry has a TTL, a loop scans every 10 ms (the
+//     specification's example) and sends one IdleTimeoutNotification per
+//     table with expired entries to the primary of every role (dropped,
+//     counted, when the stream queue is full).
+//   - Digests: lists are made as the specification's pseudo-code says
+//     (buffer of distinct messages, cache until ack or ack_timeout_ns). A
+//     loop takes the data plane's records every millisecond while a digest
+//     is enabled (so max_timeout_ns is honoured to about 1 ms); records made
+//     while a digest is not enabled are dropped. Lists go to the primary of
+//     every role, dropped (counted) when its stream queue is full. Acks are
+//     taken from the primary only; an ack for a digest that is not enabled
+//     is a StreamError NOT_FOUND.
 //   - A request naming another device ID fails with NOT_FOUND; Write and
 //     SetForwardingPipelineConfig from anyone but the primary of the role
-//     fail with PERMISSION_DENIED; Write, Read, GetForwardingPipelineConfig
-//     and PacketOut before a pipeline is committed fail with
-//     FAILED_PRECONDITION (PacketOut errors arrive as StreamError).
+//     fail with PERMISSION_DENIED; Write, Read and PacketOut before a
+//     pipeline is committed fail with FAILED_PRECONDITION (PacketOut errors
+//     arrive as StreamError).
 //   - Arbitration follows the specification (section 5): per role, the
 //     highest election ID ever accepted wins; when the primary leaves, every
 //     stream is told NOT_FOUND and nobody is primary until a client announces
@@ -42,7 +83,9 @@
 package p4rt
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -93,6 +136,10 @@ type Stats struct {
 	PacketOuts     uint64 // PacketOut frames injected
 	SendErrors     uint64 // port Send errors
 	PipelineCommit uint64 // pipelines committed
+	DigestLists    uint64 // DigestList messages queued to a primary
+	DigestDrops    uint64 // DigestLists lost: no primary or full queue
+	IdleNotes      uint64 // IdleTimeoutNotifications queued to a primary
+	IdleDrops      uint64 // IdleTimeoutNotifications lost: no primary or full queue
 }
 
 // pipeline is one compiled, verified forwarding pipeline.
@@ -121,9 +168,13 @@ type Server struct {
 	one    [1][]byte
 	pout   []byte // PacketOut scratch
 	prim   []*conn
+	dg     *digests      // digest configs, buffers and caches of the committed pipeline
+	wake   chan struct{} // a digest was enabled: the digest loop starts ticking
+	idle   chan struct{} // an entry got an idle timeout: the idle loop starts scanning
+	stop   chan struct{} // closed by Close
 
 	stats struct {
-		rx, tx, noPipe, noPort, pin, pinDrop, pout, sendErr, commits atomic.Uint64
+		rx, tx, noPipe, noPort, pin, pinDrop, pout, sendErr, commits, digestLists, digestDrops, idleNotes, idleDrops atomic.Uint64
 	}
 
 	startOnce, closeOnce sync.Once
@@ -140,7 +191,8 @@ func New(opts Options) *Server {
 	if opts.Burst <= 0 {
 		opts.Burst = 32
 	}
-	s := &Server{opts: opts, cpuPort: opts.CPUPort, arb: newArbiter(opts.DeviceID)}
+	s := &Server{opts: opts, cpuPort: opts.CPUPort, arb: newArbiter(opts.DeviceID),
+		wake: make(chan struct{}, 1), idle: make(chan struct{}, 1), stop: make(chan struct{})}
 	s.emitFn = s.emit
 	return s
 }
@@ -155,6 +207,9 @@ func (s *Server) Start() {
 			s.wg.Add(1)
 			go s.portLoop(id, p)
 		}
+		s.wg.Add(2)
+		go s.digestLoop()
+		go s.idleLoop()
 	})
 }
 
@@ -163,6 +218,7 @@ func (s *Server) Close() error {
 	var errs []error
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
+		close(s.stop)
 		for _, p := range s.opts.Ports {
 			if err := p.Close(); err != nil {
 				errs = append(errs, fmt.Errorf("p4rt: close port %s: %w", p.Name(), err))
@@ -181,6 +237,8 @@ func (s *Server) Stats() Stats {
 		PacketIns: s.stats.pin.Load(), PacketInDrops: s.stats.pinDrop.Load(),
 		PacketOuts: s.stats.pout.Load(), SendErrors: s.stats.sendErr.Load(),
 		PipelineCommit: s.stats.commits.Load(),
+		DigestLists:    s.stats.digestLists.Load(), DigestDrops: s.stats.digestDrops.Load(),
+		IdleNotes: s.stats.idleNotes.Load(), IdleDrops: s.stats.idleDrops.Load(),
 	}
 }
 
@@ -207,6 +265,12 @@ func (s *Server) P4Info() *configv1.P4Info {
 
 // build compiles src and checks info (nil: take the compiler's) against it.
 func (s *Server) build(filename string, src []byte, info *configv1.P4Info, cookie *p4v1.ForwardingPipelineConfig_Cookie) (*pipeline, error) {
+	if isBMv2JSON(src) {
+		return nil, grpcstatus.Error(codes.InvalidArgument, "p4_device_config is a BMv2 JSON (p4c's output for simple_switch); "+
+			"this target compiles the P4 program itself: send the P4 source text as p4_device_config "+
+			"(p4runtime-shell: --config program.p4info.txtpb,program.p4; finsy: P4ConfigSet(p4info=..., p4blob=Path(\"program.p4\")); "+
+			"the P4Info may stay p4c's)")
+	}
 	prog, err := target.Compile(filename, src)
 	if err != nil {
 		return nil, grpcstatus.Error(codes.InvalidArgument, err.Error())
@@ -220,12 +284,29 @@ func (s *Server) build(filename string, src []byte, info *configv1.P4Info, cooki
 	return &pipeline{info: info, source: append([]byte(nil), src...), cookie: cookie, prog: prog}, nil
 }
 
+// isBMv2JSON reports whether a device config is a BMv2 JSON: a JSON object
+// with the top-level keys p4c's BMv2 back end writes.
+func isBMv2JSON(b []byte) bool {
+	b = bytes.TrimLeft(b, " \t\r\n")
+	if len(b) == 0 || b[0] != '{' {
+		return false
+	}
+	var top map[string]json.RawMessage
+	if json.Unmarshal(b, &top) != nil {
+		return false
+	}
+	_, headers := top["header_types"]
+	_, pipes := top["pipelines"]
+	return headers || pipes
+}
+
 // commit installs p with fresh runtime state (empty tables, zero registers
 // and counters), between two frames.
 func (s *Server) commit(p *pipeline) {
 	dev := target.NewDevice(p.prog, target.Options{CPUPort: s.cpuPort})
 	s.mu.Lock()
 	s.pipe, s.dev, s.saved = p, dev, nil
+	s.dg = newDigests(p.info)
 	s.mu.Unlock()
 	s.stats.commits.Add(1)
 	s.logf("p4rt: pipeline committed (%d tables, %d registers, %d counters)",
@@ -271,6 +352,117 @@ func (s *Server) portLoop(id uint32, p netio.Port) {
 		}
 		s.mu.Unlock()
 	}
+}
+
+// digestTick is how often the digest loop takes the data plane's digest
+// records and sends the lists that are due, while a digest is enabled.
+const digestTick = time.Millisecond
+
+// digestLoop drives the digests: idle until a DigestEntry is inserted,
+// then every digestTick until none is enabled.
+func (s *Server) digestLoop() {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-s.wake:
+		}
+		t := time.NewTicker(digestTick)
+		for active := true; active; {
+			select {
+			case <-s.stop:
+				t.Stop()
+				return
+			case <-t.C:
+				active = s.digestStep(time.Now().UnixNano())
+			}
+		}
+		t.Stop()
+	}
+}
+
+// digestStep moves the data plane's digest records into the buffers and
+// sends the lists that are ready; it reports whether a digest is enabled.
+func (s *Server) digestStep(now int64) bool {
+	s.mu.Lock()
+	if s.dev == nil || s.dg == nil {
+		s.mu.Unlock()
+		return false
+	}
+	s.takeDigests(now)
+	dg := s.dg
+	lists := dg.due(now)
+	active := len(dg.on) > 0
+	s.prim = s.arb.primaries(s.prim[:0])
+	for _, l := range lists {
+		m := &p4v1.StreamMessageResponse{Update: &p4v1.StreamMessageResponse_Digest{Digest: l}}
+		sent := false
+		for _, c := range s.prim {
+			sent = c.send(m, false) || sent
+		}
+		if sent {
+			s.stats.digestLists.Add(1)
+		} else {
+			s.stats.digestDrops.Add(1)
+		}
+	}
+	s.mu.Unlock()
+	return active
+}
+
+// idleScan is how often the idle loop looks for expired entries (the
+// specification's example uses 10 ms).
+const idleScan = 10 * time.Millisecond
+
+// idleLoop sends IdleTimeoutNotifications: idle until an entry gets an
+// idle timeout, then it scans every idleScan.
+func (s *Server) idleLoop() {
+	defer s.wg.Done()
+	select {
+	case <-s.stop:
+		return
+	case <-s.idle:
+	}
+	t := time.NewTicker(idleScan)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			s.idleStep(time.Now().UnixNano())
+		}
+	}
+}
+
+// idleStep sends one notification per table with expired entries.
+func (s *Server) idleStep(now int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dev == nil {
+		return
+	}
+	s.dev.ExpiredEntries(func(_ uint32, es []*p4v1.TableEntry) {
+		m := &p4v1.StreamMessageResponse{Update: &p4v1.StreamMessageResponse_IdleTimeoutNotification{
+			IdleTimeoutNotification: &p4v1.IdleTimeoutNotification{TableEntry: es, Timestamp: now}}}
+		s.prim = s.arb.primaries(s.prim[:0])
+		sent := false
+		for _, c := range s.prim {
+			sent = c.send(m, false) || sent
+		}
+		if sent {
+			s.stats.idleNotes.Add(1)
+		} else {
+			s.stats.idleDrops.Add(1)
+		}
+	})
+}
+
+// takeDigests moves the data plane's digest records into the digest
+// buffers (called with s.mu held).
+func (s *Server) takeDigests(now int64) {
+	s.dev.TakeDigests(func(id uint32, vals []uint64) { s.dg.add(id, vals, now) })
 }
 
 // emit is the pipeline's output (called with s.mu held).
@@ -405,7 +597,7 @@ func (s *Server) SetForwardingPipelineConfig(_ context.Context, req *p4v1.SetFor
 		p := s.saved
 		s.mu.Unlock()
 		if p == nil {
-			return nil, grpcstatus.Error(codes.FailedPrecondition, "COMMIT without a pipeline saved by VERIFY_AND_SAVE")
+			return nil, grpcstatus.Error(codes.NotFound, "COMMIT without a pipeline saved by VERIFY_AND_SAVE")
 		}
 		s.commit(p)
 	case p4v1.SetForwardingPipelineConfigRequest_RECONCILE_AND_COMMIT:
@@ -425,7 +617,9 @@ func (s *Server) GetForwardingPipelineConfig(_ context.Context, req *p4v1.GetFor
 	p := s.pipe
 	s.mu.Unlock()
 	if p == nil {
-		return nil, grpcstatus.Error(codes.FailedPrecondition, "no forwarding pipeline is set")
+		// P4Runtime: a server whose pipeline is not known answers OK with
+		// the config unset (finsy waits for that before it pushes one).
+		return &p4v1.GetForwardingPipelineConfigResponse{}, nil
 	}
 	cfg := &p4v1.ForwardingPipelineConfig{Cookie: p.cookie}
 	switch req.GetResponseType() {
@@ -479,6 +673,26 @@ func (s *Server) StreamChannel(st p4v1.P4Runtime_StreamChannelServer) error {
 		case *p4v1.StreamMessageRequest_Arbitration:
 			if err := s.arb.update(c, u.Arbitration); err != nil {
 				return err
+			}
+		case *p4v1.StreamMessageRequest_DigestAck:
+			var err error
+			if !s.arb.isPrimary(c) {
+				err = grpcstatus.Error(codes.PermissionDenied, "only the primary may acknowledge digest lists")
+			} else {
+				s.mu.Lock()
+				if s.dg == nil {
+					err = grpcstatus.Error(codes.FailedPrecondition, "no forwarding pipeline is set")
+				} else {
+					err = s.dg.ack(u.DigestAck)
+				}
+				s.mu.Unlock()
+			}
+			if err != nil {
+				st := grpcstatus.Convert(err)
+				c.send(&p4v1.StreamMessageResponse{Update: &p4v1.StreamMessageResponse_Error{Error: &p4v1.StreamError{
+					CanonicalCode: int32(st.Code()), Message: st.Message(),
+					Details: &p4v1.StreamError_DigestListAck{DigestListAck: &p4v1.DigestListAckError{DigestListAck: u.DigestAck}},
+				}}}, true)
 			}
 		case *p4v1.StreamMessageRequest_Packet:
 			var err error

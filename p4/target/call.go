@@ -119,15 +119,17 @@ func (c *compiler) callAction(sc *scope, a *actionC, e *callExpr) stmtFn {
 
 // unsupportedBuiltins are v1model functions this target refuses.
 var unsupportedBuiltins = map[string]bool{
-	"clone": true, "clone3": true, "clone_preserving_field_list": true, "resubmit": true,
-	"resubmit_preserving_field_list": true, "recirculate": true, "recirculate_preserving_field_list": true,
-	"random": true, "digest": true, "truncate": true, "assert": true, "assume": true,
+	"clone3": true, "resubmit": true, "recirculate": true,
+	"random": true, "truncate": true, "assert": true, "assume": true,
 	"verify_checksum_with_payload": true, "update_checksum_with_payload": true, "static_assert": true,
 }
 
 // call compiles a call expression. The result carries the call's effect in
 // st, and for value-returning calls a closure in fn.
 func (c *compiler) call(sc *scope, e *callExpr) *val {
+	if id, ok := e.fn.(*identExpr); ok && id.name == "digest" && sc.lookup("digest") == nil {
+		return &val{t: voidT, st: c.digestCall(sc, e)}
+	}
 	if len(e.targs) > 0 {
 		c.fail(e.p, "packet_in.lookahead is not supported")
 	}
@@ -145,6 +147,10 @@ func (c *compiler) call(sc *scope, e *callExpr) *val {
 		switch id.name {
 		case "mark_to_drop":
 			return &val{t: voidT, st: c.markToDrop(sc, e)}
+		case "clone", "clone_preserving_field_list":
+			return &val{t: voidT, st: c.cloneCall(sc, e, id.name == "clone_preserving_field_list")}
+		case "resubmit_preserving_field_list", "recirculate_preserving_field_list":
+			return &val{t: voidT, st: c.reentryCall(sc, e, id.name)}
 		case "hash":
 			return &val{t: voidT, st: c.hashCall(sc, e)}
 		case "verify_checksum", "update_checksum":
@@ -161,6 +167,10 @@ func (c *compiler) call(sc *scope, e *callExpr) *val {
 			return &val{t: voidT, st: func(*pktState) flow { return flowNext }}
 		}
 		if unsupportedBuiltins[id.name] {
+			switch id.name {
+			case "resubmit", "recirculate":
+				c.fail(e.p, "%s is not supported by this target (use %s_preserving_field_list)", id.name, id.name)
+			}
 			c.fail(e.p, "%s is not supported by this target", id.name)
 		}
 		c.fail(e.p, "unknown function %s", id.name)

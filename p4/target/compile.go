@@ -28,6 +28,10 @@ type Program struct {
 	smEgressTS          int
 	smParserError       int
 	smInstanceType      int
+	smMcastGrp          int
+	smEgressRid         int
+	smPriority          int
+	smSize              int // slots of standard_metadata
 	smChecksumError     int
 	parser              *parserC
 	verify, ingress     *controlC
@@ -39,30 +43,40 @@ type Program struct {
 	registers           []*externC
 	counters            []*externC
 	directCounters      []*externC
+	meters              []*externC
+	digests             []*digestC
+	profiles            []*externC // action profiles and selectors
+	directMeters        []*externC
 	packetIn, packetOut *ptype // @controller_header types (nil when absent)
 	info                *configv1.P4Info
 	errCodes            map[string]uint64
 	outSlack            int // bytes the output may need beyond the input frame
 	tsSlots             [2]int
-	hdrBases            []int // base slot of each header of hdr, in order
+	hdrBases            []int            // base slot of each header of hdr, in order
+	fieldLists          map[uint64][]int // @field_list index -> metadata slots it preserves
 }
 
 // pktState is the per-packet working state: the slots every compiled
 // closure reads and writes, the parser cursor, and the output buffer.
 // States are pooled by the Device; nothing in them is allocated per packet.
 type pktState struct {
-	slots   []uint64
-	dev     *Device
-	pkt     []byte
-	off     int
-	out     []byte
-	exited  bool
-	keyBuf  []byte
-	dataBuf []byte
-	hoff1   []int32 // per header of hdr: 1 + offset where it was extracted (0: not extracted)
-	dirty   []bool  // per header of hdr: a field was written since extraction
-	ts      uint64  // timestamp of this packet (lazy: tsSet)
-	tsSet   bool
+	slots                 []uint64
+	dev                   *Device
+	pkt                   []byte
+	off                   int
+	out                   []byte
+	exited                bool
+	keyBuf                []byte
+	dataBuf               []byte
+	hoff1                 []int32 // per header of hdr: 1 + offset where it was extracted (0: not extracted)
+	dirty                 []bool  // per header of hdr: a field was written since extraction
+	ts                    uint64  // timestamp of this packet (lazy: tsSet)
+	tsSet                 bool
+	clone                 cloneReq // the last clone call of the current control
+	saves                 []*snap  // saved states for replication (allocated on first use)
+	pending               uint8    // pendClone, pendResub, pendRecirc
+	resubKeep, recircKeep []int    // field lists of resubmit and recirculate
+	depth                 int      // times this packet was resubmitted or recirculated
 }
 
 // flow is what a compiled statement tells its enclosing block.
@@ -288,7 +302,7 @@ func (c *compiler) declareStruct(d *structDecl) {
 		if t.field(f.name) != nil {
 			c.fail(f.p, "field %s declared twice", f.name)
 		}
-		t.fields = append(t.fields, &pfield{name: f.name, t: ft, off: t.size})
+		t.fields = append(t.fields, &pfield{name: f.name, t: ft, off: t.size, anns: f.anns})
 		t.size += ft.size
 	}
 	c.define(d.p, d.name, &symbol{kind: sType, t: t})
@@ -461,6 +475,10 @@ func (c *compiler) assemble(m *instDecl, blocks map[string]decl) {
 	p.tsSlots = [2]int{p.smIngressTS, p.smEgressTS}
 	p.smParserError = smSlot("parser_error")
 	p.smInstanceType = smSlot("instance_type")
+	p.smMcastGrp = smSlot("mcast_grp")
+	p.smEgressRid = smSlot("egress_rid")
+	p.smPriority = smSlot("priority")
+	p.smSize = c.smT.size
 	p.smChecksumError = smSlot("checksum_error")
 	p.errCodes = map[string]uint64{}
 	for i, m := range c.errT.members {

@@ -48,6 +48,12 @@ type Device struct {
 	tables   []*tableRT
 	regs     [][]uint64
 	counters []counterRT
+	meters   [][]meterState
+	digestQs []digestQ
+	profs    []*profRT
+	groups   map[uint32]*mcGroup      // multicast groups by id
+	sessions map[uint32]*cloneSession // clone sessions by id
+	copies   int                      // copies made of the packet being processed
 	pool     sync.Pool
 	stats    Stats
 }
@@ -55,12 +61,20 @@ type Device struct {
 // Stats are the Device's own packet counts.
 type Stats struct {
 	In, Out, Dropped, ParserErrors uint64
+	// CopyLimit counts copies dropped because one received packet
+	// already made maxCopies (multicast and clones); ReentryLimit packets
+	// dropped because they were resubmitted or recirculated more than
+	// maxReentry times in a row.
+	CopyLimit, ReentryLimit uint64
+	// DigestDrops counts digest records dropped because their queue was
+	// full (nobody took them with TakeDigests).
+	DigestDrops uint64
 }
 
 // NewDevice makes a device running p, with empty tables (except the
 // program's const/initial entries), zeroed registers and counters.
 func NewDevice(p *Program, o Options) *Device {
-	d := &Device{prog: p, opts: o, start: time.Now()}
+	d := &Device{prog: p, opts: o, start: time.Now(), groups: map[uint32]*mcGroup{}, sessions: map[uint32]*cloneSession{}}
 	for _, t := range p.tables {
 		d.tables = append(d.tables, newTableRT(t))
 	}
@@ -73,6 +87,15 @@ func NewDevice(p *Program, o Options) *Device {
 	}
 	for _, c := range p.counters {
 		d.counters = append(d.counters, counterRT{packets: make([]uint64, c.size), bytes: make([]uint64, c.size)})
+	}
+	for _, m := range p.meters {
+		d.meters = append(d.meters, make([]meterState, m.size))
+	}
+	for _, x := range p.profiles {
+		d.profs = append(d.profs, &profRT{c: x, t: x.table, members: map[uint32]*apMember{}, groups: map[uint32]*apGroup{}})
+	}
+	for _, dg := range p.digests {
+		d.digestQs = append(d.digestQs, digestQ{vals: make([]uint64, digestQueueCap*len(dg.fields)), nf: len(dg.fields), recordsCap: digestQueueCap})
 	}
 	outCap := netio.MaxFrameSize + p.outSlack
 	d.pool.New = func() any {
@@ -126,12 +149,21 @@ func (d *Device) now() uint64 {
 //
 // As in BMv2, a parser error does not drop the packet: ingress runs with
 // standard_metadata.parser_error set, and the unparsed bytes are the payload.
-// Multicast, cloning, resubmission and recirculation are refused at compile
-// time, so every packet leaves on at most one port.
+// A packet that is multicast, cloned, resubmitted or recirculated may leave
+// as several copies (or none): emit is then called once per copy, with the
+// Device's lock held.
 func (d *Device) Process(ingressPort uint32, frame []byte, emit func(egressPort uint32, frame []byte)) {
 	s := d.pool.Get().(*pktState)
 	d.mu.Lock()
-	port, ok := d.pipeline(s, ingressPort, frame)
+	var port uint32
+	ok := false
+	d.stats.In++
+	if ingressPort > 511 {
+		d.stats.Dropped++
+	} else {
+		d.copies = 0
+		port, ok = d.pass(s, ingressPort, frame, emit, nil)
+	}
 	d.mu.Unlock()
 	if ok && emit != nil {
 		emit(port, s.out)
@@ -140,35 +172,53 @@ func (d *Device) Process(ingressPort uint32, frame []byte, emit func(egressPort 
 	d.pool.Put(s)
 }
 
-func (d *Device) pipeline(s *pktState, in uint32, frame []byte) (uint32, bool) {
+// pass runs one packet through the whole pipeline; re is set for a packet
+// that enters ingress again (resubmitted or recirculated). The usual case
+// (one copy) returns the copy's port with ok; a packet that replication,
+// cloning, resubmission or recirculation turns into other copies is
+// emitted here (with d.mu held) and ok is false.
+func (d *Device) pass(s *pktState, in uint32, frame []byte, emit func(uint32, []byte), re *reentry) (uint32, bool) {
 	p := d.prog
-	d.stats.In++
-	if in > 511 {
-		d.stats.Dropped++
-		return 0, false
-	}
 	clear(s.slots)
 	clear(s.hoff1)
 	s.pkt, s.off, s.exited = frame, 0, false
 	s.out = s.out[:0]
 	s.tsSet = false
+	s.clone.set = false
+	s.pending, s.depth = 0, 0
 	s.slots[p.smIngressPort] = uint64(in)
 	s.slots[p.smPacketLength] = uint64(len(frame)) & mask(32)
+	if re != nil {
+		for _, k := range re.keep {
+			s.slots[k] = re.from[k]
+		}
+		s.slots[p.smInstanceType] = re.instance
+		s.depth = re.depth
+	}
 	if !p.parser.run(s) {
 		d.stats.ParserErrors++
 	}
 	p.verify.run(s)
 	p.ingress.run(s)
+	if s.pending != 0 || s.slots[p.smMcastGrp] != 0 {
+		d.replicate(s, frame, emit)
+		return 0, false
+	}
 	if s.slots[p.smEgressSpec] == dropPort {
 		d.stats.Dropped++
 		return 0, false
 	}
 	s.slots[p.smEgressPort] = s.slots[p.smEgressSpec]
 	p.egress.run(s)
+	if s.pending != 0 {
+		d.finishEgress(s, frame, emit, 1, 0)
+		return 0, false
+	}
 	if s.slots[p.smEgressSpec] == dropPort {
 		d.stats.Dropped++
 		return 0, false
 	}
+	// d.deparse, inlined on the usual path.
 	p.compute.run(s)
 	if need := len(frame) + p.outSlack; cap(s.out) < need {
 		s.out = make([]byte, 0, need)
@@ -179,6 +229,21 @@ func (d *Device) pipeline(s *pktState, in uint32, frame []byte) (uint32, bool) {
 	}
 	d.stats.Out++
 	return uint32(s.slots[p.smEgressPort]), true
+}
+
+// deparse runs computeChecksum and the deparser into s.out and appends
+// the payload.
+func (d *Device) deparse(s *pktState, frame []byte) {
+	p := d.prog
+	p.compute.run(s)
+	s.out = s.out[:0]
+	if need := len(frame) + p.outSlack; cap(s.out) < need {
+		s.out = make([]byte, 0, need)
+	}
+	p.deparser.run(s)
+	if s.off < len(frame) {
+		s.out = append(s.out, frame[s.off:]...)
+	}
 }
 
 // Run moves frames between the netio ports (keyed by port number) and the

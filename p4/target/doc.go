@@ -8,8 +8,10 @@
 // 64-bit slots (no tree walk and no allocation per packet), the v1model
 // pipeline (parser, verifyChecksum, ingress, egress, computeChecksum,
 // deparser), the P4Info of a program (p4c's naming and ID rules), and the
-// semantics of P4Runtime's TableEntry, RegisterEntry, CounterEntry and
-// DirectCounterEntry messages on a Device. It does not own the P4Runtime
+// semantics of P4Runtime's TableEntry, RegisterEntry, CounterEntry,
+// DirectCounterEntry, MeterEntry, DirectMeterEntry, ActionProfileMember,
+// ActionProfileGroup and PacketReplicationEngineEntry messages on a Device,
+// and the digest records a server turns into DigestLists. It does not own the P4Runtime
 // gRPC service (arbitration, streams, pipeline config): that is a server
 // built on top of this package.
 //
@@ -48,10 +50,47 @@
 //     that register read-modify-write sequences of one packet are atomic
 //     with respect to other packets (a total order, as a switch pipeline
 //     gives). Control-plane operations take the same mutex.
-//   - Multicast, cloning, resubmission, recirculation, digests, meters,
-//     random, truncate, lookahead/advance, value sets, range and optional
-//     matches and action profiles are refused; writing
-//     standard_metadata.mcast_grp is refused (multicast). log_msg is
+//   - The packet replication engine (pre.go): multicast groups and clone
+//     sessions as P4Runtime's PacketReplicationEngineEntry; mcast_grp,
+//     clone and clone_preserving_field_list (@field_list on members of the
+//     user metadata struct) with BMv2 simple_switch's semantics: an I2E
+//     clone is the packet as received, parsed again, metadata zeroed but
+//     the field list; multicast replicas carry ingress's headers and
+//     metadata; an E2E clone carries egress's headers and runs egress
+//     again. Only the usual one-copy path is inlined: replication takes a
+//     slower path that still does not allocate in steady state.
+//   - Range and optional match kinds: a table with a ternary, range or
+//     optional key is a priority-ordered scan (a range key checks
+//     low <= key <= high). In const entries, a range key takes a value or
+//     _ (lo .. hi keysets are not parsed). P4Runtime: a range covering the
+//     whole field, or low > high, is INVALID_ARGUMENT (a don't-care is an
+//     omitted field, as for ternary).
+//   - resubmit_preserving_field_list and recirculate_preserving_field_list
+//     as in BMv2: at the end of ingress a resubmitted packet (as received)
+//     enters ingress again instead of going on, instance_type 6; at the end
+//     of egress a recirculated packet (as deparsed) enters ingress again
+//     instead of leaving, instance_type 4; metadata zeroed but the field
+//     list and ingress_port. A packet re-enters at most maxReentry (8)
+//     times in a row, then it is dropped (Stats.ReentryLimit). The old
+//     resubmit(data) and recirculate(data) are refused.
+//   - Meters and direct meters (meter.go): two-rate three-colour markers
+//     (RFC 2698) on the Device's clock, colours GREEN 0, YELLOW 1, RED 2,
+//     GREEN until configured; configured by P4Runtime's MeterEntry,
+//     DirectMeterEntry and TableEntry.meter_config. A direct meter runs
+//     when its table hits; read gives GREEN on a miss.
+//   - Digests (digest.go): digest<T>(receiver, data) with T a struct of
+//     bit<W> or bool fields (a struct value, or a list with T explicit);
+//     one P4Info digest per T, named after it, its struct in type_info, as
+//     p4c does. Records queue on the Device (1024 per digest, then dropped
+//     and counted) until a server takes them (TakeDigests).
+//   - Action profiles and selectors (profile.go): implementation =
+//     action_profile or action_selector; selector keys feed the selector's
+//     hash and are not match fields; members, groups and one-shot action
+//     sets from P4Runtime. A profile serves one table.
+//   - Idle timeouts (idle.go): support_timeout = true; every hit records
+//     the clock; ExpiredEntries reports and restarts the expired ones.
+//   - clone3, random, truncate, lookahead/advance and value sets are
+//     refused. log_msg is
 //     accepted and does nothing. The timestamps are read-only and read the
 //     clock lazily (Options.Now, microseconds).
 //   - Deparsing: a header of the headers struct that was extracted is
@@ -71,8 +110,11 @@
 //     #define bodies up to 4096 tokens, programs up to 1M tokens, hash and
 //     checksum data up to 120 bytes, 1024 parser states per packet.
 //   - P4Runtime: const tables and const default actions refuse writes with
-//     PERMISSION_DENIED; register and counter indexes out of range are
-//     OUT_OF_RANGE, and so are values wider than the field's bitwidth;
+//     PERMISSION_DENIED, and is_const set in a write is INVALID_ARGUMENT;
+//     negative register and counter indexes are INVALID_ARGUMENT, indexes
+//     past the end OUT_OF_RANGE, and so are empty byte strings and values
+//     wider than the field's bitwidth; a direct counter of an entry that
+//     does not exist is NOT_FOUND (read and write);
 //     malformed matches (zero ternary mask, lpm prefix 0, bits outside the
 //     mask or prefix, missing exact fields, wrong priority) and actions
 //     (not in the table, wrong scope, missing parameters) are

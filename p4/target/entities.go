@@ -2,7 +2,6 @@ package target
 
 import (
 	"fmt"
-	"sort"
 
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"google.golang.org/grpc/codes"
@@ -21,7 +20,9 @@ func errf(c codes.Code, format string, args ...any) error {
 // padded) as a value of w bits.
 func decodeBits(b []byte, w int, what string) (uint64, error) {
 	if len(b) == 0 {
-		return 0, errf(codes.InvalidArgument, "%s: empty byte string", what)
+		// P4Runtime: "If the string's byte length is zero, the server
+		// always rejects the string" with OUT_OF_RANGE (section 8.4).
+		return 0, errf(codes.OutOfRange, "%s: empty byte string", what)
 	}
 	i := 0
 	for i < len(b)-1 && b[i] == 0 {
@@ -73,7 +74,7 @@ func (d *Device) resolveAction(t *tableC, ta *p4v1.TableAction, isDefault bool) 
 	}
 	a := ta.GetAction()
 	if a == nil {
-		return 0, nil, errf(codes.Unimplemented, "table %s: action profiles are not supported", t.name)
+		return 0, nil, errf(codes.InvalidArgument, "table %s has no action profile: give an action", t.name)
 	}
 	ai := -1
 	for i, r := range t.actions {
@@ -121,6 +122,14 @@ func (d *Device) resolveAction(t *tableC, ta *p4v1.TableAction, isDefault bool) 
 // priority) from P4Runtime match fields, with P4Runtime's validity rules.
 func matchEntry(t *tableC, fms []*p4v1.FieldMatch, prio int32) (*entry, error) {
 	e := &entry{vals: make([]uint64, len(t.keys)), masks: make([]uint64, len(t.keys)), prio: prio}
+	if t.isRange != nil {
+		e.his = make([]uint64, len(t.keys))
+		for i, k := range t.keys {
+			if t.isRange[i] {
+				e.his[i] = mask(k.w) // omitted: the whole range
+			}
+		}
+	}
 	seen := make([]bool, len(t.keys))
 	for _, fm := range fms {
 		i := int(fm.FieldId) - 1
@@ -181,6 +190,36 @@ func matchEntry(t *tableC, fms []*p4v1.FieldMatch, prio int32) (*entry, error) {
 				return nil, errf(codes.InvalidArgument, "%s: value has bits set outside the mask", what)
 			}
 			e.vals[i], e.masks[i] = v, m
+		case "range":
+			x := fm.GetRange()
+			if x == nil {
+				return nil, errf(codes.InvalidArgument, "%s: expected a range match", what)
+			}
+			lo, err := decodeBits(x.Low, k.w, what+" low")
+			if err != nil {
+				return nil, err
+			}
+			hi, err := decodeBits(x.High, k.w, what+" high")
+			if err != nil {
+				return nil, err
+			}
+			if lo > hi {
+				return nil, errf(codes.InvalidArgument, "%s: low 0x%x is above high 0x%x", what, lo, hi)
+			}
+			if lo == 0 && hi == mask(k.w) {
+				return nil, errf(codes.InvalidArgument, "%s: the whole range (omit the field for a don't-care)", what)
+			}
+			e.vals[i], e.his[i] = lo, hi
+		case "optional":
+			x := fm.GetOptional()
+			if x == nil {
+				return nil, errf(codes.InvalidArgument, "%s: expected an optional match", what)
+			}
+			v, err := decodeBits(x.Value, k.w, what)
+			if err != nil {
+				return nil, err
+			}
+			e.vals[i], e.masks[i] = v, mask(k.w)
 		}
 	}
 	for i, k := range t.keys {
@@ -212,8 +251,25 @@ func (d *Device) WriteTableEntry(ut p4v1.Update_Type, te *p4v1.TableEntry) error
 		return err
 	}
 	t := rt.c
-	if te.MeterConfig != nil || te.IdleTimeoutNs != 0 {
-		return errf(codes.Unimplemented, "table %s: meters and idle timeouts are not supported", t.name)
+	if te.IsConst {
+		return errf(codes.InvalidArgument, "table %s: is_const must be false in a write", t.name)
+	}
+	if te.IdleTimeoutNs != 0 && !t.idle {
+		return errf(codes.InvalidArgument, "table %s does not support idle timeouts (idle_timeout_ns is set)", t.name)
+	}
+	if te.IdleTimeoutNs < 0 {
+		return errf(codes.InvalidArgument, "table %s: negative idle_timeout_ns", t.name)
+	}
+	if te.TimeSinceLastHit != nil {
+		return errf(codes.InvalidArgument, "table %s: time_since_last_hit must be unset in a write", t.name)
+	}
+	if te.MeterConfig != nil {
+		if t.meter == nil {
+			return errf(codes.InvalidArgument, "table %s has no direct meter (meter_config is set)", t.name)
+		}
+		if err := checkMeterConfig(te.MeterConfig, "table "+t.name); err != nil {
+			return err
+		}
 	}
 	if te.IsDefaultAction {
 		if ut != p4v1.Update_MODIFY {
@@ -221,6 +277,9 @@ func (d *Device) WriteTableEntry(ut p4v1.Update_Type, te *p4v1.TableEntry) error
 		}
 		if len(te.Match) > 0 || te.Priority != 0 {
 			return errf(codes.InvalidArgument, "table %s: the default entry has no match or priority", t.name)
+		}
+		if te.IdleTimeoutNs != 0 {
+			return errf(codes.InvalidArgument, "table %s: the default entry has no idle timeout", t.name)
 		}
 		if t.defConst {
 			return errf(codes.PermissionDenied, "table %s: the default action is const", t.name)
@@ -255,7 +314,12 @@ func (d *Device) WriteTableEntry(ut p4v1.Update_Type, te *p4v1.TableEntry) error
 		if len(rt.byID) >= t.size {
 			return errf(codes.ResourceExhausted, "table %s is full (%d entries)", t.name, t.size)
 		}
-		if e.ai, e.params, err = d.resolveAction(t, te.Action, false); err != nil {
+		if t.prof != nil {
+			e.indirect = true
+			if err := d.indirectAction(t, te.Action, e); err != nil {
+				return err
+			}
+		} else if e.ai, e.params, err = d.resolveAction(t, te.Action, false); err != nil {
 			return err
 		}
 		if cd := te.CounterData; cd != nil && t.counter != nil {
@@ -263,25 +327,41 @@ func (d *Device) WriteTableEntry(ut p4v1.Update_Type, te *p4v1.TableEntry) error
 		}
 		e.meta = te.ControllerMetadata
 		e.metaBytes = append([]byte(nil), te.Metadata...)
+		e.setMeter(te.MeterConfig, d.now())
+		e.idleNs, e.lastHit = te.IdleTimeoutNs, d.now()
 		rt.insert(e)
 	case p4v1.Update_MODIFY:
 		if old == nil {
 			return errf(codes.NotFound, "table %s: no such entry", t.name)
 		}
-		ai, params, err := d.resolveAction(t, te.Action, false)
-		if err != nil {
-			return err
+		if t.prof != nil {
+			ne := &entry{indirect: true}
+			if err := d.indirectAction(t, te.Action, ne); err != nil {
+				return err
+			}
+			old.ref(-1)
+			old.mem, old.grp, old.oneShot = ne.mem, ne.grp, ne.oneShot
+		} else {
+			ai, params, err := d.resolveAction(t, te.Action, false)
+			if err != nil {
+				return err
+			}
+			old.ai, old.params = ai, params
 		}
-		old.ai, old.params = ai, params
 		if cd := te.CounterData; cd != nil && t.counter != nil {
 			old.packets, old.bytes = uint64(cd.PacketCount), uint64(cd.ByteCount)
 		}
 		old.meta = te.ControllerMetadata
 		old.metaBytes = append([]byte(nil), te.Metadata...)
+		if te.MeterConfig != nil {
+			old.setMeter(te.MeterConfig, d.now())
+		}
+		old.idleNs = te.IdleTimeoutNs
 	case p4v1.Update_DELETE:
 		if old == nil {
 			return errf(codes.NotFound, "table %s: no such entry", t.name)
 		}
+		old.ref(-1)
 		rt.remove(old)
 	default:
 		return errf(codes.InvalidArgument, "unknown update type %v", ut)
@@ -291,7 +371,7 @@ func (d *Device) WriteTableEntry(ut p4v1.Update_Type, te *p4v1.TableEntry) error
 
 func (rt *tableRT) entryProto(e *entry, counters bool) *p4v1.TableEntry {
 	t := rt.c
-	te := &p4v1.TableEntry{TableId: t.id, Priority: e.prio, ControllerMetadata: e.meta}
+	te := &p4v1.TableEntry{TableId: t.id, Priority: e.prio, ControllerMetadata: e.meta, IsConst: t.isConst, IdleTimeoutNs: e.idleNs}
 	if len(e.metaBytes) > 0 {
 		te.Metadata = append([]byte(nil), e.metaBytes...)
 	}
@@ -311,12 +391,34 @@ func (rt *tableRT) entryProto(e *entry, counters bool) *p4v1.TableEntry {
 				continue
 			}
 			fm.FieldMatchType = &p4v1.FieldMatch_Ternary_{Ternary: &p4v1.FieldMatch_Ternary{Value: encodeBits(e.vals[i]), Mask: encodeBits(e.masks[i])}}
+		case "range":
+			if e.vals[i] == 0 && e.his[i] == mask(k.w) {
+				continue
+			}
+			fm.FieldMatchType = &p4v1.FieldMatch_Range_{Range: &p4v1.FieldMatch_Range{Low: encodeBits(e.vals[i]), High: encodeBits(e.his[i])}}
+		case "optional":
+			if e.masks[i] == 0 {
+				continue
+			}
+			fm.FieldMatchType = &p4v1.FieldMatch_Optional_{Optional: &p4v1.FieldMatch_Optional{Value: encodeBits(e.vals[i])}}
 		}
 		te.Match = append(te.Match, fm)
 	}
-	te.Action = actionProto(t, e.ai, e.params)
+	if e.indirect {
+		te.Action = indirectProto(e)
+	} else {
+		te.Action = actionProto(t, e.ai, e.params)
+	}
 	if counters && t.counter != nil {
 		te.CounterData = &p4v1.CounterData{PacketCount: int64(e.packets), ByteCount: int64(e.bytes)}
+	}
+	return te
+}
+
+// withMeter adds e's direct meter config to te when the read asked for it.
+func withMeter(te *p4v1.TableEntry, e *entry, want bool) *p4v1.TableEntry {
+	if want {
+		te.MeterConfig = meterConfigProto(e.meter)
 	}
 	return te
 }
@@ -351,6 +453,18 @@ func (d *Device) ReadTableEntries(filter *p4v1.TableEntry, fn func(*p4v1.TableEn
 			tables = []*tableRT{rt}
 		}
 		counters := filter.CounterData != nil
+		meters := filter.MeterConfig != nil
+		since := filter.TimeSinceLastHit != nil
+		if since && filter.TableId != 0 && !tables[0].c.idle {
+			return errf(codes.InvalidArgument, "table %s does not support idle timeouts (time_since_last_hit is set)", tables[0].c.name)
+		}
+		now := d.now()
+		hits := func(te *p4v1.TableEntry, e *entry, rt *tableRT) *p4v1.TableEntry {
+			if since && rt.c.idle {
+				te.TimeSinceLastHit = &p4v1.TableEntry_IdleTimeout{ElapsedNs: int64(now-min(e.lastHit, now)) * 1000}
+			}
+			return te
+		}
 		for _, rt := range tables {
 			if filter.IsDefaultAction {
 				out = append(out, &p4v1.TableEntry{TableId: rt.c.id, IsDefaultAction: true,
@@ -366,17 +480,12 @@ func (d *Device) ReadTableEntries(filter *p4v1.TableEntry, fn func(*p4v1.TableEn
 					return err
 				}
 				if x := rt.byID[rt.identity(e)]; x != nil {
-					out = append(out, rt.entryProto(x, counters))
+					out = append(out, hits(withMeter(rt.entryProto(x, counters), x, meters), x, rt))
 				}
 				continue
 			}
-			list := make([]*entry, 0, len(rt.byID))
-			for _, e := range rt.byID {
-				list = append(list, e)
-			}
-			sort.Slice(list, func(i, j int) bool { return list[i].seq < list[j].seq })
-			for _, e := range list {
-				out = append(out, rt.entryProto(e, counters))
+			for _, e := range rt.sorted() {
+				out = append(out, hits(withMeter(rt.entryProto(e, counters), e, meters), e, rt))
 			}
 		}
 		return nil
@@ -384,12 +493,7 @@ func (d *Device) ReadTableEntries(filter *p4v1.TableEntry, fn func(*p4v1.TableEn
 	if err != nil {
 		return err
 	}
-	for _, te := range out {
-		if err := fn(te); err != nil {
-			return err
-		}
-	}
-	return nil
+	return each(out, fn)
 }
 
 // Registers.
@@ -408,7 +512,10 @@ func indexRange(ix *p4v1.Index, size int, what string) (int, int, error) {
 	if ix == nil {
 		return 0, size, nil
 	}
-	if ix.Index < 0 || ix.Index >= int64(size) {
+	if ix.Index < 0 {
+		return 0, 0, errf(codes.InvalidArgument, "%s: negative index %d", what, ix.Index)
+	}
+	if ix.Index >= int64(size) {
 		return 0, 0, errf(codes.OutOfRange, "%s: index %d out of range [0, %d)", what, ix.Index, size)
 	}
 	return int(ix.Index), int(ix.Index) + 1, nil
@@ -479,12 +586,7 @@ func (d *Device) ReadRegisterEntries(filter *p4v1.RegisterEntry, fn func(*p4v1.R
 	if err != nil {
 		return err
 	}
-	for _, re := range out {
-		if err := fn(re); err != nil {
-			return err
-		}
-	}
-	return nil
+	return each(out, fn)
 }
 
 // Counters.
@@ -514,7 +616,7 @@ func (d *Device) WriteCounterEntry(ce *p4v1.CounterEntry) error {
 		return err
 	}
 	if ce.Data == nil {
-		return errf(codes.InvalidArgument, "counter %s: no data", c.name)
+		return nil // P4Runtime: without data the counter is not modified
 	}
 	if ce.Data.PacketCount < 0 || ce.Data.ByteCount < 0 {
 		return errf(codes.InvalidArgument, "counter %s: negative count", c.name)
@@ -571,12 +673,7 @@ func (d *Device) ReadCounterEntries(filter *p4v1.CounterEntry, fn func(*p4v1.Cou
 	if err != nil {
 		return err
 	}
-	for _, ce := range out {
-		if err := fn(ce); err != nil {
-			return err
-		}
-	}
-	return nil
+	return each(out, fn)
 }
 
 // ReadDirectCounterEntries calls fn with the direct counter data of the
@@ -602,15 +699,23 @@ func (d *Device) ReadDirectCounterEntries(filter *p4v1.DirectCounterEntry, fn fu
 		return errf(codes.InvalidArgument, "direct counters do not count the default entry on this target")
 	}
 	f := &p4v1.TableEntry{TableId: te.TableId, Match: te.Match, Priority: te.Priority, CounterData: &p4v1.CounterData{}}
-	return d.ReadTableEntries(f, func(e *p4v1.TableEntry) error {
+	found := 0
+	err := d.ReadTableEntries(f, func(e *p4v1.TableEntry) error {
 		rt, _ := d.tableByIDLocked(e.TableId)
 		if rt == nil || rt.c.counter == nil {
 			return nil
 		}
+		found++
 		cd := counterData(rt.c.counter.unit.String(), uint64(e.CounterData.GetPacketCount()), uint64(e.CounterData.GetByteCount()))
 		e.CounterData = nil
 		return fn(&p4v1.DirectCounterEntry{TableEntry: e, Data: cd})
 	})
+	if err == nil && found == 0 && len(te.Match) > 0 {
+		// P4Runtime (DirectCounterEntry): reading the counter of an
+		// entry that does not exist is NOT_FOUND.
+		return errf(codes.NotFound, "table id %d: no such entry", te.TableId)
+	}
+	return err
 }
 
 func (d *Device) tableByIDLocked(id uint32) (*tableRT, error) {
@@ -622,8 +727,11 @@ func (d *Device) tableByIDLocked(id uint32) (*tableRT, error) {
 // WriteDirectCounterEntry sets the direct counter of one entry.
 func (d *Device) WriteDirectCounterEntry(dce *p4v1.DirectCounterEntry) error {
 	te := dce.GetTableEntry()
-	if te == nil || dce.Data == nil {
-		return errf(codes.InvalidArgument, "direct counter entry needs a table entry and data")
+	if te == nil {
+		return errf(codes.InvalidArgument, "direct counter entry needs a table entry")
+	}
+	if d := dce.Data; d != nil && (d.PacketCount < 0 || d.ByteCount < 0) {
+		return errf(codes.InvalidArgument, "direct counter: negative count")
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -642,6 +750,18 @@ func (d *Device) WriteDirectCounterEntry(dce *p4v1.DirectCounterEntry) error {
 	if x == nil {
 		return errf(codes.NotFound, "table %s: no such entry", rt.c.name)
 	}
-	x.packets, x.bytes = uint64(dce.Data.PacketCount), uint64(dce.Data.ByteCount)
+	if dce.Data != nil { // without data the counter is not modified
+		x.packets, x.bytes = uint64(dce.Data.PacketCount), uint64(dce.Data.ByteCount)
+	}
+	return nil
+}
+
+// each calls fn for every element of out, stopping at the first error.
+func each[T any](out []T, fn func(T) error) error {
+	for _, x := range out {
+		if err := fn(x); err != nil {
+			return err
+		}
+	}
 	return nil
 }

@@ -180,7 +180,11 @@ func TestRegisterAndCounterErrors(t *testing.T) {
 		{"register value", d.WriteRegisterEntry(&p4v1.RegisterEntry{RegisterId: rid, Index: &p4v1.Index{Index: 0}, Data: bs(1, 0)}), "OutOfRange"},
 		{"register id", d.WriteRegisterEntry(&p4v1.RegisterEntry{RegisterId: rid + 1, Data: bs(1)}), "NotFound"},
 		{"register data", d.WriteRegisterEntry(&p4v1.RegisterEntry{RegisterId: rid, Data: &p4v1.P4Data{}}), "InvalidArgument"},
-		{"counter index", d.WriteCounterEntry(&p4v1.CounterEntry{CounterId: cid, Index: &p4v1.Index{Index: -1}, Data: &p4v1.CounterData{}}), "OutOfRange"},
+		{"counter index", d.WriteCounterEntry(&p4v1.CounterEntry{CounterId: cid, Index: &p4v1.Index{Index: 2}, Data: &p4v1.CounterData{}}), "OutOfRange"},
+		{"counter negative index", d.WriteCounterEntry(&p4v1.CounterEntry{CounterId: cid, Index: &p4v1.Index{Index: -1}, Data: &p4v1.CounterData{}}), "InvalidArgument"},
+		{"register negative index", d.ReadRegisterEntries(&p4v1.RegisterEntry{RegisterId: rid, Index: &p4v1.Index{Index: -1}}, nil), "InvalidArgument"},
+		{"register empty value", d.WriteRegisterEntry(&p4v1.RegisterEntry{RegisterId: rid, Index: &p4v1.Index{Index: 0}, Data: bs()}), "OutOfRange"},
+		{"register padded value", d.WriteRegisterEntry(&p4v1.RegisterEntry{RegisterId: rid, Index: &p4v1.Index{Index: 0}, Data: bs(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff)}), "OK"},
 		{"counter id", d.ReadCounterEntries(&p4v1.CounterEntry{CounterId: 7}, nil), "NotFound"},
 		{"register read index", d.ReadRegisterEntries(&p4v1.RegisterEntry{RegisterId: rid, Index: &p4v1.Index{Index: 9}}, nil), "OutOfRange"},
 	}

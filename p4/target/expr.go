@@ -219,9 +219,6 @@ func (c *compiler) member(sc *scope, e *memberExpr) *val {
 					return s.ts
 				}}
 			}
-			if x.t == c.smT && f.name == "mcast_grp" {
-				return c.locVal(&lval{base: slot, t: f.t, readonly: true, why: "multicast (mcast_grp) is not supported by this target"})
-			}
 			return c.locVal(&lval{base: slot, t: f.t, readonly: x.lv.readonly, why: x.lv.why})
 		}
 		if x.t.kind == kHeader {

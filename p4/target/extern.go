@@ -12,10 +12,17 @@ type externC struct {
 	size  int
 	t     *ptype // register cell type
 	unit  configv1.CounterSpec_Unit
-	idx   int     // index in the Device's array of its kind
-	table *tableC // direct_counter: its table
-	anns  []annotation
-	p     pos
+	munit configv1.MeterSpec_Unit // meters
+	slot  int                     // direct_meter: the slot of its colour
+	// action_profile, action_selector: the table it serves, and the
+	// selector's hash algorithm and output width.
+	selector bool
+	algo     func([]byte) uint64
+	outW     int
+	idx      int     // index in the Device's array of its kind
+	table    *tableC // direct_counter, direct_meter: its table
+	anns     []annotation
+	p        pos
 }
 
 func (c *compiler) declareExtern(sc *scope, d *instDecl) *externC {
@@ -59,7 +66,46 @@ func (c *compiler) declareExtern(sc *scope, d *instDecl) *externC {
 		x.unit = c.counterUnit(sc, d.args[0])
 		x.idx = len(p.directCounters)
 		p.directCounters = append(p.directCounters, x)
-	case "meter", "direct_meter", "action_profile", "action_selector", "Checksum16", "Register":
+	case "meter":
+		if len(d.t.args) != 0 || len(d.args) != 2 {
+			c.fail(d.p, "meter takes (size, MeterType)")
+		}
+		x.size = c.cellsArg(sc, d.args[0])
+		x.munit = meterUnit(c, sc, d.args[1])
+		x.idx = len(p.meters)
+		p.meters = append(p.meters, x)
+	case "direct_meter":
+		if len(d.t.args) != 1 || len(d.args) != 1 {
+			c.fail(d.p, "direct_meter takes a result type and (MeterType): direct_meter<T>(type)")
+		}
+		x.t = c.resolveType(sc, d.t.args[0])
+		x.munit = meterUnit(c, sc, d.args[0])
+		x.slot = c.alloc(1)
+		x.idx = len(p.directMeters)
+		p.directMeters = append(p.directMeters, x)
+	case "action_profile", "action_selector":
+		want := 1
+		if d.t.name == "action_selector" {
+			want = 3
+		}
+		if len(d.t.args) != 0 || len(d.args) != want {
+			c.fail(d.p, "%s takes %d constructor arguments", d.t.name, want)
+		}
+		if want == 3 {
+			x.selector = true
+			x.algo = c.algo(sc, d.args[0])
+			x.size = c.sizeArg(sc, d.args[1])
+			w := c.constInt(sc, d.args[2])
+			if w < 1 || w > 64 {
+				c.fail(d.args[2].exprPos(), "action_selector output width %d out of range (1 to 64)", w)
+			}
+			x.outW = int(w)
+		} else {
+			x.size = c.sizeArg(sc, d.args[0])
+		}
+		x.idx = len(p.profiles)
+		p.profiles = append(p.profiles, x)
+	case "Checksum16", "Register":
 		c.fail(d.p, "%s is not supported by this target", d.t.name)
 	default:
 		c.fail(d.p, "unknown extern %s", d.t.name)
@@ -258,6 +304,32 @@ func (c *compiler) externCall0(sc *scope, x *externC, method string, e *callExpr
 			}
 			return flowNext
 		}
+	case "meter.execute_meter":
+		if len(e.args) != 2 {
+			c.fail(e.p, "meter.execute_meter takes (index, out result)")
+		}
+		ix := c.typed(c.rvalue(sc, e.args[0], bitT(32)), e.args[0].exprPos()).fn
+		l := c.colorResult(sc, e.args[1], "execute_meter")
+		unit := x.munit
+		return c.dirtying(func(s *pktState) flow {
+			cells := s.dev.meters[idx]
+			v := uint64(colorGreen)
+			if i := ix(s); i < uint64(len(cells)) {
+				v = cells[i].exec(s.now(), meterSize(s, unit))
+			}
+			storeUint(l, s, v)
+			return flowNext
+		}, l.base, 1)
+	case "direct_meter.read":
+		if len(e.args) != 1 {
+			c.fail(e.p, "direct_meter.read takes (out result)")
+		}
+		l := c.colorResult(sc, e.args[0], "direct_meter.read")
+		ms := x.slot
+		return c.dirtying(func(s *pktState) flow {
+			storeUint(l, s, s.slots[ms])
+			return flowNext
+		}, l.base, 1)
 	case "direct_counter.count":
 		if len(e.args) != 0 {
 			c.fail(e.p, "direct_counter.count takes no arguments")

@@ -12,7 +12,7 @@ import (
 // FuzzCompile: the front end never panics and never fails internally; it
 // either compiles or refuses with "file:line:col: reason".
 func FuzzCompile(f *testing.F) {
-	for _, path := range []string{"../testdata/basic_router.p4", "../swordbox.p4"} {
+	for _, path := range []string{"../testdata/basic_router.p4", "../swordbox.p4", "../testdata/pre.p4"} {
 		if src, err := os.ReadFile(path); err == nil {
 			f.Add(string(src))
 		}
@@ -63,6 +63,39 @@ func FuzzProcess(f *testing.F) {
 		}
 		devs = append(devs, sd)
 		f.Add(uint16(1), swordboxCASFrame(f, 7, 0x7f0000001000))
+	}
+	// pre.p4 with groups, sessions, members and a group programmed: the
+	// frame's first byte picks multicast, clones, resubmit, recirculate,
+	// meters, digests, selectors.
+	pre := mustCompileFile(f, "../testdata/pre.p4")
+	pd := NewDevice(pre, Options{})
+	for _, e := range []*p4v1.PacketReplicationEngineEntry{
+		mcastEntry(1, [2]uint32{2, 1}, [2]uint32{3, 2}), cloneEntry(2, 0, [2]uint32{4, 5}, [2]uint32{5, 6}), cloneEntry(3, 5, [2]uint32{6, 0}),
+	} {
+		if err := pd.WritePREEntry(p4v1.Update_INSERT, e); err != nil {
+			f.Fatal(err)
+		}
+	}
+	if err := pd.WriteMeterEntry(&p4v1.MeterEntry{MeterId: meterID(f, pre, "I.pm"), Config: &p4v1.MeterConfig{Cburst: 1, Pburst: 2}}); err != nil {
+		f.Fatal(err)
+	}
+	sel := &p4v1.ActionProfileMember{ActionProfileId: idOf(f, "profile", pre.P4Info().ActionProfiles, "I.sel"), MemberId: 1,
+		Action: &p4v1.Action{ActionId: actionID(f, pre, "I.to_port"), Params: []*p4v1.Action_Param{{ParamId: 1, Value: []byte{3}}}}}
+	if err := pd.WriteActionProfileMember(p4v1.Update_INSERT, sel); err != nil {
+		f.Fatal(err)
+	}
+	if err := pd.WriteActionProfileGroup(p4v1.Update_INSERT, &p4v1.ActionProfileGroup{ActionProfileId: sel.ActionProfileId, GroupId: 1,
+		Members: []*p4v1.ActionProfileGroup_Member{{MemberId: 1, Weight: 3}}}); err != nil {
+		f.Fatal(err)
+	}
+	if err := pd.WriteTableEntry(p4v1.Update_INSERT, &p4v1.TableEntry{TableId: tableID(f, pre, "I.ecmp"), Match: []*p4v1.FieldMatch{exact(1, []byte{1})},
+		Action: &p4v1.TableAction{Type: &p4v1.TableAction_ActionProfileGroupId{ActionProfileGroupId: 1}}}); err != nil {
+		f.Fatal(err)
+	}
+	devs = append(devs, pd)
+	for op := byte(0); op <= 15; op++ {
+		f.Add(uint16(1), []byte{op, 1, 0, 0, 0, 0, 0, 0, 0, 0xee})
+		f.Add(uint16(2), []byte{op, 2, 0, 0, 0, 0, 0, 0, 0})
 	}
 	f.Add(uint16(1), ipv4Frame(f, "10.1.2.3", 64))
 	f.Add(uint16(255), []byte{0x01, 0x00, 2, 0, 0, 0, 0, 2})

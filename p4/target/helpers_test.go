@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 )
 
@@ -50,46 +51,34 @@ func send(d *Device, port uint32, frame []byte) []out {
 // Names to IDs through the P4Info, as a controller does.
 
 func tableID(tb testing.TB, p *Program, name string) uint32 {
-	tb.Helper()
-	for _, t := range p.P4Info().Tables {
-		if t.Preamble.Name == name {
-			return t.Preamble.Id
-		}
-	}
-	tb.Fatalf("no table %s", name)
-	return 0
+	return idOf(tb, "table", p.P4Info().Tables, name)
 }
 
 func actionID(tb testing.TB, p *Program, name string) uint32 {
-	tb.Helper()
-	for _, a := range p.P4Info().Actions {
-		if a.Preamble.Name == name {
-			return a.Preamble.Id
-		}
-	}
-	tb.Fatalf("no action %s", name)
-	return 0
+	return idOf(tb, "action", p.P4Info().Actions, name)
 }
 
 func registerID(tb testing.TB, p *Program, name string) uint32 {
-	tb.Helper()
-	for _, r := range p.P4Info().Registers {
-		if r.Preamble.Name == name {
-			return r.Preamble.Id
-		}
-	}
-	tb.Fatalf("no register %s", name)
-	return 0
+	return idOf(tb, "register", p.P4Info().Registers, name)
 }
 
 func counterID(tb testing.TB, p *Program, name string) uint32 {
+	return idOf(tb, "counter", p.P4Info().Counters, name)
+}
+
+func meterID(tb testing.TB, p *Program, name string) uint32 {
+	return idOf(tb, "meter", p.P4Info().Meters, name)
+}
+
+// idOf returns the ID of the P4Info object called name.
+func idOf[T interface{ GetPreamble() *configv1.Preamble }](tb testing.TB, kind string, xs []T, name string) uint32 {
 	tb.Helper()
-	for _, c := range p.P4Info().Counters {
-		if c.Preamble.Name == name {
-			return c.Preamble.Id
+	for _, x := range xs {
+		if x.GetPreamble().GetName() == name {
+			return x.GetPreamble().GetId()
 		}
 	}
-	tb.Fatalf("no counter %s", name)
+	tb.Fatalf("no %s %s", kind, name)
 	return 0
 }
 

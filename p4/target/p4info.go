@@ -169,20 +169,26 @@ func (c *compiler) buildP4Info() *configv1.P4Info {
 		a := a
 		ents = append(ents, infoEntity{configv1.P4Ids_ACTION, a.name, a.anns, a.p, func(id uint32) { a.id = id }})
 	}
-	for _, x := range p.counters {
-		x := x
-		ents = append(ents, infoEntity{configv1.P4Ids_COUNTER, x.name, x.anns, x.p, func(id uint32) { x.id = id }})
-	}
-	for _, x := range p.directCounters {
-		x := x
-		if x.table == nil {
-			c.fail(x.p, "direct_counter %s is not attached to a table", x.name)
+	externs := func(prefix configv1.P4Ids_Prefix, xs []*externC) {
+		for _, x := range xs {
+			x := x
+			if x.kind == "direct_counter" || x.kind == "direct_meter" {
+				if x.table == nil {
+					c.fail(x.p, "%s %s is not attached to a table", x.kind, x.name)
+				}
+			}
+			ents = append(ents, infoEntity{prefix, x.name, x.anns, x.p, func(id uint32) { x.id = id }})
 		}
-		ents = append(ents, infoEntity{configv1.P4Ids_DIRECT_COUNTER, x.name, x.anns, x.p, func(id uint32) { x.id = id }})
 	}
-	for _, x := range p.registers {
-		x := x
-		ents = append(ents, infoEntity{configv1.P4Ids_REGISTER, x.name, x.anns, x.p, func(id uint32) { x.id = id }})
+	externs(configv1.P4Ids_COUNTER, p.counters)
+	externs(configv1.P4Ids_DIRECT_COUNTER, p.directCounters)
+	externs(configv1.P4Ids_METER, p.meters)
+	externs(configv1.P4Ids_DIRECT_METER, p.directMeters)
+	externs(configv1.P4Ids_REGISTER, p.registers)
+	externs(configv1.P4Ids_ACTION_PROFILE, p.profiles)
+	for _, dg := range p.digests {
+		dg := dg
+		ents = append(ents, infoEntity{configv1.P4Ids_DIGEST, dg.name, dg.anns, dg.p, func(id uint32) { dg.id = id }})
 	}
 	var cpmIDs = map[string]*uint32{}
 	var cpmTypes []*ptype
@@ -227,6 +233,10 @@ func (c *compiler) buildP4Info() *configv1.P4Info {
 				mt = configv1.MatchField_LPM
 			case "ternary":
 				mt = configv1.MatchField_TERNARY
+			case "range":
+				mt = configv1.MatchField_RANGE
+			case "optional":
+				mt = configv1.MatchField_OPTIONAL
 			}
 			ti.MatchFields = append(ti.MatchFields, &configv1.MatchField{Id: uint32(i + 1), Name: k.name, Bitwidth: int32(k.w),
 				Match: &configv1.MatchField_MatchType_{MatchType: mt}})
@@ -247,6 +257,15 @@ func (c *compiler) buildP4Info() *configv1.P4Info {
 		if t.counter != nil {
 			ti.DirectResourceIds = append(ti.DirectResourceIds, t.counter.id)
 		}
+		if t.meter != nil {
+			ti.DirectResourceIds = append(ti.DirectResourceIds, t.meter.id)
+		}
+		if t.prof != nil {
+			ti.ImplementationId = t.prof.id
+		}
+		if t.idle {
+			ti.IdleTimeoutBehavior = configv1.Table_NOTIFY_CONTROL
+		}
 		info.Tables = append(info.Tables, ti)
 	}
 	for _, a := range p.actions {
@@ -264,6 +283,21 @@ func (c *compiler) buildP4Info() *configv1.P4Info {
 		info.DirectCounters = append(info.DirectCounters, &configv1.DirectCounter{Preamble: pre(x.id, x.name, nil),
 			Spec: &configv1.CounterSpec{Unit: x.unit}, DirectTableId: x.table.id})
 	}
+	for _, x := range p.meters {
+		info.Meters = append(info.Meters, &configv1.Meter{Preamble: pre(x.id, x.name, nil),
+			Spec: &configv1.MeterSpec{Unit: x.munit}, Size: int64(x.size)})
+	}
+	for _, x := range p.directMeters {
+		info.DirectMeters = append(info.DirectMeters, &configv1.DirectMeter{Preamble: pre(x.id, x.name, nil),
+			Spec: &configv1.MeterSpec{Unit: x.munit}, DirectTableId: x.table.id})
+	}
+	for _, x := range p.profiles {
+		ap := &configv1.ActionProfile{Preamble: pre(x.id, x.name, nil), WithSelector: x.selector, Size: int64(x.size)}
+		if x.table != nil {
+			ap.TableIds = []uint32{x.table.id}
+		}
+		info.ActionProfiles = append(info.ActionProfiles, ap)
+	}
 	for _, x := range p.registers {
 		info.Registers = append(info.Registers, &configv1.Register{Preamble: pre(x.id, x.name, nil),
 			TypeSpec: &configv1.P4DataTypeSpec{TypeSpec: &configv1.P4DataTypeSpec_Bitstring{
@@ -280,5 +314,6 @@ func (c *compiler) buildP4Info() *configv1.P4Info {
 		}
 		info.ControllerPacketMetadata = append(info.ControllerPacketMetadata, cm)
 	}
+	p.digestInfo(info, pre)
 	return info
 }

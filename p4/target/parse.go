@@ -868,6 +868,13 @@ func (p *parser) unary(depth int) expr {
 	return p.postfix(depth)
 }
 
+// isGenericFunc reports whether e names a function called with type
+// arguments (digest<T>(...)).
+func isGenericFunc(e expr) bool {
+	id, ok := e.(*identExpr)
+	return ok && id.name == "digest"
+}
+
 func (p *parser) postfix(depth int) expr {
 	e := p.primary(depth)
 	for {
@@ -893,6 +900,12 @@ func (p *parser) postfix(depth int) expr {
 				args := p.args()
 				e = &callExpr{p: name.p, fn: e, targs: targs, args: args}
 			}
+		case p.is("<") && isGenericFunc(e):
+			// digest<T>(...): v1model's one generic free function.
+			p.nextTok()
+			tr := p.typeRef()
+			p.expect(">")
+			e = &callExpr{p: t.p, fn: e, targs: []*typeRef{tr}, args: p.args()}
 		case p.is("("):
 			e = &callExpr{p: t.p, fn: e, args: p.args()}
 		case p.is("["):

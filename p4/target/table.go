@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 )
 
 // tableKind is how a table is looked up.
@@ -25,7 +26,7 @@ type keyC struct {
 	fn    exprFn
 	slot  int // >= 0: the key is slots[slot]
 	w     int
-	match string // "exact", "lpm", "ternary"
+	match string // "exact", "lpm", "ternary", "range", "optional"
 }
 
 type tableActionRef struct {
@@ -48,12 +49,18 @@ type tableC struct {
 	entries   []*entry // initial entries (const entries or entries)
 	isConst   bool
 	counter   *externC
+	meter     *externC // direct meter
+	prof      *externC // implementation: action profile or selector
+	idle      bool     // support_timeout = true
+	selKeys   []dataField
+	meterSlot int // the colour of the direct meter's last run
 	hitSlot   int
 	runSlot   int
 	keySlot   int
 	idx       int
 	kind      tableKind
 	lpmKey    int
+	isRange   []bool // per key: a range key (nil when the table has none)
 	anns      []annotation
 	p         pos
 }
@@ -62,15 +69,27 @@ type tableC struct {
 // mask is all ones, for lpm the prefix mask, for ternary the given mask.
 type entry struct {
 	vals, masks []uint64
-	plen        int // lpm prefix length (tkLPM)
+	his         []uint64 // range keys: the upper bound (vals the lower); nil without range keys
+	plen        int      // lpm prefix length (tkLPM)
 	prio        int32
 	ai          int // index in the table's actions
 	params      []uint64
 	packets     uint64
 	bytes       uint64
-	meta        uint64 // controller_metadata
-	metaBytes   []byte // metadata
-	seq         uint64 // insertion order (ties between equal priorities)
+	meta        uint64      // controller_metadata
+	metaBytes   []byte      // metadata
+	meter       *meterState // direct meter (nil: GREEN)
+	// Indirect tables: the member or group the entry uses, or its one-shot
+	// action set (then mem or grp is the entry's own).
+	indirect bool
+	mem      *apMember
+	grp      *apGroup
+	oneShot  *p4v1.ActionProfileActionSet
+	// Idle timeout (tables with support_timeout): the TTL and the time of
+	// the last hit (the Device's clock, microseconds).
+	idleNs  int64
+	lastHit uint64
+	seq     uint64 // insertion order (ties between equal priorities)
 }
 
 func (c *compiler) declareTable(sc *scope, d *tableDecl) *tableC {
@@ -92,9 +111,7 @@ func (c *compiler) declareTable(sc *scope, d *tableDecl) *tableC {
 					c.fail(k.p, "table key of type %s is not supported (bit<W> or bool)", v.t)
 				}
 				switch k.match {
-				case "exact", "lpm", "ternary":
-				case "range", "optional", "selector":
-					c.fail(k.p, "match kind %s is not supported (exact, ternary, lpm are)", k.match)
+				case "exact", "lpm", "ternary", "range", "optional", "selector":
 				default:
 					c.fail(k.p, "unknown match kind %s", k.match)
 				}
@@ -148,30 +165,55 @@ func (c *compiler) declareTable(sc *scope, d *tableDecl) *tableC {
 			entProp = pr
 			t.isConst = pr.isConst
 		case "counters":
+			t.counter = c.attachDirect(sc, pr, t, "direct_counter")
+		case "implementation":
 			id, ok := pr.val.(*identExpr)
 			var s *symbol
 			if ok {
 				s = sc.lookup(id.name)
 			}
-			if s == nil || s.kind != sExtern || s.ext.kind != "direct_counter" {
-				c.fail(pr.p, "counters must name a direct_counter")
+			if s == nil || s.kind != sExtern || (s.ext.kind != "action_profile" && s.ext.kind != "action_selector") {
+				c.fail(pr.p, "implementation must name an action_profile or action_selector")
 			}
 			if s.ext.table != nil {
-				c.fail(pr.p, "direct_counter %s is already attached to table %s", id.name, s.ext.table.name)
+				c.fail(pr.p, "%s %s already serves table %s (shared profiles are not supported)", s.ext.kind, id.name, s.ext.table.name)
 			}
 			s.ext.table = t
-			t.counter = s.ext
+			t.prof = s.ext
+		case "meters":
+			t.meter = c.attachDirect(sc, pr, t, "direct_meter")
+			t.meterSlot = t.meter.slot
 		case "support_timeout":
 			v := c.rvalue(sc, pr.val, boolT)
-			if !v.isConst || v.k != 0 {
-				c.fail(pr.p, "idle timeouts are not supported")
+			if !v.isConst {
+				c.fail(pr.p, "support_timeout must be a constant")
 			}
+			t.idle = v.k != 0
 		default:
 			c.fail(pr.p, "table property %s is not supported", pr.name)
 		}
 	}
 	if !seen["actions"] {
 		c.fail(d.p, "table %s has no actions property", d.name)
+	}
+	// Selector keys feed the selector's hash; they are not match fields.
+	var matchKeys []keyC
+	for _, k := range t.keys {
+		if k.match != "selector" {
+			matchKeys = append(matchKeys, k)
+			continue
+		}
+		if t.prof == nil || !t.prof.selector {
+			c.fail(d.p, "table %s: selector key %s needs implementation = an action_selector", d.name, k.name)
+		}
+		t.selKeys = append(t.selKeys, dataField{fn: k.fn, w: k.w, slot: k.slot})
+	}
+	t.keys = matchKeys
+	if t.prof != nil && t.prof.selector && len(t.selKeys) == 0 {
+		c.fail(d.p, "table %s: an action_selector needs selector keys", d.name)
+	}
+	if t.prof != nil && entProp != nil {
+		c.fail(entProp.p, "table %s: entries of a table with an action profile are not supported", d.name)
 	}
 	// Lookup structure.
 	nl, nt := 0, 0
@@ -180,8 +222,14 @@ func (c *compiler) declareTable(sc *scope, d *tableDecl) *tableC {
 		case "lpm":
 			nl++
 			t.lpmKey = i
-		case "ternary":
+		case "ternary", "optional":
 			nt++
+		case "range":
+			nt++
+			if t.isRange == nil {
+				t.isRange = make([]bool, len(t.keys))
+			}
+			t.isRange[i] = true
 		}
 	}
 	switch {
@@ -232,6 +280,24 @@ func (c *compiler) declareTable(sc *scope, d *tableDecl) *tableC {
 	}
 	c.prog.tables = append(c.prog.tables, t)
 	return t
+}
+
+// attachDirect attaches the direct extern a table property (counters,
+// meters) names to t.
+func (c *compiler) attachDirect(sc *scope, pr *tableProp, t *tableC, kind string) *externC {
+	id, ok := pr.val.(*identExpr)
+	var s *symbol
+	if ok {
+		s = sc.lookup(id.name)
+	}
+	if s == nil || s.kind != sExtern || s.ext.kind != kind {
+		c.fail(pr.p, "%s must name a %s", pr.name, kind)
+	}
+	if s.ext.table != nil {
+		c.fail(pr.p, "%s %s is already attached to table %s", kind, id.name, s.ext.table.name)
+	}
+	s.ext.table = t
+	return s.ext
 }
 
 // actionCall resolves an action invocation a(args) of a table (default
@@ -293,10 +359,28 @@ func (c *compiler) constEntry(sc *scope, t *tableC, en *entryAST) *entry {
 		c.fail(en.p, "entry has %d key values, table %s has %d keys", len(keys), t.localName, len(t.keys))
 	}
 	e := &entry{}
+	if t.isRange != nil {
+		e.his = make([]uint64, len(t.keys))
+	}
 	for i, k := range t.keys {
 		kt := bitT(k.w)
 		v, m := c.keysetValue(sc, keys[i], kt)
 		switch k.match {
+		case "range":
+			// A value matches itself, _ the whole range (lo .. hi
+			// keysets are not parsed).
+			switch m {
+			case 0:
+				v, m, e.his[i] = 0, 0, mask(k.w)
+			case mask(k.w):
+				e.his[i], m = v, 0
+			default:
+				c.fail(keys[i].exprPos(), "range key %s needs a value or _", k.name)
+			}
+		case "optional":
+			if m != 0 && m != mask(k.w) {
+				c.fail(keys[i].exprPos(), "optional key %s needs a value or _", k.name)
+			}
 		case "exact":
 			if m != mask(k.w) {
 				c.fail(keys[i].exprPos(), "exact key %s needs a value", k.name)
@@ -409,6 +493,9 @@ func (rt *tableRT) reset() {
 		cp := *e
 		cp.vals = append([]uint64(nil), e.vals...)
 		cp.masks = append([]uint64(nil), e.masks...)
+		if e.his != nil {
+			cp.his = append([]uint64(nil), e.his...)
+		}
 		cp.params = append([]uint64(nil), e.params...)
 		rt.insert(&cp)
 	}
@@ -420,6 +507,9 @@ func (rt *tableRT) identity(e *entry) string {
 	for i := range e.vals {
 		b = binary.BigEndian.AppendUint64(b, e.vals[i])
 		b = binary.BigEndian.AppendUint64(b, e.masks[i])
+		if e.his != nil {
+			b = binary.BigEndian.AppendUint64(b, e.his[i])
+		}
 	}
 	b = binary.BigEndian.AppendUint32(b, uint32(e.prio))
 	return string(b)
@@ -499,6 +589,16 @@ func (rt *tableRT) remove(e *entry) {
 	}
 }
 
+// sorted returns the entries in insertion order.
+func (rt *tableRT) sorted() []*entry {
+	list := make([]*entry, 0, len(rt.byID))
+	for _, e := range rt.byID {
+		list = append(list, e)
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].seq < list[j].seq })
+	return list
+}
+
 // lookup finds the entry matching the key values in s.slots[keySlot:].
 func (rt *tableRT) lookup(s *pktState) *entry {
 	t := rt.c
@@ -519,6 +619,9 @@ func (rt *tableRT) lookup(s *pktState) *entry {
 			}
 		}
 	case tkTernary:
+		if t.isRange != nil {
+			return rt.lookupRange(keys)
+		}
 	next:
 		for _, e := range rt.tern {
 			for i, k := range keys {
@@ -528,6 +631,25 @@ func (rt *tableRT) lookup(s *pktState) *entry {
 			}
 			return e
 		}
+	}
+	return nil
+}
+
+// lookupRange is the priority-ordered scan of a table with range keys.
+func (rt *tableRT) lookupRange(keys []uint64) *entry {
+	isRange := rt.c.isRange
+next:
+	for _, e := range rt.tern {
+		for i, k := range keys {
+			if isRange[i] {
+				if k < e.vals[i] || k > e.his[i] {
+					continue next
+				}
+			} else if k&e.masks[i] != e.vals[i] {
+				continue next
+			}
+		}
+		return e
 	}
 	return nil
 }
@@ -544,6 +666,30 @@ func (t *tableC) applyFn() stmtFn {
 			slots[i] = append(slots[i], p.slot)
 		}
 	}
+	tc := t
+	// meter runs after the lookup of a table with a direct meter or idle
+	// timeouts (nil otherwise).
+	var meter func(s *pktState, e *entry)
+	if t.meter != nil {
+		ms, unit := t.meterSlot, t.meter.munit
+		meter = func(s *pktState, e *entry) {
+			s.slots[ms] = colorGreen
+			if e != nil && e.meter != nil {
+				s.slots[ms] = e.meter.exec(s.now(), meterSize(s, unit))
+			}
+		}
+	}
+	if t.idle {
+		m := meter
+		meter = func(s *pktState, e *entry) {
+			if e != nil {
+				e.lastHit = s.now()
+			}
+			if m != nil {
+				m(s, e)
+			}
+		}
+	}
 	return func(s *pktState) flow {
 		for i := range keys {
 			if src := keys[i].slot; src >= 0 {
@@ -555,11 +701,21 @@ func (t *tableC) applyFn() stmtFn {
 		rt := s.dev.tables[idx]
 		ai, params := rt.defAI, rt.defParams
 		hit := uint64(0)
-		if e := rt.lookup(s); e != nil {
+		e := rt.lookup(s)
+		if e != nil {
 			hit = 1
 			ai, params = e.ai, e.params
+			if e.indirect {
+				var ok bool
+				if ai, params, ok = tc.resolve(s, e); !ok {
+					hit, ai, params = 0, rt.defAI, rt.defParams
+				}
+			}
 			e.packets++
 			e.bytes += uint64(len(s.pkt))
+		}
+		if meter != nil {
+			meter(s, e)
 		}
 		s.slots[hs] = hit
 		s.slots[rs] = uint64(ai)

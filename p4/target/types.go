@@ -42,6 +42,7 @@ type pfield struct {
 	t      *ptype
 	off    int
 	bitOff int
+	anns   []annotation
 }
 
 var (
