@@ -12,6 +12,7 @@ cd "$(dirname "$0")/.."
 need=()
 command -v tshark >/dev/null 2>&1 || need+=(tshark)
 /usr/bin/python3 -c 'import scapy.contrib.roce' >/dev/null 2>&1 || need+=(python3-scapy)
+/usr/bin/python3 -c 'import grpc' >/dev/null 2>&1 || need+=(python3-grpcio)
 pkg-config --exists libdpdk 2>/dev/null || need+=(dpdk-dev libdpdk-dev)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v ethtool >/dev/null 2>&1 || need+=(ethtool)
