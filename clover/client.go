@@ -45,8 +45,9 @@ type ClientConfig struct {
 	// 50ms): a read that took longer is discarded and retried, and a cursor
 	// validated longer ago is not trusted to identify its slot.
 	ReadTimeout time.Duration
-	// MaxChase bounds a get's chain walk before it jumps through the
-	// shortcut (default 16).
+	// MaxChase bounds a get's chain walk, and a put's walk to the tail,
+	// before it jumps through the shortcut (default 4: past a few hops the
+	// shortcut's READ and a walk from it cost less).
 	MaxChase int
 	// MaxRetireWalk bounds the walk that finds the predecessor of a
 	// steered link for retirement (default 256; negative: never walk, and
@@ -254,7 +255,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		cfg.ReadTimeout = 50 * time.Millisecond
 	}
 	if cfg.MaxChase <= 0 {
-		cfg.MaxChase = 16
+		cfg.MaxChase = 4
 	}
 	if cfg.MaxRetireWalk == 0 {
 		cfg.MaxRetireWalk = 256

@@ -480,10 +480,12 @@ const (
 )
 
 // toTail validates e's cursor as the key's tail: header READs from the
-// cursor (from shortcut and MS if it is stale). The first READ also
+// cursor, at most MaxChase hops, then from shortcut and MS. The first READ also
 // persists a node WRITE posted before it on the same queue pair.
 func (c *Client) toTail(ctx context.Context, key uint64, e *cursorEntry, from Ptr, reads *uint64) error {
-	err := c.walk(ctx, key, e, from, 1<<20, reads, e.readSteered)
+	// A cursor far behind the tail is cheaper to leave for the shortcut
+	// (written after every put) than to walk hop by hop.
+	err := c.walk(ctx, key, e, from, c.cfg.MaxChase, reads, e.readSteered)
 	if errors.Is(err, errStale) {
 		err = c.recover(ctx, key, e)
 	}

@@ -67,8 +67,8 @@ const (
 	DefaultTailTTL = 25 * time.Millisecond
 	MaxTailTTL     = time.Hour
 	// The switch program's table sizes (NODE_SLOTS, ADDR_SLOTS, LINK_SLOTS).
-	DefaultSteerNodeSlots = 32768
-	DefaultSteerAddrSlots = 32768
+	DefaultSteerNodeSlots = 65536
+	DefaultSteerAddrSlots = 65536
 	DefaultSteerCASSlots  = 8192
 	MaxSteerSlots         = 1 << 24
 	// NodePrefixLen is the part of a Clover node the steerer parses:
@@ -94,7 +94,7 @@ type SteerConfig struct {
 	// tail_ttl (docs/swordbox-p4.md).
 	TailTTL time.Duration `mapstructure:"tail-ttl" yaml:"tail-ttl"`
 	// NodeSlots, AddrSlots and CASSlots size the node map, the address map
-	// and the CAS records (1..2^24 each; defaults 32768, 32768, 8192: the
+	// and the CAS records (1..2^24 each; defaults 65536, 65536, 8192: the
 	// switch's).
 	NodeSlots int `mapstructure:"node-slots" yaml:"node-slots"`
 	AddrSlots int `mapstructure:"addr-slots" yaml:"addr-slots"`

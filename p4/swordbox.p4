@@ -49,8 +49,8 @@ const bit<8> OP_FETCH_ADD       = 0x14;
 
 /* Register and table sizes. */
 const bit<32> KEY_SLOTS  = 4096;   /* tracked Clover keys (slot given by the controller) */
-const bit<32> NODE_SLOTS = 32768;  /* node map: crc32(node LH) -> VA, key, version */
-const bit<32> ADDR_SLOTS = 32768;  /* address map for READ steering: crc32(VA) -> key */
+const bit<32> NODE_SLOTS = 65536;  /* node map: crc32(node LH) -> VA, key, version */
+const bit<32> ADDR_SLOTS = 65536;  /* address map for READ steering: crc32(VA) -> key */
 const bit<32> LINK_SLOTS = 8192;   /* CAS in flight: crc32(client IP, server IP, PSN) */
 
 /* steer_mode register values (bit 0: write steering, bit 1: read steering). */

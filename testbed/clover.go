@@ -24,12 +24,22 @@ type CloverConfig struct {
 	Keys        int // default 1024
 	// Chunks of 1 MiB the memory node offers for version nodes (default 96).
 	Chunks int
-	// ReadTimeout (T_r, default 50ms) and EpochPeriod (T_e, default 30s)
-	// of Clover's GC.
+	// ReadTimeout (T_r, default DefaultReadTimeout) and EpochPeriod (T_e,
+	// default 30s) of Clover's GC.
 	ReadTimeout, EpochPeriod time.Duration
 	// CursorCache is each client's cursor cache size (default: all keys).
 	CursorCache int
 }
+
+// DefaultReadTimeout is Clover's T_r on the software rack: 250ms. T_r
+// must exceed the time any READ or CAS can spend in flight, or a client
+// cannot trust what it read (a slot may be reused meanwhile) and must walk
+// again; the switch steers to a tail for T_r/2. With 240 client threads on
+// two cores an operation's p99 is tens of milliseconds and its p99.9 over a
+// hundred, far above a hardware rack's microseconds: with Clover's 50ms
+// most cursors were too old to CAS on and most steered CASes too slow to
+// trust, in every mode. It costs slots: retired nodes wait T_r before reuse.
+const DefaultReadTimeout = 250 * time.Millisecond
 
 // CloverRack is Clover running on a Rack.
 type CloverRack struct {
@@ -60,7 +70,7 @@ func NewCloverRack(ctx context.Context, cfg CloverConfig) (_ *CloverRack, err er
 		cfg.Chunks = 96
 	}
 	if cfg.ReadTimeout <= 0 {
-		cfg.ReadTimeout = 50 * time.Millisecond
+		cfg.ReadTimeout = DefaultReadTimeout
 	}
 	if cfg.EpochPeriod <= 0 {
 		// T_e must outlast a benchmark cell: clients drop cursors idle

@@ -75,7 +75,8 @@ type Config struct {
 	// machine's cores are oversubscribed, which a benchmark would then
 	// measure as retransmissions that no lossy link caused.
 	RNICTimeout time.Duration
-	// RepairPeriod and RepairThreshold are the controller's CAS repair loop.
+	// RepairPeriod and RepairThreshold are the controller's CAS repair loop
+	// (default 200ms and 400ms).
 	RepairPeriod, RepairThreshold time.Duration
 	// P4Source is a switch program file to run instead of the swordbox.p4
 	// built into the binary.
@@ -142,13 +143,16 @@ func NewRack(ctx context.Context, cfg Config) (_ *Rack, err error) {
 		cfg.RNICTimeout = 50 * time.Millisecond
 	}
 	if cfg.RepairPeriod <= 0 {
-		cfg.RepairPeriod = 50 * time.Millisecond
+		// Each poll reads all 8192 CAS records over P4Runtime, on the
+		// cores the data path shares: 5 polls a second cost little, and
+		// with tails confirmed at their ACK a late repair breaks nothing.
+		cfg.RepairPeriod = 200 * time.Millisecond
 	}
 	if cfg.TailTTL <= 0 {
 		cfg.TailTTL = rack.DefaultTailTTL
 	}
 	if cfg.RepairThreshold <= 0 {
-		cfg.RepairThreshold = 200 * time.Millisecond
+		cfg.RepairThreshold = 400 * time.Millisecond
 	}
 	src, p4src := swp4.SwordboxFile, swp4.SwordboxSource
 	if cfg.P4Source != "" {

@@ -43,8 +43,8 @@ const (
 	// microseconds); the TTL tests set their own.
 	freshTTL = 1 << 47
 
-	nodeSlots = 32768
-	addrSlots = 32768
+	nodeSlots = 65536
+	addrSlots = 65536
 	linkSlots = 8192
 )
 

@@ -57,7 +57,7 @@ func TestNodeWriteLearned(t *testing.T) {
 			}
 			ns, as := nodeSlot(tc.n.lh), addrSlot(tc.n.va)
 			if len(nodes) != 1 || nodes[ns] != uint64(tc.n.lh) {
-				t.Fatalf("node map = %v, want LH %#x at crc32(LH) mod 32768 = %d", nodes, tc.n.lh, ns)
+				t.Fatalf("node map = %v, want LH %#x at crc32(LH) mod 65536 = %d", nodes, tc.n.lh, ns)
 			}
 			for name, want := range map[string]uint64{"node_ver": uint64(tc.n.ev), "node_key": tc.n.key,
 				"node_va_hi": tc.n.va >> 32, "node_va_lo": tc.n.va & 0xffffffff} {
@@ -66,7 +66,7 @@ func TestNodeWriteLearned(t *testing.T) {
 				}
 			}
 			if len(addrs) != 1 || addrs[as] != tc.n.key {
-				t.Fatalf("address map = %v, want key %#x at crc32(VA) mod 32768 = %d", addrs, tc.n.key, as)
+				t.Fatalf("address map = %v, want key %#x at crc32(VA) mod 65536 = %d", addrs, tc.n.key, as)
 			}
 			if got := r.register("addr_va_hi", as)<<32 | r.register("addr_va_lo", as); got != tc.n.va {
 				t.Errorf("addr_va[%d] = %#x, want %#x", as, got, tc.n.va)

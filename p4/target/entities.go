@@ -558,7 +558,15 @@ func (d *Device) ReadRegisterEntries(filter *p4v1.RegisterEntry, fn func(*p4v1.R
 	if filter == nil {
 		filter = &p4v1.RegisterEntry{}
 	}
-	var out []*p4v1.RegisterEntry
+	// The cells are copied under the lock and encoded after it, so that a
+	// wildcard read of a large register holds the data plane up only for
+	// the copy.
+	type span struct {
+		id     uint32
+		lo     int
+		values []uint64
+	}
+	var spans []span
 	err := func() error {
 		d.mu.Lock()
 		defer d.mu.Unlock()
@@ -575,16 +583,19 @@ func (d *Device) ReadRegisterEntries(filter *p4v1.RegisterEntry, fn func(*p4v1.R
 			if err != nil {
 				return err
 			}
-			cells := d.regs[r.idx]
-			for i := lo; i < hi; i++ {
-				out = append(out, &p4v1.RegisterEntry{RegisterId: r.id, Index: &p4v1.Index{Index: int64(i)},
-					Data: &p4v1.P4Data{Data: &p4v1.P4Data_Bitstring{Bitstring: encodeBits(cells[i])}}})
-			}
+			spans = append(spans, span{id: r.id, lo: lo, values: append([]uint64(nil), d.regs[r.idx][lo:hi]...)})
 		}
 		return nil
 	}()
 	if err != nil {
 		return err
+	}
+	var out []*p4v1.RegisterEntry
+	for _, sp := range spans {
+		for j, v := range sp.values {
+			out = append(out, &p4v1.RegisterEntry{RegisterId: sp.id, Index: &p4v1.Index{Index: int64(sp.lo + j)},
+				Data: &p4v1.P4Data{Data: &p4v1.P4Data_Bitstring{Bitstring: encodeBits(v)}}})
+		}
 	}
 	return each(out, fn)
 }
