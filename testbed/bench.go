@@ -57,6 +57,8 @@ type CellSpec struct {
 	Timing *rnic.Timing
 	// MemoryWorkers shards the memory node's responder.
 	MemoryWorkers int
+	// ReadTimeout is Clover's T_r (0: DefaultReadTimeout).
+	ReadTimeout time.Duration
 }
 
 // RunCell builds a rack for spec, loads the keys, runs the workload for the
@@ -81,6 +83,7 @@ func RunCell(ctx context.Context, spec CellSpec) (report.Cell, error) {
 	cr, err := NewCloverRack(ctx, CloverConfig{
 		Rack:        Config{Steering: steer, TrackedKeys: tracked, MemoryTiming: spec.Timing, MemoryWorkers: spec.MemoryWorkers},
 		ClientHosts: spec.ClientHosts, Threads: spec.Threads, ValueSize: spec.ValueSize, Keys: spec.Keys,
+		ReadTimeout: spec.ReadTimeout,
 	})
 	if err != nil {
 		return cell, err
@@ -133,6 +136,7 @@ func RunCell(ctx context.Context, spec CellSpec) (report.Cell, error) {
 		"verbs_per_op":           float64(m.Verbs) / ops,
 		"precas_reads_per_op":    float64(m.PreCASReads) / ops,
 		"recoveries_per_op":      float64(m.Recoveries) / ops,
+		"read_timeouts_per_op":   float64(m.ReadTimeouts) / ops,
 		"steered_reads_per_op":   float64(m.ReadsSteered) / ops,
 		"steered_nontail_per_op": float64(m.SteeredNonTail) / ops,
 		"cas_steered_ok":         float64(m.CASSteered),

@@ -57,6 +57,8 @@ type SuiteConfig struct {
 	// CAS cap, see TimingModel).
 	Timing        string
 	MemoryWorkers int
+	// ReadTimeout is Clover's T_r (0: DefaultReadTimeout).
+	ReadTimeout time.Duration
 }
 
 func (c *SuiteConfig) defaults() {
@@ -120,7 +122,7 @@ func (c SuiteConfig) Cells() ([]CellSpec, error) {
 		return nil, err
 	}
 	base := CellSpec{Scenario: c.Scenario, Keys: c.Keys, ValueSize: c.ValueSize, Zipf: c.Zipf, Tracked: -1, Threads: c.Threads,
-		ClientHosts: c.ClientHosts, Warmup: c.Warmup, Duration: c.Duration, Seed: c.Seed, Timing: timing, MemoryWorkers: c.MemoryWorkers}
+		ClientHosts: c.ClientHosts, Warmup: c.Warmup, Duration: c.Duration, Seed: c.Seed, Timing: timing, MemoryWorkers: c.MemoryWorkers, ReadTimeout: c.ReadTimeout}
 	var out []CellSpec
 	sweep := func(def []string) []string {
 		if len(c.Sweep) > 0 {
@@ -267,6 +269,7 @@ func RunSuite(ctx context.Context, c SuiteConfig, progress func(i, n int, label 
 		{"links", "in-memory, no faults; bytes counted at the switch's ingress (Ethernet header to ICRC)"},
 		{"RNIC timing model (memory node)", c.Timing},
 		{"memory node responder workers", strconv.Itoa(c.MemoryWorkers)},
+		{"Clover's T_r (read timeout; the switch steers to a tail for T_r/2)", readTimeout(c.ReadTimeout).String()},
 		{"keys", strconv.Itoa(c.Keys)},
 		{"value size", strconv.Itoa(c.ValueSize) + " bytes"},
 		{"zipf", strconv.FormatFloat(c.Zipf, 'g', -1, 64) + " (scrambled zipfian, YCSB)"},
@@ -339,4 +342,12 @@ func contentionNotes(cells []report.Cell) []string {
 		notes = append(notes, fmt.Sprintf("Every host, the switch and the controller share this machine's %d CPUs: what steering adds to the software switch's per-packet work costs throughput here, where a hardware pipeline's cost does not change.", runtime.NumCPU()))
 	}
 	return notes
+}
+
+// readTimeout is the T_r a cell runs with.
+func readTimeout(d time.Duration) time.Duration {
+	if d <= 0 {
+		return DefaultReadTimeout
+	}
+	return d
 }

@@ -37,6 +37,7 @@ type benchConfig struct {
 	Seed        uint64        `mapstructure:"seed"`
 	Timing      string        `mapstructure:"timing"`
 	MemWorkers  int           `mapstructure:"memory-workers"`
+	ReadTimeout time.Duration `mapstructure:"read-timeout"`
 	Results     string        `mapstructure:"results"`
 	JSON        bool          `mapstructure:"json"`
 	Netns       bool          `mapstructure:"netns"`
@@ -94,6 +95,7 @@ Scenarios:
 	f.Uint64("seed", 1, "seed of every random choice (same seed, same operation sequence)")
 	f.String("timing", "", "NIC timing model of the memory node: none, cx5 (ConnectX-5 atomic rates, SwordBox Figures 3-4) or cx5/N (every cap divided by N); default none, cx5/100 for cas-mux")
 	f.Int("memory-workers", 0, "responder workers of the memory node (0: apply in arrival order)")
+	f.Duration("read-timeout", 0, "Clover's T_r: a READ slower than it is reissued, the switch steers to a tail for T_r/2 (0: 50ms)")
 	f.String("results", "results", "directory under which <time>-<scenario>/ and the link latest are written (empty: none); checked before the run")
 	f.Bool("json", false, "print the cells as a JSON array on stdout instead of the table")
 	f.Bool("netns", false, "run every host as its own process in its own network namespace, joined by veth pairs (root; see docs/netns.md)")
@@ -112,6 +114,7 @@ func init() {
 		durSpan("duration", 10*time.Millisecond, 24*time.Hour),
 		durSpan("warmup", 0, time.Hour),
 		intSpan("memory-workers", 0, 64),
+		durSpan("read-timeout", time.Millisecond, 10*time.Second).orZero("Clover's default, 50ms"),
 	)
 	addCheck("bench", func(cfg any) error {
 		c := cfg.(*benchConfig)
@@ -167,7 +170,7 @@ func runBench(cmd *cobra.Command, _ []string) error {
 func suiteConfig(cfg benchConfig) (testbed.SuiteConfig, error) {
 	sc := testbed.SuiteConfig{Scenario: cfg.Scenario, Keys: cfg.Keys, ValueSize: cfg.ValueSize, Zipf: cfg.Zipf,
 		Modes: cfg.Modes, Sweep: cfg.Sweep, Threads: cfg.Threads, ClientHosts: cfg.ClientHosts, Duration: cfg.Duration,
-		Warmup: cfg.Warmup, Seed: cfg.Seed, Timing: cfg.Timing, MemoryWorkers: cfg.MemWorkers}
+		Warmup: cfg.Warmup, Seed: cfg.Seed, Timing: cfg.Timing, MemoryWorkers: cfg.MemWorkers, ReadTimeout: cfg.ReadTimeout}
 	for _, w := range cfg.Workloads {
 		if _, _, err := ycsb.Preset(ycsb.Kind(w)); err != nil {
 			return sc, fmt.Errorf("bench: --workloads: %w", err)

@@ -206,6 +206,7 @@ func TestBadInputIsRefused(t *testing.T) {
 		{"bench duration -1s", []string{"bench", "--duration", "-1s", "--no-progress", "--results", ""}, nil, "bench: --duration -1s: out of range 10ms..24h"},
 		{"bench warmup -1s", append([]string{"bench", "--warmup", "-1s"}, noBench...), nil, "bench: --warmup -1s: out of range 0s..1h"},
 		{"bench memory-workers -1", append([]string{"bench", "--memory-workers", "-1"}, noBench...), nil, "bench: --memory-workers -1: out of range 0..64"},
+		{"bench read-timeout 20s", append([]string{"bench", "--read-timeout", "20s"}, noBench...), nil, "bench: --read-timeout 20s: out of range 1ms..10s or 0 (Clover's default, 50ms)"},
 		{"bench results unwritable", []string{"bench", "--duration", "1h", "--no-progress", "--results", "/proc/nope"}, nil, "bench: --results /proc/nope: cannot create it"},
 		{"bench scenario", append([]string{"bench", "--scenario", "nope"}, noBench...), nil, "unknown scenario"},
 		{"bench workloads", append([]string{"bench", "--workloads", "z"}, noBench...), nil, "bench: --workloads"},

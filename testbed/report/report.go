@@ -69,6 +69,7 @@ var MechanismColumns = []struct{ Key, Head, Doc string }{
 	{"verbs_per_op", "verbs/op", "data-path verbs the clients posted, per operation"},
 	{"precas_reads_per_op", "pre-CAS rd/op", "header READs a put made before or between its CASes beyond its one persistence READ"},
 	{"recoveries_per_op", "recov/op", "recoveries through the shortcut or the metadata server"},
+	{"read_timeouts_per_op", "T_r rd/op", "READs discarded and reissued because they took longer than Clover's T_r"},
 	{"steered_reads_per_op", "steered rd/op", "node READs the switch steered that the clients recognised (another slot's node)"},
 	{"steered_nontail_per_op", "non-tail/op", "steered READs whose node was no longer the tail (the switch's tail lagged)"},
 	{"cas_steered_ok", "CAS steered ok", "linking CASes that succeeded on a tail the switch steered them to"},
