@@ -166,7 +166,8 @@ type cursorEntry struct {
 	epoch    uint32        // client epoch of that validation
 	shortcut ShortcutRef
 	class    uint8
-	// readSteered: a switch steered a node READ of this key lately, so a
+	// readSteered: a switch steered a node READ of this key lately (for a
+	// new entry: of any key, steerSeen), so a
 	// put's first hop past a stale cursor tries a steerable READ.
 	readSteered bool
 }
@@ -197,6 +198,8 @@ type Client struct {
 	rwr   [1]verbs.RecvWR
 	done  []verbs.WC
 	epoch uint32
+	// steerSeen: a switch has steered one of this client's node READs.
+	steerSeen bool
 
 	// cursor cache: FIFO ring + index
 	ring  []cursorEntry

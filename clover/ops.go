@@ -34,7 +34,7 @@ func (c *Client) insert(key uint64) *cursorEntry {
 	if old.used {
 		delete(c.index, old.key)
 	}
-	*old = cursorEntry{key: key, used: true, valAt: -1}
+	*old = cursorEntry{key: key, used: true, valAt: -1, readSteered: c.steerSeen}
 	c.index[key] = int32(c.pos)
 	c.pos = (c.pos + 1) % len(c.ring)
 	return old
@@ -122,18 +122,21 @@ func isNode(n Node, key uint64, p Ptr) bool {
 // walk follows next pointers from p with header READs (header, key and
 // handle: never node-sized, so no switch steers them) to the key's tail,
 // and validates e's cursor there. It returns ErrNotFound if the chain ends
-// in a delete mark, errStale if a slot on the way was reclaimed. Each READ
-// is counted in *reads.
+// in a delete mark, errStale if a slot on the way was reclaimed (or after
+// limit hops). Each READ is counted in *reads.
 //
-// With steer set, the first READ is node-sized instead, which a switch may
+// With steer set, its READs are node-sized instead, which a switch may
 // steer to the key's confirmed tail: one READ instead of a walk. Callers set
-// it where steering helped the key's gets (e.readSteered); a READ that comes
-// back unsteered clears that.
+// it where steering helped the key's gets (e.readSteered). A READ that comes
+// back unsteered clears that and the walk goes on with header READs; so
+// does one steered to a node that is no longer the tail (the switch's tail
+// lags), or to a delete mark (it may be the key's chain from before a
+// delete: the walk starts again from p).
 func (c *Client) walk(ctx context.Context, key uint64, e *cursorEntry, p Ptr, limit int, reads *uint64, steer bool) error {
 	from := p
 	for hops := 0; hops <= limit; hops++ {
 		size := NodeOverhead
-		if steer && hops == 0 {
+		if steer {
 			size = c.nsize
 		}
 		n, t, err := c.read(ctx, p, size, false)
@@ -145,10 +148,12 @@ func (c *Client) walk(ctx context.Context, key uint64, e *cursorEntry, p Ptr, li
 		if size == c.nsize {
 			if at := n.Self(); at != p.LH && at.IsSlot() && n.Key() == key && n.Header().Valid() {
 				p = Ptr{LH: at, Ver: n.Header().EntryVersion()} // steered to the confirmed tail
-				steered = true
+				steered, c.steerSeen = true, true
 				c.m.ReadsSteered++
-			} else {
-				e.readSteered = false
+			} else if !n.Header().IsTail() {
+				// A READ of a node that is not the tail came back unsteered
+				// (a READ of the tail itself never is steered).
+				e.readSteered, steer = false, false
 			}
 		}
 		if !isNode(n, key, p) {
@@ -157,8 +162,6 @@ func (c *Client) walk(ctx context.Context, key uint64, e *cursorEntry, p Ptr, li
 		h := n.Header()
 		switch {
 		case h.Next() == LHDeleted && steered:
-			// A tail the switch cached before a delete may belong to the
-			// key's previous chain: walk our own pointer instead.
 			p, steer, hops = from, false, -1
 			continue
 		case h.Next() == LHDeleted:
@@ -166,6 +169,10 @@ func (c *Client) walk(ctx context.Context, key uint64, e *cursorEntry, p Ptr, li
 		case h.IsTail():
 			c.validate(e, p, t)
 			return nil
+		}
+		if steered {
+			c.m.SteeredNonTail++
+			steer = false
 		}
 		p = Ptr{LH: h.Next(), Ver: h.NextVersion()}
 	}
@@ -209,7 +216,7 @@ func (c *Client) recover(ctx context.Context, key uint64, e *cursorEntry) error 
 			return err
 		}
 		e.shortcut, e.class = ki.Shortcut, ki.Class
-		err = c.walk(ctx, key, e, ki.Latest, 1<<20, &c.m.RecoveryReads, false)
+		err = c.walk(ctx, key, e, ki.Latest, 1<<20, &c.m.RecoveryReads, e.readSteered)
 		if !errors.Is(err, errStale) {
 			return err
 		}
@@ -303,7 +310,7 @@ func (c *Client) Get(ctx context.Context, key uint64, dst []byte) error {
 			// Another slot's node of the key: a switch steered the READ
 			// to its confirmed tail.
 			steered = true
-			e.readSteered = true
+			e.readSteered, c.steerSeen = true, true
 			c.m.ReadsSteered++
 		default:
 			c.m.StaleCursors++
