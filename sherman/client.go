@@ -87,6 +87,9 @@ type Client struct {
 	// the thread's local allocator: the current chunk [cur, end)
 	cur, end  GlobalAddress
 	nextAlloc int
+
+	// releaseFirst reverses the release order in AddUnderLock (tests only).
+	releaseFirst bool
 }
 
 const maxLevels = 16
@@ -907,4 +910,56 @@ func (c *Client) internalUpdate(ctx context.Context, a GlobalAddress, pg page, k
 		return err
 	}
 	return c.afterSplit(ctx, a, splitKey, sibAddr, root, level)
+}
+
+// ---- lock benchmarks ----
+
+// WithLock runs fn while holding the lock of the page at a (Sherman's
+// lock_bench with a critical section): the same acquire and release as a
+// tree operation.
+func (c *Client) WithLock(ctx context.Context, a GlobalAddress, fn func() error) error {
+	if err := c.lock(ctx, a); err != nil {
+		return err
+	}
+	ferr := fn()
+	if err := c.unlock(ctx, a); err != nil {
+		return err
+	}
+	return ferr
+}
+
+// AddUnderLock takes the lock of the page at a, READs the 8-byte word at
+// a+off, adds delta and writes it back with the release chained behind it
+// in one doorbell, as a leaf entry write-back does; it returns the new
+// value. Lost updates mean that a release became visible before the data
+// it guards.
+func (c *Client) AddUnderLock(ctx context.Context, a GlobalAddress, off int, delta uint64) (uint64, error) {
+	if off < 0 || off+8 > PageSize {
+		return 0, fmt.Errorf("sherman: add under lock: offset %d outside the page", off)
+	}
+	if err := c.lock(ctx, a); err != nil {
+		return 0, err
+	}
+	if err := c.read(ctx, bufPage+off, a.Add(uint64(off)), 8); err != nil {
+		return 0, err
+	}
+	v := binary.LittleEndian.Uint64(c.buf[bufPage+off:]) + delta
+	binary.LittleEndian.PutUint64(c.buf[bufPage+off:], v)
+	if c.releaseFirst {
+		return v, c.unsafeReleaseThenWrite(ctx, bufPage+off, a, off, 8)
+	}
+	return v, c.writeAndUnlock(ctx, bufPage+off, a, off, 8)
+}
+
+// unsafeReleaseThenWrite is the wrong order: the release, completed, and
+// only then the data. It is the negative control of the ordering tests
+// (plain locks only).
+func (c *Client) unsafeReleaseThenWrite(ctx context.Context, off int, a GlobalAddress, pageOff, n int) error {
+	if c.host.locks != nil {
+		return errors.New("sherman: release-first control runs with plain locks only")
+	}
+	if err := c.unlock(ctx, a); err != nil {
+		return err
+	}
+	return c.write(ctx, off, a.Add(uint64(pageOff)), n)
 }
