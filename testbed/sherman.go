@@ -27,10 +27,15 @@ const (
 	// memory node's lock region onto one shared connection and replaces
 	// every lock CMP_SWAP by a WRITE of its outcome (SwordBox 4.3, 4.4.1).
 	ShermanCASToWrite = "cas-to-write"
+	// ShermanCASToWriteNode: as ShermanCASToWrite, and the node's data
+	// region moves onto the same shared connection, so that RC order on
+	// that one connection puts every release behind the data WRITE
+	// chained before it, with no barrier round trip.
+	ShermanCASToWriteNode = "cas-to-write-node"
 )
 
 // ShermanModes lists the modes in report order (baseline first).
-var ShermanModes = []string{ShermanPlain, ShermanHierarchical, ShermanCASToWrite}
+var ShermanModes = []string{ShermanPlain, ShermanHierarchical, ShermanCASToWrite, ShermanCASToWriteNode}
 
 // ShermanConfig describes Sherman on a software rack: memory nodes behind a
 // middlebox, client hosts in front of it, joined by L2 hubs over in-memory
@@ -84,9 +89,9 @@ func NewShermanRack(ctx context.Context, cfg ShermanConfig) (_ *ShermanRack, err
 		cfg.Mode = ShermanPlain
 	}
 	switch cfg.Mode {
-	case ShermanPlain, ShermanHierarchical, ShermanCASToWrite:
+	case ShermanPlain, ShermanHierarchical, ShermanCASToWrite, ShermanCASToWriteNode:
 	default:
-		return nil, fmt.Errorf("testbed: sherman mode %q: want %s, %s or %s", cfg.Mode, ShermanPlain, ShermanHierarchical, ShermanCASToWrite)
+		return nil, fmt.Errorf("testbed: sherman mode %q: want one of %v", cfg.Mode, ShermanModes)
 	}
 	if cfg.MemoryNodes <= 0 {
 		cfg.MemoryNodes = 1
@@ -240,12 +245,16 @@ func NewShermanRack(ctx context.Context, cfg ShermanConfig) (_ *ShermanRack, err
 	mcfg := middlebox.Config{Conns: conns, PMTU: 1024, MaxConns: len(conns) + 16, MaxWords: cfg.MemoryNodes * sherman.NumLocks}
 	for i := 0; i < cfg.MemoryNodes; i++ {
 		s := middlebox.ServerConfig{IP: ipStr(HostIP(mnMember(i)))}
-		if cfg.Mode == ShermanCASToWrite {
+		if cfg.Mode == ShermanCASToWrite || cfg.Mode == ShermanCASToWriteNode {
 			lo := r.Locks[i].Addr()
 			rg := middlebox.Range{Lo: lo, Hi: lo + sherman.LockRegionSize}
 			s.Remap, s.CASToWrite = []middlebox.Range{rg}, []middlebox.Range{rg}
 			for w := uint64(0); w < sherman.NumLocks; w++ {
 				mcfg.Words = append(mcfg.Words, middlebox.WordConfig{VA: lo + 8*w})
+			}
+			if cfg.Mode == ShermanCASToWriteNode {
+				d := r.Data[i].Addr()
+				s.Remap = append(s.Remap, middlebox.Range{Lo: d, Hi: d + uint64(cfg.MemorySize)})
 			}
 		}
 		mcfg.Servers = append(mcfg.Servers, s)

@@ -23,6 +23,7 @@ import (
 // benchConfig is the typed configuration of `swordbox bench` (section
 // "bench" of the config file, SWORDBOX_BENCH_* variables, flags).
 type benchConfig struct {
+	System      string        `mapstructure:"system"`
 	Scenario    string        `mapstructure:"scenario"`
 	Keys        int           `mapstructure:"keys"`
 	ValueSize   int           `mapstructure:"value-size"`
@@ -73,6 +74,8 @@ Scenarios:
 		RunE: runBench,
 	}
 	f := c.Flags()
+	f.String("system", "clover", "system under test: clover or sherman (docs/sherman.md)")
+	addShermanFlags(f)
 	f.String("scenario", testbed.ScenarioDefault, "one of "+strings.Join(testbed.Scenarios, ", "))
 	f.Int("keys", 1024, "number of Clover keys (YCSB record count)")
 	f.Int("value-size", 128, "object (value) size in bytes")
@@ -100,6 +103,13 @@ func runBench(cmd *cobra.Command, _ []string) error {
 	var cfg benchConfig
 	if err := loadConfig(cmd, "bench", &cfg); err != nil {
 		return err
+	}
+	switch cfg.System {
+	case "clover":
+	case "sherman":
+		return runBenchSherman(cmd, cfg)
+	default:
+		return fmt.Errorf("bench: --system %q: want clover or sherman", cfg.System)
 	}
 	if cfg.Netns {
 		return runBenchNetns(cmd, cfg)
