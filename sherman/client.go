@@ -724,6 +724,13 @@ func (c *Client) leafUpdate(ctx context.Context, a GlobalAddress, pg page, k, v 
 	}
 	pg.setLastIndex(pg.lastIndex() - (cnt - m))
 	sib.setLastIndex(sib.lastIndex() + (cnt - m))
+	return c.finishSplit(ctx, a, pg, sib, sibAddr, splitKey, root, 0)
+}
+
+// finishSplit gives the sibling the upper fences and the page's old
+// sibling, links it, writes it, then writes the page back with the release,
+// and links the sibling into the level above.
+func (c *Client) finishSplit(ctx context.Context, a GlobalAddress, pg, sib page, sibAddr GlobalAddress, splitKey uint64, root GlobalAddress, level int) error {
 	sib.setLowest(splitKey)
 	sib.setHighest(pg.highest())
 	pg.setHighest(splitKey)
@@ -737,7 +744,7 @@ func (c *Client) leafUpdate(ctx context.Context, a GlobalAddress, pg page, k, v 
 	if err := c.writeAndUnlock(ctx, bufPage, a, 0, PageSize); err != nil {
 		return err
 	}
-	return c.afterSplit(ctx, a, splitKey, sibAddr, root, 0)
+	return c.afterSplit(ctx, a, splitKey, sibAddr, root, level)
 }
 
 // afterSplit links a new sibling into the level above: a new root if the
@@ -896,20 +903,7 @@ func (c *Client) internalUpdate(ctx context.Context, a GlobalAddress, pg page, k
 	pg.setLastIndex(pg.lastIndex() - (cnt - m))
 	sib.setLastIndex(sib.lastIndex() + (cnt - m - 1))
 	sib.setLeftmost(pg.iptr(m))
-	sib.setLowest(splitKey)
-	sib.setHighest(pg.highest())
-	pg.setHighest(splitKey)
-	sib.setSibling(pg.sibling())
-	pg.setSibling(sibAddr)
-	sib.setConsistent()
-	if err := c.write(ctx, bufSibling, sibAddr, PageSize); err != nil {
-		return err
-	}
-	pg.setConsistent()
-	if err := c.writeAndUnlock(ctx, bufPage, a, 0, PageSize); err != nil {
-		return err
-	}
-	return c.afterSplit(ctx, a, splitKey, sibAddr, root, level)
+	return c.finishSplit(ctx, a, pg, sib, sibAddr, splitKey, root, level)
 }
 
 // ---- lock benchmarks ----

@@ -90,61 +90,49 @@ func runHot(t *testing.T, r *testbed.ShermanRack, hotKeys, ops int, freshP float
 	var mu sync.Mutex
 	var hist []porcupine.Operation
 	fresh := map[uint64]uint64{}
-	var wg sync.WaitGroup
-	errs := make(chan error, len(r.Clients))
-	for i, c := range r.Clients {
-		wg.Add(1)
-		go func(i int, c *sherman.Client) {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(seed, uint64(i)))
-			local := make([]porcupine.Operation, 0, ops)
-			mine := map[uint64]uint64{}
-			for s := 0; s < ops; s++ {
-				val := uint64(i+1)<<32 | uint64(s+1)
-				if rng.Float64() < freshP {
-					k := uint64(1_000_000) + uint64(rng.Uint32())<<8 | uint64(i)
-					if err := c.Insert(ctx, k, val); err != nil {
-						errs <- fmt.Errorf("thread %d: insert %d: %w", i, k, err)
-						return
-					}
-					mine[k] = val
-					continue
+	eachThread(t, r, func(i int, c *sherman.Client) error {
+		rng := rand.New(rand.NewPCG(seed, uint64(i)))
+		local := make([]porcupine.Operation, 0, ops)
+		mine := map[uint64]uint64{}
+		for s := 0; s < ops; s++ {
+			val := uint64(i+1)<<32 | uint64(s+1)
+			if rng.Float64() < freshP {
+				k := uint64(1_000_000) + uint64(rng.Uint32())<<8 | uint64(i)
+				if err := c.Insert(ctx, k, val); err != nil {
+					return fmt.Errorf("insert %d: %w", k, err)
 				}
-				in := kvIn{key: uint64(1 + rng.IntN(hotKeys))}
-				var out kvOut
-				var err error
-				call := time.Since(start).Nanoseconds()
-				switch x := rng.IntN(10); {
-				case x < 4:
-					in.op, in.value = opPut, val
-					err = c.Insert(ctx, in.key, val)
-				case x < 5:
-					in.op = opDel
-					err = c.Delete(ctx, in.key)
-				default:
-					in.op = opGet
-					out.value, out.found, err = c.Search(ctx, in.key)
-				}
-				ret := time.Since(start).Nanoseconds()
-				if err != nil {
-					errs <- fmt.Errorf("thread %d op %d: %w", i, s, err)
-					return
-				}
-				local = append(local, porcupine.Operation{ClientId: i, Input: in, Call: call, Output: out, Return: ret})
+				mine[k] = val
+				continue
 			}
-			mu.Lock()
-			hist = append(hist, local...)
-			for k, v := range mine {
-				fresh[k] = v
+			in := kvIn{key: uint64(1 + rng.IntN(hotKeys))}
+			var out kvOut
+			var err error
+			call := time.Since(start).Nanoseconds()
+			switch x := rng.IntN(10); {
+			case x < 4:
+				in.op, in.value = opPut, val
+				err = c.Insert(ctx, in.key, val)
+			case x < 5:
+				in.op = opDel
+				err = c.Delete(ctx, in.key)
+			default:
+				in.op = opGet
+				out.value, out.found, err = c.Search(ctx, in.key)
 			}
-			mu.Unlock()
-		}(i, c)
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+			ret := time.Since(start).Nanoseconds()
+			if err != nil {
+				return fmt.Errorf("op %d: %w", s, err)
+			}
+			local = append(local, porcupine.Operation{ClientId: i, Input: in, Call: call, Output: out, Return: ret})
+		}
+		mu.Lock()
+		hist = append(hist, local...)
+		for k, v := range mine {
+			fresh[k] = v
+		}
+		mu.Unlock()
+		return nil
+	})
 	// The final state, read after every operation returned.
 	c := r.Clients[0]
 	for k := 1; k <= hotKeys; k++ {

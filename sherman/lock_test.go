@@ -2,7 +2,6 @@ package sherman_test
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -42,35 +41,24 @@ func TestMutualExclusion(t *testing.T) {
 			defer cancel()
 			var inside [2]atomic.Int32
 			var entries, overlaps atomic.Int64
-			var wg sync.WaitGroup
-			errs := make(chan error, len(r.Clients))
-			for i, c := range r.Clients {
-				wg.Add(1)
-				go func(i int, c *sherman.Client) {
-					defer wg.Done()
-					for n := 0; n < iters; n++ {
-						p := (i + n) % 2
-						err := c.WithLock(ctx, lockPages[p], func() error {
-							if inside[p].Add(1) != 1 {
-								overlaps.Add(1)
-							}
-							entries.Add(1)
-							time.Sleep(20 * time.Microsecond)
-							inside[p].Add(-1)
-							return nil
-						})
-						if err != nil {
-							errs <- fmt.Errorf("thread %d: %w", i, err)
-							return
+			eachThread(t, r, func(i int, c *sherman.Client) error {
+				for n := 0; n < iters; n++ {
+					p := (i + n) % 2
+					err := c.WithLock(ctx, lockPages[p], func() error {
+						if inside[p].Add(1) != 1 {
+							overlaps.Add(1)
 						}
+						entries.Add(1)
+						time.Sleep(20 * time.Microsecond)
+						inside[p].Add(-1)
+						return nil
+					})
+					if err != nil {
+						return err
 					}
-				}(i, c)
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				t.Fatal(err)
-			}
+				}
+				return nil
+			})
 			if o := overlaps.Load(); o != 0 {
 				t.Errorf("%d of %d critical sections overlapped another", o, entries.Load())
 			}
@@ -95,29 +83,18 @@ func addStorm(t *testing.T, r *testbed.ShermanRack, iters int) (uint64, int) {
 	a := lockPages[0]
 	var mu sync.Mutex
 	seen := map[uint64]int{}
-	var wg sync.WaitGroup
-	errs := make(chan error, len(r.Clients))
-	for i, c := range r.Clients {
-		wg.Add(1)
-		go func(i int, c *sherman.Client) {
-			defer wg.Done()
-			for n := 0; n < iters; n++ {
-				v, err := c.AddUnderLock(ctx, a, 0, 1)
-				if err != nil {
-					errs <- fmt.Errorf("thread %d: %w", i, err)
-					return
-				}
-				mu.Lock()
-				seen[v]++
-				mu.Unlock()
+	eachThread(t, r, func(i int, c *sherman.Client) error {
+		for n := 0; n < iters; n++ {
+			v, err := c.AddUnderLock(ctx, a, 0, 1)
+			if err != nil {
+				return err
 			}
-		}(i, c)
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+			mu.Lock()
+			seen[v]++
+			mu.Unlock()
+		}
+		return nil
+	})
 	dups := 0
 	for _, n := range seen {
 		dups += n - 1

@@ -2,6 +2,8 @@ package sherman_test
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -96,5 +98,27 @@ func TestSplitStorm(t *testing.T) {
 				t.Errorf("directory's NEW_ROOT record %v level %d, tree root %v level %d", root, level, st.Root, st.RootLevel)
 			}
 		})
+	}
+}
+
+// eachThread runs fn on every client thread of r at once and fails the test
+// with the first error.
+func eachThread(t *testing.T, r *testbed.ShermanRack, fn func(i int, c *sherman.Client) error) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(r.Clients))
+	for i, c := range r.Clients {
+		wg.Add(1)
+		go func(i int, c *sherman.Client) {
+			defer wg.Done()
+			if err := fn(i, c); err != nil {
+				errs <- fmt.Errorf("thread %d: %w", i, err)
+			}
+		}(i, c)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
 	}
 }
