@@ -146,7 +146,7 @@ func (p page) setIEntry(i int, k uint64, a GlobalAddress) {
 
 // childFor is the child of internal page p that covers k (internal_page_search).
 func (p page) childFor(k uint64) GlobalAddress {
-	cnt := p.lastIndex() + 1
+	cnt := min(p.lastIndex()+1, InternalCardinality) // a torn or hostile page stays in bounds
 	if cnt <= 0 || k < p.ikey(0) {
 		return p.leftmost()
 	}
