@@ -945,9 +945,10 @@ func (c *Client) AddUnderLock(ctx context.Context, a GlobalAddress, off int, del
 	return v, c.writeAndUnlock(ctx, bufPage+off, a, off, 8)
 }
 
-// unsafeReleaseThenWrite is the wrong order: the release, completed, and
-// only then the data. It is the negative control of the ordering tests
-// (plain locks only).
+// unsafeReleaseThenWrite is the wrong order: the release, completed, a
+// pause of 200us (a data WRITE delayed on its way), and only then the
+// data. It is the negative control of the ordering tests (plain locks
+// only).
 func (c *Client) unsafeReleaseThenWrite(ctx context.Context, off int, a GlobalAddress, pageOff, n int) error {
 	if c.host.locks != nil {
 		return errors.New("sherman: release-first control runs with plain locks only")
@@ -955,5 +956,6 @@ func (c *Client) unsafeReleaseThenWrite(ctx context.Context, off int, a GlobalAd
 	if err := c.unlock(ctx, a); err != nil {
 		return err
 	}
+	time.Sleep(200 * time.Microsecond)
 	return c.write(ctx, off, a.Add(uint64(pageOff)), n)
 }

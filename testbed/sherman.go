@@ -38,8 +38,8 @@ const (
 var ShermanModes = []string{ShermanPlain, ShermanHierarchical, ShermanCASToWrite, ShermanCASToWriteNode}
 
 // ShermanConfig describes Sherman on a software rack: memory nodes behind a
-// middlebox, client hosts in front of it, joined by L2 hubs over in-memory
-// links.
+// middlebox, client hosts in front of it, over in-memory links (a side with
+// more than one member joins its members through an L2 hub).
 type ShermanConfig struct {
 	Mode        string
 	MemoryNodes int // default 1
@@ -126,10 +126,25 @@ func NewShermanRack(ctx context.Context, cfg ShermanConfig) (_ *ShermanRack, err
 	// Members: memory node i is rack member i, client host j member 100+j.
 	mnMember := func(i int) int { return i }
 	cnMember := func(j int) int { return 100 + j }
-	cHub, sHub := newL2Hub(), newL2Hub()
-	r.hubs = []*l2hub{cHub, sHub}
-	newDev := func(name string, member int, hub *l2hub, timing *rnic.Timing) (*rnic.Device, error) {
-		devPort, hubPort, err := r.link(name, "hub-"+name)
+	// Each side of the middlebox: a direct link when it has one member,
+	// else an L2 hub whose default port leads to the middlebox.
+	var mbPort [2]*netio.LinkPort
+	var hubs [2]*l2hub
+	members := [2]int{cfg.ClientHosts, cfg.MemoryNodes}
+	for side, n := range members {
+		if n > 1 {
+			hubs[side] = newL2Hub()
+			r.hubs = append(r.hubs, hubs[side])
+			mb, hp, err := r.link(fmt.Sprintf("mbox-side-%d", side), fmt.Sprintf("hub-mbox-%d", side))
+			if err != nil {
+				return nil, err
+			}
+			mbPort[side] = mb
+			hubs[side].setDefault(hp)
+		}
+	}
+	newDev := func(name string, member, side int, timing *rnic.Timing) (*rnic.Device, error) {
+		devPort, other, err := r.link(name, "peer-"+name)
 		if err != nil {
 			return nil, err
 		}
@@ -138,12 +153,16 @@ func NewShermanRack(ctx context.Context, cfg ShermanConfig) (_ *ShermanRack, err
 			return nil, err
 		}
 		r.devices = append(r.devices, d)
-		hub.attach(HostMAC(member), hubPort)
+		if hubs[side] != nil {
+			hubs[side].attach(HostMAC(member), other)
+		} else {
+			mbPort[side] = other
+		}
 		return d, nil
 	}
 	var dirCQs []*rnic.CQ
 	for i := 0; i < cfg.MemoryNodes; i++ {
-		d, err := newDev(fmt.Sprintf("mem%d", i), mnMember(i), sHub, cfg.Timing)
+		d, err := newDev(fmt.Sprintf("mem%d", i), mnMember(i), 1, cfg.Timing)
 		if err != nil {
 			return nil, err
 		}
@@ -166,7 +185,7 @@ func NewShermanRack(ctx context.Context, cfg ShermanConfig) (_ *ShermanRack, err
 		r.Dirs = append(r.Dirs, dir)
 	}
 	for j := 0; j < cfg.ClientHosts; j++ {
-		d, err := newDev(fmt.Sprintf("cn%d", j), cnMember(j), cHub, nil)
+		d, err := newDev(fmt.Sprintf("cn%d", j), cnMember(j), 0, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -174,18 +193,6 @@ func NewShermanRack(ctx context.Context, cfg ShermanConfig) (_ *ShermanRack, err
 		r.CNs = append(r.CNs, sherman.NewHost(sherman.HostConfig{ID: uint16(j + 1), MemoryNodes: cfg.MemoryNodes,
 			HierarchicalLocks: cfg.Mode == ShermanHierarchical, NoIndexCache: cfg.NoIndexCache}))
 	}
-	// The middlebox between the two hubs.
-	mbC, cHubPort, err := r.link("mbox-client-side", "hub-mbox-client")
-	if err != nil {
-		return nil, err
-	}
-	mbS, sHubPort, err := r.link("mbox-server-side", "hub-mbox-server")
-	if err != nil {
-		return nil, err
-	}
-	cHub.setDefault(cHubPort)
-	sHub.setDefault(sHubPort)
-
 	// Connect the threads, recording every connection for the middlebox.
 	var conns []middlebox.ConnConfig
 	macStr := func(m [6]byte) string {
@@ -263,7 +270,7 @@ func NewShermanRack(ctx context.Context, cfg ShermanConfig) (_ *ShermanRack, err
 	if err != nil {
 		return nil, fmt.Errorf("testbed: sherman middlebox: %w", err)
 	}
-	r.mbPorts = [2]*countingPort{{Port: mbC}, {Port: mbS}}
+	r.mbPorts = [2]*countingPort{{Port: mbPort[0]}, {Port: mbPort[1]}}
 	lctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	loop := &middlebox.Loop{S: r.Mbox, Ports: [2]netio.Port{r.mbPorts[0], r.mbPorts[1]}}
