@@ -88,7 +88,7 @@ Scenarios:
 	f.Duration("duration", 8*time.Second, "measured time per cell")
 	f.Duration("warmup", time.Second, "unmeasured time per cell before measuring")
 	f.Uint64("seed", 1, "seed of every random choice (same seed, same operation sequence)")
-	f.String("timing", "", "NIC timing model of the memory node: none, cx5 (ConnectX-5 atomic rates, SwordBox Figures 3-4) or cx5/N (every cap divided by N); default none, cx5/100 for cas-mux")
+	f.String("timing", "", "NIC timing model of the memory node: none, cx5 (ConnectX-5 atomic rates, SwordBox Figures 3-4) or cx5/N (every cap divided by N); default none, cx5/100 for cas-mux, cx5/700 for --system sherman")
 	f.Int("memory-workers", 0, "responder workers of the memory node (0: apply in arrival order)")
 	f.String("results", "results", "directory under which results/<run>/ is written (empty: none)")
 	f.Bool("json", false, "print the cells as a JSON array on stdout instead of the table")
