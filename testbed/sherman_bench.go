@@ -358,7 +358,7 @@ type ShermanSuiteConfig struct {
 var (
 	DefaultShermanReadRatios = []int{100, 95, 50, 0}
 	DefaultShermanDists      = []string{DistUniform, DistZipf}
-	DefaultShermanThreads    = []int{8, 16, 32, 64}
+	DefaultShermanThreads    = []int{8, 16, 32, 64, 128}
 )
 
 // Cells expands the configuration, checking every value.

@@ -82,7 +82,7 @@ Scenarios:
 	f.Float64("zipf", 0, "zipfian constant of key popularity (0: 0.99, or 1.5 for partial)")
 	f.StringSlice("workloads", []string{"c", "b", "a", "write-only"}, "YCSB workloads of the default scenario (a, b, c, d, f, write-only)")
 	f.StringSlice("modes", nil, "modes to compare (default off, write, write+read; cas-mux: cas, cas-to-write)")
-	f.StringSlice("sweep", nil, "values of the scenario's swept parameter (tracked keys, zipf constants, sizes)")
+	f.StringSlice("sweep", nil, "values of the scenario's swept parameter (tracked keys, zipf constants, sizes; client threads with --system sherman)")
 	f.Int("threads", 32, "client threads in all, each with its own QPs")
 	f.Int("client-hosts", 4, "client hosts (RNICs) the threads are spread over")
 	f.Duration("duration", 8*time.Second, "measured time per cell")
