@@ -42,6 +42,9 @@ type benchConfig struct {
 	JSON        bool          `mapstructure:"json"`
 	Netns       bool          `mapstructure:"netns"`
 	NoProgress  bool          `mapstructure:"no-progress"`
+
+	// Sherman's own settings (bench_sherman.go).
+	Sherman shermanBenchConfig `mapstructure:",squash"`
 }
 
 // newBenchCmd builds the bench command and its flags (a constructor, so that

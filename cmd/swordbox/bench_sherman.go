@@ -44,11 +44,7 @@ func addShermanFlags(f *pflag.FlagSet) {
 // middlebox's CAS to WRITE, over read ratios, key distributions and a
 // sweep of client threads (--sweep).
 func runBenchSherman(cmd *cobra.Command, cfg benchConfig) error {
-	var sc shermanBenchConfig
-	if err := loadConfig(cmd, "bench", &sc); err != nil {
-		return err
-	}
-	suite, err := shermanSuite(cmd, cfg, sc)
+	suite, err := shermanSuite(cmd, cfg, cfg.Sherman)
 	if err != nil {
 		return err
 	}
