@@ -419,7 +419,7 @@ func RunShermanSuite(ctx context.Context, c ShermanSuiteConfig, progress func(i,
 	run := &report.Run{ID: started.UTC().Format("20060102-150405"), Started: started, Scenario: ScenarioSherman, Baseline: ShermanPlain,
 		Config: [][2]string{
 			{"system", "Sherman (sherman/): B-link tree, 1 KB pages, locks in memory-node device memory, on the in-process software rack"},
-			{"rack", fmt.Sprintf("%d memory node(s) and %d client hosts (threads spread over them, each its own QPs) joined by L2 hubs through the middlebox (middlebox.Loop, one shard): plain and hierarchical forward every connection unchanged; cas-to-write and cas-to-write-node multiplex (see modes)", max(1, c.MemoryNodes), max(1, c.ClientHosts))},
+			{"rack", fmt.Sprintf("%d memory node(s) and %d client hosts (threads spread over them, each its own QPs) on in-memory links through the middlebox (middlebox.Loop, one shard; a side with several members meets in an L2 hub): plain and hierarchical forward every connection unchanged; cas-to-write and cas-to-write-node multiplex (see modes)", max(1, c.MemoryNodes), max(1, c.ClientHosts))},
 			{"modes", "plain: every thread CASes lock words; hierarchical: Sherman's CN-local lock table with hand-over (<= 8); cas-to-write: plain clients, the middlebox moves each memory node's lock region onto one shared connection and converts lock CAS to WRITE (a release waits behind its data WRITE by the engine's barrier: drop, NAK, retransmission); cas-to-write-node: the same with the node's data region on the shared connection too (RC order keeps each release behind its data)"},
 			{"links", "in-memory, no faults; bytes counted at the middlebox's ingress on both sides"},
 			{"RNIC timing model (memory nodes)", timing},
