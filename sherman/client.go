@@ -302,10 +302,20 @@ func (c *Client) local(node uint16, idx uint64) *localLock {
 // lock word until it succeeds, without backoff, as Sherman does.
 func (c *Client) lock(ctx context.Context, a GlobalAddress) error {
 	node, idx := a.Node(), LockIndex(a)
-	if l := c.local(node, idx); l != nil && l.acquire() {
+	l := c.local(node, idx)
+	if l != nil && l.acquire() {
 		c.m.HandOvers++
 		return nil
 	}
+	err := c.remoteLock(ctx, node, idx)
+	if err != nil && l != nil {
+		l.release() // local waiters go on and meet the error themselves
+	}
+	return err
+}
+
+// remoteLock CASes the lock word until it holds our tag.
+func (c *Client) remoteLock(ctx context.Context, node uint16, idx uint64) error {
 	mn, ra, err := c.lockWord(node, idx)
 	if err != nil {
 		return err
