@@ -42,6 +42,9 @@ type benchConfig struct {
 	JSON        bool          `mapstructure:"json"`
 	Netns       bool          `mapstructure:"netns"`
 	NoProgress  bool          `mapstructure:"no-progress"`
+
+	// Sherman's own settings (bench_sherman.go).
+	Sherman shermanBenchConfig `mapstructure:",squash"`
 }
 
 // newBenchCmd builds the bench command and its flags (a constructor, so that
@@ -80,20 +83,21 @@ Scenarios:
 		RunE: runBench,
 	}
 	f := c.Flags()
-	f.String("system", "clover", "memory system: clover or swarm (SWARM-KV: docs/swarm.md)")
+	f.String("system", "clover", "memory system: clover, swarm (SWARM-KV: docs/swarm.md) or sherman (docs/sherman.md)")
+	addShermanFlags(f)
 	f.String("scenario", testbed.ScenarioDefault, "one of "+strings.Join(testbed.Scenarios, ", "))
 	f.Int("keys", 1024, "number of Clover keys (YCSB record count)")
 	f.Int("value-size", 128, "object (value) size in bytes")
 	f.Float64("zipf", 0, "zipfian constant of key popularity (0: 0.99, or 1.5 for partial)")
 	f.StringSlice("workloads", []string{"c", "b", "a", "write-only"}, "YCSB workloads of the default scenario (a, b, c, d, f, write-only)")
 	f.StringSlice("modes", nil, "modes to compare (default off, write, write+read; cas-mux: cas, cas-to-write)")
-	f.StringSlice("sweep", nil, "values of the scenario's swept parameter (tracked keys, zipf constants, sizes)")
+	f.StringSlice("sweep", nil, "values of the scenario's swept parameter (tracked keys, zipf constants, sizes; client threads with --system sherman)")
 	f.Int("threads", testbed.DefaultThreads, "client threads in all, each with its own QPs (the paper's design point: 240)")
 	f.Int("client-hosts", testbed.DefaultClientHosts, "client hosts (RNICs) the threads are spread over")
 	f.Duration("duration", 8*time.Second, "measured time per cell")
 	f.Duration("warmup", time.Second, "unmeasured time per cell before measuring")
 	f.Uint64("seed", 1, "seed of every random choice (same seed, same operation sequence)")
-	f.String("timing", "", "NIC timing model of the memory node: none, cx5 (ConnectX-5 atomic rates, SwordBox Figures 3-4) or cx5/N (every cap divided by N); default none, cx5/100 for cas-mux")
+	f.String("timing", "", "NIC timing model of the memory node: none, cx5 (ConnectX-5 atomic rates, SwordBox Figures 3-4) or cx5/N (every cap divided by N); default none, cx5/100 for cas-mux, cx5/700 for --system sherman")
 	f.Int("memory-workers", 0, "responder workers of the memory node (0: apply in arrival order)")
 	f.Duration("read-timeout", 0, "Clover's T_r: a READ slower than it is reissued, the switch steers to a tail for T_r/2 (0: 50ms)")
 	f.String("results", "results", "directory under which <time>-<scenario>/ and the link latest are written (empty: none); checked before the run")
@@ -135,8 +139,10 @@ func runBench(cmd *cobra.Command, _ []string) error {
 	case "clover":
 	case "swarm":
 		return runBenchSwarm(cmd, cfg)
+	case "sherman":
+		return runBenchSherman(cmd, cfg)
 	default:
-		return fmt.Errorf("bench: --system %q: want clover or swarm", cfg.System)
+		return fmt.Errorf("bench: --system %q: want clover, swarm or sherman", cfg.System)
 	}
 	if cfg.Netns {
 		return runBenchNetns(cmd, cfg)
