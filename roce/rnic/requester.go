@@ -27,8 +27,8 @@ type wqe struct {
 	sg         [MaxSGE]verbs.SGE
 	nsg        uint8
 	length     uint32
-	first      uint32 // PSN of the first packet
-	npkts      uint32 // PSNs the request consumes
+	first      roce.PSN // PSN of the first packet
+	npkts      uint32   // PSNs the request consumes
 	readAtomic bool
 	counted    bool   // counted in rdOut
 	sentAt     int64  // when its first packet was first sent
@@ -40,27 +40,27 @@ type wqe struct {
 }
 
 func (w *wqe) sges() []verbs.SGE { return w.sg[:w.nsg] }
-func (w *wqe) last() uint32      { return psnAdd(w.first, w.npkts-1) }
+func (w *wqe) last() roce.PSN    { return w.first.Add(int(w.npkts) - 1) }
 
 type sendQueue struct {
 	mu         sync.Mutex
 	ring       []wqe
 	head, n    int
-	cur        int    // queue index (from head) of the next wqe to transmit
-	curPkt     uint32 // packet of that wqe to transmit next
-	postPSN    uint32 // first PSN of the next posted wqe
-	una        uint32 // oldest unacknowledged PSN
-	sentPSN    uint32 // one past the highest PSN ever transmitted
-	rdOut      int    // READ/atomic requests transmitted and not complete
+	cur        int      // queue index (from head) of the next wqe to transmit
+	curPkt     uint32   // packet of that wqe to transmit next
+	postPSN    roce.PSN // first PSN of the next posted wqe
+	una        roce.PSN // oldest unacknowledged PSN
+	sentPSN    roce.PSN // one past the highest PSN ever transmitted
+	rdOut      int      // READ/atomic requests transmitted and not complete
 	timerOn    bool
 	deadline   int64
 	retryLeft  int
 	backoff    uint // consecutive timeouts without progress
 	rnrLeft    int
 	rnrUntil   int64
-	recoverPSN uint32 // where the last go-back-N started
-	minRTT     int64  // least round trip of a request sent once
-	recovering bool   // a go-back-N is not yet acknowledged past its start
+	recoverPSN roce.PSN // where the last go-back-N started
+	minRTT     int64    // least round trip of a request sent once
+	recovering bool     // a go-back-N is not yet acknowledged past its start
 	scratch    []byte
 
 	// Counters (read with Stats).
@@ -130,7 +130,7 @@ func (s *sendQueue) post(q *QP, wrs []verbs.SendWR, now int64, em emitter) error
 		if wr.Op != verbs.OpCompareSwap && wr.Op != verbs.OpFetchAdd && w.length > q.mtu {
 			w.npkts = (w.length + q.mtu - 1) / q.mtu
 		}
-		s.postPSN = psnAdd(s.postPSN, w.npkts)
+		s.postPSN = s.postPSN.Add(int(w.npkts))
 		s.n++
 		need := verbs.Access(0)
 		if w.readAtomic {
@@ -169,8 +169,8 @@ func (s *sendQueue) pump(q *QP, now int64, em emitter) {
 				return
 			}
 		}
-		psn := psnAdd(w.first, s.curPkt)
-		if psnLT(psn, s.sentPSN) {
+		psn := w.first.Add(int(s.curPkt))
+		if psn.Before(s.sentPSN) {
 			s.retransmits++
 			w.resent = true
 		} else if s.curPkt == 0 {
@@ -188,7 +188,7 @@ func (s *sendQueue) pump(q *QP, now int64, em emitter) {
 			}
 			s.cur++
 			s.curPkt = 0
-			if end := psnAdd(w.first, w.npkts); psnLT(s.sentPSN, end) {
+			if end := w.first.Add(int(w.npkts)); s.sentPSN.Before(end) {
 				s.sentPSN = end
 			}
 		} else {
@@ -197,7 +197,7 @@ func (s *sendQueue) pump(q *QP, now int64, em emitter) {
 				s.cur++
 				s.curPkt = 0
 			}
-			if end := psnAdd(psn, 1); psnLT(s.sentPSN, end) {
+			if end := psn.Add(1); s.sentPSN.Before(end) {
 				s.sentPSN = end
 			}
 		}
@@ -213,7 +213,7 @@ func (s *sendQueue) pump(q *QP, now int64, em emitter) {
 // middle of the original).
 func (s *sendQueue) transmit(q *QP, w *wqe, k uint32, em emitter) bool {
 	var p txPkt
-	p.psn = psnAdd(w.first, k)
+	p.psn = w.first.Add(int(k))
 	mtu := q.mtu
 	switch w.wr.Op {
 	case verbs.OpRead:
@@ -267,8 +267,8 @@ func (s *sendQueue) transmit(q *QP, w *wqe, k uint32, em emitter) bool {
 // rxResp is a response packet as the requester sees it.
 type rxResp struct {
 	op       roce.Opcode
-	psn      uint32
-	syndrome uint8
+	psn      roce.PSN
+	syndrome roce.Syndrome
 	msn      uint32
 	orig     uint64
 	payload  []byte
@@ -280,22 +280,22 @@ func (s *sendQueue) onResponse(q *QP, r *rxResp, now int64, em emitter) {
 		return
 	}
 	psn := r.psn
-	if !psnLE(s.una, psn) || !psnLT(psn, s.sentPSN) {
+	if !s.una.NotAfter(psn) || !psn.Before(s.sentPSN) {
 		return // duplicate or from the future
 	}
 	switch r.op {
 	case roce.OpRCAcknowledge:
-		switch r.syndrome & synKindMask {
-		case synACK:
-			s.ackBelow(q, psnAdd(psn, 1), now)
+		switch r.syndrome.Kind() {
+		case roce.KindACK:
+			s.ackBelow(q, psn.Add(1), now)
 			if s.n > 0 {
-				if h := s.at(0); h.readAtomic && psnLE(psnAdd(h.first, h.got), psn) {
+				if h := s.at(0); h.readAtomic && h.first.Add(int(h.got)).NotAfter(psn) {
 					// The peer acknowledged past a READ/atomic whose response
 					// never arrived: the response was lost.
-					s.rewind(q, psnAdd(h.first, h.got), true, now)
+					s.rewind(q, h.first.Add(int(h.got)), true, now)
 				}
 			}
-		case synRNR:
+		case roce.KindRNRNAK:
 			s.ackBelow(q, psn, now)
 			s.rnrNAKs++
 			if q.dev.cfg.RNRRetry != 7 { // 7 means retry forever (IBA)
@@ -305,7 +305,7 @@ func (s *sendQueue) onResponse(q *QP, r *rxResp, now int64, em emitter) {
 					return
 				}
 			}
-			d := rnrDelay(r.syndrome & synValueMask)
+			d := roce.RNRTimerDelay(r.syndrome.RNRTimer())
 			if min := q.dev.cfg.MinRNRDelay; d < min {
 				d = min
 			}
@@ -313,19 +313,19 @@ func (s *sendQueue) onResponse(q *QP, r *rxResp, now int64, em emitter) {
 			s.forceRewind(q, psn, now)
 			s.timerOn, s.deadline = true, s.rnrUntil+int64(q.dev.cfg.Timeout)
 			return // the timer loop resumes after the RNR delay
-		case synNAK:
+		case roce.KindNAK:
 			s.ackBelow(q, psn, now)
-			code := r.syndrome & synValueMask
-			if code == nakSeqErr {
+			code := r.syndrome.NAKCode()
+			if code == roce.NAKPSNSequenceError {
 				s.seqNAKs++
 				s.rewind(q, psn, false, now)
 				break
 			}
 			st := verbs.StatusRemoteOperationalError
 			switch code {
-			case nakInvalidReq:
+			case roce.NAKInvalidRequest:
 				st = verbs.StatusRemoteInvalidRequest
-			case nakRemoteAccess:
+			case roce.NAKRemoteAccessError:
 				st = verbs.StatusRemoteAccessError
 			}
 			s.failAt(q, 0, st)
@@ -342,9 +342,9 @@ func (s *sendQueue) onResponse(q *QP, r *rxResp, now int64, em emitter) {
 		if h.wr.Op != verbs.OpRead {
 			break
 		}
-		exp := psnAdd(h.first, h.got)
+		exp := h.first.Add(int(h.got))
 		if psn != exp {
-			if psnLT(exp, psn) {
+			if exp.Before(psn) {
 				s.rewind(q, exp, true, now)
 			}
 			break
@@ -353,7 +353,7 @@ func (s *sendQueue) onResponse(q *QP, r *rxResp, now int64, em emitter) {
 			break // malformed for this position: ignore, the timer recovers
 		}
 		h.got++
-		s.una = psnAdd(psn, 1)
+		s.una = psn.Add(1)
 		s.progress(q, now)
 		if h.got == h.npkts {
 			s.completeHead(q, verbs.StatusSuccess, now)
@@ -368,7 +368,7 @@ func (s *sendQueue) onResponse(q *QP, r *rxResp, now int64, em emitter) {
 			break
 		}
 		if psn != h.first {
-			if psnLT(h.first, psn) {
+			if h.first.Before(psn) {
 				s.rewind(q, h.first, true, now)
 			}
 			break
@@ -381,7 +381,7 @@ func (s *sendQueue) onResponse(q *QP, r *rxResp, now int64, em emitter) {
 		}
 		h.orig = r.orig
 		h.got = 1
-		s.una = psnAdd(psn, 1)
+		s.una = psn.Add(1)
 		s.progress(q, now)
 		s.completeHead(q, verbs.StatusSuccess, now)
 	default:
@@ -429,24 +429,24 @@ func (s *sendQueue) readSegment(q *QP, h *wqe, r *rxResp) bool {
 // ackBelow completes SEND/WRITE requests whose packets all precede upto; a
 // READ or atomic at the head stops it (those complete only by their
 // responses).
-func (s *sendQueue) ackBelow(q *QP, upto uint32, now int64) {
+func (s *sendQueue) ackBelow(q *QP, upto roce.PSN, now int64) {
 	moved := false
 	for s.n > 0 {
 		w := s.at(0)
 		if w.readAtomic {
 			break
 		}
-		if psnLT(w.last(), upto) {
-			s.una = psnAdd(w.last(), 1)
+		if w.last().Before(upto) {
+			s.una = w.last().Add(1)
 			s.completeHead(q, verbs.StatusSuccess, now)
 			moved = true
 			continue
 		}
-		if psnLT(s.una, upto) {
+		if s.una.Before(upto) {
 			s.una = upto
 			moved = true
-			if s.cur == 0 && psnLT(psnAdd(w.first, s.curPkt), upto) {
-				s.curPkt = uint32(psnDiff(w.first, upto))
+			if s.cur == 0 && w.first.Add(int(s.curPkt)).Before(upto) {
+				s.curPkt = uint32(upto.Sub(w.first))
 			}
 		}
 		break
@@ -460,11 +460,11 @@ func (s *sendQueue) ackBelow(q *QP, upto uint32, now int64) {
 func (s *sendQueue) progress(q *QP, now int64) {
 	s.retryLeft = q.dev.cfg.RetryCount
 	s.backoff = 0
-	if s.recovering && psnLT(s.recoverPSN, s.una) {
+	if s.recovering && s.recoverPSN.Before(s.una) {
 		s.recovering = false
 	}
 	s.rnrLeft = q.dev.cfg.RNRRetry
-	if psnLT(s.una, s.sentPSN) {
+	if s.una.Before(s.sentPSN) {
 		s.timerOn, s.deadline = true, now+int64(q.dev.cfg.Timeout)
 	} else {
 		s.timerOn = false
@@ -511,13 +511,13 @@ func (s *sendQueue) rttSample(r int64) {
 // round trip ago (with a round-trip sample), or else when the last
 // go-back-N, not yet acknowledged past its start, already resent it. Other
 // NAKs (a retransmission was lost) are always honored.
-func (s *sendQueue) rewind(q *QP, psn uint32, implicit bool, now int64) {
+func (s *sendQueue) rewind(q *QP, psn roce.PSN, implicit bool, now int64) {
 	if implicit || psn == s.recoverPSN {
 		if s.minRTT > 0 {
 			if w := s.find(psn); w != nil && now-w.lastTx < s.minRTT {
 				return
 			}
-		} else if s.recovering && psnLE(s.recoverPSN, psn) {
+		} else if s.recovering && s.recoverPSN.NotAfter(psn) {
 			return // the last go-back-N already resent psn
 		}
 	}
@@ -525,10 +525,10 @@ func (s *sendQueue) rewind(q *QP, psn uint32, implicit bool, now int64) {
 }
 
 // find returns the queued wqe that holds psn, or nil.
-func (s *sendQueue) find(psn uint32) *wqe {
+func (s *sendQueue) find(psn roce.PSN) *wqe {
 	for i := 0; i < s.n; i++ {
 		w := s.at(i)
-		if psnLE(w.first, psn) && psnLT(psn, psnAdd(w.first, w.npkts)) {
+		if w.first.NotAfter(psn) && psn.Before(w.first.Add(int(w.npkts))) {
 			return w
 		}
 	}
@@ -536,13 +536,13 @@ func (s *sendQueue) find(psn uint32) *wqe {
 }
 
 // forceRewind moves the cursor back to psn if it is ahead of it.
-func (s *sendQueue) forceRewind(q *QP, psn uint32, now int64) {
+func (s *sendQueue) forceRewind(q *QP, psn roce.PSN, now int64) {
 	s.recoverPSN, s.recovering = psn, true
 	for i := 0; i < s.n; i++ {
 		w := s.at(i)
-		if psnLE(w.first, psn) && psnLT(psn, psnAdd(w.first, w.npkts)) {
-			if i < s.cur || (i == s.cur && psnLT(psn, psnAdd(w.first, s.curPkt))) {
-				s.cur, s.curPkt = i, uint32(psnDiff(w.first, psn))
+		if w.first.NotAfter(psn) && psn.Before(w.first.Add(int(w.npkts))) {
+			if i < s.cur || (i == s.cur && psn.Before(w.first.Add(int(s.curPkt)))) {
+				s.cur, s.curPkt = i, uint32(psn.Sub(w.first))
 				if w.wr.Op == verbs.OpCompareSwap || w.wr.Op == verbs.OpFetchAdd {
 					s.curPkt = 0
 				}
@@ -558,7 +558,7 @@ func (s *sendQueue) tick(q *QP, now int64, em emitter) {
 		return
 	}
 	if s.timerOn && now >= s.deadline && s.rnrUntil == 0 {
-		if !psnLT(s.una, s.sentPSN) {
+		if !s.una.Before(s.sentPSN) {
 			s.timerOn = false
 		} else {
 			s.timeouts++

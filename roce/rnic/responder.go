@@ -40,10 +40,15 @@ type recvWQE struct {
 }
 
 type atomicRec struct {
-	psn   uint32
+	psn   roce.PSN
 	orig  uint64
 	valid bool
 }
+
+// ackSyndrome is the syndrome of every positive ACK and response this
+// responder sends: an invalid credit count (no end-to-end flow control,
+// IBA 9.7.7.2.3), as RoCE RNICs do.
+var ackSyndrome = roce.ACKSyndrome(roce.CreditInvalid)
 
 // atomicReplay is how many executed atomics the responder remembers for
 // duplicate replay (a power of two, at least MaxRdAtomic).
@@ -59,7 +64,7 @@ type recvSide struct {
 	mu      sync.Mutex
 	ring    []recvWQE
 	head, n int
-	ePSN    uint32
+	ePSN    roce.PSN
 	msn     uint32
 	nakSent bool
 
@@ -132,7 +137,7 @@ func (rs *recvSide) flush(q *QP) {
 // rxReq is a request packet as the responder sees it.
 type rxReq struct {
 	op      roce.Opcode
-	psn     uint32
+	psn     roce.PSN
 	ackReq  bool
 	se      bool
 	va      uint64
@@ -160,7 +165,7 @@ func (rs *recvSide) onRequest(q *QP, r *rxReq, em emitter) {
 	if st := q.State(); st != verbs.StateRTR && st != verbs.StateRTS {
 		return
 	}
-	d := psnDiff(rs.ePSN, r.psn)
+	d := -rs.ePSN.Sub(r.psn)
 	if d < 0 {
 		rs.duplicate(q, r, em)
 		return
@@ -169,7 +174,7 @@ func (rs *recvSide) onRequest(q *QP, r *rxReq, em emitter) {
 		if !rs.nakSent {
 			rs.nakSent = true
 			rs.seqNAKsSent++
-			rs.sendAETH(q, rs.ePSN, synNAK|nakSeqErr, em)
+			rs.sendAETH(q, rs.ePSN, roce.NAKSyndrome(roce.NAKPSNSequenceError), em)
 		}
 		return
 	}
@@ -182,7 +187,7 @@ func (rs *recvSide) onRequest(q *QP, r *rxReq, em emitter) {
 		firstPkt := op == roce.OpRCSendFirst || op == roce.OpRCSendOnly || op == roce.OpRCSendOnlyImm
 		lastPkt := op != roce.OpRCSendFirst && op != roce.OpRCSendMiddle
 		if firstPkt != (rs.inMsg == msgNone) || (!firstPkt && rs.inMsg != msgSend) || (!lastPkt && plen != mtu) || plen > mtu {
-			rs.nak(q, r.psn, nakInvalidReq, em)
+			rs.nak(q, r.psn, roce.NAKInvalidRequest, em)
 			return
 		}
 		if firstPkt {
@@ -195,13 +200,13 @@ func (rs *recvSide) onRequest(q *QP, r *rxReq, em emitter) {
 		rcv := &rs.ring[rs.head]
 		if uint64(rs.sendOff)+uint64(plen) > rcv.length {
 			rs.completeRecv(q, verbs.WC{Status: verbs.StatusLocalLengthError, Op: verbs.OpRecv})
-			rs.nak(q, r.psn, nakInvalidReq, em)
+			rs.nak(q, r.psn, roce.NAKInvalidRequest, em)
 			return
 		}
 		pl := r.payload
 		if !q.dev.sgAccess(rcv.sg[:rcv.nsg], uint64(rs.sendOff), uint64(plen), verbs.AccessLocalWrite, func(b []byte, pos uint64) { copy(b, pl[pos:]) }) {
 			rs.completeRecv(q, verbs.WC{Status: verbs.StatusLocalProtectionError, Op: verbs.OpRecv})
-			rs.nak(q, r.psn, nakRemoteOp, em)
+			rs.nak(q, r.psn, roce.NAKRemoteOperationalError, em)
 			return
 		}
 		rs.sendOff += plen
@@ -211,7 +216,7 @@ func (rs *recvSide) onRequest(q *QP, r *rxReq, em emitter) {
 				wc.Imm, wc.HasImm = r.imm, true
 			}
 			rs.completeRecv(q, wc)
-			rs.msn = psnAdd(rs.msn, 1)
+			rs.msn = (rs.msn + 1) & roce.MaxMSN
 			rs.inMsg = msgNone
 		} else {
 			rs.inMsg = msgSend
@@ -221,20 +226,20 @@ func (rs *recvSide) onRequest(q *QP, r *rxReq, em emitter) {
 		lastPkt := op != roce.OpRCWriteFirst && op != roce.OpRCWriteMiddle
 		imm := op == roce.OpRCWriteOnlyImm || op == roce.OpRCWriteLastImm
 		if firstPkt != (rs.inMsg == msgNone) || (!firstPkt && rs.inMsg != msgWrite) || plen > mtu {
-			rs.nak(q, r.psn, nakInvalidReq, em)
+			rs.nak(q, r.psn, roce.NAKInvalidRequest, em)
 			return
 		}
 		if firstPkt {
 			m, _, res := q.dev.mrs.remote(r.rkey, r.va, r.dmaLen, verbs.AccessRemoteWrite)
 			if res != accessOK {
-				rs.nak(q, r.psn, nakRemoteAccess, em)
+				rs.nak(q, r.psn, roce.NAKRemoteAccessError, em)
 				return
 			}
 			rs.wrMR, rs.wrVA, rs.wrLeft, rs.wrLen = m, r.va, r.dmaLen, r.dmaLen
 		}
 		if (lastPkt && plen != rs.wrLeft) || (!lastPkt && (plen != mtu || plen >= rs.wrLeft)) {
 			rs.inMsg = msgNone
-			rs.nak(q, r.psn, nakInvalidReq, em)
+			rs.nak(q, r.psn, roce.NAKInvalidRequest, em)
 			return
 		}
 		if imm && rs.n == 0 {
@@ -245,7 +250,7 @@ func (rs *recvSide) onRequest(q *QP, r *rxReq, em emitter) {
 			b, ok := rs.wrMR.slice(rs.wrVA, plen)
 			if !ok {
 				rs.inMsg = msgNone
-				rs.nak(q, r.psn, nakRemoteAccess, em)
+				rs.nak(q, r.psn, roce.NAKRemoteAccessError, em)
 				return
 			}
 			rs.wrMR.mu.Lock()
@@ -258,7 +263,7 @@ func (rs *recvSide) onRequest(q *QP, r *rxReq, em emitter) {
 			if imm {
 				rs.completeRecv(q, verbs.WC{Status: verbs.StatusSuccess, Op: verbs.OpRecvImm, Imm: r.imm, HasImm: true, ByteLen: rs.wrLen})
 			}
-			rs.msn = psnAdd(rs.msn, 1)
+			rs.msn = (rs.msn + 1) & roce.MaxMSN
 			rs.inMsg = msgNone
 			rs.wrMR = nil
 		} else {
@@ -266,28 +271,28 @@ func (rs *recvSide) onRequest(q *QP, r *rxReq, em emitter) {
 		}
 	case op == roce.OpRCReadRequest:
 		if rs.inMsg != msgNone {
-			rs.nak(q, r.psn, nakInvalidReq, em)
+			rs.nak(q, r.psn, roce.NAKInvalidRequest, em)
 			return
 		}
 		m, b, res := q.dev.mrs.remote(r.rkey, r.va, r.dmaLen, verbs.AccessRemoteRead)
 		if res != accessOK {
-			rs.nak(q, r.psn, nakRemoteAccess, em)
+			rs.nak(q, r.psn, roce.NAKRemoteAccessError, em)
 			return
 		}
-		rs.msn = psnAdd(rs.msn, 1)
+		rs.msn = (rs.msn + 1) & roce.MaxMSN
 		n := readPackets(r.dmaLen, mtu)
-		rs.ePSN = psnAdd(rs.ePSN, n)
+		rs.ePSN = rs.ePSN.Add(int(n))
 		rs.ackPending, rs.unacked = false, 0
 		rs.readResponses(q, m, b, r.psn, em)
 		return
 	case isAtomicOp(op):
 		if rs.inMsg != msgNone || r.va%8 != 0 {
-			rs.nak(q, r.psn, nakInvalidReq, em)
+			rs.nak(q, r.psn, roce.NAKInvalidRequest, em)
 			return
 		}
 		m, b, res := q.dev.mrs.remote(r.rkey, r.va, 8, verbs.AccessRemoteAtomic)
 		if res != accessOK {
-			rs.nak(q, r.psn, nakRemoteAccess, em)
+			rs.nak(q, r.psn, roce.NAKRemoteAccessError, em)
 			return
 		}
 		if t := q.dev.timing; t != nil {
@@ -297,15 +302,15 @@ func (rs *recvSide) onRequest(q *QP, r *rxReq, em emitter) {
 		rs.atomicsDone++
 		rs.atomics[rs.nextAt] = atomicRec{psn: r.psn, orig: orig, valid: true}
 		rs.nextAt = (rs.nextAt + 1) % atomicReplay
-		rs.msn = psnAdd(rs.msn, 1)
-		rs.ePSN = psnAdd(rs.ePSN, 1)
+		rs.msn = (rs.msn + 1) & roce.MaxMSN
+		rs.ePSN = rs.ePSN.Add(1)
 		rs.ackPending, rs.unacked = false, 0
-		em.emit(q, txPkt{op: roce.OpRCAtomicAcknowledge, psn: r.psn, syndrome: synACK | creditsInvalid, msn: rs.msn, orig: orig})
+		em.emit(q, txPkt{op: roce.OpRCAtomicAcknowledge, psn: r.psn, syndrome: ackSyndrome, msn: rs.msn, orig: orig})
 		return
 	default:
 		return
 	}
-	rs.ePSN = psnAdd(rs.ePSN, 1)
+	rs.ePSN = rs.ePSN.Add(1)
 	if r.ackReq {
 		rs.ackPending = true
 		rs.unacked++
@@ -324,13 +329,13 @@ func readPackets(n, mtu uint32) uint32 {
 }
 
 // readResponses emits the responses of a READ of b, starting at psn.
-func (rs *recvSide) readResponses(q *QP, m *MR, b []byte, psn uint32, em emitter) {
+func (rs *recvSide) readResponses(q *QP, m *MR, b []byte, psn roce.PSN, em emitter) {
 	mtu := q.mtu
 	n := readPackets(uint32(len(b)), mtu)
 	m.mu.Lock()
 	for k := uint32(0); k < n; k++ {
 		var p txPkt
-		p.psn = psnAdd(psn, k)
+		p.psn = psn.Add(int(k))
 		off := k * mtu
 		end := off + mtu
 		if end > uint32(len(b)) {
@@ -347,7 +352,7 @@ func (rs *recvSide) readResponses(q *QP, m *MR, b []byte, psn uint32, em emitter
 		default:
 			p.op = roce.OpRCReadResponseMiddle
 		}
-		p.syndrome, p.msn = synACK|creditsInvalid, rs.msn
+		p.syndrome, p.msn = ackSyndrome, rs.msn
 		em.emit(q, p)
 	}
 	m.mu.Unlock()
@@ -367,7 +372,7 @@ func (rs *recvSide) duplicate(q *QP, r *rxReq, em emitter) {
 		for i := range rs.atomics {
 			a := &rs.atomics[i]
 			if a.valid && a.psn == r.psn {
-				em.emit(q, txPkt{op: roce.OpRCAtomicAcknowledge, psn: r.psn, syndrome: synACK | creditsInvalid, msn: rs.msn, orig: a.orig})
+				em.emit(q, txPkt{op: roce.OpRCAtomicAcknowledge, psn: r.psn, syndrome: ackSyndrome, msn: rs.msn, orig: a.orig})
 				return
 			}
 		}
@@ -389,7 +394,7 @@ func (rs *recvSide) completeRecv(q *QP, wc verbs.WC) {
 	rs.n--
 }
 
-func (rs *recvSide) sendAETH(q *QP, psn uint32, syn uint8, em emitter) {
+func (rs *recvSide) sendAETH(q *QP, psn roce.PSN, syn roce.Syndrome, em emitter) {
 	rs.ackPending, rs.unacked = false, 0
 	em.emit(q, txPkt{op: roce.OpRCAcknowledge, psn: psn, syndrome: syn, msn: rs.msn})
 }
@@ -397,7 +402,7 @@ func (rs *recvSide) sendAETH(q *QP, psn uint32, syn uint8, em emitter) {
 // sendAck emits a cumulative ACK for everything before ePSN.
 func (rs *recvSide) sendAck(q *QP, em emitter) {
 	rs.acksSent++
-	rs.sendAETH(q, psnAdd(rs.ePSN, psnMask), synACK|creditsInvalid, em)
+	rs.sendAETH(q, rs.ePSN.Add(-1), ackSyndrome, em)
 }
 
 // flushAck emits the pending coalesced ACK, if any.
@@ -407,12 +412,12 @@ func (rs *recvSide) flushAck(q *QP, em emitter) {
 	}
 }
 
-func (rs *recvSide) nak(q *QP, psn uint32, code uint8, em emitter) {
-	rs.sendAETH(q, psn, synNAK|code, em)
+func (rs *recvSide) nak(q *QP, psn roce.PSN, code uint8, em emitter) {
+	rs.sendAETH(q, psn, roce.NAKSyndrome(code), em)
 }
 
-func (rs *recvSide) rnr(q *QP, psn uint32, em emitter) {
+func (rs *recvSide) rnr(q *QP, psn roce.PSN, em emitter) {
 	rs.rnrNAKsSent++
 	rs.nakSent = true // later packets of this gap get no sequence NAK
-	rs.sendAETH(q, psn, synRNR|rnrCode(q.dev.cfg.RNRTimer), em)
+	rs.sendAETH(q, psn, roce.RNRNAKSyndrome(roce.RNRTimerCode(q.dev.cfg.RNRTimer)), em)
 }
