@@ -225,12 +225,12 @@ func runDiff(t *testing.T, tr diffTrace, mode diffMode, faults netio.Faults, tim
 		if err != nil {
 			t.Fatal(err)
 		}
-		psnC, psnS := uint32(i*7919+3)&psnMask, uint32(i*104729+5)&psnMask
+		psnC, psnS := uint32(i*7919+3)&roce.MaxPSN, uint32(i*104729+5)&roce.MaxPSN
 		switch i {
 		case 0:
-			psnC = psnMask - 40 // the shared connection's PSNs wrap early in the run
+			psnC = roce.MaxPSN - 40 // the shared connection's PSNs wrap early in the run
 		case 5:
-			psnC = psnMask - 2 // and one client's own
+			psnC = roce.MaxPSN - 2 // and one client's own
 		}
 		if err := rnic.Connect(q, s, psnC, psnS); err != nil {
 			t.Fatal(err)

@@ -120,12 +120,12 @@ func (e *Engine) fastRequest(now int64, f []byte, out *Out) bool {
 		return false
 	}
 	ci, ok := e.req.get(uint64(be.Uint32(f[xIP+roce.IPv4SrcOff:]))<<32|uint64(be.Uint32(f[xIP+roce.IPv4DstOff:])),
-		uint64(be.Uint16(f[xUDP+roce.UDPSrcPortOff:]))<<32|uint64(be.Uint32(f[xBTH+roce.BTHDestQPOff-1:])&psnMask))
+		uint64(be.Uint16(f[xUDP+roce.UDPSrcPortOff:]))<<32|uint64(be.Uint32(f[xBTH+roce.BTHDestQPOff-1:])&roce.MaxQP))
 	if !ok {
 		return false
 	}
 	c := &e.conns[ci]
-	psn := be.Uint32(f[xBTH+roce.BTHAckPSNOff:]) & psnMask
+	psn := roce.PSN(be.Uint32(f[xBTH+roce.BTHAckPSNOff:]) & roce.MaxPSN)
 	if psn != c.inNext || !c.inKnown || !c.outKnown || !c.macKnown || !c.pkeyKnown {
 		return false
 	}
@@ -174,7 +174,7 @@ func (e *Engine) fastRequest(now int64, f []byte, out *Out) bool {
 		}
 	}
 	if outPSN := first.outPSN; home != ci || outPSN != psn || conv {
-		put24(f[xBTH+roce.BTHAckPSNOff+1:], outPSN)
+		put24(f[xBTH+roce.BTHAckPSNOff+1:], uint32(outPSN))
 		ipChecksum(f[xIP:xUDP])
 		putICRC(f, xIP, icrcOff, bad)
 	}
@@ -205,7 +205,7 @@ func (e *Engine) fastResponse(now int64, f []byte, out *Out) bool {
 		return false
 	}
 	oi, ok := e.rev.get(uint64(be.Uint32(f[xIP+roce.IPv4SrcOff:]))<<32|uint64(be.Uint32(f[xIP+roce.IPv4DstOff:])),
-		uint64(be.Uint32(f[xBTH+roce.BTHDestQPOff-1:])&psnMask))
+		uint64(be.Uint32(f[xBTH+roce.BTHDestQPOff-1:])&roce.MaxQP))
 	if !ok {
 		return false
 	}
@@ -213,7 +213,7 @@ func (e *Engine) fastResponse(now int64, f []byte, out *Out) bool {
 		e.c.Drops[DropBadICRC]++
 		return true
 	}
-	psn := be.Uint32(f[xBTH+roce.BTHAckPSNOff:]) & psnMask
+	psn := roce.PSN(be.Uint32(f[xBTH+roce.BTHAckPSNOff:]) & roce.MaxPSN)
 	syn := roce.Syndrome(f[xExt+roce.AETHSyndromeOff])
 	e.arrived(now, oi, be.Uint16(f[xUDP+roce.UDPSrcPortOff:]))
 	switch op {

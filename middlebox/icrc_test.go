@@ -23,7 +23,7 @@ func TestCarriedICRCError(t *testing.T) {
 		op := ops[trial%len(ops)]
 		general := trial%8 >= 4
 		f := roce.Fields{Opcode: op, TTL: 64, SrcPort: uint16(rng.Uint32()), PKey: 0xffff, DestQP: rng.Uint32() & 0xffffff,
-			PSN: rng.Uint32() & psnMask, VA: rng.Uint64(), RKey: rng.Uint32(), VLAN: general && trial%3 == 0}
+			PSN: rng.Uint32() & roce.MaxPSN, VA: rng.Uint64(), RKey: rng.Uint32(), VLAN: general && trial%3 == 0}
 		switch op {
 		case roce.OpRCWriteOnly:
 			f.Payload = make([]byte, 4*(1+rng.IntN(64)))
@@ -49,7 +49,7 @@ func TestCarriedICRCError(t *testing.T) {
 		corrupt[kept] ^= byte(1 + rng.IntN(255))
 
 		o := conn{cliIP: [4]byte{10, 9, 8, byte(trial)}, srvIP: [4]byte{10, 0, 0, 2}, cliPort: uint16(rng.Uint32()), srvQP: rng.Uint32() & 0xffffff}
-		newPSN, v := rng.Uint32()&psnMask, rng.Uint64()
+		newPSN, v := rng.Uint32()&roce.MaxPSN, rng.Uint64()
 		conv := op == roce.OpRCCompareSwap || op == roce.OpRCFetchAdd
 		rewrite := func(frame []byte) []byte {
 			if general {
