@@ -3,7 +3,6 @@ package middlebox
 import (
 	"encoding/binary"
 	"fmt"
-	"math/bits"
 
 	"github.com/swordbox/swordbox/roce"
 )
@@ -713,25 +712,6 @@ func (e *Engine) gap(c *conn, out *Out) {
 	e.emitAck(out, c, c.inNext, roce.NAKSyndrome(roce.NAKPSNSequenceError), c.msn)
 	c.nakSent, c.nakPending = true, false
 	e.c.GapNAKs++
-}
-
-// ipChecksum recomputes an IPv4 header checksum. The one's complement sum
-// does not depend on byte order (RFC 1071), so a 20-byte header is summed
-// as five little-endian words, the checksum's own two bytes masked off,
-// and the folded result byte-swapped once.
-func ipChecksum(ip roce.IPv4) {
-	if len(ip) != roce.IPv4MinLen || ip.HeaderLen() != roce.IPv4MinLen {
-		ip.UpdateChecksum()
-		return
-	}
-	le := binary.LittleEndian
-	sum := uint64(le.Uint32(ip[0:])) + uint64(le.Uint32(ip[4:])) + uint64(le.Uint32(ip[8:])&0xffff) +
-		uint64(le.Uint32(ip[12:])) + uint64(le.Uint32(ip[16:]))
-	sum = sum&0xffffffff + sum>>32
-	sum = sum&0xffff + sum>>16
-	sum = sum&0xffff + sum>>16
-	sum = sum&0xffff + sum>>16
-	ip.SetChecksum(^bits.ReverseBytes16(uint16(sum)))
 }
 
 // serverOf returns the index of the managed server with IPv4 address a.

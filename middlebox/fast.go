@@ -175,7 +175,7 @@ func (e *Engine) fastRequest(now int64, f []byte, out *Out) bool {
 	}
 	if outPSN := first.outPSN; home != ci || outPSN != psn || conv {
 		put24(f[xBTH+roce.BTHAckPSNOff+1:], uint32(outPSN))
-		ipChecksum(f[xIP:xUDP])
+		roce.IPv4(f[xIP:xUDP]).UpdateChecksum()
 		putICRC(f, xIP, icrcOff, bad)
 	}
 	e.forward(o, first, f, out)

@@ -7,39 +7,6 @@ import (
 	"github.com/swordbox/swordbox/roce"
 )
 
-// TestIPChecksum compares the engine's IPv4 checksum with roce's on random
-// headers, including all-ones words that exercise every carry fold.
-func TestIPChecksum(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	for trial := 0; trial < 20000; trial++ {
-		ip := make(roce.IPv4, roce.IPv4MinLen)
-		for i := range ip {
-			switch trial % 3 {
-			case 0:
-				ip[i] = byte(rng.Uint32())
-			case 1:
-				ip[i] = 0xff
-			default:
-				ip[i] = byte(0xf0 | rng.Uint32())
-			}
-		}
-		ip[0] = 0x45
-		want := ip.ComputeChecksum()
-		ipChecksum(ip)
-		if got := ip.Checksum(); got != want || !ip.ChecksumOK() {
-			t.Fatalf("trial %d: header %x: checksum %#04x, want %#04x", trial, ip, got, want)
-		}
-	}
-	// With options: the general path.
-	ip := make(roce.IPv4, 24)
-	ip[0] = 0x46
-	ip[22] = 0x12
-	ipChecksum(ip)
-	if !ip.ChecksumOK() {
-		t.Fatalf("header with options: checksum %#04x wrong", ip.Checksum())
-	}
-}
-
 // TestConvWrite checks the fast path's fixed-layout conversion (convWrite)
 // against the general one (roce.Packet.AtomicToWriteStale): the same bytes.
 func TestConvWrite(t *testing.T) {

@@ -53,7 +53,7 @@ func icrcErrOf(p *roce.Packet) uint32 { return p.StoredICRC() ^ p.ComputeICRC() 
 // finish fixes the IPv4 checksum and the ICRC of a rewritten packet, which
 // arrived with ICRC error err (icrcErrOf, convErr).
 func finish(p *roce.Packet, err uint32) {
-	ipChecksum(p.IP)
+	p.IP.UpdateChecksum()
 	p.SetICRC()
 	if err != 0 {
 		binary.LittleEndian.PutUint32(p.ICRC, p.StoredICRC()^err)

@@ -76,7 +76,7 @@ func TestCarriedICRCError(t *testing.T) {
 			}
 			retargetRequest(frame, xIP, xUDP, xBTH, &o)
 			put24(frame[xBTH+roce.BTHAckPSNOff+1:], newPSN)
-			ipChecksum(frame[xIP:xUDP])
+			roce.IPv4(frame[xIP:xUDP]).UpdateChecksum()
 			putICRC(frame, xIP, icrcOff, bad)
 			return frame
 		}

@@ -447,7 +447,7 @@ func (e *Engine) readResp(oi int32, psn roce.PSN, op roce.Opcode, f []byte, icrc
 			retargetResponse(f, xIP, xUDP, xBTH, c)
 		}
 		put24(f[xBTH+roce.BTHAckPSNOff+1:], uint32(en.inPSN))
-		ipChecksum(f[xIP:xUDP])
+		roce.IPv4(f[xIP:xUDP]).UpdateChecksum()
 		putICRC(f, xIP, icrcOff, bad)
 	} else {
 		if !e.verify {
