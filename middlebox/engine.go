@@ -286,6 +286,12 @@ func (e *Engine) lookupReq(si int32, p *roce.Packet) (int32, bool) {
 	return ci, true
 }
 
+// request handles a request from a client on the general path, one rule
+// after another: the connection's addresses are learned (learnRequest),
+// the PSN gate passes only the expected PSN (gateRequest), the route picks
+// the outgoing connection (routeRequest), admission checks that it fits
+// (admit), and the request is recorded, transformed and forwarded
+// (forwardRequest).
 func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 	ci, ok := e.lookupReq(si, p)
 	if !ok {
@@ -293,6 +299,25 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 	}
 	c := &e.conns[ci]
 	c.lastSeen = now
+	psn := roce.PSN(p.BTH.PSN())
+	learnRequest(c, p, psn)
+	if !e.gateRequest(now, ci, psn, p, out) {
+		return
+	}
+	cls := classify(p.Opcode)
+	sv := &e.servers[si]
+	home, va, dmaLen, inRange := e.routeRequest(c, ci, sv, cls, p)
+	home, npkts, ok := e.admit(c, ci, sv, cls, inRange, home, psn, dmaLen, out)
+	if !ok {
+		return
+	}
+	e.forwardRequest(now, si, ci, home, psn, npkts, cls, va, dmaLen, p, out)
+}
+
+// learnRequest takes from a client's request what the connection does not
+// know yet: the MAC addresses and P_Key its answers must carry, and, on the
+// first request seen, the PSN both sides of the connection start from.
+func learnRequest(c *conn, p *roce.Packet, psn roce.PSN) {
 	if !c.macKnown {
 		c.cliMAC, c.srvMAC, c.macKnown = p.Eth.Src(), p.Eth.Dst(), true
 		c.tmpl.ok = false
@@ -301,37 +326,46 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 		c.pkey, c.pkeyKnown = p.BTH.PKey(), true
 		c.tmpl.ok = false
 	}
-	psn := roce.PSN(p.BTH.PSN())
 	if !c.inKnown {
 		c.inKnown, c.inNext = true, psn
 	}
 	if !c.outKnown {
 		c.outKnown, c.outNext, c.ackedTo = true, psn, psn.Add(-1)
 	}
+}
+
+// gateRequest is the in-order gate per client (package doc; the
+// responder's PSN check, IBA 9.7.5): an earlier PSN is a retransmission
+// (retransmit), a later one a gap (dropped, the client told once by gap),
+// and only the expected PSN goes on (true).
+func (e *Engine) gateRequest(now int64, ci int32, psn roce.PSN, p *roce.Packet, out *Out) bool {
+	c := &e.conns[ci]
 	d := psn.Sub(c.inNext)
 	switch {
 	case d < 0:
 		e.retransmit(now, ci, psn, p, out)
-		return
+		return false
 	case d > 0:
 		e.c.Drops[DropPSNGap]++
 		e.gap(c, out)
-		return
+		return false
 	}
-	cls := classify(p.Opcode)
-	sv := &e.servers[si]
+	return true
+}
 
-	// Where does it go?
-	home := ci
-	var va uint64
-	var dmaLen uint32
+// routeRequest finds where a request would go (the paper's remapping):
+// its own connection, unless its VA is in a remapped range of the server
+// (single-packet requests only; a multi-packet one is counted), or it
+// continues a message that went elsewhere. It returns that connection, the
+// request's VA and DMA length, and whether the VA is in a remapped range.
+func (e *Engine) routeRequest(c *conn, ci int32, sv *server, cls opClass, p *roce.Packet) (home int32, va uint64, dmaLen uint32, inRange bool) {
+	home = ci
 	switch {
 	case p.RETH != nil:
 		va, dmaLen = p.RETH.VA(), p.RETH.DMALen()
 	case p.AtomicETH != nil:
 		va = p.AtomicETH.VA()
 	}
-	inRange := false
 	switch cls {
 	case opWriteOnly, opRead, opAtomic:
 		inRange = inRanges(sv.remap, va)
@@ -344,13 +378,18 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 			home = c.msgOut
 		}
 	}
-	home, npkts, ok := e.admit(c, ci, sv, cls, inRange, home, psn, dmaLen, out)
-	if !ok {
-		return
-	}
+	return home, va, dmaLen, inRange
+}
 
-	// Accepted: steer (Clover), record, transform, forward. (Remap ranges
-	// match the client's own address, before steering.)
+// forwardRequest sends an admitted request on its way: steered first
+// (Clover, steer.go; remap ranges matched the client's own address,
+// before steering), recorded in the map (paper Figure 7), its atomic
+// turned into a WRITE or its WRITE noted where the VA is a CAS word
+// (words.go), retargeted to its outgoing connection and PSN, its ICRC
+// computed with the received frame's error carried (icrc.go), and
+// forwarded.
+func (e *Engine) forwardRequest(now int64, si, ci, home int32, psn roce.PSN, npkts uint32, cls opClass, va uint64, dmaLen uint32, p *roce.Packet, out *Out) {
+	c, sv := &e.conns[ci], &e.servers[si]
 	var bad uint32 // the ICRC error to carry (icrc.go); with verification, the frame is intact
 	if !e.verify {
 		bad = icrcErrOf(p)
