@@ -93,7 +93,7 @@
 //     the server in whatever order their timers fire, the server discards
 //     all but the one it expects, and each client burns one retry per
 //     round until RETRY_EXC_ERR (seen in TestDifferentialDebug with
-//     MBOX_DIFF_NAK=broadcast). Replay keeps a copy of every request on a
+//     -mbox.diff-nak broadcast). Replay keeps a copy of every request on a
 //     shared connection (in a byte ring of ReplayLogBytes, 64 KiB by
 //     default so that it stays in the cache; a copy overwritten before it
 //     is needed is left to its client's retransmission) and makes recovery
