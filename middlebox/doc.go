@@ -131,11 +131,11 @@
 // without an FCS). Every frame the engine rewrites gets its new ICRC
 // computed in full (roce.ICRC20's carry-less multiply on the fast path,
 // roce.Packet.SetICRC for other layouts), xor the error the received frame
-// carried (icrc.go: icrcErrAt, icrcErrOf, putICRC, finish; convErr for
-// CMP_SWAP to WRITE, which is 4 bytes shorter). An intact frame leaves
-// with a correct ICRC; a corrupted one (only with SkipICRCCheck) leaves
-// corrupted, with the very ICRC an incremental update would have written,
-// so the server drops it. Steered frames and retransmissions included.
+// carried (icrc.go: icrcErrAt, icrcErrOf, putICRC, finish;
+// roce.ICRCErrorShorter4 for CMP_SWAP to WRITE, which is 4 bytes shorter).
+// An intact frame leaves with a correct ICRC; a corrupted one (only with
+// SkipICRCCheck) leaves corrupted, with the very ICRC an incremental
+// update would have written, so the server drops it. Steered frames and retransmissions included.
 // Generated answers come from per-client templates and get their ICRC
 // computed.
 //

@@ -426,7 +426,7 @@ func (e *Engine) forwardRequest(now int64, si, ci, home int32, psn roce.PSN, npk
 	if rewrite {
 		p.BTH.SetPSN(uint32(outPSN))
 		if first.converted() {
-			bad = convErr(bad)
+			bad = roce.ICRCErrorShorter4(bad)
 		}
 		finish(p, bad)
 		frame = p.Frame
@@ -680,7 +680,7 @@ func (e *Engine) retransmit(now int64, ci int32, psn roce.PSN, p *roce.Packet, o
 			return
 		}
 		casToWrite(p, en.written)
-		bad = convErr(bad)
+		bad = roce.ICRCErrorShorter4(bad)
 	}
 	if ref.out != ci {
 		retargetRequest(p.Frame, p.L3Off, p.L4Off, p.BTHOff, o)

@@ -165,7 +165,7 @@ func (e *Engine) fastRequest(now int64, f []byte, out *Out) bool {
 			if conv {
 				f = convWrite(f, xIP, v)
 				icrcOff = xIP + convOutLen
-				bad = convErr(bad)
+				bad = roce.ICRCErrorShorter4(bad)
 			}
 		}
 	case opWriteOnly:
