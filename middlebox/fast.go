@@ -163,8 +163,8 @@ func (e *Engine) fastRequest(now int64, f []byte, out *Out) bool {
 			conv, v = e.atomicWord(si, first, va, op == roce.OpRCFetchAdd,
 				be.Uint64(f[xExt+roce.AtomicSwapAddOff:]), be.Uint64(f[xExt+roce.AtomicCompareOff:]), home == sv.shared)
 			if conv {
-				f = convWrite(f, xIP, v)
-				icrcOff = xIP + convOutLen
+				f = roce.AtomicToWrite20(f, xIP, v)
+				icrcOff = xIP + roce.AtomicWriteLen20 - roce.ICRCLen
 				bad = roce.ICRCErrorShorter4(bad)
 			}
 		}

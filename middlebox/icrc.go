@@ -61,10 +61,3 @@ func put24(b []byte, v uint32) {
 	_ = b[2] // one bounds check
 	b[0], b[1], b[2] = byte(v>>16), byte(v>>8), byte(v)
 }
-
-// Lengths of a CMP_SWAP or FETCH_ADD with a 20-byte IPv4 header turned
-// into a WRITE_ONLY (convWrite), without the ICRC.
-const (
-	convOutLen = hdrLen20 + roce.RETHLen + 8 // L3 bytes of the WRITE_ONLY
-	hdrLen20   = roce.IPv4MinLen + roce.UDPLen + roce.BTHLen
-)

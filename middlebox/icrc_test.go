@@ -11,7 +11,7 @@ import (
 // rewrite of an intact frame and of a copy with one byte corrupted that the
 // rewrite keeps (VA, rkey or payload) must leave with the same ICRC, the
 // intact one's correct and the corrupted one's wrong. This is checked for
-// the fast path's helpers (icrcErrAt, convWrite, putICRC) and the general
+// the fast path's helpers (icrcErrAt, roce.AtomicToWrite20, putICRC) and the general
 // ones (icrcErrOf, casToWrite, finish, with and without a VLAN tag), for
 // WRITE, READ, CMP_SWAP and FETCH_ADD (the atomics turned into WRITEs,
 // roce.ICRCErrorShorter4), against a full computation by the roce package.
@@ -69,8 +69,8 @@ func TestCarriedICRCError(t *testing.T) {
 			bad := icrcErrAt(frame, xIP, len(frame)-roce.ICRCLen)
 			icrcOff := len(frame) - roce.ICRCLen
 			if conv {
-				frame = convWrite(frame, xIP, v)
-				icrcOff = xIP + convOutLen
+				frame = roce.AtomicToWrite20(frame, xIP, v)
+				icrcOff = xIP + roce.AtomicWriteLen20 - roce.ICRCLen
 				bad = roce.ICRCErrorShorter4(bad)
 			}
 			retargetRequest(frame, xIP, xUDP, xBTH, &o)

@@ -257,20 +257,3 @@ func casToWrite(p *roce.Packet, v uint64) []byte {
 	_ = p.AtomicToWriteStale(v) // cannot fail: the caller checked the opcode
 	return p.Frame
 }
-
-// convWrite rewrites, in place, the CMP_SWAP or FETCH_ADD in f whose
-// 20-byte IPv4 header is at l3 (no pad, no IPv4 options) into a
-// WRITE_ONLY of the 8-byte value v, and returns the frame, 4 bytes
-// shorter. The caller fixes the IPv4 checksum and the ICRC.
-func convWrite(f []byte, l3 int, v uint64) []byte {
-	f = f[:l3+convOutLen+roce.ICRCLen]
-	bth := l3 + roce.IPv4MinLen + roce.UDPLen
-	ext := bth + roce.BTHLen
-	f[bth+roce.BTHOpcodeOff] = byte(roce.OpRCWriteOnly)
-	binary.BigEndian.PutUint32(f[ext+roce.RETHDMALenOff:], 8)
-	binary.LittleEndian.PutUint64(f[ext+roce.RETHLen:], v)
-	binary.BigEndian.PutUint16(f[l3+roce.IPv4TotalLenOff:], convOutLen+roce.ICRCLen)
-	binary.BigEndian.PutUint16(f[l3+roce.IPv4MinLen+roce.UDPLengthOff:], convOutLen+roce.ICRCLen-roce.IPv4MinLen)
-	f[l3+roce.IPv4MinLen+roce.UDPChecksumOff], f[l3+roce.IPv4MinLen+roce.UDPChecksumOff+1] = 0, 0
-	return f
-}
