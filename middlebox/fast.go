@@ -49,27 +49,13 @@ const (
 )
 
 // fastLayout reports whether f has the layout of roce.ParseInto's fast
-// path with no pad, and returns the end of its IPv4 packet.
+// path (roce.FixedLayout) with no pad and room for the fast path's fixed
+// offsets, and returns the end of its IPv4 packet.
 func fastLayout(f []byte) (int, bool) {
-	if len(f) < xMinFrame {
+	if len(f) < xMinFrame || f[xBTH+roce.BTHFlagsOff]&0x30 != 0 { // PadCnt
 		return 0, false
 	}
-	_ = f[xMinFrame-1] // one bounds check for the fixed offsets below
-	be := binary.BigEndian
-	if be.Uint16(f[roce.EthTypeOff:]) != roce.EtherTypeIPv4 ||
-		f[xIP+roce.IPv4VersionIHLOff] != 0x45 ||
-		f[xIP+roce.IPv4ProtocolOff] != roce.IPProtoUDP ||
-		be.Uint16(f[xIP+roce.IPv4FlagsFragOff:])&(roce.IPv4FlagMF|roce.IPv4FragOffMask) != 0 ||
-		be.Uint16(f[xUDP+roce.UDPDstPortOff:]) != roce.UDPPort ||
-		f[xBTH+roce.BTHFlagsOff]&0x30 != 0 { // PadCnt
-		return 0, false
-	}
-	total := int(be.Uint16(f[xIP+roce.IPv4TotalLenOff:]))
-	end := xIP + total
-	if total < xHdrs+roce.ICRCLen || end > len(f) || int(be.Uint16(f[xUDP+roce.UDPLengthOff:])) != total-roce.IPv4MinLen {
-		return 0, false
-	}
-	return end, true
+	return roce.FixedLayout(f)
 }
 
 // xHeaders is headers for the common layout (f at least xExt bytes long).
