@@ -206,29 +206,7 @@ func checkLinearizable(t *testing.T, hist []porcupine.Operation) {
 func sumMetrics(cs []*Client) Metrics {
 	var s Metrics
 	for _, c := range cs {
-		m := c.Metrics()
-		s.Gets += m.Gets
-		s.Puts += m.Puts
-		s.CAS += m.CAS
-		s.CASFailures += m.CASFailures
-		s.Retries += m.Retries
-		s.CASSteered += m.CASSteered
-		s.ReadsSteered += m.ReadsSteered
-		s.StaleCursors += m.StaleCursors
-		s.Recoveries += m.Recoveries
-		s.ChaseHops += m.ChaseHops
-		s.Verbs += m.Verbs
-		s.MSRequests += m.MSRequests
-		s.RoundTrips += m.RoundTrips
-		s.WireBytes += m.WireBytes
-		s.GCVerbs += m.GCVerbs
-		s.GCWireBytes += m.GCWireBytes
-		s.RetireUnknown += m.RetireUnknown
-		s.Uncertain += m.Uncertain
-		s.ReadTimeouts += m.ReadTimeouts
-		if m.MaxChase > s.MaxChase {
-			s.MaxChase = m.MaxChase
-		}
+		s.Add(c.Metrics())
 	}
 	return s
 }

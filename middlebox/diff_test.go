@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -137,8 +139,23 @@ func diffInitMem() []byte {
 	return m
 }
 
-func runDiff(t *testing.T, tr diffTrace, mode diffMode, faults netio.Faults, timed bool) diffResult {
+// diffOptions configures one run of runDiff; the zero value is a clean
+// in-memory run.
+type diffOptions struct {
+	faults netio.Faults // on every link (each direction seeded apart)
+	timed  bool         // the RNICs with ConnectX-5 timing
+	// nakRecovery is the middlebox's Config.NAKRecovery ("": the default).
+	nakRecovery string
+	// log, when set, records every frame the middlebox's ports see.
+	log *diffLogger
+	// ports, when set, supplies the client's, the middlebox's client- and
+	// server-side, and the server's ports (the namespace test).
+	ports func(t *testing.T) [4]netio.Port
+}
+
+func runDiff(t *testing.T, tr diffTrace, mode diffMode, opt diffOptions) diffResult {
 	t.Helper()
+	faults, timed := opt.faults, opt.timed
 	cliMAC, srvMAC := [6]byte{2, 0, 0, 0, 0, 1}, [6]byte{2, 0, 0, 0, 0, 2}
 	cliIP, srvIP := [4]byte{10, 0, 0, 1}, [4]byte{10, 0, 0, 2}
 	var cliPort, srvPort netio.Port
@@ -147,8 +164,8 @@ func runDiff(t *testing.T, tr diffTrace, mode diffMode, faults netio.Faults, tim
 	if f2.Seed != 0 {
 		f2.Seed += 100
 	}
-	if diffPorts != nil {
-		ports := diffPorts(t)
+	if opt.ports != nil {
+		ports := opt.ports(t)
 		cliPort, srvPort = ports[0], ports[3]
 		loop = &Loop{Ports: [2]netio.Port{ports[1], ports[2]}}
 	} else if mode == diffDirect {
@@ -172,8 +189,8 @@ func runDiff(t *testing.T, tr diffTrace, mode diffMode, faults netio.Faults, tim
 			t.Fatal(err)
 		}
 		cliPort, srvPort = a, b
-		if diffLog != nil {
-			loop = &Loop{Ports: [2]netio.Port{&logPort{Port: ma, name: "C"}, &logPort{Port: mb, name: "S"}}}
+		if opt.log != nil {
+			loop = &Loop{Ports: [2]netio.Port{&logPort{Port: ma, name: "C", log: opt.log}, &logPort{Port: mb, name: "S", log: opt.log}}}
 		} else {
 			loop = &Loop{Ports: [2]netio.Port{ma, mb}}
 		}
@@ -225,12 +242,12 @@ func runDiff(t *testing.T, tr diffTrace, mode diffMode, faults netio.Faults, tim
 		if err != nil {
 			t.Fatal(err)
 		}
-		psnC, psnS := uint32(i*7919+3)&psnMask, uint32(i*104729+5)&psnMask
+		psnC, psnS := uint32(i*7919+3)&roce.MaxPSN, uint32(i*104729+5)&roce.MaxPSN
 		switch i {
 		case 0:
-			psnC = psnMask - 40 // the shared connection's PSNs wrap early in the run
+			psnC = roce.MaxPSN - 40 // the shared connection's PSNs wrap early in the run
 		case 5:
-			psnC = psnMask - 2 // and one client's own
+			psnC = roce.MaxPSN - 2 // and one client's own
 		}
 		if err := rnic.Connect(q, s, psnC, psnS); err != nil {
 			t.Fatal(err)
@@ -251,7 +268,7 @@ func runDiff(t *testing.T, tr diffTrace, mode diffMode, faults netio.Faults, tim
 	ctx, cancel := context.WithCancel(context.Background())
 	if loop != nil {
 		sc := ServerConfig{IP: ipStr(srvIP), Remap: []Range{{}}}
-		cfg := Config{Servers: []ServerConfig{sc}, Conns: conns, PMTU: 1024, RingSize: 1024, Window: 64, NAKRecovery: diffNAKMode}
+		cfg := Config{Servers: []ServerConfig{sc}, Conns: conns, PMTU: 1024, RingSize: 1024, Window: 64, NAKRecovery: opt.nakRecovery}
 		if mode == diffMuxCAS {
 			cfg.Servers[0].CASToWrite = []Range{{Lo: smr.Addr(), Hi: smr.Addr() + diffWordBytes}}
 			// Half the words are seeded (known from the start), half are
@@ -402,10 +419,10 @@ func compareDiff(t *testing.T, name string, a, b diffResult) {
 
 func TestDifferentialCleanLinks(t *testing.T) {
 	tr := makeDiffTrace(1, 30)
-	direct := runDiff(t, tr, diffDirect, netio.Faults{}, false)
+	direct := runDiff(t, tr, diffDirect, diffOptions{})
 	compareDiff(t, "model vs direct", modelDiff(tr), direct)
 	for _, mode := range []diffMode{diffMux, diffMuxCAS} {
-		m := runDiff(t, tr, mode, netio.Faults{}, false)
+		m := runDiff(t, tr, mode, diffOptions{})
 		compareDiff(t, mode.String(), direct, m)
 		// Nothing was lost, so no client may have timed out, and the
 		// middlebox dropped nothing.
@@ -422,25 +439,29 @@ func TestDifferentialCleanLinks(t *testing.T) {
 	}
 }
 
+// TestDifferentialDebug is a debugging aid, run only when asked: a lossy
+// run with every frame the middlebox sees logged, the log written to the
+// test's artifact directory when it fails (go test -artifacts keeps it).
 func TestDifferentialDebug(t *testing.T) {
-	if os.Getenv("MBOX_DIFF_DEBUG") == "" {
-		t.Skip("debugging aid: set MBOX_DIFF_DEBUG=1")
+	if !*diffDebug {
+		t.Skip("debugging aid: go test ./middlebox -run DifferentialDebug -mbox.diff-debug [-mbox.diff-nak broadcast] -artifacts")
 	}
-	diffLog = &diffLogger{start: time.Now()}
+	log := &diffLogger{start: time.Now()}
 	defer func() {
 		if t.Failed() {
-			os.WriteFile("/tmp/mbox-diff.log", []byte(strings.Join(diffLog.lines, "\n")), 0o644)
+			path := filepath.Join(t.ArtifactDir(), "mbox-diff.log")
+			if err := os.WriteFile(path, []byte(strings.Join(log.lines, "\n")), 0o644); err != nil {
+				t.Error(err)
+			}
+			t.Logf("frame log: %s", path)
 		}
-		diffLog = nil
 	}()
 	tr := makeDiffTrace(2, 25)
 	faults := netio.Faults{Drop: 0.02, Reorder: 0.05, ReorderDepth: 3, ReorderHold: 100 * time.Microsecond, Duplicate: 0.01, Seed: 11}
 	model := modelDiff(tr)
-	direct := runDiff(t, tr, diffDirect, faults, false)
+	direct := runDiff(t, tr, diffDirect, diffOptions{faults: faults})
 	compareDiff(t, "direct vs model", model, direct)
-	diffNAKMode = os.Getenv("MBOX_DIFF_NAK") // "broadcast" to watch the paper's recovery
-	defer func() { diffNAKMode = "" }()
-	m := runDiff(t, tr, diffMux, faults, false)
+	m := runDiff(t, tr, diffMux, diffOptions{faults: faults, nakRecovery: *diffNAK, log: log})
 	compareDiff(t, "mux", model, m)
 }
 
@@ -456,10 +477,10 @@ func TestDifferentialLossAndReorder(t *testing.T) {
 		{3, netio.Faults{Drop: 0.05, Reorder: 0.1, ReorderDepth: 4, ReorderHold: 200 * time.Microsecond, Duplicate: 0.05, Seed: 3}},
 	} {
 		tr := makeDiffTrace(tc.seed, 20)
-		direct := runDiff(t, tr, diffDirect, tc.faults, false)
+		direct := runDiff(t, tr, diffDirect, diffOptions{faults: tc.faults})
 		compareDiff(t, "model vs direct", modelDiff(tr), direct)
 		for _, mode := range []diffMode{diffMux, diffMuxCAS} {
-			m := runDiff(t, tr, mode, tc.faults, false)
+			m := runDiff(t, tr, mode, diffOptions{faults: tc.faults})
 			compareDiff(t, mode.String(), direct, m)
 			t.Logf("drop %.2f: %v: client rnic timeouts %d (direct %d) retransmits %d; middlebox %s", tc.faults.Drop, mode,
 				m.cliStats.Timeouts, direct.cliStats.Timeouts, m.cliStats.Retransmits, m.eng.String())
@@ -468,11 +489,8 @@ func TestDifferentialLossAndReorder(t *testing.T) {
 }
 
 var (
-	diffLog     *diffLogger
-	diffNAKMode string
-	// diffPorts, when set, supplies the client's, the middlebox's client-
-	// and server-side, and the server's ports (the namespace test).
-	diffPorts func(t *testing.T) [4]netio.Port
+	diffDebug = flag.Bool("mbox.diff-debug", false, "run TestDifferentialDebug")
+	diffNAK   = flag.String("mbox.diff-nak", "", "TestDifferentialDebug: the middlebox's NAK recovery (\"broadcast\" to watch the paper's recovery)")
 )
 
 type diffLogger struct {
@@ -484,6 +502,7 @@ type diffLogger struct {
 type logPort struct {
 	netio.Port
 	name string
+	log  *diffLogger
 }
 
 func summarize(dir string, f []byte) string {
@@ -500,19 +519,19 @@ func summarize(dir string, f []byte) string {
 
 func (l *logPort) Recv(b [][]byte) (int, error) {
 	n, err := l.Port.Recv(b)
-	diffLog.mu.Lock()
+	l.log.mu.Lock()
 	for _, f := range b[:n] {
-		diffLog.lines = append(diffLog.lines, fmt.Sprintf("%8d %s", time.Since(diffLog.start).Microseconds(), summarize(l.name+" in ", f)))
+		l.log.lines = append(l.log.lines, fmt.Sprintf("%8d %s", time.Since(l.log.start).Microseconds(), summarize(l.name+" in ", f)))
 	}
-	diffLog.mu.Unlock()
+	l.log.mu.Unlock()
 	return n, err
 }
 
 func (l *logPort) Send(fs [][]byte) (int, error) {
-	diffLog.mu.Lock()
+	l.log.mu.Lock()
 	for _, f := range fs {
-		diffLog.lines = append(diffLog.lines, fmt.Sprintf("%8d %s", time.Since(diffLog.start).Microseconds(), summarize(l.name+" out", f)))
+		l.log.lines = append(l.log.lines, fmt.Sprintf("%8d %s", time.Since(l.log.start).Microseconds(), summarize(l.name+" out", f)))
 	}
-	diffLog.mu.Unlock()
+	l.log.mu.Unlock()
 	return l.Port.Send(fs)
 }

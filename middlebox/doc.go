@@ -93,7 +93,7 @@
 //     the server in whatever order their timers fire, the server discards
 //     all but the one it expects, and each client burns one retry per
 //     round until RETRY_EXC_ERR (seen in TestDifferentialDebug with
-//     MBOX_DIFF_NAK=broadcast). Replay keeps a copy of every request on a
+//     -mbox.diff-nak broadcast). Replay keeps a copy of every request on a
 //     shared connection (in a byte ring of ReplayLogBytes, 64 KiB by
 //     default so that it stays in the cache; a copy overwritten before it
 //     is needed is left to its client's retransmission) and makes recovery
@@ -131,11 +131,11 @@
 // without an FCS). Every frame the engine rewrites gets its new ICRC
 // computed in full (roce.ICRC20's carry-less multiply on the fast path,
 // roce.Packet.SetICRC for other layouts), xor the error the received frame
-// carried (icrc.go: icrcErrAt, icrcErrOf, putICRC, finish; convErr for
-// CMP_SWAP to WRITE, which is 4 bytes shorter). An intact frame leaves
-// with a correct ICRC; a corrupted one (only with SkipICRCCheck) leaves
-// corrupted, with the very ICRC an incremental update would have written,
-// so the server drops it. Steered frames and retransmissions included.
+// carried (icrc.go: icrcErrAt, icrcErrOf, putICRC, finish;
+// roce.ICRCErrorShorter4 for CMP_SWAP to WRITE, which is 4 bytes shorter).
+// An intact frame leaves with a correct ICRC; a corrupted one (only with
+// SkipICRCCheck) leaves corrupted, with the very ICRC an incremental
+// update would have written, so the server drops it. Steered frames and retransmissions included.
 // Generated answers come from per-client templates and get their ICRC
 // computed.
 //

@@ -3,7 +3,6 @@ package middlebox
 import (
 	"encoding/binary"
 	"fmt"
-	"math/bits"
 
 	"github.com/swordbox/swordbox/roce"
 )
@@ -126,7 +125,7 @@ func (e *Engine) addConn(p connParams, learned bool) (int32, error) {
 		srv: si, cliIP: p.cliIP, srvIP: p.srvIP, cliMAC: p.cliMAC, srvMAC: p.srvMAC, macKnown: p.macKnown,
 		cliPort: p.cliPort, srvPort: p.srvPort, srvQP: p.srvQP, cliQP: p.cliQP, bound: !learned,
 		learned: learned, outConn: -1, msgOut: -1, pkey: 0xffff,
-		fifo: make([]uint32, e.cfg.Window), inRing: make([]inRef, e.cfg.Window),
+		fifo: make([]roce.PSN, e.cfg.Window), inRing: make([]inRef, e.cfg.Window),
 		ring: make([]entry, rs), rmask: uint32(rs - 1),
 	})
 	c := &e.conns[ci]
@@ -134,8 +133,9 @@ func (e *Engine) addConn(p connParams, learned bool) (int32, error) {
 		c.log = newReplayLog(e.cfg.ReplayLogBytes)
 	}
 	if p.psnKnown {
-		c.inKnown, c.inNext = true, p.psn
-		c.outKnown, c.outNext, c.ackedTo = true, p.psn, psnAdd(p.psn, -1)
+		psn := roce.PSN(p.psn)
+		c.inKnown, c.inNext = true, psn
+		c.outKnown, c.outNext, c.ackedTo = true, psn, psn.Add(-1)
 	}
 	if isShared {
 		sv.shared = ci
@@ -286,6 +286,12 @@ func (e *Engine) lookupReq(si int32, p *roce.Packet) (int32, bool) {
 	return ci, true
 }
 
+// request handles a request from a client on the general path, one rule
+// after another: the connection's addresses are learned (learnRequest),
+// the PSN gate passes only the expected PSN (gateRequest), the route picks
+// the outgoing connection (routeRequest), admission checks that it fits
+// (admit), and the request is recorded, transformed and forwarded
+// (forwardRequest).
 func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 	ci, ok := e.lookupReq(si, p)
 	if !ok {
@@ -293,6 +299,25 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 	}
 	c := &e.conns[ci]
 	c.lastSeen = now
+	psn := roce.PSN(p.BTH.PSN())
+	learnRequest(c, p, psn)
+	if !e.gateRequest(now, ci, psn, p, out) {
+		return
+	}
+	cls := classify(p.Opcode)
+	sv := &e.servers[si]
+	home, va, dmaLen, inRange := e.routeRequest(c, ci, sv, cls, p)
+	home, npkts, ok := e.admit(c, ci, sv, cls, inRange, home, psn, dmaLen, out)
+	if !ok {
+		return
+	}
+	e.forwardRequest(now, si, ci, home, psn, npkts, cls, va, dmaLen, p, out)
+}
+
+// learnRequest takes from a client's request what the connection does not
+// know yet: the MAC addresses and P_Key its answers must carry, and, on the
+// first request seen, the PSN both sides of the connection start from.
+func learnRequest(c *conn, p *roce.Packet, psn roce.PSN) {
 	if !c.macKnown {
 		c.cliMAC, c.srvMAC, c.macKnown = p.Eth.Src(), p.Eth.Dst(), true
 		c.tmpl.ok = false
@@ -301,37 +326,46 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 		c.pkey, c.pkeyKnown = p.BTH.PKey(), true
 		c.tmpl.ok = false
 	}
-	psn := p.BTH.PSN()
 	if !c.inKnown {
 		c.inKnown, c.inNext = true, psn
 	}
 	if !c.outKnown {
-		c.outKnown, c.outNext, c.ackedTo = true, psn, psnAdd(psn, -1)
+		c.outKnown, c.outNext, c.ackedTo = true, psn, psn.Add(-1)
 	}
-	d := psnDiff(psn, c.inNext)
+}
+
+// gateRequest is the in-order gate per client (package doc; the
+// responder's PSN check, IBA 9.7.5): an earlier PSN is a retransmission
+// (retransmit), a later one a gap (dropped, the client told once by gap),
+// and only the expected PSN goes on (true).
+func (e *Engine) gateRequest(now int64, ci int32, psn roce.PSN, p *roce.Packet, out *Out) bool {
+	c := &e.conns[ci]
+	d := psn.Sub(c.inNext)
 	switch {
 	case d < 0:
 		e.retransmit(now, ci, psn, p, out)
-		return
+		return false
 	case d > 0:
 		e.c.Drops[DropPSNGap]++
 		e.gap(c, out)
-		return
+		return false
 	}
-	cls := classify(p.Opcode)
-	sv := &e.servers[si]
+	return true
+}
 
-	// Where does it go?
-	home := ci
-	var va uint64
-	var dmaLen uint32
+// routeRequest finds where a request would go (the paper's remapping):
+// its own connection, unless its VA is in a remapped range of the server
+// (single-packet requests only; a multi-packet one is counted), or it
+// continues a message that went elsewhere. It returns that connection, the
+// request's VA and DMA length, and whether the VA is in a remapped range.
+func (e *Engine) routeRequest(c *conn, ci int32, sv *server, cls opClass, p *roce.Packet) (home int32, va uint64, dmaLen uint32, inRange bool) {
+	home = ci
 	switch {
 	case p.RETH != nil:
 		va, dmaLen = p.RETH.VA(), p.RETH.DMALen()
 	case p.AtomicETH != nil:
 		va = p.AtomicETH.VA()
 	}
-	inRange := false
 	switch cls {
 	case opWriteOnly, opRead, opAtomic:
 		inRange = inRanges(sv.remap, va)
@@ -344,13 +378,18 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 			home = c.msgOut
 		}
 	}
-	home, npkts, ok := e.admit(c, ci, sv, cls, inRange, home, psn, dmaLen, out)
-	if !ok {
-		return
-	}
+	return home, va, dmaLen, inRange
+}
 
-	// Accepted: steer (Clover), record, transform, forward. (Remap ranges
-	// match the client's own address, before steering.)
+// forwardRequest sends an admitted request on its way: steered first
+// (Clover, steer.go; remap ranges matched the client's own address,
+// before steering), recorded in the map (paper Figure 7), its atomic
+// turned into a WRITE or its WRITE noted where the VA is a CAS word
+// (words.go), retargeted to its outgoing connection and PSN, its ICRC
+// computed with the received frame's error carried (icrc.go), and
+// forwarded.
+func (e *Engine) forwardRequest(now int64, si, ci, home int32, psn roce.PSN, npkts uint32, cls opClass, va uint64, dmaLen uint32, p *roce.Packet, out *Out) {
+	c, sv := &e.conns[ci], &e.servers[si]
 	var bad uint32 // the ICRC error to carry (icrc.go); with verification, the frame is intact
 	if !e.verify {
 		bad = icrcErrOf(p)
@@ -385,9 +424,9 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 		e.c.Remapped++
 	}
 	if rewrite {
-		p.BTH.SetPSN(outPSN)
+		p.BTH.SetPSN(uint32(outPSN))
 		if first.converted() {
-			bad = convErr(bad)
+			bad = roce.ICRCErrorShorter4(bad)
 		}
 		finish(p, bad)
 		frame = p.Frame
@@ -400,7 +439,7 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 // connections, the READ's size, the client's window and the outgoing
 // ring (c is e.conns[ci]). It returns the outgoing connection and the PSNs
 // the request takes there, or false after counting the drop.
-func (e *Engine) admit(c *conn, ci int32, sv *server, cls opClass, inRange bool, home int32, psn, dmaLen uint32, out *Out) (int32, uint32, bool) {
+func (e *Engine) admit(c *conn, ci int32, sv *server, cls opClass, inRange bool, home int32, psn roce.PSN, dmaLen uint32, out *Out) (int32, uint32, bool) {
 	if inRange && sv.shared >= 0 && sv.shared != ci {
 		s := &e.conns[sv.shared]
 		switch {
@@ -442,13 +481,13 @@ func (e *Engine) admit(c *conn, ci int32, sv *server, cls opClass, inRange bool,
 		// The client PSNs outstanding (READs take several) must fit the
 		// retransmission index, or a retransmission could not be found.
 		oldest := e.conns[c.outConn].slot(c.fifoHead()).inPSN
-		if int(psnDiff(psnAdd(psn, int(npkts)), oldest)) > len(c.inRing) {
+		if int(psn.Add(int(npkts)).Sub(oldest)) > len(c.inRing) {
 			e.c.Drops[DropWindowFull]++
 			return 0, 0, false
 		}
 	}
 	for i := uint32(0); i < npkts; i++ {
-		s := o.slot(o.outNext + i)
+		s := o.slot(o.outNext + roce.PSN(i)) // slot masks to the ring
 		if s.valid && !s.done {
 			e.c.Drops[DropRingFull]++
 			return 0, 0, false
@@ -461,7 +500,7 @@ func (e *Engine) admit(c *conn, ci int32, sv *server, cls opClass, inRange bool,
 // psn into the map of its outgoing connection home and into the client's
 // bookkeeping (c and o are e.conns[ci] and e.conns[home]), and returns
 // its (first) map entry.
-func (e *Engine) record(c, o *conn, ci, home int32, psn, npkts uint32, cls opClass, fa bool) *entry {
+func (e *Engine) record(c, o *conn, ci, home int32, psn roce.PSN, npkts uint32, cls opClass, fa bool) *entry {
 	outPSN := o.outNext
 	first := o.slot(outPSN)
 	// Zeroed, then the fields set in place: a composite literal would be
@@ -476,13 +515,13 @@ func (e *Engine) record(c, o *conn, ci, home int32, psn, npkts uint32, cls opCla
 	case opRead:
 		first.kind, first.npkts = kRead, npkts
 		for i := uint32(1); i < npkts; i++ {
-			op := psnAdd(outPSN, int(i))
+			op := outPSN.Add(int(i))
 			cs := o.slot(op)
-			*cs = entry{client: ci, inPSN: psnAdd(psn, int(i)), outPSN: op, valid: true, word: -1, kind: kReadCont, npkts: i}
-			c.inRing[(psn+i)&uint32(len(c.inRing)-1)] = inRef{out: home, outPSN: op}
+			*cs = entry{client: ci, inPSN: psn.Add(int(i)), outPSN: op, valid: true, word: -1, kind: kReadCont, npkts: i}
+			c.inRing[(uint32(psn)+i)&uint32(len(c.inRing)-1)] = inRef{out: home, outPSN: op}
 		}
 	}
-	c.inRing[psn&uint32(len(c.inRing)-1)] = inRef{out: home, outPSN: outPSN}
+	c.inRing[uint32(psn)&uint32(len(c.inRing)-1)] = inRef{out: home, outPSN: outPSN}
 	c.fifoPush(outPSN)
 	c.outConn = home
 	switch cls {
@@ -491,9 +530,9 @@ func (e *Engine) record(c, o *conn, ci, home int32, psn, npkts uint32, cls opCla
 	case opMultiLast, opSend:
 		c.inMsg = false
 	}
-	c.inNext = psnAdd(psn, int(npkts))
+	c.inNext = psn.Add(int(npkts))
 	c.nakSent, c.nakPending = false, false
-	o.outNext = psnAdd(outPSN, int(npkts))
+	o.outNext = outPSN.Add(int(npkts))
 	return first
 }
 
@@ -596,9 +635,9 @@ func (e *Engine) writeOnWords(si int32, pl []byte, dmaLen uint32, en *entry, va 
 // retransmit maps a client's retransmission to the outgoing connection and
 // PSN of the original, and sends it again exactly as it was sent the first
 // time.
-func (e *Engine) retransmit(now int64, ci int32, psn uint32, p *roce.Packet, out *Out) {
+func (e *Engine) retransmit(now int64, ci int32, psn roce.PSN, p *roce.Packet, out *Out) {
 	c := &e.conns[ci]
-	ref := c.inRing[psn&uint32(len(c.inRing)-1)]
+	ref := c.inRing[uint32(psn)&uint32(len(c.inRing)-1)]
 	if ref.out < 0 || int(ref.out) >= len(e.conns) {
 		e.c.Drops[DropStaleRetransmit]++
 		return
@@ -641,12 +680,12 @@ func (e *Engine) retransmit(now int64, ci int32, psn uint32, p *roce.Packet, out
 			return
 		}
 		casToWrite(p, en.written)
-		bad = convErr(bad)
+		bad = roce.ICRCErrorShorter4(bad)
 	}
 	if ref.out != ci {
 		retargetRequest(p.Frame, p.L3Off, p.L4Off, p.BTHOff, o)
 	}
-	p.BTH.SetPSN(en.outPSN)
+	p.BTH.SetPSN(uint32(en.outPSN))
 	finish(p, bad)
 	if !out.addInput(ServerSide, p.Frame) {
 		e.c.Drops[DropOutOverflow]++
@@ -658,11 +697,11 @@ func (e *Engine) retransmit(now int64, ci int32, psn uint32, p *roce.Packet, out
 	// the server may be waiting for it, and will then want every later
 	// one, which their own clients may have resent too early (the server
 	// discarded them) and will not resend before their timers expire.
-	if e.replay && ref.out == e.servers[o.srv].shared && en.outPSN == psnAdd(o.ackedTo, 1) &&
+	if e.replay && ref.out == e.servers[o.srv].shared && en.outPSN == o.ackedTo.Add(1) &&
 		(!o.replaying || now-o.lastReplay >= int64(e.cfg.ReplayHoldoff)) {
-		next := psnAdd(en.outPSN, 1)
+		next := en.outPSN.Add(1)
 		if en.kind == kRead {
-			next = psnAdd(en.outPSN, int(en.npkts))
+			next = en.outPSN.Add(int(en.npkts))
 		}
 		e.replayFrom(ref.out, next, now, out)
 	}
@@ -670,13 +709,13 @@ func (e *Engine) retransmit(now int64, ci int32, psn uint32, p *roce.Packet, out
 
 // replayFrom resends, in order, the middlebox's copies of the requests on
 // connection oi from outgoing PSN from on.
-func (e *Engine) replayFrom(oi int32, from uint32, now int64, out *Out) {
+func (e *Engine) replayFrom(oi int32, from roce.PSN, now int64, out *Out) {
 	o := &e.conns[oi]
 	if o.log == nil {
 		return
 	}
 	o.replaying, o.lastReplay = true, now
-	for q := from; q != o.outNext; q = psnAdd(q, 1) {
+	for q := from; q != o.outNext; q = q.Add(1) {
 		en := o.slot(q)
 		if !en.valid || en.outPSN != q || en.kind == kReadCont || en.done || en.flen == 0 {
 			continue
@@ -712,25 +751,6 @@ func (e *Engine) gap(c *conn, out *Out) {
 	e.emitAck(out, c, c.inNext, roce.NAKSyndrome(roce.NAKPSNSequenceError), c.msn)
 	c.nakSent, c.nakPending = true, false
 	e.c.GapNAKs++
-}
-
-// ipChecksum recomputes an IPv4 header checksum. The one's complement sum
-// does not depend on byte order (RFC 1071), so a 20-byte header is summed
-// as five little-endian words, the checksum's own two bytes masked off,
-// and the folded result byte-swapped once.
-func ipChecksum(ip roce.IPv4) {
-	if len(ip) != roce.IPv4MinLen || ip.HeaderLen() != roce.IPv4MinLen {
-		ip.UpdateChecksum()
-		return
-	}
-	le := binary.LittleEndian
-	sum := uint64(le.Uint32(ip[0:])) + uint64(le.Uint32(ip[4:])) + uint64(le.Uint32(ip[8:])&0xffff) +
-		uint64(le.Uint32(ip[12:])) + uint64(le.Uint32(ip[16:]))
-	sum = sum&0xffffffff + sum>>32
-	sum = sum&0xffff + sum>>16
-	sum = sum&0xffff + sum>>16
-	sum = sum&0xffff + sum>>16
-	ip.SetChecksum(^bits.ReverseBytes16(uint16(sum)))
 }
 
 // serverOf returns the index of the managed server with IPv4 address a.

@@ -218,7 +218,7 @@ func TestReadResponsesMappedBack(t *testing.T) {
 	r.one(ClientSide, fw1)
 	// The server's ACK for s0+4 overtakes the READ response: client 2's
 	// WRITE is acknowledged, client 1's waits behind its READ.
-	res := r.run(ServerSide, r.ack(0, psnAdd(s0, 4), synACK, 3))
+	res := r.run(ServerSide, r.ack(0, uint32(roce.PSN(s0).Add(4)), synACK, 3))
 	if len(res) != 1 {
 		t.Fatalf("%d frames, want 1", len(res))
 	}
@@ -230,7 +230,7 @@ func TestReadResponsesMappedBack(t *testing.T) {
 		if k == 2 {
 			d = data[:452]
 		}
-		res = r.run(ServerSide, r.readResp(0, op, psnAdd(s0, k), d, 1))
+		res = r.run(ServerSide, r.readResp(0, op, uint32(roce.PSN(s0).Add(k)), d, 1))
 		want := 1
 		if k == 2 {
 			want = 2 // the response, then the ACK of the WRITE behind it
@@ -238,7 +238,7 @@ func TestReadResponsesMappedBack(t *testing.T) {
 		if len(res) != want {
 			t.Fatalf("response %d: %d frames, want %d", k, len(res), want)
 		}
-		r.checkToClient(res[0], 1, op, psnAdd(pr, k))
+		r.checkToClient(res[0], 1, op, uint32(roce.PSN(pr).Add(k)))
 		if !bytes.Equal(res[0].p.Payload, d) {
 			t.Fatalf("response %d: payload changed", k)
 		}
@@ -527,7 +527,7 @@ func TestServerResponseEdgeCases(t *testing.T) {
 			r.one(ClientSide, f)
 			f, p2 := r.write(2, 0x5008, le64(2)) // s0+1
 			r.one(ClientSide, f)
-			res := r.run(ServerSide, r.ack(0, psnAdd(s0, 1+tc.offset), tc.syn, 1))
+			res := r.run(ServerSide, r.ack(0, uint32(roce.PSN(s0).Add(1+tc.offset)), tc.syn, 1))
 			c := r.e.Counters()
 			if tc.wantCli < 0 {
 				if len(res) != 0 || c.Drops[tc.wantDrop] != 1 {

@@ -49,27 +49,13 @@ const (
 )
 
 // fastLayout reports whether f has the layout of roce.ParseInto's fast
-// path with no pad, and returns the end of its IPv4 packet.
+// path (roce.FixedLayout) with no pad and room for the fast path's fixed
+// offsets, and returns the end of its IPv4 packet.
 func fastLayout(f []byte) (int, bool) {
-	if len(f) < xMinFrame {
+	if len(f) < xMinFrame || f[xBTH+roce.BTHFlagsOff]&0x30 != 0 { // PadCnt
 		return 0, false
 	}
-	_ = f[xMinFrame-1] // one bounds check for the fixed offsets below
-	be := binary.BigEndian
-	if be.Uint16(f[roce.EthTypeOff:]) != roce.EtherTypeIPv4 ||
-		f[xIP+roce.IPv4VersionIHLOff] != 0x45 ||
-		f[xIP+roce.IPv4ProtocolOff] != roce.IPProtoUDP ||
-		be.Uint16(f[xIP+roce.IPv4FlagsFragOff:])&(roce.IPv4FlagMF|roce.IPv4FragOffMask) != 0 ||
-		be.Uint16(f[xUDP+roce.UDPDstPortOff:]) != roce.UDPPort ||
-		f[xBTH+roce.BTHFlagsOff]&0x30 != 0 { // PadCnt
-		return 0, false
-	}
-	total := int(be.Uint16(f[xIP+roce.IPv4TotalLenOff:]))
-	end := xIP + total
-	if total < xHdrs+roce.ICRCLen || end > len(f) || int(be.Uint16(f[xUDP+roce.UDPLengthOff:])) != total-roce.IPv4MinLen {
-		return 0, false
-	}
-	return end, true
+	return roce.FixedLayout(f)
 }
 
 // xHeaders is headers for the common layout (f at least xExt bytes long).
@@ -120,12 +106,12 @@ func (e *Engine) fastRequest(now int64, f []byte, out *Out) bool {
 		return false
 	}
 	ci, ok := e.req.get(uint64(be.Uint32(f[xIP+roce.IPv4SrcOff:]))<<32|uint64(be.Uint32(f[xIP+roce.IPv4DstOff:])),
-		uint64(be.Uint16(f[xUDP+roce.UDPSrcPortOff:]))<<32|uint64(be.Uint32(f[xBTH+roce.BTHDestQPOff-1:])&psnMask))
+		uint64(be.Uint16(f[xUDP+roce.UDPSrcPortOff:]))<<32|uint64(be.Uint32(f[xBTH+roce.BTHDestQPOff-1:])&roce.MaxQP))
 	if !ok {
 		return false
 	}
 	c := &e.conns[ci]
-	psn := be.Uint32(f[xBTH+roce.BTHAckPSNOff:]) & psnMask
+	psn := roce.PSN(be.Uint32(f[xBTH+roce.BTHAckPSNOff:]) & roce.MaxPSN)
 	if psn != c.inNext || !c.inKnown || !c.outKnown || !c.macKnown || !c.pkeyKnown {
 		return false
 	}
@@ -163,9 +149,9 @@ func (e *Engine) fastRequest(now int64, f []byte, out *Out) bool {
 			conv, v = e.atomicWord(si, first, va, op == roce.OpRCFetchAdd,
 				be.Uint64(f[xExt+roce.AtomicSwapAddOff:]), be.Uint64(f[xExt+roce.AtomicCompareOff:]), home == sv.shared)
 			if conv {
-				f = convWrite(f, xIP, v)
-				icrcOff = xIP + convOutLen
-				bad = convErr(bad)
+				f = roce.AtomicToWrite20(f, xIP, v)
+				icrcOff = xIP + roce.AtomicWriteLen20 - roce.ICRCLen
+				bad = roce.ICRCErrorShorter4(bad)
 			}
 		}
 	case opWriteOnly:
@@ -174,8 +160,8 @@ func (e *Engine) fastRequest(now int64, f []byte, out *Out) bool {
 		}
 	}
 	if outPSN := first.outPSN; home != ci || outPSN != psn || conv {
-		put24(f[xBTH+roce.BTHAckPSNOff+1:], outPSN)
-		ipChecksum(f[xIP:xUDP])
+		put24(f[xBTH+roce.BTHAckPSNOff+1:], uint32(outPSN))
+		roce.IPv4(f[xIP:xUDP]).UpdateChecksum()
 		putICRC(f, xIP, icrcOff, bad)
 	}
 	e.forward(o, first, f, out)
@@ -205,7 +191,7 @@ func (e *Engine) fastResponse(now int64, f []byte, out *Out) bool {
 		return false
 	}
 	oi, ok := e.rev.get(uint64(be.Uint32(f[xIP+roce.IPv4SrcOff:]))<<32|uint64(be.Uint32(f[xIP+roce.IPv4DstOff:])),
-		uint64(be.Uint32(f[xBTH+roce.BTHDestQPOff-1:])&psnMask))
+		uint64(be.Uint32(f[xBTH+roce.BTHDestQPOff-1:])&roce.MaxQP))
 	if !ok {
 		return false
 	}
@@ -213,7 +199,7 @@ func (e *Engine) fastResponse(now int64, f []byte, out *Out) bool {
 		e.c.Drops[DropBadICRC]++
 		return true
 	}
-	psn := be.Uint32(f[xBTH+roce.BTHAckPSNOff:]) & psnMask
+	psn := roce.PSN(be.Uint32(f[xBTH+roce.BTHAckPSNOff:]) & roce.MaxPSN)
 	syn := roce.Syndrome(f[xExt+roce.AETHSyndromeOff])
 	e.arrived(now, oi, be.Uint16(f[xUDP+roce.UDPSrcPortOff:]))
 	switch op {

@@ -154,7 +154,7 @@ func runTwinTrace(t *testing.T, seed uint64, cfg Config, steps int) {
 		h := r.cli[i]
 		k0, k1 := reqKey{cli: h.ip, srv: testSrvIP, port: h.port, qp: h.srvQP}.words()
 		if ci, ok := w.fast.req.get(k0, k1); ok && w.fast.conns[ci].inKnown && rng.IntN(8) != 0 {
-			r.cli[i].psn = w.fast.conns[ci].inNext
+			r.cli[i].psn = uint32(w.fast.conns[ci].inNext)
 		}
 		switch x := rng.IntN(100); {
 		case x < 12:
@@ -174,7 +174,7 @@ func runTwinTrace(t *testing.T, seed uint64, cfg Config, steps int) {
 			}
 			f := r.reqFields(i, roce.OpRCWriteOnly, r.cli[i].psn)
 			f.VA, f.RKey, f.DMALen, f.Payload, f.PadCnt = va, 0x1234, uint32(n), le64(rng.Uint64())[:n], uint8((4-n%4)%4)
-			r.cli[i].psn = psnAdd(r.cli[i].psn, 1)
+			r.cli[i].psn = uint32(roce.PSN(r.cli[i].psn).Add(1))
 			send(ClientSide, buildFrame(t, &f))
 		case x < 30:
 			n := uint32(64)
@@ -188,16 +188,16 @@ func runTwinTrace(t *testing.T, seed uint64, cfg Config, steps int) {
 			f := r.reqFields(i, roce.OpRCWriteFirst, r.cli[i].psn)
 			f.VA, f.RKey, f.DMALen, f.Payload = 0x9000, 0x1234, 2048, make([]byte, 1024)
 			send(ClientSide, buildFrame(t, &f))
-			f = r.reqFields(i, roce.OpRCWriteLast, psnAdd(r.cli[i].psn, 1))
+			f = r.reqFields(i, roce.OpRCWriteLast, uint32(roce.PSN(r.cli[i].psn).Add(1)))
 			f.Payload = make([]byte, 1024)
 			send(ClientSide, buildFrame(t, &f))
-			r.cli[i].psn = psnAdd(r.cli[i].psn, 2)
+			r.cli[i].psn = uint32(roce.PSN(r.cli[i].psn).Add(2))
 		case x < 34 && len(history) > 0:
 			// A retransmission of an earlier frame, or one from the server.
 			h := history[len(history)-1-rng.IntN(min(len(history), 40))]
 			send(h.in, h.raw)
 		case x < 35:
-			r.cli[i].psn = psnAdd(r.cli[i].psn, 1+rng.IntN(2)) // a gap
+			r.cli[i].psn = uint32(roce.PSN(r.cli[i].psn).Add(1 + rng.IntN(2))) // a gap
 			f, _ := r.write(i, 0x5000, le64(1))
 			send(ClientSide, f)
 		case x < 38 && len(history) > 0:
@@ -248,7 +248,7 @@ func runTwinTrace(t *testing.T, seed uint64, cfg Config, steps int) {
 						if m == n-1 || n <= 1 {
 							msn++
 						}
-						send(ServerSide, r.readResp(j, op, psnAdd(psn, int(m)), make([]byte, min(p.RETH.DMALen()-1024*m, 1024)), msn))
+						send(ServerSide, r.readResp(j, op, uint32(roce.PSN(psn).Add(int(m))), make([]byte, min(p.RETH.DMALen()-1024*m, 1024)), msn))
 					}
 				default:
 					msn++
@@ -383,7 +383,7 @@ func TestFastPathCorruption(t *testing.T) {
 		if skip {
 			// The READ went to the server (corrupted); answer it.
 			outPSN := w.fast.conns[0].outNext - 1
-			resp := r.readResp(0, roce.OpRCReadResponseOnly, outPSN, le64(7), 3)
+			resp := r.readResp(0, roce.OpRCReadResponseOnly, uint32(outPSN), le64(7), 3)
 			checkCorrupted(t, w, skip, "READ response", ServerSide, resp, len(resp)-roce.ICRCLen-1)
 		}
 	}

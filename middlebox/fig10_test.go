@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/swordbox/swordbox/netio"
+	"github.com/swordbox/swordbox/roce"
 	"github.com/swordbox/swordbox/roce/rnic"
 	"github.com/swordbox/swordbox/roce/verbs"
 )
@@ -92,7 +93,7 @@ func newFig10Rack(tb testing.TB, n int, casToWrite bool, timing string) *fig10Ra
 		if err != nil {
 			tb.Fatal(err)
 		}
-		psn := uint32(i*5003+1) & psnMask
+		psn := uint32(i*5003+1) & roce.MaxPSN
 		if err := rnic.Connect(q, s, psn, 77); err != nil {
 			tb.Fatal(err)
 		}

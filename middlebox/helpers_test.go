@@ -99,7 +99,7 @@ func (r *testRack) cas(i int, va, cmp, swap uint64) ([]byte, uint32) {
 	f := r.reqFields(i, roce.OpRCCompareSwap, r.cli[i].psn)
 	f.VA, f.RKey, f.Compare, f.SwapAdd = va, 0x1234, cmp, swap
 	psn := r.cli[i].psn
-	r.cli[i].psn = psnAdd(psn, 1)
+	r.cli[i].psn = uint32(roce.PSN(psn).Add(1))
 	return buildFrame(r.t, &f), psn
 }
 
@@ -107,7 +107,7 @@ func (r *testRack) fetchAdd(i int, va, add uint64) ([]byte, uint32) {
 	f := r.reqFields(i, roce.OpRCFetchAdd, r.cli[i].psn)
 	f.VA, f.RKey, f.SwapAdd = va, 0x1234, add
 	psn := r.cli[i].psn
-	r.cli[i].psn = psnAdd(psn, 1)
+	r.cli[i].psn = uint32(roce.PSN(psn).Add(1))
 	return buildFrame(r.t, &f), psn
 }
 
@@ -115,7 +115,7 @@ func (r *testRack) write(i int, va uint64, data []byte) ([]byte, uint32) {
 	f := r.reqFields(i, roce.OpRCWriteOnly, r.cli[i].psn)
 	f.VA, f.RKey, f.DMALen, f.Payload = va, 0x1234, uint32(len(data)), data
 	psn := r.cli[i].psn
-	r.cli[i].psn = psnAdd(psn, 1)
+	r.cli[i].psn = uint32(roce.PSN(psn).Add(1))
 	return buildFrame(r.t, &f), psn
 }
 
@@ -127,7 +127,7 @@ func (r *testRack) read(i int, va uint64, n uint32, pmtu uint32) ([]byte, uint32
 	if k == 0 {
 		k = 1
 	}
-	r.cli[i].psn = psnAdd(psn, int(k))
+	r.cli[i].psn = uint32(roce.PSN(psn).Add(int(k)))
 	return buildFrame(r.t, &f), psn
 }
 

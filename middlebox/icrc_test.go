@@ -1,7 +1,6 @@
 package middlebox
 
 import (
-	"hash/crc32"
 	"math/rand/v2"
 	"testing"
 
@@ -12,10 +11,10 @@ import (
 // rewrite of an intact frame and of a copy with one byte corrupted that the
 // rewrite keeps (VA, rkey or payload) must leave with the same ICRC, the
 // intact one's correct and the corrupted one's wrong. This is checked for
-// the fast path's helpers (icrcErrAt, convWrite, putICRC) and the general
+// the fast path's helpers (icrcErrAt, roce.AtomicToWrite20, putICRC) and the general
 // ones (icrcErrOf, casToWrite, finish, with and without a VLAN tag), for
 // WRITE, READ, CMP_SWAP and FETCH_ADD (the atomics turned into WRITEs,
-// convErr), against a full computation by the roce package.
+// roce.ICRCErrorShorter4), against a full computation by the roce package.
 func TestCarriedICRCError(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	ops := []roce.Opcode{roce.OpRCWriteOnly, roce.OpRCReadRequest, roce.OpRCCompareSwap, roce.OpRCFetchAdd}
@@ -23,7 +22,7 @@ func TestCarriedICRCError(t *testing.T) {
 		op := ops[trial%len(ops)]
 		general := trial%8 >= 4
 		f := roce.Fields{Opcode: op, TTL: 64, SrcPort: uint16(rng.Uint32()), PKey: 0xffff, DestQP: rng.Uint32() & 0xffffff,
-			PSN: rng.Uint32() & psnMask, VA: rng.Uint64(), RKey: rng.Uint32(), VLAN: general && trial%3 == 0}
+			PSN: rng.Uint32() & roce.MaxPSN, VA: rng.Uint64(), RKey: rng.Uint32(), VLAN: general && trial%3 == 0}
 		switch op {
 		case roce.OpRCWriteOnly:
 			f.Payload = make([]byte, 4*(1+rng.IntN(64)))
@@ -49,7 +48,7 @@ func TestCarriedICRCError(t *testing.T) {
 		corrupt[kept] ^= byte(1 + rng.IntN(255))
 
 		o := conn{cliIP: [4]byte{10, 9, 8, byte(trial)}, srvIP: [4]byte{10, 0, 0, 2}, cliPort: uint16(rng.Uint32()), srvQP: rng.Uint32() & 0xffffff}
-		newPSN, v := rng.Uint32()&psnMask, rng.Uint64()
+		newPSN, v := rng.Uint32()&roce.MaxPSN, rng.Uint64()
 		conv := op == roce.OpRCCompareSwap || op == roce.OpRCFetchAdd
 		rewrite := func(frame []byte) []byte {
 			if general {
@@ -60,7 +59,7 @@ func TestCarriedICRCError(t *testing.T) {
 				bad := icrcErrOf(&q)
 				if conv {
 					casToWrite(&q, v)
-					bad = convErr(bad)
+					bad = roce.ICRCErrorShorter4(bad)
 				}
 				retargetRequest(q.Frame, q.L3Off, q.L4Off, q.BTHOff, &o)
 				q.BTH.SetPSN(newPSN)
@@ -70,13 +69,13 @@ func TestCarriedICRCError(t *testing.T) {
 			bad := icrcErrAt(frame, xIP, len(frame)-roce.ICRCLen)
 			icrcOff := len(frame) - roce.ICRCLen
 			if conv {
-				frame = convWrite(frame, xIP, v)
-				icrcOff = xIP + convOutLen
-				bad = convErr(bad)
+				frame = roce.AtomicToWrite20(frame, xIP, v)
+				icrcOff = xIP + roce.AtomicWriteLen20 - roce.ICRCLen
+				bad = roce.ICRCErrorShorter4(bad)
 			}
 			retargetRequest(frame, xIP, xUDP, xBTH, &o)
 			put24(frame[xBTH+roce.BTHAckPSNOff+1:], newPSN)
-			ipChecksum(frame[xIP:xUDP])
+			roce.IPv4(frame[xIP:xUDP]).UpdateChecksum()
 			putICRC(frame, xIP, icrcOff, bad)
 			return frame
 		}
@@ -96,25 +95,6 @@ func TestCarriedICRCError(t *testing.T) {
 		}
 		if pb.StoredICRC() != pg.StoredICRC() {
 			t.Fatalf("trial %d (%v, general %v, byte %d): ICRC %#x, want the intact frame's %#x", trial, op, general, kept, pb.StoredICRC(), pg.StoredICRC())
-		}
-	}
-}
-
-// convErr's table is adv4^-1: after advancing an error over four zero
-// bytes (the CRC register, byte by byte), it gives the error back.
-func TestConvErrInvertsAdvance4(t *testing.T) {
-	rng := rand.New(rand.NewPCG(5, 6))
-	if convErr(0) != 0 {
-		t.Fatal("convErr(0) != 0")
-	}
-	for i := 0; i < 1000; i++ {
-		e := rng.Uint32() | 1
-		s := e
-		for k := 0; k < 4; k++ {
-			s = crc32.IEEETable[s&0xff] ^ s>>8
-		}
-		if got := convErr(s); got != e {
-			t.Fatalf("convErr(adv4(%#x)) = %#x", e, got)
 		}
 	}
 }

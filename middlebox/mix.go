@@ -153,9 +153,9 @@ func (m *Mix) Fill(t *Trace, n int) {
 				f.Opcode, f.VA, f.DMALen, f.Payload = roce.OpRCWriteOnly, 0x40000+uint64(i)*64, uint32(l), pay[:l]
 			}
 			t.add(ClientSide, &f)
-			h.psn = psnAdd(h.psn, 1)
+			h.psn = (h.psn + 1) & roce.MaxPSN
 			m.last = m.outPSN
-			m.outPSN = psnAdd(m.outPSN, 1)
+			m.outPSN = (m.outPSN + 1) & roce.MaxPSN
 			m.n++
 		}
 		// The server answers the round on client 0's connection.
@@ -164,12 +164,12 @@ func (m *Mix) Fill(t *Trace, n int) {
 			SrcPort: 4791, PKey: 0xffff, DestQP: s.cliQP, Syndrome: roce.ACKSyndrome(roce.CreditInvalid)}
 		for _, p := range m.reads {
 			m.msn++
-			r.Opcode, r.PSN, r.MSN, r.Payload = roce.OpRCReadResponseOnly, p, m.msn&psnMask, pay[:64]
+			r.Opcode, r.PSN, r.MSN, r.Payload = roce.OpRCReadResponseOnly, p, m.msn&roce.MaxMSN, pay[:64]
 			t.add(ServerSide, &r)
 		}
 		if len(m.reads) == 0 || m.reads[len(m.reads)-1] != m.last {
 			m.msn += uint32(m.cfg.Coalesce - len(m.reads))
-			r.Opcode, r.PSN, r.MSN, r.Payload = roce.OpRCAcknowledge, m.last, m.msn&psnMask, nil
+			r.Opcode, r.PSN, r.MSN, r.Payload = roce.OpRCAcknowledge, m.last, m.msn&roce.MaxMSN, nil
 			t.add(ServerSide, &r)
 		}
 		m.reads = m.reads[:0]

@@ -117,7 +117,7 @@ func threeNamespaces(t *testing.T) ([3]netns.NsHandle, [4]string) {
 // real veth pairs: the same results as the model.
 func TestDifferentialOverVethNamespaces(t *testing.T) {
 	nss, ifs := threeNamespaces(t)
-	diffPorts = func(t *testing.T) [4]netio.Port {
+	ports := func(t *testing.T) [4]netio.Port {
 		var ports [4]netio.Port
 		nsOf := [4]netns.NsHandle{nss[0], nss[1], nss[1], nss[2]}
 		for i := range ports {
@@ -132,9 +132,8 @@ func TestDifferentialOverVethNamespaces(t *testing.T) {
 		}
 		return ports
 	}
-	defer func() { diffPorts = nil }()
 	tr := makeDiffTrace(3, 10)
-	m := runDiff(t, tr, diffMuxCAS, netio.Faults{}, false)
+	m := runDiff(t, tr, diffMuxCAS, diffOptions{ports: ports})
 	compareDiff(t, "mux+cas over veth", modelDiff(tr), m)
 	if m.eng.CASToWrite == 0 || m.eng.Remapped == 0 {
 		t.Fatalf("nothing multiplexed: %s", m.eng.String())

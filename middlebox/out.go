@@ -101,7 +101,7 @@ const (
 
 // writeResponseHeaders fills Ethernet, IPv4, UDP and BTH of a frame from
 // the server to client c.
-func writeResponseHeaders(f []byte, c *conn, op roce.Opcode, psn uint32) {
+func writeResponseHeaders(f []byte, c *conn, op roce.Opcode, psn roce.PSN) {
 	eth := roce.Ethernet(f)
 	eth.SetDst(c.cliMAC)
 	eth.SetSrc(c.srvMAC)
@@ -132,7 +132,7 @@ func writeResponseHeaders(f []byte, c *conn, op roce.Opcode, psn uint32) {
 	b.SetPKey(c.pkey)
 	b[roce.BTHFBOff] = 0
 	b.SetDestQP(c.cliQP)
-	binary.BigEndian.PutUint32(f[genBTH+roce.BTHAckPSNOff:], psn&psnMask)
+	binary.BigEndian.PutUint32(f[genBTH+roce.BTHAckPSNOff:], uint32(psn&roce.MaxPSN))
 }
 
 // ackTemplate is a prebuilt ACK and ATOMIC ACK towards one client, with
@@ -166,15 +166,15 @@ func buildTemplate(c *conn) *ackTemplate {
 
 // putAnswer fills the PSN, syndrome and MSN of an answer copied from a
 // template (whose PSN word's first byte is already zero).
-func putAnswer(f []byte, psn uint32, syn roce.Syndrome, msn uint32) {
+func putAnswer(f []byte, psn roce.PSN, syn roce.Syndrome, msn uint32) {
 	_ = f[genAETH+3]
-	put24(f[genBTH+roce.BTHAckPSNOff+1:], psn)
+	put24(f[genBTH+roce.BTHAckPSNOff+1:], uint32(psn))
 	f[genAETH] = byte(syn)
 	put24(f[genAETH+1:], msn)
 }
 
 // emitAck appends an ACK (or NAK: any syndrome) to client c.
-func (e *Engine) emitAck(out *Out, c *conn, psn uint32, syn roce.Syndrome, msn uint32) {
+func (e *Engine) emitAck(out *Out, c *conn, psn roce.PSN, syn roce.Syndrome, msn uint32) {
 	f := out.alloc(ClientSide, ackLen)
 	if f == nil {
 		e.c.Drops[DropOutOverflow]++
@@ -193,7 +193,7 @@ func (e *Engine) emitAck(out *Out, c *conn, psn uint32, syn roce.Syndrome, msn u
 }
 
 // emitAtomicAck appends an ATOMIC ACK carrying orig to client c.
-func (e *Engine) emitAtomicAck(out *Out, c *conn, psn uint32, orig uint64, msn uint32) {
+func (e *Engine) emitAtomicAck(out *Out, c *conn, psn roce.PSN, orig uint64, msn uint32) {
 	f := out.alloc(ClientSide, atomicAckLn)
 	if f == nil {
 		e.c.Drops[DropOutOverflow]++
@@ -256,21 +256,4 @@ func retargetResponse(f []byte, l3, l4, bth int, c *conn) {
 func casToWrite(p *roce.Packet, v uint64) []byte {
 	_ = p.AtomicToWriteStale(v) // cannot fail: the caller checked the opcode
 	return p.Frame
-}
-
-// convWrite rewrites, in place, the CMP_SWAP or FETCH_ADD in f whose
-// 20-byte IPv4 header is at l3 (no pad, no IPv4 options) into a
-// WRITE_ONLY of the 8-byte value v, and returns the frame, 4 bytes
-// shorter. The caller fixes the IPv4 checksum and the ICRC.
-func convWrite(f []byte, l3 int, v uint64) []byte {
-	f = f[:l3+convOutLen+roce.ICRCLen]
-	bth := l3 + roce.IPv4MinLen + roce.UDPLen
-	ext := bth + roce.BTHLen
-	f[bth+roce.BTHOpcodeOff] = byte(roce.OpRCWriteOnly)
-	binary.BigEndian.PutUint32(f[ext+roce.RETHDMALenOff:], 8)
-	binary.LittleEndian.PutUint64(f[ext+roce.RETHLen:], v)
-	binary.BigEndian.PutUint16(f[l3+roce.IPv4TotalLenOff:], convOutLen+roce.ICRCLen)
-	binary.BigEndian.PutUint16(f[l3+roce.IPv4MinLen+roce.UDPLengthOff:], convOutLen+roce.ICRCLen-roce.IPv4MinLen)
-	f[l3+roce.IPv4MinLen+roce.UDPChecksumOff], f[l3+roce.IPv4MinLen+roce.UDPChecksumOff+1] = 0, 0
-	return f
 }

@@ -9,7 +9,7 @@ import (
 // response handles a frame from a managed server: ACK, NAK, ATOMIC ACK or
 // READ response on an outgoing connection.
 func (e *Engine) response(now int64, p *roce.Packet, out *Out) {
-	psn := p.BTH.PSN()
+	psn := roce.PSN(p.BTH.PSN())
 	oi, ok := e.rev.get(uint64(binary.BigEndian.Uint32(p.IP[roce.IPv4SrcOff:]))<<32|uint64(binary.BigEndian.Uint32(p.IP[roce.IPv4DstOff:])),
 		uint64(p.BTH.DestQP()))
 	if !ok {
@@ -49,7 +49,7 @@ func (e *Engine) arrived(now int64, oi int32, sport uint16) {
 
 // ack handles an ACK, NAK or RNR NAK (syndrome syn) for outgoing PSN psn
 // on connection oi.
-func (e *Engine) ack(now int64, oi int32, psn uint32, syn roce.Syndrome, out *Out) {
+func (e *Engine) ack(now int64, oi int32, psn roce.PSN, syn roce.Syndrome, out *Out) {
 	switch syn.Kind() {
 	case roce.KindACK:
 		e.c.ServerACKs++
@@ -74,7 +74,7 @@ func (e *Engine) ack(now int64, oi int32, psn uint32, syn roce.Syndrome, out *Ou
 // belongs to: the one unbound connection between these two hosts with an
 // outstanding operation at this PSN. No candidate: the frame is not ours and
 // passes through.
-func (e *Engine) bind(k revKey, psn uint32, p *roce.Packet, out *Out) (int32, bool) {
+func (e *Engine) bind(k revKey, psn roce.PSN, p *roce.Packet, out *Out) (int32, bool) {
 	found := int32(-1)
 	for i := range e.conns {
 		c := &e.conns[i]
@@ -112,19 +112,19 @@ func (e *Engine) bind(k revKey, psn uint32, p *roce.Packet, out *Out) (int32, bo
 // client had seen before the operations this response completes: the
 // server's MSN minus the messages outstanding up to psn. (A connection
 // learned from its first packet starts at 0 either way.)
-func (e *Engine) msnBefore(c *conn, psn uint32, p *roce.Packet) uint32 {
+func (e *Engine) msnBefore(c *conn, psn roce.PSN, p *roce.Packet) uint32 {
 	msn := p.AETH.MSN()
 	if p.Opcode == roce.OpRCReadResponseFirst {
 		return msn
 	}
 	n := uint32(0)
-	for q := psnAdd(c.ackedTo, 1); psnDiff(q, psn) <= 0; q = psnAdd(q, 1) {
+	for q := c.ackedTo.Add(1); q.Sub(psn) <= 0; q = q.Add(1) {
 		en := c.slot(q)
 		if en.valid && en.outPSN == q && !en.done && (en.msgEnd && en.kind != kReadCont) {
 			n++
 		}
 	}
-	return (msn - n) & psnMask
+	return (msn - n) & roce.MaxMSN
 }
 
 func (e *Engine) touch(ci int32) {
@@ -138,16 +138,16 @@ func (e *Engine) touch(ci int32) {
 // ackRange marks the outgoing PSNs (o.ackedTo, upto] as acknowledged by the
 // server (explicitly or implicitly) and notes their clients. It reports
 // false if upto is not an outstanding PSN of o.
-func (e *Engine) ackRange(oi int32, upto uint32) bool {
+func (e *Engine) ackRange(oi int32, upto roce.PSN) bool {
 	o := &e.conns[oi]
-	if psnDiff(upto, o.outNext) >= 0 {
+	if upto.Sub(o.outNext) >= 0 {
 		return false
 	}
-	if psnDiff(upto, o.ackedTo) <= 0 {
+	if upto.Sub(o.ackedTo) <= 0 {
 		return true
 	}
 	o.replaying = false
-	for q := psnAdd(o.ackedTo, 1); ; q = psnAdd(q, 1) {
+	for q := o.ackedTo.Add(1); ; q = q.Add(1) {
 		en := o.slot(q)
 		if en.valid && en.outPSN == q && !en.done {
 			if en.kind == kPlain || en.kind == kAtomicConv {
@@ -183,7 +183,7 @@ func (e *Engine) complete(o *conn, en *entry) {
 func (e *Engine) completeMore(o *conn, en *entry) {
 	if en.kind == kRead {
 		for i := uint32(1); i < en.npkts; i++ {
-			q := psnAdd(en.outPSN, int(i))
+			q := en.outPSN.Add(int(i))
 			if s := o.slot(q); s.valid && s.outPSN == q && s.client == en.client {
 				s.done = true
 			}
@@ -204,7 +204,7 @@ func (e *Engine) flush(ci int32, out *Out) {
 	c := &e.conns[ci]
 	if c.fcount > 0 {
 		o := &e.conns[c.outConn]
-		pend, pendPSN := false, uint32(0)
+		pend, pendPSN := false, roce.PSN(0)
 	loop:
 		for c.fcount > 0 {
 			h := c.fifoHead()
@@ -220,13 +220,13 @@ func (e *Engine) flush(ci int32, out *Out) {
 				}
 				pend, pendPSN = true, en.inPSN
 				if en.msgEnd {
-					c.msn = (c.msn + 1) & psnMask
+					c.msn = (c.msn + 1) & roce.MaxMSN
 				}
 			case kAtomicConv, kAtomicPass:
 				if en.kind == kAtomicConv && !en.srvAcked || en.kind == kAtomicPass && !en.respSeen {
 					break loop
 				}
-				c.msn = (c.msn + 1) & psnMask
+				c.msn = (c.msn + 1) & roce.MaxMSN
 				e.emitAtomicAck(out, c, en.inPSN, en.prior, c.msn)
 				pend = false
 			default:
@@ -247,9 +247,9 @@ func (e *Engine) flush(ci int32, out *Out) {
 }
 
 // serverAck handles a (coalesced) ACK for outgoing PSN psn.
-func (e *Engine) serverAck(oi int32, psn uint32, out *Out) {
+func (e *Engine) serverAck(oi int32, psn roce.PSN, out *Out) {
 	o := &e.conns[oi]
-	if psnDiff(psn, o.ackedTo) <= 0 {
+	if psn.Sub(o.ackedTo) <= 0 {
 		// A cumulative ACK again (the server's answer to a duplicate):
 		// nothing new is acknowledged, and duplicates of completed
 		// operations are answered by the middlebox itself (retransmit).
@@ -268,7 +268,7 @@ func (e *Engine) serverAck(oi int32, psn uint32, out *Out) {
 // answer is only re-sent for an operation already acknowledged to the
 // client; one still waiting on an earlier operation will be answered in
 // order.
-func (e *Engine) dupResponse(oi int32, psn uint32, orig uint64, atomic bool, out *Out) {
+func (e *Engine) dupResponse(oi int32, psn roce.PSN, orig uint64, atomic bool, out *Out) {
 	o := &e.conns[oi]
 	en := o.slot(psn)
 	if !en.valid || en.outPSN != psn || !en.done {
@@ -297,8 +297,8 @@ func (e *Engine) dupResponse(oi int32, psn uint32, orig uint64, atomic bool, out
 // everything before psn is acknowledged, and every client with operations
 // outstanding on the connection gets its own NAK at its oldest outstanding
 // PSN, so that it resends from there.
-func (e *Engine) seqNAK(now int64, oi int32, psn uint32, out *Out) {
-	if !e.ackRange(oi, psnAdd(psn, -1)) {
+func (e *Engine) seqNAK(now int64, oi int32, psn roce.PSN, out *Out) {
+	if !e.ackRange(oi, psn.Add(-1)) {
 		e.c.Drops[DropUnknownResponse]++
 		return
 	}
@@ -310,7 +310,7 @@ func (e *Engine) seqNAK(now int64, oi int32, psn uint32, out *Out) {
 	}
 	e.epoch++
 	n := len(o.ring)
-	for q, i := psnAdd(o.outNext, -n), 0; i < n; q, i = psnAdd(q, 1), i+1 {
+	for q, i := o.outNext.Add(-n), 0; i < n; q, i = q.Add(1), i+1 {
 		en := o.slot(q)
 		if !en.valid || en.outPSN != q || en.done {
 			continue
@@ -328,8 +328,8 @@ func (e *Engine) seqNAK(now int64, oi int32, psn uint32, out *Out) {
 // otherNAK forwards a NAK other than a sequence error (or an RNR NAK) to
 // the owner of the operation, with the owner's PSN. Fatal NAKs complete the
 // operation (the client's QP goes to the error state anyway).
-func (e *Engine) otherNAK(oi int32, psn uint32, syn roce.Syndrome, fatal bool, out *Out) {
-	if !e.ackRange(oi, psnAdd(psn, -1)) {
+func (e *Engine) otherNAK(oi int32, psn roce.PSN, syn roce.Syndrome, fatal bool, out *Out) {
+	if !e.ackRange(oi, psn.Add(-1)) {
 		e.c.Drops[DropUnknownResponse]++
 		return
 	}
@@ -354,9 +354,9 @@ func (e *Engine) otherNAK(oi int32, psn uint32, syn roce.Syndrome, fatal bool, o
 
 // atomicAck handles the ATOMIC ACK of an atomic sent unchanged: it learns
 // the word's value and answers the client in order.
-func (e *Engine) atomicAck(oi int32, psn uint32, orig uint64, out *Out) {
+func (e *Engine) atomicAck(oi int32, psn roce.PSN, orig uint64, out *Out) {
 	o := &e.conns[oi]
-	if psnDiff(psn, o.outNext) >= 0 {
+	if psn.Sub(o.outNext) >= 0 {
 		e.c.Drops[DropUnknownResponse]++
 		return
 	}
@@ -369,15 +369,15 @@ func (e *Engine) atomicAck(oi int32, psn uint32, orig uint64, out *Out) {
 		e.dupResponse(oi, psn, orig, false, out)
 		return
 	}
-	e.ackRange(oi, psnAdd(psn, -1))
-	if psnDiff(psn, o.ackedTo) > 0 {
+	e.ackRange(oi, psn.Add(-1))
+	if psn.Sub(o.ackedTo) > 0 {
 		o.ackedTo = psn
 	}
 	if !en.respSeen {
 		en.respSeen, en.prior = true, orig
 		if e.steer != nil {
 			c := &e.conns[en.client]
-			e.steer.atomicAck(c.cliIP, c.srvIP, en.inPSN, orig) // confirms or drops a cached tail
+			e.steer.atomicAck(c.cliIP, c.srvIP, uint32(en.inPSN), orig) // confirms or drops a cached tail
 		}
 		if en.word >= 0 && !en.foreign && e.servers[o.srv].foreign == 0 {
 			if e.words.slots[en.word].learn(en.wordSeq, orig) {
@@ -393,9 +393,9 @@ func (e *Engine) atomicAck(oi int32, psn uint32, orig uint64, out *Out) {
 // ICRC at icrcOff) back to the client that issued the READ: its MACs, IPs,
 // QP, PSN and MSN. p is the parsed packet, or nil when f has the fast
 // path's layout (fast.go).
-func (e *Engine) readResp(oi int32, psn uint32, op roce.Opcode, f []byte, icrcOff int, p *roce.Packet, out *Out) {
+func (e *Engine) readResp(oi int32, psn roce.PSN, op roce.Opcode, f []byte, icrcOff int, p *roce.Packet, out *Out) {
 	o := &e.conns[oi]
-	if psnDiff(psn, o.outNext) >= 0 {
+	if psn.Sub(o.outNext) >= 0 {
 		e.c.Drops[DropUnknownResponse]++
 		return
 	}
@@ -417,7 +417,7 @@ func (e *Engine) readResp(oi int32, psn uint32, op roce.Opcode, f []byte, icrcOf
 	c := &e.conns[ci]
 	last := op == roce.OpRCReadResponseLast || op == roce.OpRCReadResponseOnly
 	if !rd.done {
-		e.ackRange(oi, psnAdd(first, -1))
+		e.ackRange(oi, first.Add(-1))
 		e.flushTouched(out)
 		if c.fcount == 0 || c.fifoHead() != first || c.outConn != oi {
 			e.c.Drops[DropRespBlocked]++
@@ -426,13 +426,13 @@ func (e *Engine) readResp(oi int32, psn uint32, op roce.Opcode, f []byte, icrcOf
 	} else {
 		e.c.DupResponses++
 	}
-	if psnDiff(psn, o.ackedTo) > 0 {
+	if psn.Sub(o.ackedTo) > 0 {
 		o.ackedTo = psn
 	}
 	msn := c.msn
-	completes := last && !rd.done && psn == psnAdd(first, int(rd.npkts)-1)
+	completes := last && !rd.done && psn == first.Add(int(rd.npkts)-1)
 	if completes {
-		msn = (msn + 1) & psnMask
+		msn = (msn + 1) & roce.MaxMSN
 	}
 	hasAETH := op != roce.OpRCReadResponseMiddle
 	var bad uint32 // the ICRC error to carry (icrc.go); with verification, the frame is intact
@@ -446,8 +446,8 @@ func (e *Engine) readResp(oi int32, psn uint32, op roce.Opcode, f []byte, icrcOf
 		if oi != ci {
 			retargetResponse(f, xIP, xUDP, xBTH, c)
 		}
-		put24(f[xBTH+roce.BTHAckPSNOff+1:], en.inPSN)
-		ipChecksum(f[xIP:xUDP])
+		put24(f[xBTH+roce.BTHAckPSNOff+1:], uint32(en.inPSN))
+		roce.IPv4(f[xIP:xUDP]).UpdateChecksum()
 		putICRC(f, xIP, icrcOff, bad)
 	} else {
 		if !e.verify {
@@ -456,7 +456,7 @@ func (e *Engine) readResp(oi int32, psn uint32, op roce.Opcode, f []byte, icrcOf
 		if oi != ci {
 			retargetResponse(f, p.L3Off, p.L4Off, p.BTHOff, c)
 		}
-		p.BTH.SetPSN(en.inPSN)
+		p.BTH.SetPSN(uint32(en.inPSN))
 		if p.AETH != nil {
 			p.AETH.SetMSN(msn)
 		}
@@ -478,4 +478,4 @@ func (e *Engine) readResp(oi int32, psn uint32, op roce.Opcode, f []byte, icrcOf
 
 // readFirst returns the outgoing PSN of the READ a continuation entry at
 // psn belongs to.
-func (en *entry) readFirst(psn uint32) uint32 { return psnAdd(psn, -int(en.npkts)) }
+func (en *entry) readFirst(psn roce.PSN) roce.PSN { return psn.Add(-int(en.npkts)) }

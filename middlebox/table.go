@@ -1,12 +1,6 @@
 package middlebox
 
-// PSNs are 24-bit and wrap.
-const psnMask = 1<<24 - 1
-
-// psnDiff returns a-b as a signed distance in the 24-bit PSN space.
-func psnDiff(a, b uint32) int32 { return int32((a-b)<<8) >> 8 }
-
-func psnAdd(a uint32, n int) uint32 { return (a + uint32(n)) & psnMask }
+import "github.com/swordbox/swordbox/roce"
 
 // reqKey identifies a connection by its requests (paper section 4.1):
 // client IP, server IP, the client's UDP source port and the server's QP.
@@ -36,9 +30,9 @@ const (
 // entry is a map entry (paper Figure 7), stored in the ring of its
 // outgoing connection at index outPSN mod N.
 type entry struct {
-	client  int32  // incoming connection
-	inPSN   uint32 // the client's PSN
-	outPSN  uint32 // the PSN on the outgoing connection (validates the slot)
+	client  int32    // incoming connection
+	inPSN   roce.PSN // the client's PSN
+	outPSN  roce.PSN // the PSN on the outgoing connection (validates the slot)
 	word    int32
 	wordSeq uint32
 	fsrv    int32
@@ -63,7 +57,7 @@ func (en *entry) converted() bool { return en.kind == kAtomicConv }
 
 type inRef struct {
 	out    int32
-	outPSN uint32
+	outPSN roce.PSN
 }
 
 // conn is one RC connection: its request direction (client to server), its
@@ -86,9 +80,9 @@ type conn struct {
 
 	// Client side.
 	inKnown    bool
-	inNext     uint32 // next expected client PSN
-	msn        uint32 // MSN the client has been told (messages completed)
-	fifo       []uint32
+	inNext     roce.PSN // next expected client PSN
+	msn        uint32   // MSN the client has been told (messages completed)
+	fifo       []roce.PSN
 	fhead      int
 	fcount     int
 	outConn    int32 // outgoing connection of the outstanding operations
@@ -101,8 +95,8 @@ type conn struct {
 
 	// Server side.
 	outKnown bool
-	outNext  uint32 // next outgoing PSN
-	ackedTo  uint32 // last outgoing PSN the server acknowledged
+	outNext  roce.PSN // next outgoing PSN
+	ackedTo  roce.PSN // last outgoing PSN the server acknowledged
 	ring     []entry
 	rmask    uint32
 	log      *replayLog // NAKReplay, shared connections only: copies of the requests sent
@@ -115,11 +109,11 @@ type conn struct {
 
 func (c *conn) ready() bool { return c.bound && c.macKnown && c.outKnown }
 
-func (c *conn) slot(psn uint32) *entry { return &c.ring[psn&c.rmask] }
+func (c *conn) slot(psn roce.PSN) *entry { return &c.ring[uint32(psn)&c.rmask] }
 
-func (c *conn) fifoHead() uint32 { return c.fifo[c.fhead] }
+func (c *conn) fifoHead() roce.PSN { return c.fifo[c.fhead] }
 
-func (c *conn) fifoPush(outPSN uint32) {
+func (c *conn) fifoPush(outPSN roce.PSN) {
 	c.fifo[(c.fhead+c.fcount)&(len(c.fifo)-1)] = outPSN
 	c.fcount++
 }

@@ -1,10 +1,16 @@
 // Package roce owns the RoCEv2 wire format (IPv4 only): zero-copy views with
 // typed accessors over the Ethernet, IPv4, UDP, BTH and extension headers;
 // the opcode table; Parse, which locates every header of a frame without
-// allocating; Build, which fills a caller's buffer from a plain Fields
-// struct; the ICRC; the in-place rewrites the data path needs (address, key,
-// QP, PSN and MSN updates, CMP_SWAP/FETCH_ADD to RDMA WRITE, ACK to ATOMIC
-// ACK); and gopacket layers registered on UDP port 4791.
+// allocating, and FixedLayout, its fast path's layout check; Build, which
+// fills a caller's buffer from a plain Fields struct; the ICRC and its error
+// algebra (icrc_error.go); the in-place rewrites the data path needs
+// (address, key, QP, PSN and MSN updates, CMP_SWAP/FETCH_ADD to RDMA WRITE,
+// also without parsing, ACK to ATOMIC ACK); and gopacket layers registered
+// on UDP port 4791.
+//
+// It also owns RC's vocabulary, so that the RNIC, the middlebox and the
+// tools share one convention: the PSN type and its modular arithmetic, AETH
+// syndromes and NAK codes, and the RNR NAK timer encoding (rc.go).
 //
 // It does not own transport semantics (PSN windows, retransmission, ACK
 // coalescing: roce/rnic), verbs (roce/verbs) or frame I/O (netio). It imports

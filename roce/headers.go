@@ -1,6 +1,9 @@
 package roce
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"math/bits"
+)
 
 // Every view is a []byte that starts at its header and is at least the
 // header's length (Parse and Build guarantee it; a shorter view is a
@@ -186,22 +189,26 @@ func (ip IPv4) SetSrc(a [4]byte) { copy(ip[IPv4SrcOff:IPv4SrcOff+4], a[:]) }
 func (ip IPv4) SetDst(a [4]byte) { copy(ip[IPv4DstOff:IPv4DstOff+4], a[:]) }
 
 // ComputeChecksum returns the header checksum of the header as it is now,
-// treating the checksum field as zero.
+// treating the checksum field as zero. The one's-complement sum does not
+// depend on byte order (RFC 1071 section 2(B)), so the words are added as
+// they lie in memory, by little-endian loads, and the sum is swapped once:
+// the data path recomputes this checksum on every rewritten frame.
 func (ip IPv4) ComputeChecksum() uint16 {
 	n := ip.HeaderLen()
-	be := binary.BigEndian
+	le := binary.LittleEndian
 	_ = ip[19]
 	// Words 0-4 without the checksum (bytes 10-11), then any options.
-	sum := uint64(be.Uint32(ip[0:])) + uint64(be.Uint32(ip[4:])) + uint64(be.Uint16(ip[8:])) +
-		uint64(be.Uint32(ip[12:])) + uint64(be.Uint32(ip[16:]))
+	sum := uint64(le.Uint32(ip[0:])) + uint64(le.Uint32(ip[4:])) + uint64(le.Uint32(ip[8:])&0xffff) +
+		uint64(le.Uint32(ip[12:])) + uint64(le.Uint32(ip[16:]))
 	for i := IPv4MinLen; i+3 < n; i += 4 {
-		sum += uint64(be.Uint32(ip[i:]))
+		sum += uint64(le.Uint32(ip[i:]))
 	}
-	sum = sum&0xffff + sum>>16&0xffff + sum>>32
-	for sum > 0xffff {
-		sum = sum&0xffff + sum>>16
-	}
-	return ^uint16(sum)
+	// At most 15 words: below 2^36, so four folds reach 16 bits.
+	sum = sum&0xffffffff + sum>>32
+	sum = sum&0xffff + sum>>16
+	sum = sum&0xffff + sum>>16
+	sum = sum&0xffff + sum>>16
+	return ^bits.ReverseBytes16(uint16(sum))
 }
 
 // UpdateChecksum recomputes and stores the header checksum.

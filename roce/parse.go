@@ -96,23 +96,11 @@ func Parse(frame []byte) (Packet, error) {
 // fast path accepts a subset of the frames parseSlow accepts and leaves
 // the same Packet for them (TestParseDifferential*).
 func ParseInto(p *Packet, frame []byte) error {
-	if len(frame) < fastMinLen {
+	end, ok := FixedLayout(frame)
+	if !ok {
 		return parseSlow(p, frame)
 	}
 	_ = frame[fastMinLen-1] // one bounds check for every fixed offset below
-	if binary.BigEndian.Uint16(frame[EthTypeOff:]) != EtherTypeIPv4 ||
-		frame[EthernetLen+IPv4VersionIHLOff] != 0x45 || // version 4, IHL 20
-		frame[EthernetLen+IPv4ProtocolOff] != IPProtoUDP ||
-		binary.BigEndian.Uint16(frame[EthernetLen+IPv4FlagsFragOff:])&(IPv4FlagMF|IPv4FragOffMask) != 0 ||
-		binary.BigEndian.Uint16(frame[fastL4Off+UDPDstPortOff:]) != UDPPort {
-		return parseSlow(p, frame)
-	}
-	total := int(binary.BigEndian.Uint16(frame[EthernetLen+IPv4TotalLenOff:]))
-	end := EthernetLen + total
-	if total < IPv4MinLen+UDPLen+BTHLen+ICRCLen || end > len(frame) ||
-		int(binary.BigEndian.Uint16(frame[fastL4Off+UDPLengthOff:])) != total-IPv4MinLen {
-		return parseSlow(p, frame)
-	}
 	bthFlags := frame[fastBTHOff+BTHFlagsOff]
 	op := Opcode(frame[fastBTHOff+BTHOpcodeOff])
 	l := &extLayouts[op]
@@ -183,6 +171,34 @@ func ParseInto(p *Packet, frame []byte) error {
 	p.ICRCOff = icrc
 	p.End = end
 	return nil
+}
+
+// FixedLayout reports whether frame has the layout of ParseInto's fast
+// path: untagged Ethernet, IPv4 without options or fragments, UDP to port
+// 4791, IPv4 and UDP lengths that agree and leave room for the BTH and the
+// ICRC; and returns the end of its IPv4 packet. It checks neither the
+// opcode nor what follows the BTH: data paths that work at fixed offsets
+// (the middlebox's) check those themselves.
+func FixedLayout(frame []byte) (end int, ok bool) {
+	if len(frame) < fastMinLen {
+		return 0, false
+	}
+	_ = frame[fastMinLen-1] // one bounds check for every fixed offset below
+	be := binary.BigEndian
+	if be.Uint16(frame[EthTypeOff:]) != EtherTypeIPv4 ||
+		frame[EthernetLen+IPv4VersionIHLOff] != 0x45 || // version 4, IHL 20
+		frame[EthernetLen+IPv4ProtocolOff] != IPProtoUDP ||
+		be.Uint16(frame[EthernetLen+IPv4FlagsFragOff:])&(IPv4FlagMF|IPv4FragOffMask) != 0 ||
+		be.Uint16(frame[fastL4Off+UDPDstPortOff:]) != UDPPort {
+		return 0, false
+	}
+	total := int(be.Uint16(frame[EthernetLen+IPv4TotalLenOff:]))
+	end = EthernetLen + total
+	if total < IPv4MinLen+UDPLen+BTHLen+ICRCLen || end > len(frame) ||
+		int(be.Uint16(frame[fastL4Off+UDPLengthOff:])) != total-IPv4MinLen {
+		return 0, false
+	}
+	return end, true
 }
 
 // Fast-path layout: untagged Ethernet, 20-byte IPv4 header, UDP, BTH.

@@ -130,11 +130,33 @@ func (p *Packet) AtomicToWrite(store uint64, fixICRC bool) error {
 	return p.atomicToWrite(store, modeOf(fixICRC))
 }
 
-// AtomicToWriteStale is AtomicToWrite for a caller that recomputes the
-// IPv4 checksum and the ICRC itself (the middlebox, which updates the ICRC
-// incrementally): both are left stale, and the old ICRC is not moved.
+// AtomicToWriteStale is AtomicToWrite for a caller that computes the IPv4
+// checksum and the ICRC itself (the middlebox): both are left stale, and
+// the old ICRC is not moved.
 func (p *Packet) AtomicToWriteStale(store uint64) error {
 	return p.atomicToWrite(store, resizeStale)
+}
+
+// AtomicWriteLen20 is the length of the WRITE_ONLY that AtomicToWrite20
+// makes, from the IPv4 header to the end of the ICRC.
+const AtomicWriteLen20 = IPv4MinLen + UDPLen + BTHLen + RETHLen + 8 + ICRCLen
+
+// AtomicToWrite20 is AtomicToWriteStale without parsing, for a frame whose
+// CMP_SWAP or FETCH_ADD has a 20-byte IPv4 header at l3 and no pad (the
+// caller has checked both, and the opcode): it rewrites f in place and
+// returns it AtomicWriteLen20 bytes after l3, the IPv4 checksum and the
+// ICRC left for the caller to compute.
+func AtomicToWrite20(f []byte, l3 int, store uint64) []byte {
+	f = f[:l3+AtomicWriteLen20]
+	bth := l3 + IPv4MinLen + UDPLen
+	ext := bth + BTHLen
+	f[bth+BTHOpcodeOff] = byte(OpRCWriteOnly)
+	binary.BigEndian.PutUint32(f[ext+RETHDMALenOff:], 8)
+	binary.LittleEndian.PutUint64(f[ext+RETHLen:], store)
+	binary.BigEndian.PutUint16(f[l3+IPv4TotalLenOff:], AtomicWriteLen20)
+	binary.BigEndian.PutUint16(f[l3+IPv4MinLen+UDPLengthOff:], AtomicWriteLen20-IPv4MinLen)
+	f[l3+IPv4MinLen+UDPChecksumOff], f[l3+IPv4MinLen+UDPChecksumOff+1] = 0, 0
+	return f
 }
 
 func (p *Packet) atomicToWrite(store uint64, mode resizeMode) error {

@@ -3,6 +3,7 @@ package roce
 import (
 	"bytes"
 	"encoding/binary"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -230,5 +231,35 @@ func TestRewriteDropsTrailerAndUDPChecksum(t *testing.T) {
 	}
 	if len(p.Trailer) != 0 || p.UDP.Checksum() != 0 || !p.ICRCOK() || len(got) != 82 {
 		t.Errorf("trailer %d udp csum %x icrc %v len %d", len(p.Trailer), p.UDP.Checksum(), p.ICRCOK(), len(got))
+	}
+}
+
+// TestAtomicToWrite20 checks the fixed-layout conversion against the
+// parsed one (Packet.AtomicToWriteStale): the same bytes.
+func TestAtomicToWrite20(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for trial := 0; trial < 200; trial++ {
+		op := OpRCCompareSwap
+		if trial%2 == 1 {
+			op = OpRCFetchAdd
+		}
+		f := Fields{Opcode: op, TTL: 64, PKey: 0xffff, DestQP: rng.Uint32() & MaxQP, PSN: rng.Uint32() & MaxPSN,
+			VA: rng.Uint64(), RKey: rng.Uint32(), SwapAdd: rng.Uint64(), Compare: rng.Uint64(), SrcPort: uint16(rng.Uint32())}
+		frame := build(t, &f, 0)
+		var a Packet
+		if err := ParseInto(&a, append([]byte(nil), frame...)); err != nil {
+			t.Fatal(err)
+		}
+		v := rng.Uint64()
+		if err := a.AtomicToWriteStale(v); err != nil {
+			t.Fatal(err)
+		}
+		got := AtomicToWrite20(append([]byte(nil), frame...), EthernetLen, v)
+		if string(got) != string(a.Frame) {
+			t.Fatalf("trial %d: frame\n%x\nwant\n%x", trial, got, a.Frame)
+		}
+		if len(got) != EthernetLen+AtomicWriteLen20 {
+			t.Fatalf("trial %d: %d bytes, want %d", trial, len(got), EthernetLen+AtomicWriteLen20)
+		}
 	}
 }

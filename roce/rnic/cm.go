@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/swordbox/swordbox/roce"
 	"github.com/swordbox/swordbox/roce/verbs"
 )
 
@@ -37,7 +38,7 @@ func startPSN(d *Device, qpn uint32) uint32 {
 	x ^= x >> 33
 	x *= 0xff51afd7ed558ccd
 	x ^= x >> 33
-	return uint32(x) & psnMask
+	return uint32(x) & roce.MaxPSN
 }
 
 // Acceptor is the passive side of connection setup, without transport: it

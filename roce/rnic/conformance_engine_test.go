@@ -30,7 +30,7 @@ func TestEngineSegmentationByMTU(t *testing.T) {
 			total := 0
 			for i, p := range pk {
 				total += len(p.payload)
-				if p.psn != psnAdd(0xfffffe, uint32(i)) {
+				if p.psn != roce.PSN(0xfffffe).Add(i) {
 					t.Fatalf("packet %d PSN %#x", i, p.psn)
 				}
 				if i < len(pk)-1 && len(p.payload) != mtu {
@@ -81,7 +81,7 @@ func TestEngineGoBackNOnSequenceNAK(t *testing.T) {
 	e.toServer(pk[0])
 	e.toServer(pk[2], pk[3], pk[4]) // pk[1] lost
 	resp := e.sOut.take()
-	if len(resp) != 1 || resp[0].syndrome != synNAK|nakSeqErr || resp[0].psn != pk[1].psn {
+	if len(resp) != 1 || resp[0].syndrome != roce.NAKSyndrome(roce.NAKPSNSequenceError) || resp[0].psn != pk[1].psn {
 		t.Fatalf("responder sent %+v, want one NAK seq error for %#x", resp, pk[1].psn)
 	}
 	e.toClient(resp...)
@@ -103,7 +103,7 @@ func TestEngineOneNAKPerGap(t *testing.T) {
 	}
 	pk := e.cOut.take()
 	e.toServer(pk[2], pk[3], pk[4]) // gap at 10, 11
-	if r := e.sOut.take(); len(r) != 1 || r[0].psn != 10 || r[0].syndrome != synNAK {
+	if r := e.sOut.take(); len(r) != 1 || r[0].psn != 10 || r[0].syndrome != roce.NAKSyndrome(roce.NAKPSNSequenceError) {
 		t.Fatalf("first gap: %+v", r)
 	}
 	e.toServer(pk[5])
@@ -113,7 +113,7 @@ func TestEngineOneNAKPerGap(t *testing.T) {
 	e.toServer(pk[0]) // the gap closes partly, a new gap at 11 remains
 	e.toServer(pk[3])
 	r := e.sOut.take()
-	if len(r) != 2 || r[0].op != roce.OpRCAcknowledge || r[0].syndrome != synACK|creditsInvalid || r[1].syndrome != synNAK || r[1].psn != 11 {
+	if len(r) != 2 || r[0].op != roce.OpRCAcknowledge || r[0].syndrome != ackSyndrome || r[1].syndrome != roce.NAKSyndrome(roce.NAKPSNSequenceError) || r[1].psn != 11 {
 		t.Fatalf("after partial fill: %+v", r)
 	}
 }
@@ -177,7 +177,7 @@ func TestEngineMSNAndCoalescing(t *testing.T) {
 			t.Fatalf("mode %d: last ACK PSN %d MSN %d, want 9 and 10", mode, last.psn, last.msn)
 		}
 		for i, a := range acks {
-			if mode == AckEach && (a.psn != uint32(i) || a.msn != uint32(i+1)) {
+			if mode == AckEach && (a.psn != roce.PSN(i) || a.msn != uint32(i+1)) {
 				t.Fatalf("ACK %d: PSN %d MSN %d", i, a.psn, a.msn)
 			}
 		}
@@ -192,7 +192,7 @@ func TestEngineMSNAndCoalescing(t *testing.T) {
 		e.post(e.write(uint64(i), 0, 8*i, 8))
 	}
 	e.toServer(e.cOut.take()...)
-	if acks := e.sOut.take(); !slices.Equal(psns(acks), []uint32{3, 7, 9}) {
+	if acks := e.sOut.take(); !slices.Equal(psns(acks), []roce.PSN{3, 7, 9}) {
 		t.Fatalf("coalescing limit 4: ACK PSNs %v", psns(acks))
 	}
 }
@@ -230,7 +230,7 @@ func TestEngineRNR(t *testing.T) {
 	e.post(send)
 	e.toServer(e.cOut.take()...)
 	r := e.sOut.take()
-	if len(r) != 1 || r[0].syndrome&synKindMask != synRNR || rnrDelay(r[0].syndrome&synValueMask) < 100*time.Microsecond {
+	if len(r) != 1 || r[0].syndrome.Kind() != roce.KindRNRNAK || roce.RNRTimerDelay(r[0].syndrome.RNRTimer()) < 100*time.Microsecond {
 		t.Fatalf("SEND without receive: %+v", r)
 	}
 	e.toClient(r...)
@@ -299,7 +299,7 @@ func TestEngineRemoteAccessErrors(t *testing.T) {
 			e.post(tc.wr(e), e.write(2, 0, 0, 8))
 			e.toServer(e.cOut.take()[0])
 			r := e.sOut.take()
-			if len(r) != 1 || r[0].syndrome&synKindMask != synNAK {
+			if len(r) != 1 || r[0].syndrome.Kind() != roce.KindNAK {
 				t.Fatalf("responder sent %+v", r)
 			}
 			e.toClient(r...)
@@ -406,7 +406,7 @@ func TestEngineWriteImmAndSolicited(t *testing.T) {
 		t.Fatalf("%+v", pk)
 	}
 	e.toServer(pk...) // no receive posted: RNR
-	if r := e.sOut.take(); len(r) != 1 || r[0].syndrome&synKindMask != synRNR {
+	if r := e.sOut.take(); len(r) != 1 || r[0].syndrome.Kind() != roce.KindRNRNAK {
 		t.Fatalf("WRITE with immediate and no receive: %+v", r)
 	}
 	if err := e.s.PostRecv([]verbs.RecvWR{{ID: 4}}); err != nil {

@@ -3,6 +3,7 @@ package rnic
 import (
 	"fmt"
 
+	"github.com/swordbox/swordbox/roce"
 	"github.com/swordbox/swordbox/roce/verbs"
 )
 
@@ -21,7 +22,7 @@ type ConnParams struct {
 // Params returns the local half of the connection parameters of q, with
 // requester start PSN psn.
 func (q *QP) Params(psn uint32) ConnParams {
-	return ConnParams{QPN: q.qpn, PSN: psn & psnMask, MAC: q.dev.cfg.MAC, IP: q.dev.cfg.IP, MTU: q.dev.cfg.MTU}
+	return ConnParams{QPN: q.qpn, PSN: psn & roce.MaxPSN, MAC: q.dev.cfg.MAC, IP: q.dev.cfg.IP, MTU: q.dev.cfg.MTU}
 }
 
 // ConnectTo brings q from RESET (or INIT) through INIT and RTR to RTS

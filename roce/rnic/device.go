@@ -403,10 +403,10 @@ func (b *txBatch) emit(q *QP, p txPkt) {
 		IPID: uint16(q.ipID.Add(1)), DontFragment: true, TTL: 64,
 		SrcPort: q.udpSrc,
 		Opcode:  p.op, SE: p.se, MigReq: true, PKey: 0xffff,
-		DestQP: q.path.RemoteQPN, AckReq: p.ackReq, PSN: p.psn,
+		DestQP: q.path.RemoteQPN, AckReq: p.ackReq, PSN: uint32(p.psn),
 		VA: p.va, RKey: p.rkey, DMALen: p.dmaLen,
 		SwapAdd: p.swapAdd, Compare: p.compare,
-		Syndrome: roce.Syndrome(p.syndrome), MSN: p.msn & psnMask,
+		Syndrome: p.syndrome, MSN: p.msn & roce.MaxMSN,
 		Orig: p.orig, Imm: p.imm,
 		Payload: p.payload,
 		PadCnt:  uint8((4 - len(p.payload)%4) % 4),
@@ -523,7 +523,7 @@ func (d *Device) handleFrameTo(frame []byte, now int64, st *rxState, em emitter)
 	op := p.Opcode
 	if isRequestOp(op) {
 		var r rxReq
-		r.op, r.psn, r.ackReq, r.se = op, p.BTH.PSN(), p.BTH.AckReq(), p.BTH.SE()
+		r.op, r.psn, r.ackReq, r.se = op, roce.PSN(p.BTH.PSN()), p.BTH.AckReq(), p.BTH.SE()
 		if p.RETH != nil {
 			r.va, r.rkey, r.dmaLen = p.RETH.VA(), p.RETH.RKey(), p.RETH.DMALen()
 		}
@@ -551,9 +551,9 @@ func (d *Device) handleFrameTo(frame []byte, now int64, st *rxState, em emitter)
 		return
 	}
 	var r rxResp
-	r.op, r.psn = op, p.BTH.PSN()
+	r.op, r.psn = op, roce.PSN(p.BTH.PSN())
 	if p.AETH != nil {
-		r.syndrome, r.msn = uint8(p.AETH.Syndrome()), p.AETH.MSN()
+		r.syndrome, r.msn = p.AETH.Syndrome(), p.AETH.MSN()
 	}
 	if p.AtomicAckETH != nil {
 		r.orig = p.AtomicAckETH.Orig()

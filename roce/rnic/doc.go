@@ -12,9 +12,10 @@
 //
 // # Structure
 //
-// The requester (requester.go) and responder (responder.go) are
-// deterministic engines: functions of (state, packet or work request, now)
-// that emit packets to an emitter and push completions. Goroutines live only
+// The requester (requester.go, with its completer in completer.go) and
+// the responder (responder.go) are deterministic engines: functions of
+// (state, packet or work request, now) that emit packets to an emitter and
+// push completions. Goroutines live only
 // in the thin loops of device.go: one receive loop per device, optional
 // responder workers, and one timer loop that drives retransmission timers.
 //

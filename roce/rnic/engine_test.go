@@ -130,8 +130,8 @@ func ops(pkts []txPkt) []roce.Opcode {
 	return o
 }
 
-func psns(pkts []txPkt) []uint32 {
-	var o []uint32
+func psns(pkts []txPkt) []roce.PSN {
+	var o []roce.PSN
 	for _, p := range pkts {
 		o = append(o, p.psn)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/swordbox/swordbox/netio"
+	"github.com/swordbox/swordbox/roce"
 	"github.com/swordbox/swordbox/roce/verbs"
 )
 
@@ -56,7 +57,7 @@ func (p *pair) qps(t testing.TB, n int, psn uint32) ([]*QP, []*QP) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := Connect(c, s, psnAdd(psn, uint32(i)*7919), psnAdd(psn, uint32(i)*104729+5)); err != nil {
+		if err := Connect(c, s, uint32(roce.PSN(psn).Add(i*7919)), uint32(roce.PSN(psn).Add(i*104729+5))); err != nil {
 			t.Fatal(err)
 		}
 		cs, ss = append(cs, c), append(ss, s)

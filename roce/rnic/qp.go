@@ -110,7 +110,7 @@ func (q *QP) ToRTR(p Path) error {
 	q.mtu = uint32(p.MTU)
 	// Source port entropy per QP, like rxe and mlx5 (0xC000 | low bits).
 	q.udpSrc = 0xC000 | uint16(q.qpn&0x3fff)
-	q.rq.ePSN = p.RemotePSN
+	q.rq.ePSN = roce.PSN(p.RemotePSN)
 	q.state.Store(uint32(verbs.StateRTR))
 	return nil
 }
@@ -126,7 +126,8 @@ func (q *QP) ToRTS(sqPSN uint32) error {
 		return fmt.Errorf("qp %#x: modify -> RTS: PSN %#x exceeds 24 bits", q.qpn, sqPSN)
 	}
 	s := &q.sq
-	s.postPSN, s.una, s.sentPSN = sqPSN, sqPSN, sqPSN
+	psn := roce.PSN(sqPSN)
+	s.postPSN, s.una, s.sentPSN = psn, psn, psn
 	s.retryLeft = q.dev.cfg.RetryCount
 	s.rnrLeft = q.dev.cfg.RNRRetry
 	q.state.Store(uint32(verbs.StateRTS))
@@ -258,7 +259,7 @@ type emitter interface {
 // The wire encoding (roce.Build) happens in the emitter.
 type txPkt struct {
 	op       roce.Opcode
-	psn      uint32
+	psn      roce.PSN
 	ackReq   bool
 	se       bool
 	va       uint64
@@ -266,7 +267,7 @@ type txPkt struct {
 	dmaLen   uint32
 	swapAdd  uint64
 	compare  uint64
-	syndrome uint8
+	syndrome roce.Syndrome
 	msn      uint32
 	orig     uint64
 	imm      uint32

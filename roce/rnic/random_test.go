@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/swordbox/swordbox/netio"
+	"github.com/swordbox/swordbox/roce"
 	"github.com/swordbox/swordbox/roce/verbs"
 )
 
@@ -75,7 +76,7 @@ func TestRandomOpsAgainstModel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := Connect(c, s, psnAdd(0xffff00, uint32(i)*37), uint32(i)*1000); err != nil {
+		if err := Connect(c, s, uint32(roce.PSN(0xffff00).Add(i*37)), uint32(i)*1000); err != nil {
 			t.Fatal(err)
 		}
 		cs, cqs = append(cs, c), append(cqs, cq)

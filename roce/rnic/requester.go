@@ -1,7 +1,6 @@
 package rnic
 
 import (
-	"encoding/binary"
 	"fmt"
 	"sync"
 
@@ -10,8 +9,9 @@ import (
 )
 
 // The requester: the send queue of a QP as a deterministic engine. Its
-// inputs are work requests (post), responses (onResponse) and time (tick);
-// its outputs are packets (through an emitter) and completions. It never
+// inputs are work requests (post), responses (onResponse, in completer.go)
+// and time (tick); its outputs are packets (through an emitter) and
+// completions. It never
 // starts goroutines or timers: the device's loops call it.
 //
 // PSNs are assigned when a work request is posted (a READ takes one PSN per
@@ -27,8 +27,8 @@ type wqe struct {
 	sg         [MaxSGE]verbs.SGE
 	nsg        uint8
 	length     uint32
-	first      uint32 // PSN of the first packet
-	npkts      uint32 // PSNs the request consumes
+	first      roce.PSN // PSN of the first packet
+	npkts      uint32   // PSNs the request consumes
 	readAtomic bool
 	counted    bool   // counted in rdOut
 	sentAt     int64  // when its first packet was first sent
@@ -40,27 +40,27 @@ type wqe struct {
 }
 
 func (w *wqe) sges() []verbs.SGE { return w.sg[:w.nsg] }
-func (w *wqe) last() uint32      { return psnAdd(w.first, w.npkts-1) }
+func (w *wqe) last() roce.PSN    { return w.first.Add(int(w.npkts) - 1) }
 
 type sendQueue struct {
 	mu         sync.Mutex
 	ring       []wqe
 	head, n    int
-	cur        int    // queue index (from head) of the next wqe to transmit
-	curPkt     uint32 // packet of that wqe to transmit next
-	postPSN    uint32 // first PSN of the next posted wqe
-	una        uint32 // oldest unacknowledged PSN
-	sentPSN    uint32 // one past the highest PSN ever transmitted
-	rdOut      int    // READ/atomic requests transmitted and not complete
+	cur        int      // queue index (from head) of the next wqe to transmit
+	curPkt     uint32   // packet of that wqe to transmit next
+	postPSN    roce.PSN // first PSN of the next posted wqe
+	una        roce.PSN // oldest unacknowledged PSN
+	sentPSN    roce.PSN // one past the highest PSN ever transmitted
+	rdOut      int      // READ/atomic requests transmitted and not complete
 	timerOn    bool
 	deadline   int64
 	retryLeft  int
 	backoff    uint // consecutive timeouts without progress
 	rnrLeft    int
 	rnrUntil   int64
-	recoverPSN uint32 // where the last go-back-N started
-	minRTT     int64  // least round trip of a request sent once
-	recovering bool   // a go-back-N is not yet acknowledged past its start
+	recoverPSN roce.PSN // where the last go-back-N started
+	minRTT     int64    // least round trip of a request sent once
+	recovering bool     // a go-back-N is not yet acknowledged past its start
 	scratch    []byte
 
 	// Counters (read with Stats).
@@ -130,7 +130,7 @@ func (s *sendQueue) post(q *QP, wrs []verbs.SendWR, now int64, em emitter) error
 		if wr.Op != verbs.OpCompareSwap && wr.Op != verbs.OpFetchAdd && w.length > q.mtu {
 			w.npkts = (w.length + q.mtu - 1) / q.mtu
 		}
-		s.postPSN = psnAdd(s.postPSN, w.npkts)
+		s.postPSN = s.postPSN.Add(int(w.npkts))
 		s.n++
 		need := verbs.Access(0)
 		if w.readAtomic {
@@ -169,8 +169,8 @@ func (s *sendQueue) pump(q *QP, now int64, em emitter) {
 				return
 			}
 		}
-		psn := psnAdd(w.first, s.curPkt)
-		if psnLT(psn, s.sentPSN) {
+		psn := w.first.Add(int(s.curPkt))
+		if psn.Before(s.sentPSN) {
 			s.retransmits++
 			w.resent = true
 		} else if s.curPkt == 0 {
@@ -188,7 +188,7 @@ func (s *sendQueue) pump(q *QP, now int64, em emitter) {
 			}
 			s.cur++
 			s.curPkt = 0
-			if end := psnAdd(w.first, w.npkts); psnLT(s.sentPSN, end) {
+			if end := w.first.Add(int(w.npkts)); s.sentPSN.Before(end) {
 				s.sentPSN = end
 			}
 		} else {
@@ -197,7 +197,7 @@ func (s *sendQueue) pump(q *QP, now int64, em emitter) {
 				s.cur++
 				s.curPkt = 0
 			}
-			if end := psnAdd(psn, 1); psnLT(s.sentPSN, end) {
+			if end := psn.Add(1); s.sentPSN.Before(end) {
 				s.sentPSN = end
 			}
 		}
@@ -213,7 +213,7 @@ func (s *sendQueue) pump(q *QP, now int64, em emitter) {
 // middle of the original).
 func (s *sendQueue) transmit(q *QP, w *wqe, k uint32, em emitter) bool {
 	var p txPkt
-	p.psn = psnAdd(w.first, k)
+	p.psn = w.first.Add(int(k))
 	mtu := q.mtu
 	switch w.wr.Op {
 	case verbs.OpRead:
@@ -264,301 +264,13 @@ func (s *sendQueue) transmit(q *QP, w *wqe, k uint32, em emitter) bool {
 	return true
 }
 
-// rxResp is a response packet as the requester sees it.
-type rxResp struct {
-	op       roce.Opcode
-	psn      uint32
-	syndrome uint8
-	msn      uint32
-	orig     uint64
-	payload  []byte
-}
-
-// onResponse processes one response packet.
-func (s *sendQueue) onResponse(q *QP, r *rxResp, now int64, em emitter) {
-	if q.State() != verbs.StateRTS || s.n == 0 {
-		return
-	}
-	psn := r.psn
-	if !psnLE(s.una, psn) || !psnLT(psn, s.sentPSN) {
-		return // duplicate or from the future
-	}
-	switch r.op {
-	case roce.OpRCAcknowledge:
-		switch r.syndrome & synKindMask {
-		case synACK:
-			s.ackBelow(q, psnAdd(psn, 1), now)
-			if s.n > 0 {
-				if h := s.at(0); h.readAtomic && psnLE(psnAdd(h.first, h.got), psn) {
-					// The peer acknowledged past a READ/atomic whose response
-					// never arrived: the response was lost.
-					s.rewind(q, psnAdd(h.first, h.got), true, now)
-				}
-			}
-		case synRNR:
-			s.ackBelow(q, psn, now)
-			s.rnrNAKs++
-			if q.dev.cfg.RNRRetry != 7 { // 7 means retry forever (IBA)
-				s.rnrLeft--
-				if s.rnrLeft < 0 {
-					s.failAt(q, 0, verbs.StatusRNRRetryExceeded)
-					return
-				}
-			}
-			d := rnrDelay(r.syndrome & synValueMask)
-			if min := q.dev.cfg.MinRNRDelay; d < min {
-				d = min
-			}
-			s.rnrUntil = now + int64(d)
-			s.forceRewind(q, psn, now)
-			s.timerOn, s.deadline = true, s.rnrUntil+int64(q.dev.cfg.Timeout)
-			return // the timer loop resumes after the RNR delay
-		case synNAK:
-			s.ackBelow(q, psn, now)
-			code := r.syndrome & synValueMask
-			if code == nakSeqErr {
-				s.seqNAKs++
-				s.rewind(q, psn, false, now)
-				break
-			}
-			st := verbs.StatusRemoteOperationalError
-			switch code {
-			case nakInvalidReq:
-				st = verbs.StatusRemoteInvalidRequest
-			case nakRemoteAccess:
-				st = verbs.StatusRemoteAccessError
-			}
-			s.failAt(q, 0, st)
-			return
-		default:
-			return
-		}
-	case roce.OpRCReadResponseFirst, roce.OpRCReadResponseMiddle, roce.OpRCReadResponseLast, roce.OpRCReadResponseOnly:
-		s.ackBelow(q, psn, now)
-		if s.n == 0 {
-			break
-		}
-		h := s.at(0)
-		if h.wr.Op != verbs.OpRead {
-			break
-		}
-		exp := psnAdd(h.first, h.got)
-		if psn != exp {
-			if psnLT(exp, psn) {
-				s.rewind(q, exp, true, now)
-			}
-			break
-		}
-		if !s.readSegment(q, h, r) {
-			break // malformed for this position: ignore, the timer recovers
-		}
-		h.got++
-		s.una = psnAdd(psn, 1)
-		s.progress(q, now)
-		if h.got == h.npkts {
-			s.completeHead(q, verbs.StatusSuccess, now)
-		}
-	case roce.OpRCAtomicAcknowledge:
-		s.ackBelow(q, psn, now)
-		if s.n == 0 {
-			break
-		}
-		h := s.at(0)
-		if h.wr.Op != verbs.OpCompareSwap && h.wr.Op != verbs.OpFetchAdd {
-			break
-		}
-		if psn != h.first {
-			if psnLT(h.first, psn) {
-				s.rewind(q, h.first, true, now)
-			}
-			break
-		}
-		var le [8]byte
-		binary.LittleEndian.PutUint64(le[:], r.orig)
-		if !q.dev.sgAccess(h.sges(), 0, 8, verbs.AccessLocalWrite, func(b []byte, pos uint64) { copy(b, le[pos:]) }) {
-			s.failAt(q, 0, verbs.StatusLocalProtectionError)
-			return
-		}
-		h.orig = r.orig
-		h.got = 1
-		s.una = psnAdd(psn, 1)
-		s.progress(q, now)
-		s.completeHead(q, verbs.StatusSuccess, now)
-	default:
-		return
-	}
-	s.pump(q, now, em)
-}
-
-// readSegment checks a READ response packet against the position it
-// fills and scatters its payload into the local buffers.
-func (s *sendQueue) readSegment(q *QP, h *wqe, r *rxResp) bool {
-	k := h.got
-	mtu := q.mtu
-	off := k * mtu
-	want := h.length - off
-	if want > mtu {
-		want = mtu
-	}
-	if h.length == 0 {
-		want = 0
-	}
-	first, last := k == 0, k == h.npkts-1
-	var op roce.Opcode
-	switch {
-	case first && last:
-		op = roce.OpRCReadResponseOnly
-	case last:
-		op = roce.OpRCReadResponseLast
-	case first:
-		op = roce.OpRCReadResponseFirst
-	default:
-		op = roce.OpRCReadResponseMiddle
-	}
-	// A retried READ that starts in the middle gets FIRST (or ONLY) at k.
-	if r.op != op && !(k > 0 && (r.op == roce.OpRCReadResponseFirst && !last || r.op == roce.OpRCReadResponseOnly && last)) {
-		return false
-	}
-	if uint32(len(r.payload)) != want {
-		return false
-	}
-	pl := r.payload
-	return q.dev.sgAccess(h.sges(), uint64(off), uint64(want), verbs.AccessLocalWrite, func(b []byte, pos uint64) { copy(b, pl[pos:]) })
-}
-
-// ackBelow completes SEND/WRITE requests whose packets all precede upto; a
-// READ or atomic at the head stops it (those complete only by their
-// responses).
-func (s *sendQueue) ackBelow(q *QP, upto uint32, now int64) {
-	moved := false
-	for s.n > 0 {
-		w := s.at(0)
-		if w.readAtomic {
-			break
-		}
-		if psnLT(w.last(), upto) {
-			s.una = psnAdd(w.last(), 1)
-			s.completeHead(q, verbs.StatusSuccess, now)
-			moved = true
-			continue
-		}
-		if psnLT(s.una, upto) {
-			s.una = upto
-			moved = true
-			if s.cur == 0 && psnLT(psnAdd(w.first, s.curPkt), upto) {
-				s.curPkt = uint32(psnDiff(w.first, upto))
-			}
-		}
-		break
-	}
-	if moved {
-		s.progress(q, now)
-	}
-}
-
-// progress resets the retry budget and the timer after forward progress.
-func (s *sendQueue) progress(q *QP, now int64) {
-	s.retryLeft = q.dev.cfg.RetryCount
-	s.backoff = 0
-	if s.recovering && psnLT(s.recoverPSN, s.una) {
-		s.recovering = false
-	}
-	s.rnrLeft = q.dev.cfg.RNRRetry
-	if psnLT(s.una, s.sentPSN) {
-		s.timerOn, s.deadline = true, now+int64(q.dev.cfg.Timeout)
-	} else {
-		s.timerOn = false
-	}
-}
-
-// completeHead completes the oldest wqe and removes it.
-func (s *sendQueue) completeHead(q *QP, st verbs.Status, now int64) {
-	w := s.at(0)
-	if st == verbs.StatusSuccess && w.timed && !w.resent {
-		s.rttSample(now - w.sentAt)
-	}
-	if w.counted {
-		s.rdOut--
-	}
-	q.completeSend(w, st)
-	*w = wqe{}
-	s.head = (s.head + 1) % len(s.ring)
-	s.n--
-	if s.cur > 0 {
-		s.cur--
-	} else {
-		s.curPkt = 0
-	}
-}
-
-// rttSample records a round-trip measurement of a request sent once
-// (Karn's rule). Samples include the time a completed request waited behind
-// older ones (head-of-line), so only the least is kept: the path, not the
-// queue.
-func (s *sendQueue) rttSample(r int64) {
-	if r > 0 && (s.minRTT == 0 || r < s.minRTT) {
-		s.minRTT = r
-	}
-}
-
-// rewind moves the transmit cursor back to psn for go-back-N, unless the
-// news is stale. Responses to packets sent before a go-back-N keep arriving
-// after it, with gaps that say nothing about the packets just resent;
-// acting on each would resend the window again and again. So a rewind
-// inferred from a response (implicit: a READ response or atomic ACK is
-// missing), or a NAK naming the PSN the last go-back-N started from, is
-// ignored when it is stale: when the missing PSN was last sent less than a
-// round trip ago (with a round-trip sample), or else when the last
-// go-back-N, not yet acknowledged past its start, already resent it. Other
-// NAKs (a retransmission was lost) are always honored.
-func (s *sendQueue) rewind(q *QP, psn uint32, implicit bool, now int64) {
-	if implicit || psn == s.recoverPSN {
-		if s.minRTT > 0 {
-			if w := s.find(psn); w != nil && now-w.lastTx < s.minRTT {
-				return
-			}
-		} else if s.recovering && psnLE(s.recoverPSN, psn) {
-			return // the last go-back-N already resent psn
-		}
-	}
-	s.forceRewind(q, psn, now)
-}
-
-// find returns the queued wqe that holds psn, or nil.
-func (s *sendQueue) find(psn uint32) *wqe {
-	for i := 0; i < s.n; i++ {
-		w := s.at(i)
-		if psnLE(w.first, psn) && psnLT(psn, psnAdd(w.first, w.npkts)) {
-			return w
-		}
-	}
-	return nil
-}
-
-// forceRewind moves the cursor back to psn if it is ahead of it.
-func (s *sendQueue) forceRewind(q *QP, psn uint32, now int64) {
-	s.recoverPSN, s.recovering = psn, true
-	for i := 0; i < s.n; i++ {
-		w := s.at(i)
-		if psnLE(w.first, psn) && psnLT(psn, psnAdd(w.first, w.npkts)) {
-			if i < s.cur || (i == s.cur && psnLT(psn, psnAdd(w.first, s.curPkt))) {
-				s.cur, s.curPkt = i, uint32(psnDiff(w.first, psn))
-				if w.wr.Op == verbs.OpCompareSwap || w.wr.Op == verbs.OpFetchAdd {
-					s.curPkt = 0
-				}
-			}
-			return
-		}
-	}
-}
-
 // tick runs the retransmission timer and resumes after an RNR delay.
 func (s *sendQueue) tick(q *QP, now int64, em emitter) {
 	if q.State() != verbs.StateRTS {
 		return
 	}
 	if s.timerOn && now >= s.deadline && s.rnrUntil == 0 {
-		if !psnLT(s.una, s.sentPSN) {
+		if !s.una.Before(s.sentPSN) {
 			s.timerOn = false
 		} else {
 			s.timeouts++

@@ -314,11 +314,12 @@ func RunClients(ctx context.Context, cfg ClientsConfig, dev *rnic.Device, in io.
 			if err != nil {
 				return fail(fmt.Errorf("clover clients: %w", err))
 			}
-			m1 := sumMetrics(clients)
+			m := sumMetrics(clients)
+			m.Sub(m0)
 			r := &ClientResult{Host: cfg.Host, Threads: len(local), Ops: l.Ops, Reads: l.Reads, Writes: l.Writes, Errors: l.Errors,
 				ElapsedNs: int64(l.Elapsed), All: l.All.Export(), Read: l.Read.Export(), Write: l.Write.Export(),
-				Verbs: m1.Verbs - m0.Verbs, CAS: m1.CAS - m0.CAS, CASFailures: m1.CASFailures - m0.CASFailures,
-				Retries: m1.Retries - m0.Retries, ChaseHops: m1.ChaseHops - m0.ChaseHops, Recoveries: m1.Recoveries - m0.Recoveries}
+				Verbs: m.Verbs, CAS: m.CAS, CASFailures: m.CASFailures,
+				Retries: m.Retries, ChaseHops: m.ChaseHops, Recoveries: m.Recoveries}
 			if l.FirstErr != nil {
 				r.FirstErr = l.FirstErr.Error()
 			}
@@ -380,13 +381,7 @@ func load(ctx context.Context, cfg ClientsConfig, w *ycsb.Workload, clients []*c
 func sumMetrics(cs []*clover.Client) clover.Metrics {
 	var s clover.Metrics
 	for _, c := range cs {
-		m := c.Metrics()
-		s.Verbs += m.Verbs
-		s.CAS += m.CAS
-		s.CASFailures += m.CASFailures
-		s.Retries += m.Retries
-		s.ChaseHops += m.ChaseHops
-		s.Recoveries += m.Recoveries
+		s.Add(c.Metrics())
 	}
 	return s
 }
