@@ -90,9 +90,11 @@ func swordboxCASFrame(b testing.TB, psn uint32, va uint64) []byte {
 }
 
 // BenchmarkSwordboxCAS runs p4/swordbox.p4 with write and read steering on,
-// on the CAS path: connection tracking, retransmission check, outstanding
-// CAS record (14 register writes, two hashes), forwarding with a direct
-// counter. Each packet has a new PSN so none is a retransmission.
+// on the CAS path: the CAS record's lookup (a hash, four register reads),
+// the linking-CAS check (its compare is a tail word; its swap names a node
+// the node map does not hold: a hash, two reads, not learned), the CAS
+// record (23 register writes), forwarding with a direct counter. Each packet has a new PSN so
+// none is a retransmission; p4/ptf's BenchmarkCASPath runs steered CASes.
 func BenchmarkSwordboxCAS(b *testing.B) {
 	if _, err := os.Stat("../swordbox.p4"); err != nil {
 		b.Skip("p4/swordbox.p4 not present")
