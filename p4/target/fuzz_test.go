@@ -7,6 +7,9 @@ import (
 	"testing"
 
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 )
 
 // FuzzCompile: the front end never panics and never fails internally; it
@@ -110,6 +113,73 @@ func FuzzProcess(f *testing.F) {
 					t.Fatalf("output of %d bytes from a %d-byte frame", len(out), len(frame))
 				}
 			})
+		}
+	})
+}
+
+// FuzzWriteTableEntry: a table update is P4Runtime input from the network.
+// Whatever its bytes decode to, applying it never panics, a refusal carries
+// a gRPC status code (never Unknown or Internal), and the device goes on
+// forwarding and reading its tables back afterwards.
+func FuzzWriteTableEntry(f *testing.F) {
+	type dev struct {
+		d    *Device
+		port uint32
+	}
+	var devs []dev
+	router := mustCompileFile(f, "../testdata/basic_router.p4")
+	devs = append(devs, dev{NewDevice(router, Options{}), 1})
+	seed := func(u *p4v1.Update) {
+		b, err := proto.Marshal(u)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	seed(&p4v1.Update{Type: p4v1.Update_INSERT, Entity: &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: &p4v1.TableEntry{
+		TableId: tableID(f, router, "MyIngress.ipv4_lpm"),
+		Match:   []*p4v1.FieldMatch{lpm(1, []byte{10, 0, 0, 0}, 8)},
+		Action:  act(actionID(f, router, "MyIngress.ipv4_forward"), []byte{2, 0, 0, 0, 0, 9}, []byte{2}),
+	}}}})
+	if _, err := os.Stat("../swordbox.p4"); err == nil {
+		sb := mustCompileFile(f, "../swordbox.p4")
+		devs = append(devs, dev{NewDevice(sb, Options{CPUPort: 255}), 2})
+		seed(&p4v1.Update{Type: p4v1.Update_INSERT, Entity: &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: &p4v1.TableEntry{
+			TableId: tableID(f, sb, "SwordboxIngress.tracked_keys"),
+			Match:   []*p4v1.FieldMatch{exact(1, []byte{0, 0, 0, 0, 0, 0, 0, 7})},
+			Action:  act(actionID(f, sb, "SwordboxIngress.track"), []byte{0, 3}),
+		}}}})
+		seed(&p4v1.Update{Type: p4v1.Update_MODIFY, Entity: &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: &p4v1.TableEntry{
+			TableId: tableID(f, sb, "SwordboxIngress.forward"), IsDefaultAction: true,
+			Action: act(actionID(f, sb, "SwordboxIngress.set_egress"), []byte{1}),
+		}}}})
+	}
+	if _, err := os.Stat("../testdata/pre.p4"); err == nil {
+		pre := mustCompileFile(f, "../testdata/pre.p4")
+		devs = append(devs, dev{NewDevice(pre, Options{CPUPort: 255}), 1})
+	}
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var u p4v1.Update
+		if proto.Unmarshal(b, &u) != nil {
+			return
+		}
+		te := u.GetEntity().GetTableEntry()
+		if te == nil {
+			te = &p4v1.TableEntry{}
+		}
+		for _, d := range devs {
+			err := d.d.WriteTableEntry(u.GetType(), te)
+			if err != nil {
+				switch c := status.Code(err); c {
+				case codes.Unknown, codes.Internal, codes.OK:
+					t.Fatalf("refused with code %v: %v", c, err)
+				}
+			}
+			d.d.Process(d.port, make([]byte, 60), func(uint32, []byte) {})
+			if err := d.d.ReadTableEntries(&p4v1.TableEntry{}, func(*p4v1.TableEntry) error { return nil }); err != nil {
+				t.Fatalf("read back after the update: %v", err)
+			}
 		}
 	})
 }
