@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+
 	"github.com/swordbox/swordbox/netio"
+	"github.com/swordbox/swordbox/testbed/kvmodel"
 )
 
 // TestRoundTripsPerOp asserts Clover's round-trip budget without contention
@@ -87,39 +89,14 @@ type kvOutput struct {
 	unknown bool // the operation failed with an uncertain outcome
 }
 
-var kvModel = porcupine.Model{
-	Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
-		by := map[uint64][]porcupine.Operation{}
-		var keys []uint64
-		for _, op := range h {
-			k := op.Input.(kvInput).key
-			if _, ok := by[k]; !ok {
-				keys = append(keys, k)
-			}
-			by[k] = append(by[k], op)
-		}
-		var out [][]porcupine.Operation
-		for _, k := range keys {
-			out = append(out, by[k])
-		}
-		return out
-	},
-	Init: func() interface{} { return uint64(0) },
-	Step: func(state, input, output interface{}) (bool, interface{}) {
-		in, out := input.(kvInput), output.(kvOutput)
-		if in.put {
-			return true, in.value
-		}
-		return out.value == state.(uint64), state
-	},
-	DescribeOperation: func(input, output interface{}) string {
-		in, out := input.(kvInput), output.(kvOutput)
-		if in.put {
-			return fmt.Sprintf("put(%d, %d)", in.key, in.value)
-		}
-		return fmt.Sprintf("get(%d) -> %d", in.key, out.value)
-	},
-}
+var kvModel = kvmodel.Register(func(input, output any) kvmodel.Op {
+	in := input.(kvInput)
+	op := kvmodel.Op{Key: in.key, Put: in.put, Value: in.value}
+	if out, ok := output.(kvOutput); ok && !in.put {
+		op.Value = out.value
+	}
+	return op
+})
 
 // runHistory runs ops operations per client on keys hot keys (50% puts,
 // unique values: client<<32 | sequence) and returns the history.

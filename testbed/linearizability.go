@@ -42,6 +42,7 @@ import (
 	"github.com/swordbox/swordbox/ctrl/p4rtc"
 	"github.com/swordbox/swordbox/netio"
 	"github.com/swordbox/swordbox/roce/rnic"
+	"github.com/swordbox/swordbox/testbed/kvmodel"
 )
 
 // LinOptions describe one linearizability run: Clover on a fresh software
@@ -220,23 +221,14 @@ type linOutput struct {
 
 // registerModel is one key's register: puts set it, gets return it. The
 // initial value is 0 (keys are created with zero values).
-var registerModel = porcupine.Model{
-	Init: func() interface{} { return uint64(0) },
-	Step: func(state, input, output interface{}) (bool, interface{}) {
-		in, out := input.(linInput), output.(linOutput)
-		if in.put {
-			return true, in.value
-		}
-		return out.value == state.(uint64), state
-	},
-	DescribeOperation: func(input, output interface{}) string {
-		in, out := input.(linInput), output.(linOutput)
-		if in.put {
-			return fmt.Sprintf("put(%d, %#x)", in.key, in.value)
-		}
-		return fmt.Sprintf("get(%d) -> %#x", in.key, out.value)
-	},
-}
+var registerModel = kvmodel.Register(func(input, output any) kvmodel.Op {
+	in := input.(linInput)
+	op := kvmodel.Op{Key: in.key, Put: in.put, Value: in.value}
+	if out, ok := output.(linOutput); ok && !in.put {
+		op.Value = out.value
+	}
+	return op
+})
 
 // neverReturned is the return time of an operation whose outcome is
 // unknown: it may take effect at any time after its call.
