@@ -148,9 +148,10 @@
 //
 // Get: a node READ returns a node whose own handle (docs/clover-layout.md)
 // says which slot it came from. The node asked for: as without a switch.
-// Another slot's node of the key: the switch steered the READ to its
-// confirmed tail T; if T's next is NULL it is the tail now, its value is
-// returned and the cursor moves to T. If T has a successor (the switch's
+// Another slot's node of the key, from a READ back within T_r/2 (a slower
+// one is read again: T's slot is safe only that long): the switch steered
+// the READ to its confirmed tail T; if T's next is NULL it is the tail now,
+// its value is returned and the cursor moves to T. If T has a successor (the switch's
 // tail lags), the get finishes without node-sized READs: header READs to
 // the tail, then a READ of the value alone. A lagging switch thus costs a
 // few READs, never a loop. Where gets of a key were steered, a put's

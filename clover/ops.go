@@ -147,6 +147,12 @@ func (c *Client) walk(ctx context.Context, key uint64, e *cursorEntry, p Ptr, li
 		steered := false
 		if size == c.nsize {
 			if at := n.Self(); at != p.LH && at.IsSlot() && n.Key() == key && n.Header().Valid() {
+				if c.cfg.Now()-t >= c.cfg.ReadTimeout/2 {
+					// Steered but slow (see Get): read p again, unsteered.
+					c.m.ReadTimeouts++
+					steer, hops = false, hops-1
+					continue
+				}
 				p = Ptr{LH: at, Ver: n.Header().EntryVersion()} // steered to the confirmed tail
 				steered, c.steerSeen = true, true
 				c.m.ReadsSteered++
@@ -306,6 +312,12 @@ func (c *Client) Get(ctx context.Context, key uint64, dst []byte) error {
 		switch {
 		case isNode(n, key, p):
 			// The node the pointer names.
+		case n.Key() == key && h.Valid() && at.LH != p.LH && at.LH.IsSlot() && c.cfg.Now()-t >= c.cfg.ReadTimeout/2:
+			// Steered, but slow: the switch's tail is safe to read only
+			// within T_r/2 of its steering (docs/swordbox-p4.md), so the
+			// slot may have been reused meanwhile. Read again.
+			c.m.ReadTimeouts++
+			continue
 		case n.Key() == key && h.Valid() && at.LH != p.LH && at.LH.IsSlot():
 			// Another slot's node of the key: a switch steered the READ
 			// to its confirmed tail.
