@@ -235,12 +235,10 @@ struct metadata_t {
     bit<8>  node_ver;
     bit<32> node_va_hi;
     bit<32> node_va_lo;
-    bit<64> node_key;
     /* the address map */
     bit<32> addr_slot;
     bit<32> addr_va_hi;
     bit<32> addr_va_lo;
-    bit<64> addr_key;
     /* the CAS record (in flight until its ATOMIC ACK) */
     bit<32> link_slot;
     bit<8>  link_valid;
@@ -248,13 +246,13 @@ struct metadata_t {
     bit<32> link_cip;
     bit<32> link_mip;
     bit<64> link_orig_va;
+    bit<32> orig_va_hi;     /* the VA a recorded CAS was sent with */
+    bit<32> orig_va_lo;
     bit<32> link_lh;
     bit<8>  link_tracked;
-    bit<32> link_key_slot;
     bit<64> link_key;
     bit<64> link_cmp;
     bit<64> link_va;
-    bit<8>  link_ver;
     bit<48> link_ts;
     bit<1>  retrans;
     bit<1>  ambiguous;
@@ -617,10 +615,10 @@ control SwordboxIngress(inout headers_t hdr,
                      * apart (it names no request QP), so this CAS confirms nothing. */
                     if (meta.link_psn == (bit<32>)hdr.bth.psn &&
                         meta.link_cip == hdr.ipv4.src_addr && meta.link_mip == hdr.ipv4.dst_addr) {
-                        link_orig_va_hi.read(meta.addr_va_hi, meta.link_slot);
-                        link_orig_va_lo.read(meta.addr_va_lo, meta.link_slot);
+                        link_orig_va_hi.read(meta.orig_va_hi, meta.link_slot);
+                        link_orig_va_lo.read(meta.orig_va_lo, meta.link_slot);
                         link_lh.read(meta.link_lh, meta.link_slot);
-                        if ((meta.addr_va_hi ++ meta.addr_va_lo) == hdr.atomic_eth.va &&
+                        if ((meta.orig_va_hi ++ meta.orig_va_lo) == hdr.atomic_eth.va &&
                             meta.link_lh == meta.new_lh) {
                             meta.retrans = 1;
                         } else {
