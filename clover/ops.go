@@ -146,20 +146,19 @@ func (c *Client) walk(ctx context.Context, key uint64, e *cursorEntry, p Ptr, li
 		*reads++
 		steered := false
 		if size == c.nsize {
-			if at := n.Self(); at != p.LH && at.IsSlot() && n.Key() == key && n.Header().Valid() {
-				if c.cfg.Now()-t >= c.cfg.ReadTimeout/2 {
-					// Steered but slow (see Get): read p again, unsteered.
-					c.m.ReadTimeouts++
-					steer, hops = false, hops-1
-					continue
-				}
-				p = Ptr{LH: at, Ver: n.Header().EntryVersion()} // steered to the confirmed tail
-				steered, c.steerSeen = true, true
+			switch at, kind := c.steeredTo(n, key, p, t); kind {
+			case steerSlow:
+				steer, hops = false, hops-1 // read p again, unsteered
+				continue
+			case steerOK:
+				p, steered = at, true
 				c.m.ReadsSteered++
-			} else if !n.Header().IsTail() {
-				// A READ of a node that is not the tail came back unsteered
-				// (a READ of the tail itself never is steered).
-				e.readSteered, steer = false, false
+			default:
+				if !n.Header().IsTail() {
+					// A READ of a node that is not the tail came back
+					// unsteered (a READ of the tail itself never is).
+					e.readSteered, steer = false, false
+				}
 			}
 		}
 		if !isNode(n, key, p) {
@@ -183,6 +182,32 @@ func (c *Client) walk(ctx context.Context, key uint64, e *cursorEntry, p Ptr, li
 		p = Ptr{LH: h.Next(), Ver: h.NextVersion()}
 	}
 	return errStale
+}
+
+// What a node READ that a switch may have steered came back with.
+const (
+	steerNone = iota // the node asked for, or none of the key's
+	steerOK          // another slot's node of the key: the switch's confirmed tail
+	steerSlow        // the same, but too late to trust: read again
+)
+
+// steeredTo judges node READ n, aimed at p and posted at t. A node of the
+// key from another slot (its own handle says which) was steered by a
+// switch to its confirmed tail, returned as at. The switch's contract
+// (docs/swordbox-p4.md) makes that tail safe to read only within T_r/2 of
+// the steering: a READ back later may have met a reused slot, and is
+// counted as a read timeout (steerSlow).
+func (c *Client) steeredTo(n Node, key uint64, p Ptr, t time.Duration) (at Ptr, kind int) {
+	self, h := n.Self(), n.Header()
+	if self == p.LH || !self.IsSlot() || n.Key() != key || !h.Valid() {
+		return Ptr{}, steerNone
+	}
+	if c.cfg.Now()-t >= c.cfg.ReadTimeout/2 {
+		c.m.ReadTimeouts++
+		return Ptr{}, steerSlow
+	}
+	c.steerSeen = true
+	return Ptr{LH: self, Ver: h.EntryVersion()}, steerOK
 }
 
 var errStale = errors.New("clover: stale pointer")
@@ -307,22 +332,16 @@ func (c *Client) Get(ctx context.Context, key uint64, dst []byte) error {
 			return err
 		}
 		h := n.Header()
-		at := Ptr{LH: n.Self(), Ver: h.EntryVersion()}
-		steered := false
+		at, kind := c.steeredTo(n, key, p, t)
+		steered := kind == steerOK
 		switch {
 		case isNode(n, key, p):
 			// The node the pointer names.
-		case n.Key() == key && h.Valid() && at.LH != p.LH && at.LH.IsSlot() && c.cfg.Now()-t >= c.cfg.ReadTimeout/2:
-			// Steered, but slow: the switch's tail is safe to read only
-			// within T_r/2 of its steering (docs/swordbox-p4.md), so the
-			// slot may have been reused meanwhile. Read again.
-			c.m.ReadTimeouts++
-			continue
-		case n.Key() == key && h.Valid() && at.LH != p.LH && at.LH.IsSlot():
-			// Another slot's node of the key: a switch steered the READ
-			// to its confirmed tail.
-			steered = true
-			e.readSteered, c.steerSeen = true, true
+			at = p
+		case kind == steerSlow:
+			continue // read again
+		case steered:
+			e.readSteered = true
 			c.m.ReadsSteered++
 		default:
 			c.m.StaleCursors++
