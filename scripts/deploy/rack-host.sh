@@ -64,12 +64,7 @@ clover-clients:
 EOF
 }
 
-role=${1:-}
-case $role in
--h | --help) usage; exit 0 ;;
-memnode | clover-ms | clover-clients) shift ;;
-*) sb_die "first argument: memnode, clover-ms or clover-clients (see --help)" ;;
-esac
+role=""
 
 iface="" ip="" mac="" mtu=1024 linkmtu=9000 acktimeout=67ms rundir="" bin="" wait=30 stop=0
 listen="" size=1GiB regions=1 workers=0 checkicrc=0 memnode="" ms="" keys=1024 threads=32 readto=""
@@ -106,6 +101,10 @@ while (($#)); do
 	--warmup) sb_value "$1" $#; warmup=$2; shift ;;
 	--duration) sb_value "$1" $#; duration=$2; shift ;;
 	--steps) sb_value "$1" $#; steps=$2; shift ;;
+	memnode | clover-ms | clover-clients)
+		[[ -z $role ]] || sb_die "$1: the role is already $role"
+		role=$1
+		;;
 	-h | --help) usage; exit 0 ;;
 	*) sb_die "unknown argument $1 (see --help)" ;;
 	esac
@@ -113,6 +112,7 @@ while (($#)); do
 done
 cd "$REPO"
 SB_RUNDIR=${rundir:-build/rack/run}
+[[ -n $role ]] || sb_die "give the role: memnode, clover-ms or clover-clients (see --help)"
 
 if ((stop)); then
 	[[ $role != clover-clients ]] || sb_die "--stop: clover-clients runs in the foreground (send quit, or Ctrl-C)"

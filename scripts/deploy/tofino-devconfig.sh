@@ -15,7 +15,9 @@ SB_NAME=tofino-devconfig.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 if [[ ${1:-} == -h || ${1:-} == --help ]]; then
-	sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
+	echo "usage: scripts/deploy/tofino-devconfig.sh -o OUT NAME TOFINO_BIN CONTEXT_JSON PIPE BFRT_JSON"
+	echo
+	sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'
 	exit 0
 fi
 [[ ${1:-} == -o ]] || sb_die "usage: -o OUT NAME TOFINO_BIN CONTEXT_JSON PIPE BFRT_JSON (see --help)"

@@ -197,8 +197,11 @@ sb_need_root "bf_switchd maps the ASIC (bf_kdrv) and hugepages"
 sb_note "Tofino ($arch): ${#ports[@]} ports, P4Runtime on $p4rt, controller dials $sw, program $p4"
 sb_check_missing
 
-abs_p4=$REPO/$p4
-[[ $p4 == /* ]] && abs_p4=$p4
+# absolute FILE: FILE from the repository's root, for the SDE's build tree.
+absolute() {
+	if [[ $1 == /* ]]; then echo "$1"; else echo "$REPO/$1"; fi
+}
+abs_p4=$(absolute "$p4")
 tof=OFF tof2=OFF
 [[ $arch == tofino ]] && tof=ON
 [[ $arch == tofino2 ]] && tof2=ON
@@ -211,7 +214,7 @@ fi
 sb_run cmake -S "$sde/p4studio" -B "$build" \
 	-DCMAKE_INSTALL_PREFIX="$inst" -DCMAKE_MODULE_PATH="$sde/cmake" \
 	-DP4_NAME="$name" -DP4_PATH="$abs_p4" -DP4_LANG=p4-16 -DTOFINO="$tof" -DTOFINO2="$tof2" \
-	"-DP4FLAGS=--p4runtime-files $REPO/$p4info --p4runtime-force-std-externs"
+	"-DP4FLAGS=--p4runtime-files $(absolute "$p4info") --p4runtime-force-std-externs"
 sb_run make -C "$build" "$name"
 sb_note "2. the device config: $devcfg (tofino.bin, context.json, bf-rt.json of pipeline $pipe)"
 bin_name=tofino.bin
