@@ -425,4 +425,3 @@ func TestDeployDoc(t *testing.T) {
 		t.Errorf("docs/deploy.md: %d script lines and %d swordbox lines found: the extraction is broken", scripts, cmds)
 	}
 }
-
