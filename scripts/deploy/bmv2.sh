@@ -47,6 +47,8 @@ Options (numbers are checked; a value out of range is refused):
   --swordbox FILE        a built swordbox binary (default: go build into the build dir)
   --wait SECONDS         how long to wait for each daemon, 1..600 (default 30)
   --no-ctrl              start the switch only
+  --ctrl-only            start the controller only (the switch runs, the pipeline is built;
+                         e.g. after writing the memory node's region into the rack file)
   --stop                 stop the controller and the switch this script started
   --dry-run              print the plan (every command, every file) and run nothing
   -h, --help             this text
@@ -55,7 +57,7 @@ EOF
 
 ports=() veths=0 mtu=4200 p4=p4/swordbox.p4 build=build/bmv2 rundir="" rack=docs/examples/rack.yaml
 grpc=0.0.0.0:9559 sw="" devid=1 cpu=255 thrift=9090 election=10 steering=write metrics=127.0.0.1:9464
-bin="" wait=30 noctrl=0 stop=0
+bin="" wait=30 noctrl=0 ctrlonly=0 stop=0
 while (($#)); do
 	case $1 in
 	--port) sb_value "$1" $#; ports+=("$2"); shift ;;
@@ -76,6 +78,7 @@ while (($#)); do
 	--swordbox) sb_value "$1" $#; bin=$2; shift ;;
 	--wait) sb_value "$1" $#; wait=$2; shift ;;
 	--no-ctrl) noctrl=1 ;;
+	--ctrl-only) ctrlonly=1 ;;
 	--stop) stop=1 ;;
 	--dry-run) SB_DRY=1 ;;
 	-h | --help) usage; exit 0 ;;
@@ -166,32 +169,41 @@ if ((veths == 0)); then
 fi
 
 sb_note "BMv2 rack: ${#ports[@]} ports (${iargs[*]}), P4Runtime on $grpc, controller dials $sw"
+((noctrl + ctrlonly < 2)) || sb_die "--no-ctrl and --ctrl-only exclude each other"
+if ((ctrlonly)); then
+	sb_need_file "$json" "the BMv2 JSON: run without --ctrl-only first"
+	sb_need_file "$p4info" "the P4Info: run without --ctrl-only first"
+fi
 sb_check_missing
 
-sb_note "1. swordbox and the pipeline: BMv2 JSON and P4Info from $p4"
 sb_run mkdir -p "$build" "$SB_RUNDIR"
 if ((build_bin)); then
 	sb_run go build -o "$bin" ./cmd/swordbox
 fi
-sb_run p4c-bm2-ss --std p4-16 --arch v1model --p4runtime-files "$p4info" -o "$json" "$p4"
+if ((ctrlonly)); then
+	sb_note "--ctrl-only: the switch runs; steps 1 to 3 skipped"
+else
+	sb_note "1. swordbox and the pipeline: BMv2 JSON and P4Info from $p4"
+	sb_run p4c-bm2-ss --std p4-16 --arch v1model --p4runtime-files "$p4info" -o "$json" "$p4"
 
-sb_note "2. ports: up, MTU $mtu, checksum offload off (frames leave as sent), no IPv6 chatter"
-if ((veths)); then
-	sb_run scripts/veths.sh up "${ifaces[@]}"
+	sb_note "2. ports: up, MTU $mtu, checksum offload off (frames leave as sent), no IPv6 chatter"
+	if ((veths)); then
+		sb_run scripts/veths.sh up "${ifaces[@]}"
+	fi
+	for i in "${ifaces[@]}"; do
+		sb_run ip link set dev "$i" mtu "$mtu" up
+		sb_sh "ethtool -K $i tx off rx off >/dev/null 2>&1 || true"
+		sb_run sysctl -qw "net.ipv6.conf.$i.disable_ipv6=1"
+	done
+
+	sb_note "3. simple_switch_grpc: no program (the controller pushes it), P4Runtime on $grpc"
+	sb_daemon simple_switch_grpc "$SB_RUNDIR/simple_switch_grpc.log" \
+		simple_switch_grpc --no-p4 --device-id "$((10#$devid))" --thrift-port "$((10#$thrift))" "${iargs[@]}" \
+		-- --grpc-server-addr "$grpc" --cpu-port "$((10#$cpu))"
+	ghost=${grpc%:*}
+	[[ $ghost == 0.0.0.0 ]] && ghost=127.0.0.1
+	sb_wait_tcp simple_switch_grpc "$ghost" "$gport" "$wait" "$SB_RUNDIR/simple_switch_grpc.log"
 fi
-for i in "${ifaces[@]}"; do
-	sb_run ip link set dev "$i" mtu "$mtu" up
-	sb_sh "ethtool -K $i tx off rx off >/dev/null 2>&1 || true"
-	sb_run sysctl -qw "net.ipv6.conf.$i.disable_ipv6=1"
-done
-
-sb_note "3. simple_switch_grpc: no program (the controller pushes it), P4Runtime on $grpc"
-sb_daemon simple_switch_grpc "$SB_RUNDIR/simple_switch_grpc.log" \
-	simple_switch_grpc --no-p4 --device-id "$((10#$devid))" --thrift-port "$((10#$thrift))" "${iargs[@]}" \
-	-- --grpc-server-addr "$grpc" --cpu-port "$((10#$cpu))"
-ghost=${grpc%:*}
-[[ $ghost == 0.0.0.0 ]] && ghost=127.0.0.1
-sb_wait_tcp simple_switch_grpc "$ghost" "$gport" "$wait" "$SB_RUNDIR/simple_switch_grpc.log"
 
 if ((noctrl)); then
 	sb_note "switch up; --no-ctrl: start the controller yourself (docs/deploy.md)"
@@ -200,6 +212,9 @@ fi
 
 sb_note "4. the controller: pushes $json with its P4Info, programs $rack"
 ctrl_log=$SB_RUNDIR/ctrl.log
+if ((ctrlonly)); then
+	sb_stop ctrl # a controller this script started before: replaced
+fi
 sb_daemon ctrl "$ctrl_log" \
 	"$bin" ctrl run --config "$rack" --switch "$sw" --device-id "$((10#$devid))" \
 	--election-id "$((10#$election))" --p4info "$p4info" --device-config "$json" --push-pipeline \

@@ -63,6 +63,8 @@ Options (numbers are checked; a value out of range is refused):
                          driver's cold boot takes a while)
   --no-kdrv              do not load bf_kdrv (the Tofino model, or a driver loaded otherwise)
   --no-ctrl              start the switch and the ports only
+  --ctrl-only            start the controller only (the switch runs, the pipeline is built;
+                         e.g. after writing the memory node's region into the rack file)
   --stop                 stop the controller and bf_switchd this script started
   --dry-run              print the plan (every command, every file) and run nothing
   -h, --help             this text
@@ -71,7 +73,7 @@ EOF
 
 ports=() speed=100G fec=RS autoneg=off p4=p4/tna/swordbox.p4 name=swordbox pipe=pipe arch=tofino
 build=build/tofino rundir="" skipconf="" rack=docs/examples/rack.yaml p4rt=0.0.0.0:9559 sw=""
-devid=0 huge=196 election=10 steering=write metrics=127.0.0.1:9464 bin="" wait=120 nokdrv=0 noctrl=0 stop=0
+devid=0 huge=196 election=10 steering=write metrics=127.0.0.1:9464 bin="" wait=120 nokdrv=0 noctrl=0 ctrlonly=0 stop=0
 while (($#)); do
 	case $1 in
 	--port) sb_value "$1" $#; ports+=("$2"); shift ;;
@@ -97,6 +99,7 @@ while (($#)); do
 	--wait) sb_value "$1" $#; wait=$2; shift ;;
 	--no-kdrv) nokdrv=1 ;;
 	--no-ctrl) noctrl=1 ;;
+	--ctrl-only) ctrlonly=1 ;;
 	--stop) stop=1 ;;
 	--dry-run) SB_DRY=1 ;;
 	-h | --help) usage; exit 0 ;;
@@ -195,6 +198,11 @@ fi
 sb_need_root "bf_switchd maps the ASIC (bf_kdrv) and hugepages"
 
 sb_note "Tofino ($arch): ${#ports[@]} ports, P4Runtime on $p4rt, controller dials $sw, program $p4"
+((noctrl + ctrlonly < 2)) || sb_die "--no-ctrl and --ctrl-only exclude each other"
+if ((ctrlonly)); then
+	sb_need_file "$devcfg" "the device config: run without --ctrl-only first"
+	sb_need_file "$p4info" "the P4Info: run without --ctrl-only first"
+fi
 sb_check_missing
 
 # absolute FILE: FILE from the repository's root, for the SDE's build tree.
@@ -206,40 +214,44 @@ tof=OFF tof2=OFF
 [[ $arch == tofino ]] && tof=ON
 [[ $arch == tofino2 ]] && tof2=ON
 
-sb_note "1. swordbox and the pipeline: bf-p4c through the SDE's CMake flow, P4Info with standard externs"
 sb_run mkdir -p "$build" "$SB_RUNDIR"
 if ((build_bin)); then
 	sb_run go build -o "$bin" ./cmd/swordbox
 fi
-sb_run cmake -S "$sde/p4studio" -B "$build" \
-	-DCMAKE_INSTALL_PREFIX="$inst" -DCMAKE_MODULE_PATH="$sde/cmake" \
-	-DP4_NAME="$name" -DP4_PATH="$abs_p4" -DP4_LANG=p4-16 -DTOFINO="$tof" -DTOFINO2="$tof2" \
-	"-DP4FLAGS=--p4runtime-files $(absolute "$p4info") --p4runtime-force-std-externs"
-sb_run make -C "$build" "$name"
-sb_note "2. the device config: $devcfg (tofino.bin, context.json, bf-rt.json of pipeline $pipe)"
-bin_name=tofino.bin
-[[ $arch == tofino2 ]] && bin_name=tofino2.bin
-sb_run scripts/deploy/tofino-devconfig.sh -o "$devcfg" "$name" "$out/$pipe/$bin_name" "$out/$pipe/context.json" "$pipe" "$out/bf-rt.json"
+if ((ctrlonly)); then
+	sb_note "--ctrl-only: the switch runs; steps 1 to 3 skipped"
+else
+	sb_note "1. swordbox and the pipeline: bf-p4c through the SDE's CMake flow, P4Info with standard externs"
+	sb_run cmake -S "$sde/p4studio" -B "$build" \
+		-DCMAKE_INSTALL_PREFIX="$inst" -DCMAKE_MODULE_PATH="$sde/cmake" \
+		-DP4_NAME="$name" -DP4_PATH="$abs_p4" -DP4_LANG=p4-16 -DTOFINO="$tof" -DTOFINO2="$tof2" \
+		"-DP4FLAGS=--p4runtime-files $(absolute "$p4info") --p4runtime-force-std-externs"
+	sb_run make -C "$build" "$name"
+	sb_note "2. the device config: $devcfg (tofino.bin, context.json, bf-rt.json of pipeline $pipe)"
+	bin_name=tofino.bin
+	[[ $arch == tofino2 ]] && bin_name=tofino2.bin
+	sb_run scripts/deploy/tofino-devconfig.sh -o "$devcfg" "$name" "$out/$pipe/$bin_name" "$out/$pipe/context.json" "$pipe" "$out/bf-rt.json"
 
-sb_note "3. the driver: hugepages for DMA, bf_kdrv"
-sb_sh "[ \"\$(sysctl -n vm.nr_hugepages)\" -ge $((10#$huge)) ] || sysctl -w vm.nr_hugepages=$((10#$huge))"
-if ((nokdrv == 0)); then
-	sb_sh "[ -d /sys/module/bf_kdrv ] || $inst/bin/bf_kdrv_mod_load $inst"
+	sb_note "3. the driver: hugepages for DMA, bf_kdrv"
+	sb_sh "[ \"\$(sysctl -n vm.nr_hugepages)\" -ge $((10#$huge)) ] || sysctl -w vm.nr_hugepages=$((10#$huge))"
+	if ((nokdrv == 0)); then
+		sb_sh "[ -d /sys/module/bf_kdrv ] || $inst/bin/bf_kdrv_mod_load $inst"
+	fi
+
+	sb_note "4. bf_switchd: no program (the controller pushes it), P4Runtime on $p4rt"
+	sb_daemon bf_switchd "$SB_RUNDIR/bf_switchd.log" \
+		env "SDE=$sde" "SDE_INSTALL=$inst" "LD_LIBRARY_PATH=$inst/lib" \
+		"$inst/bin/bf_switchd" --install-dir "$inst" --conf-file "$skipconf" --skip-p4 --background \
+		--p4rt-server "$p4rt"
+	phost=${p4rt%:*}
+	[[ $phost == 0.0.0.0 ]] && phost=127.0.0.1
+	sb_wait_tcp bf_switchd "$phost" "$pport" "$wait" "$SB_RUNDIR/bf_switchd.log"
+
+	sb_note "5. ports: ucli pm (port-add SPEED FEC, an-set, port-enb); 'show' lists each port's D_P, the device port the rack file names"
+	pmfile=$SB_RUNDIR/ports.ucli
+	sb_write "$pmfile" "$(printf '%s\n' "${pm[@]}")"
+	sb_sh "env SDE=$sde SDE_INSTALL=$inst LD_LIBRARY_PATH=$inst/lib $inst/bin/bfshell -f $pmfile | tee $SB_RUNDIR/ports.log"
 fi
-
-sb_note "4. bf_switchd: no program (the controller pushes it), P4Runtime on $p4rt"
-sb_daemon bf_switchd "$SB_RUNDIR/bf_switchd.log" \
-	env "SDE=$sde" "SDE_INSTALL=$inst" "LD_LIBRARY_PATH=$inst/lib" \
-	"$inst/bin/bf_switchd" --install-dir "$inst" --conf-file "$skipconf" --skip-p4 --background \
-	--p4rt-server "$p4rt"
-phost=${p4rt%:*}
-[[ $phost == 0.0.0.0 ]] && phost=127.0.0.1
-sb_wait_tcp bf_switchd "$phost" "$pport" "$wait" "$SB_RUNDIR/bf_switchd.log"
-
-sb_note "5. ports: ucli pm (port-add SPEED FEC, an-set, port-enb); 'show' lists each port's D_P, the device port the rack file names"
-pmfile=$SB_RUNDIR/ports.ucli
-sb_write "$pmfile" "$(printf '%s\n' "${pm[@]}")"
-sb_sh "env SDE=$sde SDE_INSTALL=$inst LD_LIBRARY_PATH=$inst/lib $inst/bin/bfshell -f $pmfile | tee $SB_RUNDIR/ports.log"
 
 if ((noctrl)); then
 	sb_note "switch and ports up; --no-ctrl: start the controller yourself (docs/deploy.md)"
@@ -248,6 +260,9 @@ fi
 
 sb_note "6. the controller: pushes $devcfg with its P4Info, programs $rack"
 ctrl_log=$SB_RUNDIR/ctrl.log
+if ((ctrlonly)); then
+	sb_stop ctrl # a controller this script started before: replaced
+fi
 sb_daemon ctrl "$ctrl_log" \
 	"$bin" ctrl run --config "$rack" --switch "$sw" --device-id "$((10#$devid))" \
 	--election-id "$((10#$election))" --p4info "$p4info" --device-config "$devcfg" --push-pipeline \
