@@ -7,8 +7,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/swordbox/swordbox/testbed/ycsb"
 )
 
 // abs is the repository's root as an absolute path.
@@ -407,6 +410,10 @@ func TestDeployDoc(t *testing.T) {
 	for _, l := range lines {
 		w := words(l)
 		switch {
+		case w[0] == "scripts/deploy/tracked-keys.sh":
+			if _, errOut, code := runScript(t, "tracked-keys.sh", w[1:]...); code != 0 {
+				t.Errorf("docs/deploy.md: %s: exit %d: %s", l, code, errOut)
+			}
 		case strings.HasPrefix(w[0], "scripts/deploy/") && strings.HasSuffix(w[0], ".sh"):
 			if slices.Contains(w, "--help") || slices.Contains(w, "--stop") {
 				continue
@@ -421,7 +428,43 @@ func TestDeployDoc(t *testing.T) {
 			checkFlags(t, "docs/deploy.md", w[1:])
 		}
 	}
+	// The rack file of section 2 loads, and the controller builds its plan
+	// from it against the program's P4Info (names as p4c writes them).
+	m := regexp.MustCompile("(?s)```yaml\n(ctrl:\n.*?)```").FindSubmatch(data)
+	if m == nil {
+		t.Fatal("docs/deploy.md: no yaml block of a ctrl section")
+	}
+	rack := filepath.Join(t.TempDir(), "rack.yaml")
+	if err := os.WriteFile(rack, m[1], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runUntil(t, []string{"ctrl", "run", "--config", rack, "--p4info", "p4/swordbox.p4info.txtpb", "--device-config", "p4/swordbox.p4",
+		"--switch", freeAddr(t), "--metrics", freeAddr(t)}, "swordbox ctrl: switch")
 	if scripts < 4 || cmds < 3 {
 		t.Errorf("docs/deploy.md: %d script lines and %d swordbox lines found: the extraction is broken", scripts, cmds)
+	}
+}
+
+// TestTrackedKeys holds tracked-keys.sh to the clients' own key names.
+func TestTrackedKeys(t *testing.T) {
+	out, errOut, code := runScript(t, "tracked-keys.sh", "1024")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	list, ok := strings.CutPrefix(strings.TrimSpace(out), "tracked-keys: [")
+	if !ok || !strings.HasSuffix(list, "]") {
+		t.Fatalf("not a tracked-keys line: %q", out)
+	}
+	keys := strings.Split(strings.TrimSuffix(list, "]"), ", ")
+	if len(keys) != 1024 {
+		t.Fatalf("%d keys, want 1024", len(keys))
+	}
+	for i, k := range keys {
+		if want := strconv.FormatUint(uint64(ycsb.FNVHash64(int64(i))), 10); k != want {
+			t.Fatalf("key %d: %s, want %s (ycsb.FNVHash64)", i, k, want)
+		}
+	}
+	if _, errOut, code := runScript(t, "tracked-keys.sh", "5000"); code != 2 || !strings.Contains(errOut, "N 5000: out of range 1..4096") {
+		t.Errorf("5000 keys: exit %d, %q; want the refusal", code, errOut)
 	}
 }
