@@ -38,7 +38,9 @@ Options (numbers are checked; a value out of range is refused):
                          3/-; SPEED and FEC default to --speed and --fec.
                          The rack file's ports are DEVICE ports (D_P in
                          `pm show`), not front-panel numbers: see docs/deploy.md
-  --speed SPEED          1G 10G 25G 40G 40G_NB 50G 100G 200G 400G (default 100G)
+  --speed SPEED          as ucli pm port-add takes it: 1G 10G 25G 40G 40G-R2 50G 50G-R2
+                         50G-R2-C 50G-R1 100G 100G-R4 100G-R2 100G-R1 200G 200G-R4 200G-R2
+                         200G-R8 400G 400G-R8 400G-R4 (default 100G)
   --fec FEC              NONE | FC | RS (default RS; 100G and faster need RS)
   --autoneg MODE         default | on | off: an-set 0 | 1 | 2 per port (default: off,
                          as for DAC and optics between switch and NICs)
@@ -116,7 +118,8 @@ if ((stop)); then
 fi
 
 # Values.
-speeds=(1G 10G 25G 40G 40G_NB 50G 100G 200G 400G)
+# The speeds of ucli pm port-add (bf-drivers src/bf_pm/bf_pm_ucli.c).
+speeds=(1G 10G 25G 40G 40G-R2 50G 50G-R2 50G-R2-C 50G-R1 100G 100G-R4 100G-R2 100G-R1 200G 200G-R4 200G-R2 200G-R8 400G 400G-R8 400G-R4)
 fecs=(NONE FC RS)
 sb_oneof --speed "$speed" "${speeds[@]}"
 sb_oneof --fec "$fec" "${fecs[@]}"
@@ -144,7 +147,7 @@ for p in "${ports[@]}"; do
 	[[ $ch == - ]] || sb_int "--port $p: channel" "$ch" 0 7
 	sb_oneof "--port $p: speed" "$ps" "${speeds[@]}"
 	sb_oneof "--port $p: FEC" "$pf" "${fecs[@]}"
-	if [[ $ps == 100G || $ps == 200G || $ps == 400G ]] && [[ $pf != RS ]]; then
+	if [[ $ps == 100G* || $ps == 200G* || $ps == 400G* ]] && [[ $pf != RS ]]; then
 		sb_note "warning: --port $p: $ps without RS FEC links only if the NIC's FEC is off too (IEEE 802.3 clause 91 asks for RS)"
 	fi
 	spec=$((10#$fp))/$ch
