@@ -142,12 +142,7 @@ fi
 
 json=$build/swordbox.json
 p4info=$build/swordbox.p4info.txt
-if [[ -z $bin ]]; then
-	bin=$build/swordbox
-	build_bin=1
-else
-	build_bin=0
-fi
+sb_default_bin "$build/swordbox"
 
 # Prerequisites.
 sb_need_cmd p4c-bm2-ss "p4c's BMv2 back end: build p4c (github.com/p4lang/p4c, README 'Installing') or run on a host with the p4lang/p4c image"
@@ -211,21 +206,7 @@ if ((noctrl)); then
 fi
 
 sb_note "4. the controller: pushes $json with its P4Info, programs $rack"
-ctrl_log=$SB_RUNDIR/ctrl.log
-if ((ctrlonly)); then
-	sb_stop ctrl # a controller this script started before: replaced
-fi
-sb_daemon ctrl "$ctrl_log" \
-	"$bin" ctrl run --config "$rack" --switch "$sw" --device-id "$((10#$devid))" \
-	--election-id "$((10#$election))" --p4info "$p4info" --device-config "$json" --push-pipeline \
-	--steering "$steering" --metrics "$metrics"
-sb_note "BMv2's P4Runtime server (PI) refuses RegisterEntry writes and reads; the controller then logs 'take charge' with 'Register writes are not supported yet' after installing the forward table (docs/deploy.md, 'Registers over P4Runtime')"
-sb_wait_log ctrl "$ctrl_log" 'in charge|msg="take charge"' "$wait" "is simple_switch_grpc up and the rack file right?"
-if [[ $SB_DRY == 0 ]] && ! grep -q 'in charge' "$ctrl_log"; then
-	grep 'take charge' "$ctrl_log" | tail -n 1 >&2
-	sb_fail "the controller could not take charge (forwarding entries are installed; steering is not): see docs/deploy.md, 'Registers over P4Runtime'"
-fi
-
-sb_note "5. check: the switch's tables as the controller left them"
-sb_run "$bin" ctrl show tables --switch "$sw" --device-id "$((10#$devid))"
+sb_ctrl_up simple_switch_grpc "$ctrlonly" "$wait" "$bin" "$sw" "$((10#$devid))" \
+	--config "$rack" --election-id "$((10#$election))" --p4info "$p4info" --device-config "$json" \
+	--push-pipeline --steering "$steering" --metrics "$metrics"
 sb_note "up: logs in $SB_RUNDIR; stop with scripts/deploy/bmv2.sh --stop"

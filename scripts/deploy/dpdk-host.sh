@@ -133,12 +133,7 @@ for c in "${cas[@]}"; do
 	ranges[$ip]+="{lo: 0x$lx, hi: 0x$hx}, "
 done
 
-if [[ -z $bin ]]; then
-	bin=build/dpdk/swordbox
-	build_bin=1
-else
-	build_bin=0
-fi
+sb_default_bin build/dpdk/swordbox
 
 # Prerequisites.
 sb_need_root "hugepages, vfio-pci binding and DPDK's access to the NIC"

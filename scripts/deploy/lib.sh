@@ -337,6 +337,43 @@ sb_value() {
 	(($2 >= 2)) || sb_die "$1 needs a value (see --help)"
 }
 
+# sb_default_bin DEFAULT: when no --swordbox was given ($bin empty), the
+# binary is DEFAULT and the script builds it (build_bin=1).
+# shellcheck disable=SC2034 # bin and build_bin belong to the sourcing script
+sb_default_bin() {
+	if [[ -z $bin ]]; then
+		bin=$1
+		build_bin=1
+	else
+		build_bin=0
+	fi
+}
+
+# sb_ctrl_up SERVER REPLACE WAIT BIN SWITCH DEVICE_ID ARGS...: start
+# `BIN ctrl run --switch SWITCH --device-id DEVICE_ID ARGS...` as the daemon
+# ctrl (REPLACE 1: stop the one this script started before), wait up to WAIT
+# seconds until it is in charge, then list the switch's tables. SERVER names
+# the switch's P4Runtime server for messages. A controller that logs "take
+# charge" instead (PI's P4Runtime servers refuse its register writes) is a
+# failure that names the cause.
+sb_ctrl_up() {
+	local server=$1 replace=$2 wait=$3 bin=$4 sw=$5 devid=$6
+	shift 6
+	local log=$SB_RUNDIR/ctrl.log
+	if ((replace)); then
+		sb_stop ctrl # a controller this script started before: replaced
+	fi
+	sb_daemon ctrl "$log" "$bin" ctrl run --switch "$sw" --device-id "$devid" "$@"
+	sb_note "$server's P4Runtime server is PI's, which refuses RegisterEntry writes and reads: the controller then logs 'take charge' with 'Register writes are not supported yet' after installing the forward table (docs/deploy.md, 'Registers over P4Runtime')"
+	sb_wait_log ctrl "$log" 'in charge|msg="take charge"' "$wait" "is $server up, and the rack file right?"
+	if [[ $SB_DRY == 0 ]] && ! grep -q 'in charge' "$log"; then
+		grep 'take charge' "$log" | tail -n 1 >&2
+		sb_fail "the controller could not take charge (forwarding entries are installed; steering is not): see docs/deploy.md, 'Registers over P4Runtime'"
+	fi
+	sb_note "check: the switch's tables as the controller left them"
+	sb_run "$bin" ctrl show tables --switch "$sw" --device-id "$devid"
+}
+
 # sb_repo: the repository's root (the scripts live in scripts/deploy).
 sb_repo() {
 	cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd

@@ -185,12 +185,7 @@ clover-clients)
 	;;
 esac
 
-if [[ -z $bin ]]; then
-	bin=build/rack/swordbox
-	build_bin=1
-else
-	build_bin=0
-fi
+sb_default_bin build/rack/swordbox
 
 # Prerequisites.
 sb_need_root "AF_PACKET on $iface and the NIC's settings"

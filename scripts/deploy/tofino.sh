@@ -166,12 +166,7 @@ skipconf=${skipconf:-$inst/share/p4/targets/$arch/${arch}_skip_p4.conf}
 out=$build/$name/$arch
 p4info=$build/$name.p4info.txt
 devcfg=$build/$name.devconfig
-if [[ -z $bin ]]; then
-	bin=$build/swordbox
-	build_bin=1
-else
-	build_bin=0
-fi
+sb_default_bin "$build/swordbox"
 
 # Prerequisites.
 sb_need_env SDE "source the SDE's set_sde.bash (it sets \$SDE and \$SDE_INSTALL); the SDE comes from Intel (or github.com/p4lang/open-p4studio)"
@@ -262,21 +257,7 @@ if ((noctrl)); then
 fi
 
 sb_note "6. the controller: pushes $devcfg with its P4Info, programs $rack"
-ctrl_log=$SB_RUNDIR/ctrl.log
-if ((ctrlonly)); then
-	sb_stop ctrl # a controller this script started before: replaced
-fi
-sb_daemon ctrl "$ctrl_log" \
-	"$bin" ctrl run --config "$rack" --switch "$sw" --device-id "$((10#$devid))" \
-	--election-id "$((10#$election))" --p4info "$p4info" --device-config "$devcfg" --push-pipeline \
-	--steering "$steering" --metrics "$metrics"
-sb_note "bf_switchd's P4Runtime server is PI's, which refuses RegisterEntry writes and reads: the controller then logs 'take charge' with 'Register writes are not supported yet' after installing the forward table (docs/deploy.md, 'Registers over P4Runtime')"
-sb_wait_log ctrl "$ctrl_log" 'in charge|msg="take charge"' "$wait" "is bf_switchd up with --p4rt-server, and the rack file right?"
-if [[ $SB_DRY == 0 ]] && ! grep -q 'in charge' "$ctrl_log"; then
-	grep 'take charge' "$ctrl_log" | tail -n 1 >&2
-	sb_fail "the controller could not take charge (forwarding entries are installed; steering is not): see docs/deploy.md, 'Registers over P4Runtime'"
-fi
-
-sb_note "7. check: the switch's tables as the controller left them"
-sb_run "$bin" ctrl show tables --switch "$sw" --device-id "$((10#$devid))"
+sb_ctrl_up bf_switchd "$ctrlonly" "$wait" "$bin" "$sw" "$((10#$devid))" \
+	--config "$rack" --election-id "$((10#$election))" --p4info "$p4info" --device-config "$devcfg" \
+	--push-pipeline --steering "$steering" --metrics "$metrics"
 sb_note "up: logs in $SB_RUNDIR; stop with scripts/deploy/tofino.sh --stop"
