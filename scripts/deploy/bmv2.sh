@@ -176,7 +176,7 @@ if ((build_bin)); then
 	sb_run go build -o "$bin" ./cmd/swordbox
 fi
 if ((ctrlonly)); then
-	sb_note "--ctrl-only: the switch runs; steps 1 to 3 skipped"
+	sb_note "--ctrl-only: the switch runs; the build and switch steps skipped"
 else
 	sb_note "1. swordbox and the pipeline: BMv2 JSON and P4Info from $p4"
 	sb_run p4c-bm2-ss --std p4-16 --arch v1model --p4runtime-files "$p4info" -o "$json" "$p4"

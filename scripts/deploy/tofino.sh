@@ -217,7 +217,7 @@ if ((build_bin)); then
 	sb_run go build -o "$bin" ./cmd/swordbox
 fi
 if ((ctrlonly)); then
-	sb_note "--ctrl-only: the switch runs; steps 1 to 3 skipped"
+	sb_note "--ctrl-only: the switch runs; the build and switch steps skipped"
 else
 	sb_note "1. swordbox and the pipeline: bf-p4c through the SDE's CMake flow, P4Info with standard externs"
 	sb_run cmake -S "$sde/p4studio" -B "$build" \
