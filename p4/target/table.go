@@ -712,7 +712,7 @@ func (t *tableC) applyFn() stmtFn {
 				}
 			}
 			e.packets++
-			e.bytes += uint64(len(s.pkt))
+			e.bytes += uint64(len(s.pkt) - s.pre)
 		}
 		if meter != nil {
 			meter(s, e)

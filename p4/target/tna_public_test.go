@@ -1,0 +1,114 @@
+package target
+
+import (
+	"bytes"
+	"encoding/binary"
+	"hash/crc32"
+	"testing"
+
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+)
+
+// The TNA examples of the Tofino SDE (open-p4studio, Apache-2.0; see
+// testdata/tna/open-p4studio/README.md), unchanged: their user includes
+// are found through the include path (as bf-p4c -I), and they forward
+// and hash as their text and their PTF tests say.
+
+const openP4Studio = "testdata/tna/open-p4studio"
+
+func compileOpenP4Studio(tb testing.TB, name string) *Program {
+	tb.Helper()
+	p, err := CompileFile(openP4Studio+"/"+name+"/"+name+".p4", CompileOptions{IncludeDirs: []string{openP4Studio}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+// udpFrame is Ethernet / IPv4 / UDP with the given MAC addresses.
+func udpFrame(dst, src []byte, payload string) []byte {
+	f := append(append([]byte{}, dst...), src...)
+	f = append(f, 0x08, 0x00)
+	ip := []byte{0x45, 0, 0, 0, 0, 101, 0, 0, 64, 17, 0, 0, 1, 2, 3, 4, 100, 99, 98, 97}
+	binary.BigEndian.PutUint16(ip[2:], uint16(20+8+len(payload)))
+	f = append(f, ip...)
+	udp := []byte{0x12, 0x34, 0xab, 0xcd, 0, 0, 0, 0}
+	binary.BigEndian.PutUint16(udp[4:], uint16(8+len(payload)))
+	f = append(f, udp...)
+	return append(f, payload...)
+}
+
+// crc32BZIP2 is CRC-32/BZIP2 computed bit by bit (MSB first, polynomial
+// 0x04C11DB7, init and final xor all ones): the reference the program's
+// PTF test takes from crcmod's 'crc-32-bzip2'.
+func crc32BZIP2(b []byte) uint32 {
+	crc := ^uint32(0)
+	for _, x := range b {
+		crc ^= uint32(x) << 24
+		for k := 0; k < 8; k++ {
+			if crc&0x80000000 != 0 {
+				crc = crc<<1 ^ 0x04C11DB7
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return ^crc
+}
+
+func TestOpenP4StudioCustomHash(t *testing.T) {
+	p := compileOpenP4Studio(t, "tna_custom_hash")
+	d := NewDevice(p, Options{})
+	frame := udpFrame([]byte{0, 0, 0xde, 0xad, 0xbe, 0xef}, []byte{0, 0, 0x01, 0x02, 0x03, 0x04}, "payload")
+
+	// output_port has no entries and no default action: ucast_egress_port
+	// is never set, so the packet has no destination and is dropped.
+	if outs := send(d, 3, frame); len(outs) != 0 {
+		t.Fatalf("no output port yet: %d frames out", len(outs))
+	}
+	// As the PTF test does: the default action sets the output port.
+	if err := d.WriteTableEntry(p4v1.Update_MODIFY, &p4v1.TableEntry{
+		TableId: tableID(t, p, "SwitchIngress.output_port"), IsDefaultAction: true,
+		Action: act(actionID(t, p, "SwitchIngress.set_output_port"), []byte{5}),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []uint32{0xdeadbeef, 0, 1, 0x12345678, 0xffffffff} {
+		var dst, src [6]byte
+		binary.BigEndian.PutUint32(dst[2:], v)
+		binary.BigEndian.PutUint32(src[2:], v^0x5a5a5a5a)
+		in := udpFrame(dst[:], src[:], "payload")
+		outs := send(d, 3, in)
+		if len(outs) != 1 || outs[0].port != 5 {
+			t.Fatalf("value %#x: got %v, want one frame on port 5", v, outs)
+		}
+		got := outs[0].frame
+		var key [4]byte
+		binary.BigEndian.PutUint32(key[:], v)
+		want1 := crc32.ChecksumIEEE(key[:])
+		binary.BigEndian.PutUint32(key[:], v^0x5a5a5a5a)
+		want2 := crc32BZIP2(key[:])
+		if h := binary.BigEndian.Uint32(got[2:6]); h != want1 {
+			t.Errorf("value %#x: dst[31:0] = %#x, want crc32 %#x", v, h, want1)
+		}
+		if h := binary.BigEndian.Uint32(got[8:12]); h != want2 {
+			t.Errorf("value %#x: src[31:0] = %#x, want crc-32-bzip2 %#x", v, h, want2)
+		}
+		// Everything else is unchanged: the MACs' top 16 bits, IPv4, UDP,
+		// the payload; bypass_egress: nothing of egress is in front.
+		if !bytes.Equal(got[:2], in[:2]) || !bytes.Equal(got[6:8], in[6:8]) || !bytes.Equal(got[12:], in[12:]) {
+			t.Errorf("value %#x: frame\n% x\nwant only the hashed bytes changed from\n% x", v, got, in)
+		}
+	}
+	// Not IPv4: the parser rejects (default: reject), the program does not
+	// read parser_err, so the packet is dropped, as on Tofino.
+	arp := udpFrame([]byte{0, 0, 1, 1, 1, 1}, []byte{0, 0, 2, 2, 2, 2}, "x")
+	arp[12], arp[13] = 0x08, 0x06
+	if outs := send(d, 3, arp); len(outs) != 0 {
+		t.Fatalf("ARP: %d frames out, want the parser to drop it", len(outs))
+	}
+	st := d.Stats()
+	if st.ParserErrors != 1 || st.Dropped != 2 {
+		t.Fatalf("stats %+v, want 1 parser error and 2 drops", st)
+	}
+}
