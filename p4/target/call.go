@@ -229,7 +229,7 @@ func (c *compiler) call(sc *scope, e *callExpr) *val {
 			st := fv.sym.tbl.applyFn()
 			return &val{t: voidT, st: st, applied: fv.sym.tbl}
 		case sExtern:
-			if isTNAExtern(fv.sym.ext.kind) {
+			if fv.sym.ext.tna {
 				return c.tnaExternCall(sc, fv.sym.ext, fv.method, e)
 			}
 			return &val{t: voidT, st: c.externCall(sc, fv.sym.ext, fv.method, e)}

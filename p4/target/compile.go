@@ -86,6 +86,8 @@ type pktState struct {
 	depth                 int      // times this packet was resubmitted or recirculated
 	pre                   int      // tna: bytes of intrinsic metadata in front of the frame in pkt
 	inBuf, egBuf          []byte   // tna: the ingress and egress parsers' input (metadata + frame)
+	dcell                 *uint64  // tna: the DirectRegister cell of the entry whose action runs (nil: a miss)
+	dcellOf               *externC // tna: the DirectRegister of that table
 }
 
 // flow is what a compiled statement tells its enclosing block.

@@ -41,7 +41,7 @@ func (c *compiler) declareExtern(sc *scope, d *instDecl) *externC {
 	if c.tnaT != nil {
 		switch d.t.name {
 		case "Register", "RegisterAction", "RegisterParam", "Hash", "CRCPolynomial", "Random", "Checksum",
-			"Counter", "DirectCounter", "Meter", "DirectMeter":
+			"Counter", "DirectCounter", "Meter", "DirectMeter", "DirectRegister", "DirectRegisterAction":
 			return c.declareTNAExtern(sc, d, x)
 		case "register", "counter", "direct_counter", "meter", "direct_meter", "action_profile", "action_selector":
 			c.fail(d.p, "%s is a v1model extern; this program includes <tna.p4>", d.t.name)

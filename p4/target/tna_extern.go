@@ -21,6 +21,17 @@ type regAction struct {
 	body   stmtFn
 }
 
+// run runs the apply on a cell's value and returns the new value and the
+// return value.
+func (ra *regAction) run(s *pktState, cell uint64) (uint64, uint64) {
+	n := ra.valT.size
+	v := s.slots[ra.valB : ra.valB+n]
+	ra.reg.layout.unpack(cell, v)
+	s.slots[ra.rvSlot] = 0
+	ra.body(s)
+	return ra.reg.layout.pack(v), s.slots[ra.rvSlot]
+}
+
 // cellLayout packs a register cell type into 64 bits: a bit<W>, or a
 // struct of bit<W>/bool fields, the first field in the high bits (the two
 // 32-bit halves of a Register<pair, _>).
@@ -72,19 +83,9 @@ func (c *compiler) cellLayoutOf(t *ptype, at pos) *cellLayout {
 	return nil
 }
 
-// isTNAExtern reports whether calls on an extern of this kind go through
-// tnaExternCall.
-func isTNAExtern(kind string) bool {
-	switch kind {
-	case "Register", "RegisterAction", "RegisterParam", "Hash", "CRCPolynomial", "Random", "Checksum":
-		return true
-	}
-	return false
-}
-
 // tnaRefused are tna.p4's externs this target refuses.
 var tnaRefused = map[string]bool{
-	"DirectRegister": true, "DirectRegisterAction": true, "Mirror": true, "Resubmit": true, "Digest": true,
+	"Mirror": true, "Resubmit": true, "Digest": true,
 	"ParserCounter": true, "ParserPriority": true, "Lpf": true, "DirectLpf": true, "Wred": true, "DirectWred": true,
 	"MathUnit": true, "ActionProfile": true, "ActionSelector": true, "SelectorAction": true, "Atcam": true,
 	"Alpm": true, "Pktgen": true, "PortMetadata": true,
@@ -149,7 +150,7 @@ func (c *compiler) declareTNAExtern(sc *scope, d *instDecl, x *externC) *externC
 			c.fail(d.p, "%s takes %d type arguments, got %d", d.t.name, n, len(targs))
 		}
 	}
-	if len(d.methods) != 0 && d.t.name != "RegisterAction" {
+	if len(d.methods) != 0 && d.t.name != "RegisterAction" && d.t.name != "DirectRegisterAction" {
 		c.fail(d.p, "%s instances have no initializer block", d.t.name)
 	}
 	switch d.t.name {
@@ -208,6 +209,35 @@ func (c *compiler) declareTNAExtern(sc *scope, d *instDecl, x *externC) *externC
 			c.fail(targs[2].p, "RegisterAction return type must be bit<W> or bool, found %s", u)
 		}
 		x.ra = c.registerAction(sc, d, reg, t, u)
+	case "DirectRegister":
+		nargs(1)
+		x.t = c.resolveType(sc, targs[0])
+		x.layout = c.cellLayoutOf(x.t, d.p)
+		args := c.ctorArgs(d, []string{"initial_value"}, 0)
+		if args[0] != nil {
+			x.init = c.cellConst(sc, args[0], x.t, x.layout)
+		}
+		x.kind = "direct_register"
+	case "DirectRegisterAction":
+		nargs(2)
+		args := c.ctorArgs(d, []string{"reg"}, 1)
+		id, ok := args[0].(*identExpr)
+		var s *symbol
+		if ok {
+			s = sc.lookup(id.name)
+		}
+		if s == nil || s.kind != sExtern || s.ext.kind != "direct_register" {
+			c.fail(args[0].exprPos(), "DirectRegisterAction needs a DirectRegister instance")
+		}
+		t := c.resolveType(sc, targs[0])
+		if t != s.ext.t {
+			c.fail(targs[0].p, "DirectRegisterAction value type %s differs from direct register %s's %s", t, id.name, s.ext.t)
+		}
+		u := c.resolveType(sc, targs[1])
+		if u.kind != kBit && u.kind != kBool {
+			c.fail(targs[1].p, "DirectRegisterAction return type must be bit<W> or bool, found %s", u)
+		}
+		x.ra = c.registerAction(sc, d, s.ext, t, u)
 	case "Hash":
 		nargs(1)
 		w := c.resolveType(sc, targs[0])
@@ -458,23 +488,33 @@ func (c *compiler) tnaExternCall(sc *scope, x *externC, method string, e *callEx
 		nargs(1, "(index)")
 		ra := x.ra
 		ix := c.indexArg(sc, ra.reg, e.args[0])
-		ridx, vb, rv, body, lay := ra.reg.idx, ra.valB, ra.rvSlot, ra.body, ra.reg.layout
-		n := ra.valT.size
+		ridx := ra.reg.idx
 		return valCall(ra.rvT, func(s *pktState) uint64 {
 			cells := s.dev.regs[ridx]
 			i := ix(s)
-			var cell uint64
-			in := i < uint64(len(cells))
-			if in {
-				cell = cells[i]
+			if i >= uint64(len(cells)) {
+				_, rv := ra.run(s, 0)
+				return rv
 			}
-			lay.unpack(cell, s.slots[vb:vb+n])
-			s.slots[rv] = 0
-			body(s)
-			if in {
-				cells[i] = lay.pack(s.slots[vb : vb+n])
+			cell, rv := ra.run(s, cells[i])
+			cells[i] = cell
+			return rv
+		})
+	case "DirectRegisterAction.execute":
+		nargs(0, "no arguments")
+		ra := x.ra
+		reg, init := ra.reg, ra.reg.init
+		return valCall(ra.rvT, func(s *pktState) uint64 {
+			// The cell of the entry that hit, in the table the register is
+			// attached to; otherwise (a miss, another table) the initial
+			// value, and the write is dropped.
+			if p := s.dcell; p != nil && s.dcellOf == reg {
+				cell, rv := ra.run(s, *p^init)
+				*p = cell ^ init
+				return rv
 			}
-			return s.slots[rv]
+			_, rv := ra.run(s, init)
+			return rv
 		})
 	case "register.read":
 		nargs(1, "(index)")

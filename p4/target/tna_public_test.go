@@ -112,3 +112,87 @@ func TestOpenP4StudioCustomHash(t *testing.T) {
 		t.Fatalf("stats %+v, want 1 parser error and 2 drops", st)
 	}
 }
+
+// registerPair reads a Register<pair, _> cell through P4Runtime.
+func registerPair(tb testing.TB, d *Device, id uint32, i int64) [2]uint64 {
+	tb.Helper()
+	var got [2]uint64
+	n := 0
+	if err := d.ReadRegisterEntries(&p4v1.RegisterEntry{RegisterId: id, Index: &p4v1.Index{Index: i}}, func(e *p4v1.RegisterEntry) error {
+		ms := e.GetData().GetStruct().GetMembers()
+		if len(ms) != 2 {
+			tb.Fatalf("register data %v, want a struct of 2", e.GetData())
+		}
+		for k, m := range ms {
+			v, err := decodeBits(m.GetBitstring(), 32, "")
+			if err != nil {
+				return err
+			}
+			got[k] = v
+		}
+		n++
+		return nil
+	}); err != nil || n != 1 {
+		tb.Fatalf("read register: %v (%d entries)", err, n)
+	}
+	return got
+}
+
+func TestOpenP4StudioRegister(t *testing.T) {
+	p := compileOpenP4Studio(t, "tna_register")
+	d := NewDevice(p, Options{})
+	reg := registerID(t, p, "SwitchIngress.test_reg")
+	// The program's initial value, as its PTF test checks.
+	if got := registerPair(t, d, reg, 5); got != [2]uint64{5, 7} {
+		t.Fatalf("test_reg[5] = %v, want the initial {5, 7}", got)
+	}
+	dst := []byte{0, 0x11, 0x22, 0x33, 0x44, 0x55}
+	if err := d.WriteTableEntry(p4v1.Update_INSERT, &p4v1.TableEntry{
+		TableId: tableID(t, p, "SwitchIngress.reg_match"),
+		Match:   []*p4v1.FieldMatch{exact(1, dst)},
+		Action:  act(actionID(t, p, "SwitchIngress.register_action"), []byte{0, 0, 0, 5}),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.WriteTableEntry(p4v1.Update_INSERT, &p4v1.TableEntry{
+		TableId: tableID(t, p, "SwitchIngress.reg_match_dir"),
+		Match:   []*p4v1.FieldMatch{exact(1, []byte{0, 0, 0, 0, 0, 1})},
+		Action:  act(actionID(t, p, "SwitchIngress.register_action_dir")),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// "Send the packet back where it came from", unchanged, through the
+	// empty egress (bool_register_table holds 1: bypass_egress = ~1 = 0):
+	// the egress parser does not extract egress_intrinsic_metadata_t, so
+	// the target skips it for the parser, as bf-p4c does.
+	frame := udpFrame(dst, []byte{0, 0, 0, 0, 0, 1}, "tna_register")
+	const n = 3
+	for i := 0; i < n; i++ {
+		outs := send(d, 7, frame)
+		if len(outs) != 1 || outs[0].port != 7 || !bytes.Equal(outs[0].frame, frame) {
+			t.Fatalf("packet %d: got %v, want the frame back on port 7", i, outs)
+		}
+	}
+	// test_reg_action: first += test_asn (1), second += 100 while below
+	// test_cdn (100000000).
+	if got := registerPair(t, d, reg, 5); got != [2]uint64{5 + n, 7 + 100*n} {
+		t.Fatalf("test_reg[5] = %v after %d packets, want {%d, %d}", got, n, 5+n, 7+100*n)
+	}
+	if got := registerPair(t, d, reg, 4); got != [2]uint64{5, 7} {
+		t.Fatalf("test_reg[4] = %v, want it untouched", got)
+	}
+	// bool_register_table through P4Runtime: 0 makes bypass_egress 1; the
+	// frame still comes back unchanged, now without egress.
+	boolReg := registerID(t, p, "SwitchIngress.bool_register_table")
+	if err := d.WriteRegisterEntry(&p4v1.RegisterEntry{RegisterId: boolReg, Index: &p4v1.Index{Index: 1},
+		Data: &p4v1.P4Data{Data: &p4v1.P4Data_Bitstring{Bitstring: []byte{0}}}}); err != nil {
+		t.Fatal(err)
+	}
+	other := udpFrame([]byte{0, 9, 9, 9, 9, 9}, []byte{0, 8, 8, 8, 8, 8}, "miss")
+	if outs := send(d, 2, other); len(outs) != 1 || outs[0].port != 2 || !bytes.Equal(outs[0].frame, other) {
+		t.Fatalf("a frame that misses both tables: got %v, want it back on port 2", outs)
+	}
+	if got := registerPair(t, d, reg, 5); got != [2]uint64{5 + n, 7 + 100*n} {
+		t.Fatalf("test_reg[5] = %v after a miss, want it unchanged", got)
+	}
+}
