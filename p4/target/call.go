@@ -300,10 +300,21 @@ func (c *compiler) dataList(sc *scope, e expr) []dataField {
 		elems = []expr{e}
 	}
 	var out []dataField
-	for _, el := range elems {
+	for i := 0; i < len(elems); i++ {
+		el := elems[i]
 		v := c.expr(sc, el)
 		if v.t != nil && v.t.kind == kHeader && v.lv != nil {
-			c.fail(el.exprPos(), "whole headers as hash or checksum data are not supported; list the fields")
+			if c.tnaT == nil {
+				c.fail(el.exprPos(), "whole headers as hash or checksum data are not supported; list the fields")
+			}
+			// tna: a header stands for its fields, in order.
+			var fs []expr
+			for _, f := range v.t.fields {
+				fs = append(fs, &memberExpr{p: el.exprPos(), x: el, name: f.name})
+			}
+			elems = append(append(append([]expr{}, elems[:i]...), fs...), elems[i+1:]...)
+			i--
+			continue
 		}
 		v = c.typed(v, el.exprPos())
 		if v.t.kind != kBit && v.t.kind != kBool {

@@ -3,6 +3,7 @@ package target
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
 	"testing"
 
@@ -194,5 +195,63 @@ func TestOpenP4StudioRegister(t *testing.T) {
 	}
 	if got := registerPair(t, d, reg, 5); got != [2]uint64{5 + n, 7 + 100*n} {
 		t.Fatalf("test_reg[5] = %v after a miss, want it unchanged", got)
+	}
+}
+
+// The P4Info of a tna program, as bf-p4c --p4runtime-force-std-externs
+// emits it for P4Runtime: arch "tna", the standard entities with
+// control-qualified names (the pipe's name stripped), registers (also of
+// a struct type, declared in type_info) and no entity for RegisterAction,
+// RegisterParam or DirectRegister, which P4Runtime does not address.
+func TestTNAP4Info(t *testing.T) {
+	info := compileOpenP4Studio(t, "tna_register").P4Info()
+	if info.PkgInfo.Arch != "tna" {
+		t.Fatalf("arch %q", info.PkgInfo.Arch)
+	}
+	regs := map[string]string{}
+	for _, r := range info.Registers {
+		spec := fmt.Sprint(r.TypeSpec.GetBitstring().GetBit().GetBitwidth())
+		if s := r.TypeSpec.GetStruct(); s != nil {
+			spec = s.Name
+		}
+		regs[r.Preamble.Name] = fmt.Sprintf("%s size %d id prefix %#x", spec, r.Size, r.Preamble.Id>>24)
+	}
+	want := map[string]string{
+		"SwitchIngress.bool_register_table": "1 size 1024 id prefix 0x16",
+		"SwitchIngress.test_reg":            "pair size 1024 id prefix 0x16",
+	}
+	if fmt.Sprint(regs) != fmt.Sprint(want) {
+		t.Fatalf("registers %v, want %v", regs, want)
+	}
+	pair := info.TypeInfo.GetStructs()["pair"]
+	if pair == nil || len(pair.Members) != 2 || pair.Members[0].Name != "first" || pair.Members[1].Name != "second" ||
+		pair.Members[1].TypeSpec.GetBitstring().GetBit().GetBitwidth() != 32 {
+		t.Fatalf("type_info pair: %v", pair)
+	}
+	var tables []string
+	for _, tb := range info.Tables {
+		tables = append(tables, tb.Preamble.Name)
+	}
+	if fmt.Sprint(tables) != "[SwitchIngress.reg_match SwitchIngress.reg_match_dir]" {
+		t.Fatalf("tables %v", tables)
+	}
+	if len(info.Externs) != 0 || len(info.Counters) != 0 || len(info.DirectCounters) != 0 {
+		t.Fatalf("externs %v counters %v direct counters %v", info.Externs, info.Counters, info.DirectCounters)
+	}
+	l3, err := CompileFile("testdata/tna/l3/l3.p4", CompileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	li := l3.P4Info()
+	if len(li.DirectCounters) != 1 || li.DirectCounters[0].Preamble.Name != "Ig.route_ctr" ||
+		li.DirectCounters[0].DirectTableId != li.Tables[0].Preamble.Id || li.Tables[0].DirectResourceIds[0] != li.DirectCounters[0].Preamble.Id {
+		t.Fatalf("direct counter %v, table %v", li.DirectCounters, li.Tables[0])
+	}
+	var cpm []string
+	for _, m := range li.ControllerPacketMetadata {
+		cpm = append(cpm, m.Preamble.Name+":"+m.Metadata[0].Name)
+	}
+	if fmt.Sprint(cpm) != "[packet_in:ingress_port packet_out:egress_port]" {
+		t.Fatalf("controller packet metadata %v", cpm)
 	}
 }

@@ -177,6 +177,12 @@ func TestTNAFeatures(t *testing.T) {
 		{"sub-control exit ends ingress", tnaCase{top: `control X(inout h_t h) { apply { h.a = 9; exit; } }`,
 			igDecls: "X() x;", igBody: "x.apply(hdr.h); hdr.h.a = 10;"},
 			func(h hv) *hv { h.a = 9; return &h }},
+		{"Meter is GREEN until configured", tnaCase{igDecls: "Meter<bit<32>>(4, MeterType_t.BYTES) m;", igBody: "hdr.h.a = m.execute(2); hdr.h.b = m.execute(9);"},
+			func(h hv) *hv { h.a, h.b = 0, 0; return &h }},
+		{"DirectMeter in a table's action", tnaCase{igDecls: `DirectMeter(MeterType_t.PACKETS) dm;
+    action color() { hdr.h.a = dm.execute(); }
+    table t { key = { hdr.h.b : exact; } actions = { color; } meters = dm; const entries = { 7 : color(); } }`,
+			igBody: "t.apply();"}, func(h hv) *hv { h.a = 0; return &h }},
 		{"Random is bounded by its width", tnaCase{igDecls: "Random<bit<4>>() rnd;", igBody: "hdr.h.a = (bit<8>)rnd.get(); hdr.h.b = (bit<8>)rnd.get();"},
 			nil},
 	}
