@@ -232,8 +232,15 @@ func (d *Device) pass(s *pktState, in uint32, frame []byte, emit func(uint32, []
 		d.stats.Dropped++
 		return 0, false
 	}
+	// deparseInto, inlined on the usual path (s.out is empty).
 	p.compute.run(s)
-	deparseInto(s, p.deparser, frame, p.outSlack)
+	if need := len(frame) + p.outSlack; cap(s.out) < need {
+		s.out = make([]byte, 0, need)
+	}
+	p.deparser.run(s)
+	if s.off < len(frame) {
+		s.out = append(s.out, frame[s.off:]...)
+	}
 	d.stats.Out++
 	return uint32(s.slots[p.smEgressPort]), true
 }

@@ -730,15 +730,15 @@ func (t *tableC) applyFn() stmtFn {
 		for i, sl := range slots[ai] {
 			s.slots[sl] = params[i]
 		}
-		if dreg != nil {
+		if dreg == nil {
+			acts[ai].body(s)
+		} else {
 			s.dcell, s.dcellOf = nil, dreg
 			if e != nil {
 				s.dcell = &e.dreg
 			}
 			acts[ai].body(s)
 			s.dcell, s.dcellOf = nil, nil
-		} else {
-			acts[ai].body(s)
 		}
 		if s.exited {
 			return flowReturn
