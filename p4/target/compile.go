@@ -121,7 +121,7 @@ type compiler struct {
 
 	blocks    map[string]decl // parsers and controls by name
 	subs      map[*instDecl]*subInst
-	subStack  []decl // the sub-parsers and sub-controls being compiled, outermost first
+	subStack  []decl               // the sub-parsers and sub-controls being compiled, outermost first
 	watch     map[int]int          // slot -> slot set to 1 whenever the first is written (tna's ucast_egress_port)
 	tnaT      *tnaTypes            // tna.p4's intrinsic metadata types (tna programs)
 	tnaRole   string               // the tna block being compiled ("ingress parser", ...)
