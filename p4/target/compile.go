@@ -684,6 +684,11 @@ func (c *compiler) registerHeaders(t *ptype, base int, at pos, ctl bool) {
 		p.hdrAllBytes += f.t.bits / 8
 		for _, a := range f.t.anns {
 			if ctl && a.name == "controller_header" && len(a.args) == 1 && a.args[0].kind == tString {
+				for _, cf := range f.t.fields {
+					if cf.t.kind == kWide {
+						c.fail(at, "controller header %s: field %s is %s (this target supports up to %d bits there)", f.t.name, cf.name, cf.t, maxWidth)
+					}
+				}
 				switch a.args[0].text {
 				case "packet_in":
 					p.packetIn = f.t
