@@ -126,8 +126,6 @@ func NewDevice(p *Program, o Options) *Device {
 			out:     make([]byte, 0, outCap),
 			keyBuf:  make([]byte, 0, 8*16),
 			dataBuf: make([]byte, 0, maxDataBytes+8),
-			inBuf:   make([]byte, 0, outCap+tnaIgPrefix),
-			egBuf:   make([]byte, 0, outCap+tnaEgPrefix+p.outSlack+8),
 			hoff1:   make([]int32, len(p.hdrBases)),
 			dirty:   make([]bool, len(p.hdrBases)),
 		}

@@ -2,6 +2,8 @@ package target
 
 import (
 	"encoding/binary"
+
+	"github.com/swordbox/swordbox/netio"
 )
 
 // The TNA architecture (tna.p4, Tofino 1): the Pipeline of six blocks
@@ -283,6 +285,13 @@ func (d *Device) passTNA(s *pktState, in uint32, frame []byte) (uint32, bool) {
 	var ts uint64
 	if t.needTS {
 		ts = d.now() * 1000 & mask(48) // nanoseconds
+	}
+	if s.inBuf == nil {
+		// Allocated on first use (not in the pool's New): v1model's
+		// states stay as they were.
+		outCap := netio.MaxFrameSize + p.outSlack
+		s.inBuf = make([]byte, 0, outCap+tnaIgPrefix)
+		s.egBuf = make([]byte, 0, outCap+tnaEgPrefix+p.outSlack+8)
 	}
 	b := append(s.inBuf[:0], make([]byte, tnaIgPrefix)...)
 	b[0] = byte(in>>8) & 1 // resubmit_flag 0, packet_version 0, ingress_port's top bit
