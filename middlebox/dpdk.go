@@ -171,7 +171,8 @@ func (d *dpdkCore) emit(m *dpdk.Mbuf, lo, hi int) {
 			d.sendInPlace(m, f, slot)
 			continue
 		}
-		spare = d.sendGenerated(f, slot, spare)
+		d.sendGenerated(f, slot, spare)
+		spare = nil // the first generated frame takes it
 	}
 	if spare != nil {
 		d.b.Drop(spare)
@@ -206,27 +207,25 @@ func (d *dpdkCore) sendInPlace(m *dpdk.Mbuf, f []byte, slot int) {
 }
 
 // sendGenerated queues a copy of the generated frame f in spare (a
-// consumed input's mbuf) or, when there is none, in an mbuf of the stock;
-// it returns what is left of spare. A frame that finds no mbuf, or one too
-// long for it, is lost and counted (NoMbuf).
-func (d *dpdkCore) sendGenerated(f []byte, slot int, spare *dpdk.Mbuf) *dpdk.Mbuf {
+// consumed input's mbuf) or, when that is nil, in an mbuf of the stock. A
+// frame that finds no mbuf, or one too long for it, is lost and counted
+// (NoMbuf).
+func (d *dpdkCore) sendGenerated(f []byte, slot int, spare *dpdk.Mbuf) {
 	d.st.Generated++
 	d.st.GeneratedBytes += uint64(len(f))
 	g := spare
 	if g != nil {
-		spare = nil
 		d.st.Spare++
 	} else if g = d.b.Take(); g == nil {
 		d.st.NoMbuf++
-		return nil
+		return
 	}
 	if g.SetData(f) != nil {
 		d.b.Drop(g)
 		d.st.NoMbuf++
-		return spare
+		return
 	}
 	d.b.Queue(slot, g)
-	return spare
 }
 
 // DPDKLoop is one engine's zero-copy loop over DPDK ports, the loop
