@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/swordbox/swordbox/middlebox"
+	"github.com/swordbox/swordbox/middlebox/mbbench"
 	"github.com/swordbox/swordbox/netio"
 )
 
@@ -165,14 +166,14 @@ connection stays on one core).`,
 			if err := loadConfig(cmd, "middlebox-bench", &cfg); err != nil {
 				return err
 			}
-			mix := middlebox.MixConfig{Clients: cfg.Clients, CASPct: cfg.CASPct, ReadPct: cfg.ReadPct, Coalesce: cfg.Coalesce, Seed: cfg.Seed, SkipICRCCheck: cfg.NoCheck}
-			var bench func() (middlebox.BenchResult, error)
+			mix := mbbench.MixConfig{Clients: cfg.Clients, CASPct: cfg.CASPct, ReadPct: cfg.ReadPct, Coalesce: cfg.Coalesce, Seed: cfg.Seed, SkipICRCCheck: cfg.NoCheck}
+			var bench func() (mbbench.BenchResult, error)
 			switch cfg.IO {
 			case "engine":
-				bench = func() (middlebox.BenchResult, error) { return middlebox.BenchEngine(mix, cfg.Cores, cfg.Duration) }
+				bench = func() (mbbench.BenchResult, error) { return mbbench.BenchEngine(mix, cfg.Cores, cfg.Duration) }
 			case "ring", "dpdk":
-				bench = func() (middlebox.BenchResult, error) {
-					return middlebox.BenchDPDK(middlebox.DPDKBenchConfig{Mix: mix, Cores: cfg.Cores, Duration: cfg.Duration,
+				bench = func() (mbbench.BenchResult, error) {
+					return mbbench.BenchDPDK(mbbench.DPDKBenchConfig{Mix: mix, Cores: cfg.Cores, Duration: cfg.Duration,
 						EAL: cfg.DPDKArgs, Vdevs: cfg.Vdevs, Ring: cfg.IO == "ring"})
 				}
 			default:
@@ -183,7 +184,7 @@ connection stays on one core).`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			type outcome struct {
-				res middlebox.BenchResult
+				res mbbench.BenchResult
 				err error
 			}
 			done := make(chan outcome, 1)
@@ -191,7 +192,7 @@ connection stays on one core).`,
 				r, err := bench()
 				done <- outcome{r, err}
 			}()
-			var res middlebox.BenchResult
+			var res mbbench.BenchResult
 			select {
 			case <-ctx.Done():
 				return fmt.Errorf("middlebox bench: interrupted before the end of the measurement: no result")

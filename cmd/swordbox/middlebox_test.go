@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/swordbox/swordbox/middlebox"
+	"github.com/swordbox/swordbox/middlebox/mbbench"
 )
 
 // The engine's configuration is read inline from the "middlebox" section.
@@ -59,7 +60,7 @@ func TestMiddleboxBenchEngineJSON(t *testing.T) {
 	if err := root.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	var res middlebox.BenchResult
+	var res mbbench.BenchResult
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
 		t.Fatalf("%v: %s", err, out.String())
 	}
