@@ -4,9 +4,10 @@
 // programs and the Tofino SDE's TNA examples use) and executes it on
 // Ethernet frames, with the runtime state a P4Runtime server exposes.
 //
-// It owns: the front end (preprocessor, lexer, parser, type checker), the
-// compilation of parsers, controls, actions and tables to closures over a
-// flat array of 64-bit slots (no tree walk and no allocation per packet),
+// It owns: the front end (package frontend: preprocessor, lexer, parser,
+// abstract syntax), the type checker and the compilation of parsers,
+// controls, actions and tables to closures over a flat array of 64-bit
+// slots (no tree walk and no allocation per packet),
 // the v1model pipeline (parser, verifyChecksum, ingress, egress,
 // computeChecksum, deparser) and the TNA pipeline (tna.go: ingress parser,
 // ingress, ingress deparser, egress parser, egress, egress deparser), the
@@ -20,7 +21,7 @@
 //
 // The front end, for both architectures:
 //
-//   - The preprocessor (lex.go): #include <core.p4>, <v1model.p4> and
+//   - The preprocessor (package frontend): #include <core.p4>, <v1model.p4> and
 //     <tna.p4> are built in (one architecture per program; t2na.p4 and
 //     the others are refused); #include "file" is looked up beside the
 //     including file, then in CompileOptions.IncludeDirs in order (p4c's
@@ -43,7 +44,8 @@
 //     such fields are parsed, copied with their header and deparsed, never
 //     read or written on their own (refused by name).
 //
-// The TNA architecture (tna.go, tna_extern.go, tna_prelude.go), modelled on
+// The TNA architecture (tna.go, tna_extern.go; tna.p4's declarations in
+// package frontend), modelled on
 // Tofino 1 as bf-p4c compiles for it:
 //
 //   - Package: Switch(pipe) main with one Pipeline(IngressParser,

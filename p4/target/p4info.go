@@ -1,6 +1,7 @@
 package target
 
 import (
+	"github.com/swordbox/swordbox/p4/target/frontend"
 	"sort"
 	"strconv"
 	"strings"
@@ -36,8 +37,8 @@ func jenkinsHash(s string) uint32 {
 type infoEntity struct {
 	prefix configv1.P4Ids_Prefix
 	name   string
-	anns   []annotation
-	p      pos
+	anns   []frontend.Annotation
+	p      frontend.Pos
 	set    func(uint32)
 }
 
@@ -48,22 +49,22 @@ func (c *compiler) assignIDs(ents []infoEntity) {
 	// explicit @id first
 	for _, e := range ents {
 		for _, a := range e.anns {
-			if a.name != "id" {
+			if a.Name != "id" {
 				continue
 			}
-			if len(a.args) != 1 || a.args[0].kind != tInt || !a.args[0].val.IsUint64() {
-				c.fail(a.p, "@id needs an integer")
+			if len(a.Args) != 1 || a.Args[0].Kind != frontend.TInt || !a.Args[0].Val.IsUint64() {
+				c.fail(a.P, "@id needs an integer")
 			}
-			v := a.args[0].val.Uint64()
+			v := a.Args[0].Val.Uint64()
 			pre := uint64(e.prefix) << 24
 			switch {
 			case v < 1<<24:
 				v |= pre
 			case v>>24 != uint64(e.prefix):
-				c.fail(a.p, "@id %d does not carry the prefix 0x%02x of its entity type", v, e.prefix)
+				c.fail(a.P, "@id %d does not carry the prefix 0x%02x of its entity type", v, e.prefix)
 			}
 			if used[uint32(v)] {
-				c.fail(a.p, "@id %d used twice", v)
+				c.fail(a.P, "@id %d used twice", v)
 			}
 			used[uint32(v)] = true
 			e.set(uint32(v))
@@ -73,7 +74,7 @@ func (c *compiler) assignIDs(ents []infoEntity) {
 	for _, e := range ents {
 		explicit := false
 		for _, a := range e.anns {
-			if a.name == "id" {
+			if a.Name == "id" {
 				explicit = true
 			}
 		}
@@ -119,19 +120,19 @@ func aliases(names []string) map[string]string {
 	return out
 }
 
-func annStrings(anns []annotation, skip ...string) []string {
+func annStrings(anns []frontend.Annotation, skip ...string) []string {
 	var out []string
 outer:
 	for _, a := range anns {
 		for _, s := range skip {
-			if a.name == s {
+			if a.Name == s {
 				continue outer
 			}
 		}
-		if a.body == "" && a.args == nil {
-			out = append(out, "@"+a.name)
+		if a.Body == "" && a.Args == nil {
+			out = append(out, "@"+a.Name)
 		} else {
-			out = append(out, "@"+a.name+"("+a.body+")")
+			out = append(out, "@"+a.Name+"("+a.Body+")")
 		}
 	}
 	return out
@@ -162,7 +163,7 @@ func (c *compiler) buildP4Info() *configv1.P4Info {
 	ordered := append([]*actionC(nil), p.actions...)
 	sort.SliceStable(ordered, func(i, j int) bool {
 		a, b := ordered[i].p, ordered[j].p
-		return a.line < b.line || a.line == b.line && a.col < b.col
+		return a.Line < b.Line || a.Line == b.Line && a.Col < b.Col
 	})
 	p.actions = ordered
 	var ents []infoEntity
@@ -212,7 +213,7 @@ func (c *compiler) buildP4Info() *configv1.P4Info {
 		cpmNames = append(cpmNames, name)
 		// p4c hashes the header type's name; the P4Info name is the
 		// annotation's (e.g. packet_in_header_t -> 81826293 "packet_in").
-		ents = append(ents, infoEntity{configv1.P4Ids_CONTROLLER_HEADER, t.name, t.anns, pos{}, func(v uint32) { *id = v }})
+		ents = append(ents, infoEntity{configv1.P4Ids_CONTROLLER_HEADER, t.name, t.anns, frontend.Pos{}, func(v uint32) { *id = v }})
 	}
 	c.assignIDs(ents)
 	var names []string

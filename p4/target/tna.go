@@ -2,6 +2,7 @@ package target
 
 import (
 	"encoding/binary"
+	"github.com/swordbox/swordbox/p4/target/frontend"
 
 	"github.com/swordbox/swordbox/netio"
 )
@@ -61,86 +62,86 @@ type tnaParam struct {
 // bindTNA binds the parameters of a TNA block to the pipeline's instances;
 // trailing parameters are optional (tna.p4 marks them @optional), the
 // first min are not.
-func (c *compiler) bindTNA(params []param, at pos, what string, min int, ws []tnaParam) *scope {
+func (c *compiler) bindTNA(params []frontend.Param, at frontend.Pos, what string, min int, ws []tnaParam) *scope {
 	sc := newScope(c.global)
 	if len(params) < min || len(params) > len(ws) {
 		c.fail(at, "tna %s takes %d to %d parameters, %s has %d", what, min, len(ws), what, len(params))
 	}
 	for i, pr := range params {
 		w := ws[i]
-		t := c.resolveType(c.global, pr.t)
+		t := c.resolveType(c.global, pr.T)
 		switch w.pkt {
 		case "in":
 			if t.name != "packet_in" || t.kind != kVoid {
-				c.fail(pr.p, "%s parameter %d: expected packet_in, found %s", what, i+1, t)
+				c.fail(pr.P, "%s parameter %d: expected packet_in, found %s", what, i+1, t)
 			}
-			c.defineIn(sc, pr.p, pr.name, &symbol{kind: sPacketIn})
+			c.defineIn(sc, pr.P, pr.Name, &symbol{kind: sPacketIn})
 			continue
 		case "out":
 			if t.name != "packet_out" || t.kind != kVoid {
-				c.fail(pr.p, "%s parameter %d: expected packet_out, found %s", what, i+1, t)
+				c.fail(pr.P, "%s parameter %d: expected packet_out, found %s", what, i+1, t)
 			}
-			c.defineIn(sc, pr.p, pr.name, &symbol{kind: sPacketOut})
+			c.defineIn(sc, pr.P, pr.Name, &symbol{kind: sPacketOut})
 			continue
 		}
 		if t != w.t {
-			c.fail(pr.p, "%s parameter %d: expected %s, found %s", what, i+1, w.t, t)
+			c.fail(pr.P, "%s parameter %d: expected %s, found %s", what, i+1, w.t, t)
 		}
 		ok := false
 		for _, d := range w.dirs {
-			ok = ok || d == pr.dir
+			ok = ok || d == pr.Dir
 		}
 		if !ok {
-			c.fail(pr.p, "%s parameter %s must be %q", what, pr.name, w.dirs[0])
+			c.fail(pr.P, "%s parameter %s must be %q", what, pr.Name, w.dirs[0])
 		}
-		c.defineIn(sc, pr.p, pr.name, &symbol{kind: sVar, t: t, base: w.base, readonly: pr.dir == "in"})
+		c.defineIn(sc, pr.P, pr.Name, &symbol{kind: sVar, t: t, base: w.base, readonly: pr.Dir == "in"})
 	}
 	return sc
 }
 
 // assembleTNA binds Switch(Pipeline(...)) to the pipeline's instances of
 // headers, metadata and intrinsic metadata, and compiles the six blocks.
-func (c *compiler) assembleTNA(m *instDecl, pipes map[string]*instDecl) {
-	if m.t.kind != "name" || m.t.name != "Switch" {
-		c.fail(m.p, "main must be a Switch(pipe) instantiation in a tna program")
+func (c *compiler) assembleTNA(m *frontend.InstDecl, pipes map[string]*frontend.InstDecl) {
+	if m.T.Kind != "name" || m.T.Name != "Switch" {
+		c.fail(m.P, "main must be a Switch(pipe) instantiation in a tna program")
 	}
-	if len(m.args) != 1 {
-		c.fail(m.p, "Switch takes one Pipeline on this target (one pipe), got %d", len(m.args))
+	if len(m.Args) != 1 {
+		c.fail(m.P, "Switch takes one Pipeline on this target (one pipe), got %d", len(m.Args))
 	}
-	var pipe *instDecl
-	if id, ok := m.args[0].(*identExpr); ok {
-		pipe = pipes[id.name]
+	var pipe *frontend.InstDecl
+	if id, ok := m.Args[0].(*frontend.IdentExpr); ok {
+		pipe = pipes[id.Name]
 	}
 	if pipe == nil {
-		c.fail(m.args[0].exprPos(), "Switch argument must name a Pipeline(...) instance")
+		c.fail(m.Args[0].ExprPos(), "Switch argument must name a Pipeline(...) instance")
 	}
-	if len(pipe.args) != 6 {
-		c.fail(pipe.p, "Pipeline takes 6 blocks (ingress parser, ingress, ingress deparser, egress parser, egress, egress deparser), got %d", len(pipe.args))
+	if len(pipe.Args) != 6 {
+		c.fail(pipe.P, "Pipeline takes 6 blocks (ingress parser, ingress, ingress deparser, egress parser, egress, egress deparser), got %d", len(pipe.Args))
 	}
-	decls := make([]decl, 6)
-	for i, a := range pipe.args {
-		call, ok := a.(*callExpr)
-		var id *identExpr
+	decls := make([]frontend.Decl, 6)
+	for i, a := range pipe.Args {
+		call, ok := a.(*frontend.CallExpr)
+		var id *frontend.IdentExpr
 		if ok {
-			id, ok = call.fn.(*identExpr)
+			id, ok = call.Fn.(*frontend.IdentExpr)
 		}
-		if !ok || len(call.args) != 0 {
-			c.fail(a.exprPos(), "Pipeline argument must be an instantiation Block()")
+		if !ok || len(call.Args) != 0 {
+			c.fail(a.ExprPos(), "Pipeline argument must be an instantiation Block()")
 		}
-		if c.blocks[id.name] == nil {
-			c.fail(a.exprPos(), "unknown parser or control %s", id.name)
+		if c.blocks[id.Name] == nil {
+			c.fail(a.ExprPos(), "unknown parser or control %s", id.Name)
 		}
-		decls[i] = c.blocks[id.name]
+		decls[i] = c.blocks[id.Name]
 	}
 	what := []string{"ingress parser", "ingress", "ingress deparser", "egress parser", "egress", "egress deparser"}
 	for i, d := range decls {
-		_, isParser := d.(*parserDecl)
+		_, isParser := d.(*frontend.ParserDecl)
 		if isParser != (i == 0 || i == 3) {
 			kind := "a control"
 			if i == 0 || i == 3 {
 				kind = "a parser"
 			}
-			c.fail(pipe.args[i].exprPos(), "Pipeline argument %d (%s) must be %s", i+1, what[i], kind)
+			c.fail(pipe.Args[i].ExprPos(), "Pipeline argument %d (%s) must be %s", i+1, what[i], kind)
 		}
 	}
 	tt := &tnaTypes{}
@@ -153,7 +154,7 @@ func (c *compiler) assembleTNA(m *instDecl, pipes map[string]*instDecl) {
 		{&tt.egDprsr, "egress_intrinsic_metadata_for_deparser_t"}, {&tt.egOport, "egress_intrinsic_metadata_for_output_port_t"}} {
 		s := c.global.lookup(x.name)
 		if s == nil || s.kind != sType {
-			c.fail(m.p, "tna.p4 type %s is missing", x.name)
+			c.fail(m.P, "tna.p4 type %s is missing", x.name)
 		}
 		*x.p = s.t
 	}
@@ -169,19 +170,19 @@ func (c *compiler) assembleTNA(m *instDecl, pipes map[string]*instDecl) {
 		}
 	}
 
-	ipd, epd := decls[0].(*parserDecl), decls[3].(*parserDecl)
-	if len(ipd.params) < 3 || len(epd.params) < 3 {
-		c.fail(ipd.p, "tna parsers take (packet_in, out H, out M, ...)")
+	ipd, epd := decls[0].(*frontend.ParserDecl), decls[3].(*frontend.ParserDecl)
+	if len(ipd.Params) < 3 || len(epd.Params) < 3 {
+		c.fail(ipd.P, "tna parsers take (packet_in, out H, out M, ...)")
 	}
-	structOf := func(pr param, what string) *ptype {
-		t := c.resolveType(c.global, pr.t)
+	structOf := func(pr frontend.Param, what string) *ptype {
+		t := c.resolveType(c.global, pr.T)
 		if t.kind != kStruct {
-			c.fail(pr.p, "%s type %s must be a struct", what, t)
+			c.fail(pr.P, "%s type %s must be a struct", what, t)
 		}
 		return t
 	}
-	ih, im := structOf(ipd.params[1], "ingress headers"), structOf(ipd.params[2], "ingress metadata")
-	eh, em := structOf(epd.params[1], "egress headers"), structOf(epd.params[2], "egress metadata")
+	ih, im := structOf(ipd.Params[1], "ingress headers"), structOf(ipd.Params[2], "ingress metadata")
+	eh, em := structOf(epd.Params[1], "egress headers"), structOf(epd.Params[2], "egress metadata")
 
 	p := c.prog
 	t := &tnaProg{}
@@ -215,41 +216,43 @@ func (c *compiler) assembleTNA(m *instDecl, pipes map[string]*instDecl) {
 	t.egDrop = fld(egDprsr, tt.egDprsr, "drop_ctl")
 	t.egIntrCodec = codecOf(tt.egIntr)
 	if t.egIntrCodec.bytes != tnaEgPrefix || tt.igIntr.bits/8 != tnaIgIntrBytes {
-		c.fail(m.p, "internal: intrinsic metadata sizes")
+		c.fail(m.P, "internal: intrinsic metadata sizes")
 	}
 
-	c.registerHeaders(ih, ihBase, ipd.params[1].p, true)
-	c.registerHeaders(eh, ehBase, epd.params[1].p, false)
+	c.registerHeaders(ih, ihBase, ipd.Params[1].P, true)
+	c.registerHeaders(eh, ehBase, epd.Params[1].P, false)
 
 	pin, pout := tnaParam{pkt: "in"}, tnaParam{pkt: "out"}
 	w := func(t *ptype, base int, dirs ...string) tnaParam { return tnaParam{t: t, base: base, dirs: dirs} }
 	c.tnaRole = "ingress parser"
-	sc := c.bindTNA(ipd.params, ipd.p, "ingress parser", 3, []tnaParam{pin, w(ih, ihBase, "out"), w(im, imBase, "out", "inout"),
+	sc := c.bindTNA(ipd.Params, ipd.P, "ingress parser", 3, []tnaParam{pin, w(ih, ihBase, "out"), w(im, imBase, "out", "inout"),
 		w(tt.igIntr, igIntr, "out"), w(tt.igTM, igTM, "out"), w(tt.igPrsr, igPrsr, "out")})
 	t.igParser = c.compileParser(ipd, sc)
 	if !t.extractedIgIntr {
-		c.fail(ipd.p, "the tna ingress parser must extract ingress_intrinsic_metadata_t first (as bf-p4c requires)")
+		c.fail(ipd.P, "the tna ingress parser must extract ingress_intrinsic_metadata_t first (as bf-p4c requires)")
 	}
 	if !t.consumedMD {
-		c.fail(ipd.p, "the tna ingress parser must consume the port metadata (pkt.advance(PORT_METADATA_SIZE) or port_metadata_unpack), as bf-p4c requires")
+		c.fail(ipd.P, "the tna ingress parser must consume the port metadata (pkt.advance(PORT_METADATA_SIZE) or port_metadata_unpack), as bf-p4c requires")
 	}
 	c.tnaRole = "ingress"
-	ctl := func(i int, sc *scope) *controlC { return c.compileControl(decls[i].(*controlDecl), sc, what[i]) }
-	cd := func(i int) *controlDecl { return decls[i].(*controlDecl) }
-	t.ingress = ctl(1, c.bindTNA(cd(1).params, cd(1).p, "ingress", 2, []tnaParam{w(ih, ihBase, "inout"), w(im, imBase, "inout"),
+	ctl := func(i int, sc *scope) *controlC {
+		return c.compileControl(decls[i].(*frontend.ControlDecl), sc, what[i])
+	}
+	cd := func(i int) *frontend.ControlDecl { return decls[i].(*frontend.ControlDecl) }
+	t.ingress = ctl(1, c.bindTNA(cd(1).Params, cd(1).P, "ingress", 2, []tnaParam{w(ih, ihBase, "inout"), w(im, imBase, "inout"),
 		w(tt.igIntr, igIntr, "in"), w(tt.igPrsr, igPrsr, "in"), w(tt.igDprsr, igDprsr, "inout"), w(tt.igTM, igTM, "inout")}))
 	c.tnaRole = "ingress deparser"
-	t.igDeparser = ctl(2, c.bindTNA(cd(2).params, cd(2).p, "ingress deparser", 3, []tnaParam{pout, w(ih, ihBase, "inout", "in"),
+	t.igDeparser = ctl(2, c.bindTNA(cd(2).Params, cd(2).P, "ingress deparser", 3, []tnaParam{pout, w(ih, ihBase, "inout", "in"),
 		w(im, imBase, "in"), w(tt.igDprsr, igDprsr, "in"), w(tt.igIntr, igIntr, "in")}))
 	c.tnaRole = "egress parser"
-	t.egParser = c.compileParser(epd, c.bindTNA(epd.params, epd.p, "egress parser", 3, []tnaParam{pin, w(eh, ehBase, "out"),
+	t.egParser = c.compileParser(epd, c.bindTNA(epd.Params, epd.P, "egress parser", 3, []tnaParam{pin, w(eh, ehBase, "out"),
 		w(em, emBase, "out", "inout"), w(tt.egIntr, egIntr, "out"), w(tt.egPrsr, egPrsr, "out")}))
 	t.egSkip = !t.extractedEgIntr
 	c.tnaRole = "egress"
-	t.egress = ctl(4, c.bindTNA(cd(4).params, cd(4).p, "egress", 2, []tnaParam{w(eh, ehBase, "inout"), w(em, emBase, "inout"),
+	t.egress = ctl(4, c.bindTNA(cd(4).Params, cd(4).P, "egress", 2, []tnaParam{w(eh, ehBase, "inout"), w(em, emBase, "inout"),
 		w(tt.egIntr, egIntr, "in"), w(tt.egPrsr, egPrsr, "in"), w(tt.egDprsr, egDprsr, "inout"), w(tt.egOport, egOport, "inout")}))
 	c.tnaRole = "egress deparser"
-	t.egDeparser = ctl(5, c.bindTNA(cd(5).params, cd(5).p, "egress deparser", 3, []tnaParam{pout, w(eh, ehBase, "inout", "in"),
+	t.egDeparser = ctl(5, c.bindTNA(cd(5).Params, cd(5).P, "egress deparser", 3, []tnaParam{pout, w(eh, ehBase, "inout", "in"),
 		w(em, emBase, "in"), w(tt.egDprsr, egDprsr, "in"), w(tt.egIntr, egIntr, "in"), w(tt.egPrsr, egPrsr, "in")}))
 	c.tnaRole = ""
 	t.igErrSeen = c.mentioned[t.igPrsrErr]

@@ -2,6 +2,7 @@ package target
 
 import (
 	configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
+	"github.com/swordbox/swordbox/p4/target/frontend"
 )
 
 // tna.p4's externs: Register, RegisterAction, RegisterParam, Hash,
@@ -55,7 +56,7 @@ func (l *cellLayout) pack(slots []uint64) uint64 {
 	return v
 }
 
-func (c *compiler) cellLayoutOf(t *ptype, at pos) *cellLayout {
+func (c *compiler) cellLayoutOf(t *ptype, at frontend.Pos) *cellLayout {
 	switch t.kind {
 	case kBit:
 		return &cellLayout{shifts: []uint{0}, masks: []uint64{mask(t.width)}, width: t.width}
@@ -93,77 +94,77 @@ var tnaRefused = map[string]bool{
 
 // ctorArgs orders an instantiation's arguments, positional or named, by
 // the constructor's parameter names; the first required are mandatory.
-func (c *compiler) ctorArgs(d *instDecl, names []string, required int) []expr {
-	out := make([]expr, len(names))
+func (c *compiler) ctorArgs(d *frontend.InstDecl, names []string, required int) []frontend.Expr {
+	out := make([]frontend.Expr, len(names))
 	named := false
-	for i, a := range d.args {
-		if na, ok := a.(*namedArg); ok {
+	for i, a := range d.Args {
+		if na, ok := a.(*frontend.NamedArg); ok {
 			named = true
 			k := -1
 			for j, n := range names {
-				if n == na.name {
+				if n == na.Name {
 					k = j
 				}
 			}
 			if k < 0 {
-				c.fail(na.p, "%s has no constructor parameter %s", d.t.name, na.name)
+				c.fail(na.P, "%s has no constructor parameter %s", d.T.Name, na.Name)
 			}
 			if out[k] != nil {
-				c.fail(na.p, "%s: argument %s given twice", d.t.name, na.name)
+				c.fail(na.P, "%s: argument %s given twice", d.T.Name, na.Name)
 			}
-			out[k] = na.e
+			out[k] = na.E
 			continue
 		}
 		if named {
-			c.fail(a.exprPos(), "%s: positional argument after named ones", d.t.name)
+			c.fail(a.ExprPos(), "%s: positional argument after named ones", d.T.Name)
 		}
 		if i >= len(names) {
-			c.fail(a.exprPos(), "%s takes at most %d constructor arguments", d.t.name, len(names))
+			c.fail(a.ExprPos(), "%s takes at most %d constructor arguments", d.T.Name, len(names))
 		}
 		out[i] = a
 	}
 	for i := 0; i < required; i++ {
 		if out[i] == nil {
-			c.fail(d.p, "%s needs its constructor argument %s", d.t.name, names[i])
+			c.fail(d.P, "%s needs its constructor argument %s", d.T.Name, names[i])
 		}
 	}
 	return out
 }
 
 // tnaEnum evaluates a constant of the tna enum named typ.
-func (c *compiler) tnaEnum(sc *scope, e expr, typ string) uint64 {
+func (c *compiler) tnaEnum(sc *scope, e frontend.Expr, typ string) uint64 {
 	v := c.expr(sc, e)
 	s := c.global.lookup(typ)
 	if s == nil || v.t != s.t || !v.isConst {
-		c.fail(e.exprPos(), "expected a %s constant", typ)
+		c.fail(e.ExprPos(), "expected a %s constant", typ)
 	}
 	return v.k
 }
 
 // declareTNAExtern declares an instance of a tna extern.
-func (c *compiler) declareTNAExtern(sc *scope, d *instDecl, x *externC) *externC {
+func (c *compiler) declareTNAExtern(sc *scope, d *frontend.InstDecl, x *externC) *externC {
 	p := c.prog
 	x.tna = true
-	targs := d.t.args
+	targs := d.T.Args
 	nargs := func(n int) {
 		if len(targs) != n {
-			c.fail(d.p, "%s takes %d type arguments, got %d", d.t.name, n, len(targs))
+			c.fail(d.P, "%s takes %d type arguments, got %d", d.T.Name, n, len(targs))
 		}
 	}
-	if len(d.methods) != 0 && d.t.name != "RegisterAction" && d.t.name != "DirectRegisterAction" {
-		c.fail(d.p, "%s instances have no initializer block", d.t.name)
+	if len(d.Methods) != 0 && d.T.Name != "RegisterAction" && d.T.Name != "DirectRegisterAction" {
+		c.fail(d.P, "%s instances have no initializer block", d.T.Name)
 	}
-	switch d.t.name {
+	switch d.T.Name {
 	case "Register":
 		if len(targs) != 2 && len(targs) != 1 {
-			c.fail(d.p, "Register takes type arguments <T, I>")
+			c.fail(d.P, "Register takes type arguments <T, I>")
 		}
 		x.t = c.resolveType(sc, targs[0])
-		x.layout = c.cellLayoutOf(x.t, d.p)
-		if len(targs) == 2 && targs[1].kind != "dontcare" {
+		x.layout = c.cellLayoutOf(x.t, d.P)
+		if len(targs) == 2 && targs[1].Kind != "dontcare" {
 			x.idxT = c.resolveType(sc, targs[1])
 			if x.idxT.kind != kBit {
-				c.fail(targs[1].p, "register index type must be bit<W>, found %s", x.idxT)
+				c.fail(targs[1].P, "register index type must be bit<W>, found %s", x.idxT)
 			}
 		}
 		args := c.ctorArgs(d, []string{"size", "initial_value"}, 1)
@@ -178,41 +179,41 @@ func (c *compiler) declareTNAExtern(sc *scope, d *instDecl, x *externC) *externC
 		nargs(1)
 		x.t = c.resolveType(sc, targs[0])
 		if x.t.kind != kBit {
-			c.fail(d.p, "RegisterParam<T>: T must be bit<W>, found %s", x.t)
+			c.fail(d.P, "RegisterParam<T>: T must be bit<W>, found %s", x.t)
 		}
 		args := c.ctorArgs(d, []string{"initial_value"}, 1)
 		x.init = c.constValue(sc, args[0], x.t)
 	case "RegisterAction":
 		nargs(3)
 		args := c.ctorArgs(d, []string{"reg"}, 1)
-		id, ok := args[0].(*identExpr)
+		id, ok := args[0].(*frontend.IdentExpr)
 		var s *symbol
 		if ok {
-			s = sc.lookup(id.name)
+			s = sc.lookup(id.Name)
 		}
 		if s == nil || s.kind != sExtern || s.ext.kind != "register" || !s.ext.tna {
-			c.fail(args[0].exprPos(), "RegisterAction needs a Register instance")
+			c.fail(args[0].ExprPos(), "RegisterAction needs a Register instance")
 		}
 		reg := s.ext
 		t := c.resolveType(sc, targs[0])
 		if t != reg.t {
-			c.fail(targs[0].p, "RegisterAction value type %s differs from register %s's %s", t, id.name, reg.t)
+			c.fail(targs[0].P, "RegisterAction value type %s differs from register %s's %s", t, id.Name, reg.t)
 		}
-		if targs[1].kind != "dontcare" {
+		if targs[1].Kind != "dontcare" {
 			it := c.resolveType(sc, targs[1])
 			if reg.idxT != nil && it != reg.idxT {
-				c.fail(targs[1].p, "RegisterAction index type %s differs from register %s's %s", it, id.name, reg.idxT)
+				c.fail(targs[1].P, "RegisterAction index type %s differs from register %s's %s", it, id.Name, reg.idxT)
 			}
 		}
 		u := c.resolveType(sc, targs[2])
 		if u.kind != kBit && u.kind != kBool {
-			c.fail(targs[2].p, "RegisterAction return type must be bit<W> or bool, found %s", u)
+			c.fail(targs[2].P, "RegisterAction return type must be bit<W> or bool, found %s", u)
 		}
 		x.ra = c.registerAction(sc, d, reg, t, u)
 	case "DirectRegister":
 		nargs(1)
 		x.t = c.resolveType(sc, targs[0])
-		x.layout = c.cellLayoutOf(x.t, d.p)
+		x.layout = c.cellLayoutOf(x.t, d.P)
 		args := c.ctorArgs(d, []string{"initial_value"}, 0)
 		if args[0] != nil {
 			x.init = c.cellConst(sc, args[0], x.t, x.layout)
@@ -221,28 +222,28 @@ func (c *compiler) declareTNAExtern(sc *scope, d *instDecl, x *externC) *externC
 	case "DirectRegisterAction":
 		nargs(2)
 		args := c.ctorArgs(d, []string{"reg"}, 1)
-		id, ok := args[0].(*identExpr)
+		id, ok := args[0].(*frontend.IdentExpr)
 		var s *symbol
 		if ok {
-			s = sc.lookup(id.name)
+			s = sc.lookup(id.Name)
 		}
 		if s == nil || s.kind != sExtern || s.ext.kind != "direct_register" {
-			c.fail(args[0].exprPos(), "DirectRegisterAction needs a DirectRegister instance")
+			c.fail(args[0].ExprPos(), "DirectRegisterAction needs a DirectRegister instance")
 		}
 		t := c.resolveType(sc, targs[0])
 		if t != s.ext.t {
-			c.fail(targs[0].p, "DirectRegisterAction value type %s differs from direct register %s's %s", t, id.name, s.ext.t)
+			c.fail(targs[0].P, "DirectRegisterAction value type %s differs from direct register %s's %s", t, id.Name, s.ext.t)
 		}
 		u := c.resolveType(sc, targs[1])
 		if u.kind != kBit && u.kind != kBool {
-			c.fail(targs[1].p, "DirectRegisterAction return type must be bit<W> or bool, found %s", u)
+			c.fail(targs[1].P, "DirectRegisterAction return type must be bit<W> or bool, found %s", u)
 		}
 		x.ra = c.registerAction(sc, d, s.ext, t, u)
 	case "Hash":
 		nargs(1)
 		w := c.resolveType(sc, targs[0])
 		if w.kind != kBit {
-			c.fail(targs[0].p, "Hash<W>: W must be bit<W>, found %s", w)
+			c.fail(targs[0].P, "Hash<W>: W must be bit<W>, found %s", w)
 		}
 		x.t = w
 		args := c.ctorArgs(d, []string{"algo", "poly"}, 1)
@@ -251,16 +252,16 @@ func (c *compiler) declareTNAExtern(sc *scope, d *instDecl, x *externC) *externC
 		nargs(1)
 		t := c.resolveType(sc, targs[0])
 		if t.kind != kBit || t.width < 8 {
-			c.fail(targs[0].p, "CRCPolynomial<T>: T must be bit<W> with 8 <= W <= 64, found %s", t)
+			c.fail(targs[0].P, "CRCPolynomial<T>: T must be bit<W> with 8 <= W <= 64, found %s", t)
 		}
 		args := c.ctorArgs(d, []string{"coeff", "reversed", "msb", "extended", "init", "xor"}, 6)
 		coeff := c.constValue(sc, args[0], t)
 		rev := c.constValue(sc, args[1], boolT) != 0
 		if c.constValue(sc, args[2], boolT) != 0 {
-			c.fail(args[2].exprPos(), "CRCPolynomial with msb = true is not supported")
+			c.fail(args[2].ExprPos(), "CRCPolynomial with msb = true is not supported")
 		}
 		if c.constValue(sc, args[3], boolT) != 0 {
-			c.fail(args[3].exprPos(), "CRCPolynomial with extended = true is not supported")
+			c.fail(args[3].ExprPos(), "CRCPolynomial with extended = true is not supported")
 		}
 		init := c.constValue(sc, args[4], t)
 		xor := c.constValue(sc, args[5], t)
@@ -269,14 +270,14 @@ func (c *compiler) declareTNAExtern(sc *scope, d *instDecl, x *externC) *externC
 		nargs(1)
 		x.t = c.resolveType(sc, targs[0])
 		if x.t.kind != kBit {
-			c.fail(targs[0].p, "Random<W>: W must be bit<W>, found %s", x.t)
+			c.fail(targs[0].P, "Random<W>: W must be bit<W>, found %s", x.t)
 		}
-		if len(d.args) != 0 {
-			c.fail(d.p, "Random takes no constructor arguments")
+		if len(d.Args) != 0 {
+			c.fail(d.P, "Random takes no constructor arguments")
 		}
 	case "Checksum":
-		if len(targs) != 0 || len(d.args) != 0 {
-			c.fail(d.p, "Checksum takes no arguments: Checksum()")
+		if len(targs) != 0 || len(d.Args) != 0 {
+			c.fail(d.P, "Checksum takes no arguments: Checksum()")
 		}
 		x.slot = c.alloc(1)
 	case "Counter":
@@ -304,7 +305,7 @@ func (c *compiler) declareTNAExtern(sc *scope, d *instDecl, x *externC) *externC
 		p.meters = append(p.meters, x)
 	case "DirectMeter":
 		if len(targs) != 0 {
-			c.fail(d.p, "DirectMeter takes no type arguments")
+			c.fail(d.P, "DirectMeter takes no type arguments")
 		}
 		args := c.ctorArgs(d, []string{"type"}, 1)
 		x.munit = c.tnaMeterUnit(sc, args[0])
@@ -314,29 +315,29 @@ func (c *compiler) declareTNAExtern(sc *scope, d *instDecl, x *externC) *externC
 		x.idx = len(p.directMeters)
 		p.directMeters = append(p.directMeters, x)
 	default:
-		c.fail(d.p, "unknown extern %s", d.t.name)
+		c.fail(d.P, "unknown extern %s", d.T.Name)
 	}
 	return x
 }
 
 // cellConst evaluates a register's initial value: a constant, or for a
 // struct cell a list of constants, one per field.
-func (c *compiler) cellConst(sc *scope, e expr, t *ptype, l *cellLayout) uint64 {
+func (c *compiler) cellConst(sc *scope, e frontend.Expr, t *ptype, l *cellLayout) uint64 {
 	if t.kind != kStruct {
 		return c.constValue(sc, e, t)
 	}
-	list, ok := e.(*listExpr)
-	if !ok || len(list.elems) != len(t.fields) {
-		c.fail(e.exprPos(), "initial value of a %s register: a list of %d constants", t, len(t.fields))
+	list, ok := e.(*frontend.ListExpr)
+	if !ok || len(list.Elems) != len(t.fields) {
+		c.fail(e.ExprPos(), "initial value of a %s register: a list of %d constants", t, len(t.fields))
 	}
 	slots := make([]uint64, len(t.fields))
 	for i, f := range t.fields {
-		slots[i] = c.constValue(sc, list.elems[i], f.t)
+		slots[i] = c.constValue(sc, list.Elems[i], f.t)
 	}
 	return l.pack(slots)
 }
 
-func (c *compiler) tnaCounterUnit(sc *scope, e expr) configv1.CounterSpec_Unit {
+func (c *compiler) tnaCounterUnit(sc *scope, e frontend.Expr) configv1.CounterSpec_Unit {
 	switch c.tnaEnum(sc, e, "CounterType_t") {
 	case 0:
 		return configv1.CounterSpec_PACKETS
@@ -346,7 +347,7 @@ func (c *compiler) tnaCounterUnit(sc *scope, e expr) configv1.CounterSpec_Unit {
 	return configv1.CounterSpec_BOTH
 }
 
-func (c *compiler) tnaMeterUnit(sc *scope, e expr) configv1.MeterSpec_Unit {
+func (c *compiler) tnaMeterUnit(sc *scope, e frontend.Expr) configv1.MeterSpec_Unit {
 	if c.tnaEnum(sc, e, "MeterType_t") == 0 {
 		return configv1.MeterSpec_PACKETS
 	}
@@ -371,19 +372,19 @@ var (
 	crc64Spec = newCRC(64, 0x42f0e1eba9ea3693, false, 0, 0)
 )
 
-func (c *compiler) tnaHashAlgo(sc *scope, algo, poly expr) func([]byte) uint64 {
+func (c *compiler) tnaHashAlgo(sc *scope, algo, poly frontend.Expr) func([]byte) uint64 {
 	a := c.tnaEnum(sc, algo, "HashAlgorithm_t")
 	if poly != nil {
 		if a != tnaCustom {
-			c.fail(poly.exprPos(), "a CRCPolynomial goes with HashAlgorithm_t.CUSTOM")
+			c.fail(poly.ExprPos(), "a CRCPolynomial goes with HashAlgorithm_t.CUSTOM")
 		}
-		id, ok := poly.(*identExpr)
+		id, ok := poly.(*frontend.IdentExpr)
 		var s *symbol
 		if ok {
-			s = sc.lookup(id.name)
+			s = sc.lookup(id.Name)
 		}
 		if s == nil || s.kind != sExtern || s.ext.crc == nil {
-			c.fail(poly.exprPos(), "expected a CRCPolynomial instance")
+			c.fail(poly.ExprPos(), "expected a CRCPolynomial instance")
 		}
 		return s.ext.crc.sum
 	}
@@ -399,67 +400,67 @@ func (c *compiler) tnaHashAlgo(sc *scope, algo, poly expr) func([]byte) uint64 {
 	case tnaCRC64:
 		return crc64Spec.sum
 	case tnaCustom:
-		c.fail(algo.exprPos(), "HashAlgorithm_t.CUSTOM needs a CRCPolynomial: Hash<W>(HashAlgorithm_t.CUSTOM, poly)")
+		c.fail(algo.ExprPos(), "HashAlgorithm_t.CUSTOM needs a CRCPolynomial: Hash<W>(HashAlgorithm_t.CUSTOM, poly)")
 	}
-	c.fail(algo.exprPos(), "HashAlgorithm_t.RANDOM is not supported (IDENTITY, CRC8, CRC16, CRC32, CRC64 and CUSTOM are)")
+	c.fail(algo.ExprPos(), "HashAlgorithm_t.RANDOM is not supported (IDENTITY, CRC8, CRC16, CRC32, CRC64 and CUSTOM are)")
 	return nil
 }
 
 // registerAction compiles a RegisterAction's apply(inout T value[, out U
 // rv]) into slots of its own.
-func (c *compiler) registerAction(sc *scope, d *instDecl, reg *externC, t, u *ptype) *regAction {
-	var m *methodDecl
-	for _, md := range d.methods {
-		if md.name != "apply" {
-			c.fail(md.p, "RegisterAction method %s is not supported (apply is)", md.name)
+func (c *compiler) registerAction(sc *scope, d *frontend.InstDecl, reg *externC, t, u *ptype) *regAction {
+	var m *frontend.MethodDecl
+	for _, md := range d.Methods {
+		if md.Name != "apply" {
+			c.fail(md.P, "RegisterAction method %s is not supported (apply is)", md.Name)
 		}
 		if m != nil {
-			c.fail(md.p, "apply declared twice")
+			c.fail(md.P, "apply declared twice")
 		}
 		m = md
 	}
 	if m == nil {
-		c.fail(d.p, "RegisterAction %s needs an apply method: = { void apply(inout T value, out U rv) { ... } }", d.name)
+		c.fail(d.P, "RegisterAction %s needs an apply method: = { void apply(inout T value, out U rv) { ... } }", d.Name)
 	}
-	if m.ret.kind != "void" {
-		c.fail(m.p, "apply returns void")
+	if m.Ret.Kind != "void" {
+		c.fail(m.P, "apply returns void")
 	}
-	if len(m.params) < 1 || len(m.params) > 2 {
-		c.fail(m.p, "apply takes (inout T value) or (inout T value, out U rv)")
+	if len(m.Params) < 1 || len(m.Params) > 2 {
+		c.fail(m.P, "apply takes (inout T value) or (inout T value, out U rv)")
 	}
 	ra := &regAction{reg: reg, valT: t, rvT: u}
 	inner := newScope(sc)
-	v := m.params[0]
-	if vt := c.resolveType(sc, v.t); vt != t || v.dir != "inout" {
-		c.fail(v.p, "apply's first parameter must be inout %s", t)
+	v := m.Params[0]
+	if vt := c.resolveType(sc, v.T); vt != t || v.Dir != "inout" {
+		c.fail(v.P, "apply's first parameter must be inout %s", t)
 	}
 	ra.valB = c.alloc(t.size)
-	c.defineIn(inner, v.p, v.name, &symbol{kind: sVar, t: t, base: ra.valB})
+	c.defineIn(inner, v.P, v.Name, &symbol{kind: sVar, t: t, base: ra.valB})
 	ra.rvSlot = c.alloc(1)
-	if len(m.params) == 2 {
-		r := m.params[1]
-		if rt := c.resolveType(sc, r.t); rt != u || r.dir != "out" {
-			c.fail(r.p, "apply's second parameter must be out %s", u)
+	if len(m.Params) == 2 {
+		r := m.Params[1]
+		if rt := c.resolveType(sc, r.T); rt != u || r.Dir != "out" {
+			c.fail(r.P, "apply's second parameter must be out %s", u)
 		}
-		c.defineIn(inner, r.p, r.name, &symbol{kind: sVar, t: u, base: ra.rvSlot})
+		c.defineIn(inner, r.P, r.Name, &symbol{kind: sVar, t: u, base: ra.rvSlot})
 	}
 	saved := c.inAction
-	c.inAction = &actionC{name: d.name + ".apply", localName: "apply"}
-	ra.body = c.block(inner, m.body)
+	c.inAction = &actionC{name: d.Name + ".apply", localName: "apply"}
+	ra.body = c.block(inner, m.Body)
 	c.inAction = saved
 	return ra
 }
 
 // indexArg compiles a register index.
-func (c *compiler) indexArg(sc *scope, x *externC, e expr) exprFn {
+func (c *compiler) indexArg(sc *scope, x *externC, e frontend.Expr) exprFn {
 	want := x.idxT
 	v := c.expr(sc, e)
 	if v.t != nil && v.t.kind == kInt && want == nil {
 		want = bitT(32)
 	}
-	v = c.typed(c.convert(v, want, e.exprPos()), e.exprPos())
+	v = c.typed(c.convert(v, want, e.ExprPos()), e.ExprPos())
 	if v.t.kind != kBit {
-		c.fail(e.exprPos(), "register index must be bit<W>, found %s", v.t)
+		c.fail(e.ExprPos(), "register index must be bit<W>, found %s", v.t)
 	}
 	return v.fn
 }
@@ -474,20 +475,20 @@ func valCall(t *ptype, f exprFn) *val {
 }
 
 // tnaExternCall compiles a method call on a tna extern.
-func (c *compiler) tnaExternCall(sc *scope, x *externC, method string, e *callExpr) *val {
+func (c *compiler) tnaExternCall(sc *scope, x *externC, method string, e *frontend.CallExpr) *val {
 	if c.inParser && !(x.kind == "Checksum") {
-		c.fail(e.p, "%s cannot be used in a parser", x.kind)
+		c.fail(e.P, "%s cannot be used in a parser", x.kind)
 	}
 	nargs := func(n int, sig string) {
-		if len(e.args) != n {
-			c.fail(e.p, "%s.%s takes %s", x.kind, method, sig)
+		if len(e.Args) != n {
+			c.fail(e.P, "%s.%s takes %s", x.kind, method, sig)
 		}
 	}
 	switch x.kind + "." + method {
 	case "RegisterAction.execute":
 		nargs(1, "(index)")
 		ra := x.ra
-		ix := c.indexArg(sc, ra.reg, e.args[0])
+		ix := c.indexArg(sc, ra.reg, e.Args[0])
 		ridx := ra.reg.idx
 		return valCall(ra.rvT, func(s *pktState) uint64 {
 			s.dev.touchRegister(ridx)
@@ -520,9 +521,9 @@ func (c *compiler) tnaExternCall(sc *scope, x *externC, method string, e *callEx
 	case "register.read":
 		nargs(1, "(index)")
 		if x.t.kind != kBit {
-			c.fail(e.p, "Register.read of a %s register is not supported (use a RegisterAction)", x.t)
+			c.fail(e.P, "Register.read of a %s register is not supported (use a RegisterAction)", x.t)
 		}
-		ix := c.indexArg(sc, x, e.args[0])
+		ix := c.indexArg(sc, x, e.Args[0])
 		ridx := x.idx
 		return valCall(x.t, func(s *pktState) uint64 {
 			s.dev.touchRegister(ridx)
@@ -535,10 +536,10 @@ func (c *compiler) tnaExternCall(sc *scope, x *externC, method string, e *callEx
 	case "register.write":
 		nargs(2, "(index, value)")
 		if x.t.kind != kBit {
-			c.fail(e.p, "Register.write of a %s register is not supported (use a RegisterAction)", x.t)
+			c.fail(e.P, "Register.write of a %s register is not supported (use a RegisterAction)", x.t)
 		}
-		ix := c.indexArg(sc, x, e.args[0])
-		v := c.typed(c.rvalue(sc, e.args[1], x.t), e.args[1].exprPos()).fn
+		ix := c.indexArg(sc, x, e.Args[0])
+		v := c.typed(c.rvalue(sc, e.Args[1], x.t), e.Args[1].ExprPos()).fn
 		ridx := x.idx
 		return &val{t: voidT, st: func(s *pktState) flow {
 			s.dev.touchRegister(ridx)
@@ -553,7 +554,7 @@ func (c *compiler) tnaExternCall(sc *scope, x *externC, method string, e *callEx
 		return constVal(x.t, x.init)
 	case "Hash.get":
 		nargs(1, "(data)")
-		data := c.dataList(sc, e.args[0])
+		data := c.dataList(sc, e.Args[0])
 		f, m := x.algo, mask(x.t.width)
 		return valCall(x.t, func(s *pktState) uint64 { return f(packData(s, data)) & m })
 	case "Random.get":
@@ -562,7 +563,7 @@ func (c *compiler) tnaExternCall(sc *scope, x *externC, method string, e *callEx
 		return valCall(x.t, func(s *pktState) uint64 { return s.dev.random() & m })
 	case "Checksum.add", "Checksum.subtract":
 		nargs(1, "(data)")
-		data := c.dataList(sc, e.args[0])
+		data := c.dataList(sc, e.Args[0])
 		acc, sub := x.slot, method == "subtract"
 		return &val{t: voidT, st: func(s *pktState) flow {
 			sum := onesSum(packData(s, data), sub)
@@ -578,13 +579,13 @@ func (c *compiler) tnaExternCall(sc *scope, x *externC, method string, e *callEx
 		acc := x.slot
 		return valCall(bitT(16), func(s *pktState) uint64 { return ^foldSum(s.slots[acc]) & 0xffff })
 	case "Checksum.update":
-		if len(e.args) != 1 && len(e.args) != 2 {
-			c.fail(e.p, "Checksum.update takes (data) or (data, zeros_as_ones)")
+		if len(e.Args) != 1 && len(e.Args) != 2 {
+			c.fail(e.P, "Checksum.update takes (data) or (data, zeros_as_ones)")
 		}
-		data := c.dataList(sc, e.args[0])
+		data := c.dataList(sc, e.Args[0])
 		zao := false
-		if len(e.args) == 2 {
-			zao = c.constValue(sc, e.args[1], boolT) != 0
+		if len(e.Args) == 2 {
+			zao = c.constValue(sc, e.Args[1], boolT) != 0
 		}
 		return valCall(bitT(16), func(s *pktState) uint64 {
 			v := csum16(packData(s, data))
@@ -594,15 +595,15 @@ func (c *compiler) tnaExternCall(sc *scope, x *externC, method string, e *callEx
 			return v
 		})
 	case "counter.count", "direct_counter.count":
-		if len(e.args) > 0 && x.kind == "direct_counter" || len(e.args) > 1 {
-			c.fail(e.p, "%s.count with adjust_byte_count is not supported", x.kind)
+		if len(e.Args) > 0 && x.kind == "direct_counter" || len(e.Args) > 1 {
+			c.fail(e.P, "%s.count with adjust_byte_count is not supported", x.kind)
 		}
 		return &val{t: voidT, st: c.externCall0(sc, x, method, e)}
 	case "meter.execute":
-		if len(e.args) != 1 {
-			c.fail(e.p, "Meter.execute takes (index) on this target (color-aware metering and adjust_byte_count are not supported)")
+		if len(e.Args) != 1 {
+			c.fail(e.P, "Meter.execute takes (index) on this target (color-aware metering and adjust_byte_count are not supported)")
 		}
-		ix := c.typed(c.rvalue(sc, e.args[0], bitT(32)), e.args[0].exprPos()).fn
+		ix := c.typed(c.rvalue(sc, e.Args[0], bitT(32)), e.Args[0].ExprPos()).fn
 		idx, unit := x.idx, x.munit
 		return valCall(bitT(8), func(s *pktState) uint64 {
 			cells := s.dev.meters[idx]
@@ -613,13 +614,13 @@ func (c *compiler) tnaExternCall(sc *scope, x *externC, method string, e *callEx
 			return tnaColor(v)
 		})
 	case "direct_meter.execute":
-		if len(e.args) != 0 {
-			c.fail(e.p, "DirectMeter.execute takes no arguments on this target")
+		if len(e.Args) != 0 {
+			c.fail(e.P, "DirectMeter.execute takes no arguments on this target")
 		}
 		ms := x.slot
 		return valCall(bitT(8), func(s *pktState) uint64 { return tnaColor(s.slots[ms]) })
 	}
-	c.fail(e.p, "%s has no method %s on this target", x.kind, method)
+	c.fail(e.P, "%s has no method %s on this target", x.kind, method)
 	return nil
 }
 

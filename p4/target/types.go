@@ -2,6 +2,7 @@ package target
 
 import (
 	"fmt"
+	"github.com/swordbox/swordbox/p4/target/frontend"
 	"math/big"
 )
 
@@ -33,7 +34,7 @@ type ptype struct {
 	bits    int // header: total width in bits
 	members []string
 	values  []uint64 // serializable enum member values
-	anns    []annotation
+	anns    []frontend.Annotation
 }
 
 // pfield is a member of a header or struct. off is the slot offset from
@@ -43,7 +44,7 @@ type pfield struct {
 	t      *ptype
 	off    int
 	bitOff int
-	anns   []annotation
+	anns   []frontend.Annotation
 	ro     string // why the program may not write it ("" = it may)
 }
 

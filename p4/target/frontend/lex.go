@@ -1,37 +1,42 @@
-package target
+package frontend
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"math/big"
+	"os"
+	"path/filepath"
 	"strings"
 )
 
-// tokKind classifies a token.
-type tokKind int
+// TokKind classifies a token.
+type TokKind int
 
 const (
-	tEOF tokKind = iota
-	tIdent
-	tInt
-	tString
-	tPunct // operators and punctuation; text holds the spelling
+	TEOF TokKind = iota
+	TIdent
+	TInt
+	TString
+	TPunct // operators and punctuation; text holds the spelling
 )
 
 // pos is a source position (1-based line and column) in file (empty: the
 // file being compiled).
-type pos struct {
-	line, col int
+type Pos struct {
+	Line, Col int
 	file      string
 }
 
-// token is one lexical token. For tInt, val holds the magnitude, width the
+// Token is one lexical token. For tInt, val holds the magnitude, width the
 // explicit width (0 when the literal has none) and signed whether it was
 // written with an 's' width prefix.
-type token struct {
-	kind   tokKind
-	text   string
-	p      pos
-	val    *big.Int
+type Token struct {
+	Kind   TokKind
+	Text   string
+	p      Pos
+	Val    *big.Int
 	width  int
 	signed bool
 	// adj reports that the token follows the previous one without white
@@ -40,18 +45,18 @@ type token struct {
 }
 
 // srcError is a front-end error carrying file, line and column.
-type srcError struct {
-	file string
-	p    pos
-	msg  string
+type SrcError struct {
+	File string
+	P    Pos
+	Msg  string
 }
 
-func (e *srcError) Error() string {
-	file := e.file
-	if e.p.file != "" {
-		file = e.p.file
+func (e *SrcError) Error() string {
+	file := e.File
+	if e.P.file != "" {
+		file = e.P.file
 	}
-	return fmt.Sprintf("%s:%d:%d: %s", file, e.p.line, e.p.col, e.msg)
+	return fmt.Sprintf("%s:%d:%d: %s", file, e.P.Line, e.P.Col, e.Msg)
 }
 
 // puncts lists multi-character operators, longest first.
@@ -79,7 +84,7 @@ type lexer struct {
 	i      int
 	line   int
 	col    int
-	macros map[string][]token
+	macros map[string][]Token
 	ctx    *lexCtx
 	conds  []condFrame
 }
@@ -87,7 +92,7 @@ type lexer struct {
 // lexCtx is what the lexers of one program (its file and the files it
 // includes) share.
 type lexCtx struct {
-	opts     *CompileOptions
+	opts     *Options
 	depth    int  // include nesting
 	tna      bool // <tna.p4> was included
 	v1model  bool // <v1model.p4> was included
@@ -96,7 +101,7 @@ type lexCtx struct {
 
 // condFrame is one open #if/#ifdef/#ifndef.
 type condFrame struct {
-	p       pos
+	p       Pos
 	active  bool // the current branch is being compiled
 	taken   bool // some branch of this conditional was taken
 	outer   bool // the enclosing text is being compiled
@@ -109,14 +114,14 @@ const (
 	maxSourceBytes  = 16 << 20
 )
 
-func lex(file string, src []byte) ([]token, error) {
-	return lexWith(file, src, &lexCtx{opts: &CompileOptions{}})
+func lex(file string, src []byte) ([]Token, error) {
+	return lexWith(file, src, &lexCtx{opts: &Options{}})
 }
 
-func lexWith(file string, src []byte, ctx *lexCtx) ([]token, error) {
-	lx := &lexer{file: file, src: string(src), line: 1, col: 1, macros: map[string][]token{}, ctx: ctx}
+func lexWith(file string, src []byte, ctx *lexCtx) ([]Token, error) {
+	lx := &lexer{file: file, src: string(src), line: 1, col: 1, macros: map[string][]Token{}, ctx: ctx}
 	for k, v := range ctx.opts.Defines {
-		body, err := lx.macroBody(k, v, pos{line: 1, col: 1, file: "<defines>"})
+		body, err := lx.macroBody(k, v, Pos{Line: 1, Col: 1, file: "<defines>"})
 		if err != nil {
 			return nil, err
 		}
@@ -126,10 +131,10 @@ func lexWith(file string, src []byte, ctx *lexCtx) ([]token, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(out, token{kind: tEOF, p: lx.pos()}), nil
+	return append(out, Token{Kind: TEOF, p: lx.pos()}), nil
 }
 
-func (lx *lexer) pos() pos { return pos{line: lx.line, col: lx.col, file: lx.file} }
+func (lx *lexer) pos() Pos { return Pos{Line: lx.line, Col: lx.col, file: lx.file} }
 
 // active reports whether text at the cursor is compiled (not in a false
 // conditional branch).
@@ -138,7 +143,7 @@ func (lx *lexer) active() bool {
 }
 
 // run appends the tokens of lx's source (without EOF) to out.
-func (lx *lexer) run(out []token) ([]token, error) {
+func (lx *lexer) run(out []Token) ([]Token, error) {
 	lx.ctx.srcBytes += len(lx.src)
 	if lx.ctx.srcBytes > maxSourceBytes {
 		return nil, lx.errf(lx.pos(), "program too long (more than %d bytes with its includes)", maxSourceBytes)
@@ -173,13 +178,13 @@ func (lx *lexer) run(out []token) ([]token, error) {
 		if err != nil {
 			return nil, err
 		}
-		if t.kind == tEOF {
+		if t.Kind == TEOF {
 			break
 		}
 		t.adj = prevEnd == start
 		prevEnd = lx.i
-		if t.kind == tIdent {
-			if body, ok := lx.macros[t.text]; ok {
+		if t.Kind == TIdent {
+			if body, ok := lx.macros[t.Text]; ok {
 				for _, b := range body {
 					b.p = t.p
 					out = append(out, b)
@@ -201,8 +206,8 @@ func (lx *lexer) run(out []token) ([]token, error) {
 	return out, nil
 }
 
-func (lx *lexer) errf(p pos, format string, args ...any) error {
-	return &srcError{file: lx.file, p: p, msg: fmt.Sprintf(format, args...)}
+func (lx *lexer) errf(p Pos, format string, args ...any) error {
+	return &SrcError{File: lx.file, P: p, Msg: fmt.Sprintf(format, args...)}
 }
 
 func (lx *lexer) atLineStart() bool {
@@ -257,7 +262,7 @@ func (lx *lexer) skipSpace() error {
 
 // directive handles one preprocessor line, appending to out the tokens it
 // contributes (those of an included file).
-func (lx *lexer) directive(out []token) ([]token, error) {
+func (lx *lexer) directive(out []Token) ([]Token, error) {
 	p := lx.pos()
 	end := strings.IndexByte(lx.src[lx.i:], '\n')
 	if end < 0 {
@@ -367,9 +372,9 @@ func (lx *lexer) directive(out []token) ([]token, error) {
 
 // macroBody lexes the body of an object-like macro, expanding the macros
 // it uses.
-func (lx *lexer) macroBody(name, text string, p pos) ([]token, error) {
-	sub := &lexer{file: p.file, src: text, line: p.line, col: 1, macros: lx.macros, ctx: lx.ctx}
-	var body []token
+func (lx *lexer) macroBody(name, text string, p Pos) ([]Token, error) {
+	sub := &lexer{file: p.file, src: text, line: p.Line, col: 1, macros: lx.macros, ctx: lx.ctx}
+	var body []Token
 	for {
 		if err := sub.skipSpace(); err != nil {
 			return nil, err
@@ -378,11 +383,11 @@ func (lx *lexer) macroBody(name, text string, p pos) ([]token, error) {
 		if err != nil {
 			return nil, err
 		}
-		if t.kind == tEOF {
+		if t.Kind == TEOF {
 			break
 		}
-		if t.kind == tIdent {
-			if mb, ok := lx.macros[t.text]; ok {
+		if t.Kind == TIdent {
+			if mb, ok := lx.macros[t.Text]; ok {
 				body = append(body, mb...)
 				continue
 			}
@@ -400,8 +405,8 @@ func (lx *lexer) macroBody(name, text string, p pos) ([]token, error) {
 
 // include handles #include <...> (the built-in architecture files) and
 // #include "file" (a user file, looked up beside the including file, then
-// in CompileOptions.IncludeDirs in order).
-func (lx *lexer) include(out []token, arg string, p pos) ([]token, error) {
+// in Options.IncludeDirs in order).
+func (lx *lexer) include(out []Token, arg string, p Pos) ([]Token, error) {
 	switch arg {
 	case "<core.p4>":
 		return out, nil
@@ -443,9 +448,9 @@ func (lx *lexer) include(out []token, arg string, p pos) ([]token, error) {
 // evalIf evaluates the expression of #if or #elif: integers, macros
 // (undefined names are 0), defined(NAME), ! ~ * / % + - < <= > >= == !=
 // & ^ | && || and parentheses, as the C preprocessor does.
-func (lx *lexer) evalIf(text string, p pos) (int64, error) {
-	sub := &lexer{file: p.file, src: text, line: p.line, col: 1, macros: map[string][]token{}, ctx: lx.ctx}
-	var toks []token
+func (lx *lexer) evalIf(text string, p Pos) (int64, error) {
+	sub := &lexer{file: p.file, src: text, line: p.Line, col: 1, macros: map[string][]Token{}, ctx: lx.ctx}
+	var toks []Token
 	for {
 		if err := sub.skipSpace(); err != nil {
 			return 0, err
@@ -454,41 +459,41 @@ func (lx *lexer) evalIf(text string, p pos) (int64, error) {
 		if err != nil {
 			return 0, err
 		}
-		if t.kind == tEOF {
+		if t.Kind == TEOF {
 			break
 		}
 		toks = append(toks, t)
 	}
 	// defined(X) / defined X, then macro expansion.
-	var ex []token
+	var ex []Token
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
-		if t.kind == tIdent && t.text == "defined" {
+		if t.Kind == TIdent && t.Text == "defined" {
 			j := i + 1
-			paren := j < len(toks) && toks[j].text == "("
+			paren := j < len(toks) && toks[j].Text == "("
 			if paren {
 				j++
 			}
-			if j >= len(toks) || toks[j].kind != tIdent {
+			if j >= len(toks) || toks[j].Kind != TIdent {
 				return 0, lx.errf(p, "#if: defined needs a name")
 			}
-			_, def := lx.macros[toks[j].text]
+			_, def := lx.macros[toks[j].Text]
 			v := int64(0)
 			if def {
 				v = 1
 			}
-			ex = append(ex, token{kind: tInt, val: big.NewInt(v), p: t.p})
+			ex = append(ex, Token{Kind: TInt, Val: big.NewInt(v), p: t.p})
 			if paren {
 				j++
-				if j >= len(toks) || toks[j].text != ")" {
+				if j >= len(toks) || toks[j].Text != ")" {
 					return 0, lx.errf(p, "#if: defined( needs a )")
 				}
 			}
 			i = j
 			continue
 		}
-		if t.kind == tIdent {
-			if body, ok := lx.macros[t.text]; ok {
+		if t.Kind == TIdent {
+			if body, ok := lx.macros[t.Text]; ok {
 				ex = append(ex, body...)
 				continue
 			}
@@ -496,8 +501,8 @@ func (lx *lexer) evalIf(text string, p pos) (int64, error) {
 		ex = append(ex, t)
 	}
 	for i, t := range ex {
-		if t.kind == tIdent {
-			ex[i] = token{kind: tInt, val: new(big.Int), p: t.p}
+		if t.Kind == TIdent {
+			ex[i] = Token{Kind: TInt, Val: new(big.Int), p: t.p}
 		}
 	}
 	ev := &ppEval{toks: ex, lx: lx, p: p}
@@ -513,10 +518,10 @@ func (lx *lexer) evalIf(text string, p pos) (int64, error) {
 
 // ppEval is a precedence-climbing evaluator for #if expressions.
 type ppEval struct {
-	toks  []token
+	toks  []Token
 	i     int
 	lx    *lexer
-	p     pos
+	p     Pos
 	depth int
 }
 
@@ -537,8 +542,8 @@ func (ev *ppEval) expr(minPrec int) (int64, error) {
 	}
 	for ev.i < len(ev.toks) {
 		t := ev.toks[ev.i]
-		prec, ok := ppPrec[t.text]
-		if t.kind != tPunct || !ok || prec <= minPrec {
+		prec, ok := ppPrec[t.Text]
+		if t.Kind != TPunct || !ok || prec <= minPrec {
 			break
 		}
 		ev.i++
@@ -552,7 +557,7 @@ func (ev *ppEval) expr(minPrec int) (int64, error) {
 			}
 			return 0
 		}
-		switch t.text {
+		switch t.Text {
 		case "||":
 			l = b(l != 0 || r != 0)
 		case "&&":
@@ -585,7 +590,7 @@ func (ev *ppEval) expr(minPrec int) (int64, error) {
 			if r == 0 {
 				return 0, ev.lx.errf(ev.p, "#if: division by zero")
 			}
-			if t.text == "/" {
+			if t.Text == "/" {
 				l /= r
 			} else {
 				l %= r
@@ -602,22 +607,22 @@ func (ev *ppEval) unary() (int64, error) {
 	t := ev.toks[ev.i]
 	ev.i++
 	switch {
-	case t.kind == tInt:
-		if !t.val.IsInt64() {
-			return 0, ev.lx.errf(ev.p, "#if: integer %s too large", t.val)
+	case t.Kind == TInt:
+		if !t.Val.IsInt64() {
+			return 0, ev.lx.errf(ev.p, "#if: integer %s too large", t.Val)
 		}
-		return t.val.Int64(), nil
-	case t.kind == tPunct && t.text == "(":
+		return t.Val.Int64(), nil
+	case t.Kind == TPunct && t.Text == "(":
 		v, err := ev.expr(0)
 		if err != nil {
 			return 0, err
 		}
-		if ev.i >= len(ev.toks) || ev.toks[ev.i].text != ")" {
+		if ev.i >= len(ev.toks) || ev.toks[ev.i].Text != ")" {
 			return 0, ev.lx.errf(ev.p, "#if: missing )")
 		}
 		ev.i++
 		return v, nil
-	case t.kind == tPunct && (t.text == "!" || t.text == "-" || t.text == "~" || t.text == "+"):
+	case t.Kind == TPunct && (t.Text == "!" || t.Text == "-" || t.Text == "~" || t.Text == "+"):
 		ev.depth++
 		defer func() { ev.depth-- }()
 		if ev.depth > maxDepth {
@@ -627,7 +632,7 @@ func (ev *ppEval) unary() (int64, error) {
 		if err != nil {
 			return 0, err
 		}
-		switch t.text {
+		switch t.Text {
 		case "!":
 			if v == 0 {
 				return 1, nil
@@ -649,10 +654,10 @@ func isLetter(c byte) bool {
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
-func (lx *lexer) next() (token, error) {
+func (lx *lexer) next() (Token, error) {
 	p := lx.pos()
 	if lx.i >= len(lx.src) {
-		return token{kind: tEOF, p: p}, nil
+		return Token{Kind: TEOF, p: p}, nil
 	}
 	c := lx.src[lx.i]
 	switch {
@@ -661,7 +666,7 @@ func (lx *lexer) next() (token, error) {
 		for j < len(lx.src) && (isLetter(lx.src[j]) || isDigit(lx.src[j])) {
 			j++
 		}
-		t := token{kind: tIdent, text: lx.src[lx.i:j], p: p}
+		t := Token{Kind: TIdent, Text: lx.src[lx.i:j], p: p}
 		lx.advance(j - lx.i)
 		return t, nil
 	case isDigit(c):
@@ -675,31 +680,31 @@ func (lx *lexer) next() (token, error) {
 			j++
 		}
 		if j >= len(lx.src) || lx.src[j] != '"' {
-			return token{}, lx.errf(p, "unterminated string")
+			return Token{}, lx.errf(p, "unterminated string")
 		}
-		t := token{kind: tString, text: lx.src[lx.i+1 : j], p: p}
+		t := Token{Kind: TString, Text: lx.src[lx.i+1 : j], p: p}
 		lx.advance(j + 1 - lx.i)
 		return t, nil
 	}
 	for _, s := range puncts {
 		if strings.HasPrefix(lx.src[lx.i:], s) {
 			lx.advance(len(s))
-			return token{kind: tPunct, text: s, p: p}, nil
+			return Token{Kind: TPunct, Text: s, p: p}, nil
 		}
 	}
-	return token{}, lx.errf(p, "unexpected character %q", c)
+	return Token{}, lx.errf(p, "unexpected character %q", c)
 }
 
 // number lexes an integer literal: [width(w|s)]value with value decimal or
 // 0x/0o/0b/0d prefixed, '_' separators allowed.
-func (lx *lexer) number(p pos) (token, error) {
+func (lx *lexer) number(p Pos) (Token, error) {
 	j := lx.i
 	for j < len(lx.src) && (isLetter(lx.src[j]) || isDigit(lx.src[j])) {
 		j++
 	}
 	text := lx.src[lx.i:j]
 	lx.advance(j - lx.i)
-	t := token{kind: tInt, text: text, p: p}
+	t := Token{Kind: TInt, Text: text, p: p}
 	body := text
 	// width prefix: digits followed by w or s
 	k := 0
@@ -733,6 +738,72 @@ func (lx *lexer) number(p pos) (token, error) {
 	if !ok || body == "" {
 		return t, lx.errf(p, "bad integer literal %s", text)
 	}
-	t.val = v
+	t.Val = v
 	return t, nil
+}
+
+// Options are the front end's options.
+type Options struct {
+	// IncludeDirs are searched in order for #include "file" when the file
+	// is not found beside the file that includes it (as p4c's -I).
+	IncludeDirs []string
+	// Defines are object-like macros defined before the program (as
+	// p4c's -D NAME=VALUE).
+	Defines map[string]string
+	// ReadFile reads an included file; nil means the file system (regular
+	// files of at most 16 MiB).
+	ReadFile func(path string) ([]byte, error)
+}
+
+// readSource reads a program or an included file: a regular file of at
+// most maxSourceBytes (not a device, a FIFO or a directory).
+func ReadSource(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxSourceBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxSourceBytes {
+		return nil, fmt.Errorf("%s is longer than %d bytes", path, maxSourceBytes)
+	}
+	return b, nil
+}
+
+// find locates an included file: beside the including file from, then in
+// IncludeDirs in order.
+func (o *Options) find(name, from string) (string, []byte, error) {
+	read := o.ReadFile
+	if read == nil {
+		read = ReadSource
+	}
+	var cands []string
+	if filepath.IsAbs(name) {
+		cands = []string{name}
+	} else {
+		cands = append(cands, filepath.Join(filepath.Dir(from), name))
+		for _, d := range o.IncludeDirs {
+			cands = append(cands, filepath.Join(d, name))
+		}
+	}
+	for _, c := range cands {
+		b, err := read(c)
+		if err == nil {
+			return c, b, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return "", nil, err
+		}
+	}
+	return "", nil, fmt.Errorf("file not found (looked in %s)", strings.Join(cands, ", "))
 }

@@ -1,4 +1,4 @@
-package target
+package frontend
 
 // tnaPrelude is what #include <tna.p4> declares on this target: the types,
 // constants and intrinsic metadata of Tofino's TNA (tofino1 sizes), written
