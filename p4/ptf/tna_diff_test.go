@@ -43,7 +43,18 @@ import (
 // set is compared), and some registers are wider on TNA (a Tofino has no
 // 48-bit cell); their values must still be equal.
 
-const tnaProgramPath = "../tna/swordbox.p4"
+const (
+	tnaProgramPath = "../tna/swordbox.p4"
+	tnaP4InfoPath  = "../tna/swordbox.p4info.txtpb"
+)
+
+// TestTNAP4InfoUpToDate fails when p4/tna/swordbox.p4info.txtpb is not
+// the P4Info the target derives from p4/tna/swordbox.p4 (-update
+// rewrites it, as `swordbox p4info p4/tna/swordbox.p4` does).
+func TestTNAP4InfoUpToDate(t *testing.T) {
+	_, info := loadTNA(t)
+	checkP4InfoFile(t, tnaP4InfoPath, info)
+}
 
 // loadTNA compiles p4/tna/swordbox.p4.
 func loadTNA(t testing.TB) ([]byte, *configv1.P4Info) {
