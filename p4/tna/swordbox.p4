@@ -103,22 +103,22 @@ const bit<8> MODE_WRITE = 1;
 const bit<8> MODE_READ  = 2;
 
 /* Indices of the stats counter (docs/swordbox-p4.md, "Counters"). */
-const bit<8> STAT_ROCE            = 0;
-const bit<8> STAT_NODE_WRITES     = 1;
-const bit<8> STAT_CAS             = 2;
-const bit<8> STAT_CAS_STEERED     = 3;
-const bit<8> STAT_READS           = 4;
-const bit<8> STAT_READS_STEERED   = 5;
-const bit<8> STAT_READ_MISSES     = 6;
-const bit<8> STAT_RETRANSMITS     = 7;
-const bit<8> STAT_ACKS_CLEARED    = 8;
-const bit<8> STAT_LINK_TAKEOVER   = 9;
-const bit<8> STAT_TAIL_DROPPED    = 10;
-const bit<8> STAT_LINK_UNRESOLVED = 11;
-const bit<8> STAT_TAIL_CONFIRMED  = 12;
-const bit<8> STAT_TAIL_EXPIRED    = 13;
-const bit<8> STAT_CONFIRM_STALE   = 14;
-const bit<8> STAT_LINK_AMBIGUOUS  = 15;
+const bit<32> STAT_ROCE            = 0;
+const bit<32> STAT_NODE_WRITES     = 1;
+const bit<32> STAT_CAS             = 2;
+const bit<32> STAT_CAS_STEERED     = 3;
+const bit<32> STAT_READS           = 4;
+const bit<32> STAT_READS_STEERED   = 5;
+const bit<32> STAT_READ_MISSES     = 6;
+const bit<32> STAT_RETRANSMITS     = 7;
+const bit<32> STAT_ACKS_CLEARED    = 8;
+const bit<32> STAT_LINK_TAKEOVER   = 9;
+const bit<32> STAT_TAIL_DROPPED    = 10;
+const bit<32> STAT_LINK_UNRESOLVED = 11;
+const bit<32> STAT_TAIL_CONFIRMED  = 12;
+const bit<32> STAT_TAIL_EXPIRED    = 13;
+const bit<32> STAT_CONFIRM_STALE   = 14;
+const bit<32> STAT_LINK_AMBIGUOUS  = 15;
 const bit<32> STAT_COUNT          = 16;
 
 /* The delete mark in a next pointer (docs/clover-layout.md). */
@@ -747,11 +747,11 @@ control SwordboxIngress(inout headers_t hdr,
     Hash<map_slot_t>(HashAlgorithm_t.CRC32)  addr_hash_read;  /* a READ's VA */
 
     /* ---- counters ---- */
-    Counter<bit<64>, bit<8>>(STAT_COUNT, CounterType_t.PACKETS) stats;
-    Counter<bit<64>, key_slot_t>(KEY_SLOTS, CounterType_t.PACKETS) key_cas_steered;
-    Counter<bit<64>, key_slot_t>(KEY_SLOTS, CounterType_t.PACKETS) key_reads_steered;
-    Counter<bit<64>, key_slot_t>(KEY_SLOTS, CounterType_t.PACKETS) key_read_misses;
-    Counter<bit<64>, key_slot_t>(KEY_SLOTS, CounterType_t.PACKETS) key_retransmits;
+    Counter<bit<64>, bit<32>>(STAT_COUNT, CounterType_t.PACKETS) stats;
+    Counter<bit<64>, bit<32>>(KEY_SLOTS, CounterType_t.PACKETS) key_cas_steered;
+    Counter<bit<64>, bit<32>>(KEY_SLOTS, CounterType_t.PACKETS) key_reads_steered;
+    Counter<bit<64>, bit<32>>(KEY_SLOTS, CounterType_t.PACKETS) key_read_misses;
+    Counter<bit<64>, bit<32>>(KEY_SLOTS, CounterType_t.PACKETS) key_retransmits;
     DirectCounter<bit<64>>(CounterType_t.PACKETS_AND_BYTES) forward_counter;
 
     action drop() {
@@ -949,7 +949,7 @@ control SwordboxIngress(inout headers_t hdr,
                         meta.link_tracked = link_tracked_read.execute(meta.link_slot);
                         if (meta.link_tracked == 1) {
                             meta.key_slot = (key_slot_t)link_key_slot_read.execute(meta.link_slot);
-                            key_retransmits.count(meta.key_slot);
+                            key_retransmits.count((bit<32>)meta.key_slot);
                         }
                     } else {
                         if (meta.link_valid == 1) {
@@ -1018,7 +1018,7 @@ control SwordboxIngress(inout headers_t hdr,
                             hdr.atomic_eth.va = meta.tail_va_hi ++ meta.tail_va_lo;
                             hdr.atomic_eth.compare[18:11] = meta.tail_ver;
                             hdr.atomic_eth.swap[18:11] = meta.tail_ver;
-                            key_cas_steered.count(meta.key_slot);
+                            key_cas_steered.count((bit<32>)meta.key_slot);
                             stats.count(STAT_CAS_STEERED);
                         }
                     }
@@ -1049,13 +1049,13 @@ control SwordboxIngress(inout headers_t hdr,
                     if (meta.tail_fresh == 1) {
                         if (meta.tail_va_hi != hdr.reth.va[63:32] || meta.tail_va_lo != hdr.reth.va[31:0]) {
                             hdr.reth.va = meta.tail_va_hi ++ meta.tail_va_lo;
-                            key_reads_steered.count(meta.key_slot);
+                            key_reads_steered.count((bit<32>)meta.key_slot);
                             stats.count(STAT_READS_STEERED);
                         }
                     } else {
                         stats.count(STAT_READ_MISSES);
                         if (meta.tracked == 1) {
-                            key_read_misses.count(meta.key_slot);
+                            key_read_misses.count((bit<32>)meta.key_slot);
                         }
                     }
                 }
