@@ -298,7 +298,8 @@ const (
 
 // describe returns one line per entity, in the v1model program's names,
 // sorted; a TNA program's timestamps are described as the v1model
-// program's would be.
+// program's would be. Register cells and counters at zero are left out
+// (a cell zero on one side only still shows: as a line the other lacks).
 func (x *translator) describe(es []*p4v1.Entity, tna bool, ts tsMode) []string {
 	var out []string
 	match := func(te *p4v1.TableEntry) string {
@@ -315,6 +316,9 @@ func (x *translator) describe(es []*p4v1.Entity, tna bool, ts tsMode) []string {
 			re := e.GetRegisterEntry()
 			name := x.name[re.GetRegisterId()]
 			v := dec(re.GetData().GetBitstring())
+			if v == 0 {
+				continue
+			}
 			val := fmt.Sprint(v)
 			if tsRegisters[strings.TrimPrefix(name, prefix)] {
 				switch {
@@ -329,6 +333,9 @@ func (x *translator) describe(es []*p4v1.Entity, tna bool, ts tsMode) []string {
 			out = append(out, fmt.Sprintf("register %s[%d] = %s", name, re.GetIndex().GetIndex(), val))
 		case e.GetCounterEntry() != nil:
 			ce := e.GetCounterEntry()
+			if ce.GetData().GetPacketCount() == 0 && ce.GetData().GetByteCount() == 0 {
+				continue
+			}
 			out = append(out, fmt.Sprintf("counter %s[%d] = %d packets %d bytes", x.name[ce.GetCounterId()], ce.GetIndex().GetIndex(),
 				ce.GetData().GetPacketCount(), ce.GetData().GetByteCount()))
 		case e.GetDirectCounterEntry() != nil:
