@@ -59,6 +59,8 @@ type CellSpec struct {
 	MemoryWorkers int
 	// ReadTimeout is Clover's T_r (0: DefaultReadTimeout).
 	ReadTimeout time.Duration
+	// SwitchArch is the switch program's architecture ("": ArchV1Model).
+	SwitchArch string
 }
 
 // RunCell builds a rack for spec, loads the keys, runs the workload for the
@@ -81,7 +83,8 @@ func RunCell(ctx context.Context, spec CellSpec) (report.Cell, error) {
 		tracked = HottestKeys(w, spec.Keys, spec.Tracked, spec.Seed)
 	}
 	cr, err := NewCloverRack(ctx, CloverConfig{
-		Rack:        Config{Steering: steer, TrackedKeys: tracked, MemoryTiming: spec.Timing, MemoryWorkers: spec.MemoryWorkers},
+		Rack: Config{Steering: steer, TrackedKeys: tracked, MemoryTiming: spec.Timing, MemoryWorkers: spec.MemoryWorkers,
+			SwitchArch: spec.SwitchArch},
 		ClientHosts: spec.ClientHosts, Threads: spec.Threads, ValueSize: spec.ValueSize, Keys: spec.Keys,
 		ReadTimeout: spec.ReadTimeout,
 	})

@@ -35,6 +35,14 @@ func CheckSwitchArch(arch string) error {
 	return fmt.Errorf("switch architecture %q: want %s", arch, strings.Join(SwitchArchs, " or "))
 }
 
+// switchProgramName names the program of arch for reports.
+func switchProgramName(arch string) string {
+	if arch == ArchTNA {
+		return swp4.TNAFile + " (TNA)"
+	}
+	return swp4.SwordboxFile + " (v1model)"
+}
+
 // SwitchProgram compiles the switch program of architecture arch ("" is
 // v1model): the file at path if path is set, else the program built into
 // the binary for arch. It returns the program, the file name compiler
