@@ -89,11 +89,22 @@ type varDecl struct {
 
 // instDecl is an instantiation: Type<args>(ctorArgs) name;
 type instDecl struct {
-	p    pos
-	t    *typeRef
-	args []expr
-	name string
-	anns []annotation
+	p       pos
+	t       *typeRef
+	args    []expr
+	name    string
+	anns    []annotation
+	methods []*methodDecl // the initializer block's methods (RegisterAction's apply)
+}
+
+// methodDecl is a method implemented in an instantiation's initializer
+// block: RegisterAction<T, I, U>(reg) ra = { void apply(...) { ... } };
+type methodDecl struct {
+	p      pos
+	ret    *typeRef
+	name   string
+	params []param
+	body   *blockStmt
 }
 
 type actionDecl struct {
@@ -319,7 +330,12 @@ type listExpr struct {
 	elems []expr
 }
 type defaultExpr struct{ p pos } // "default" or "_"
-type typeExpr struct {           // a type used where an expression is expected (e.g. bit<8>.minSizeInBits)
+type namedArg struct {           // name = value, in an argument list
+	p    pos
+	name string
+	e    expr
+}
+type typeExpr struct { // a type used where an expression is expected (e.g. bit<8>.minSizeInBits)
 	p pos
 	t *typeRef
 }
@@ -338,11 +354,13 @@ func (e *castExpr) exprPos() pos    { return e.p }
 func (e *condExpr) exprPos() pos    { return e.p }
 func (e *listExpr) exprPos() pos    { return e.p }
 func (e *defaultExpr) exprPos() pos { return e.p }
+func (e *namedArg) exprPos() pos    { return e.p }
 func (e *typeExpr) exprPos() pos    { return e.p }
 
 // program is a whole parsed source.
 type program struct {
 	decls []decl
+	tna   bool // the program includes <tna.p4>
 	// main is the package instantiation V1Switch(...) main.
 	main *instDecl
 }

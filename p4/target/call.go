@@ -117,6 +117,14 @@ func (c *compiler) callAction(sc *scope, a *actionC, e *callExpr) stmtFn {
 	}
 }
 
+// v1modelFuncs are v1model's free functions (refused in tna programs).
+var v1modelFuncs = map[string]bool{
+	"mark_to_drop": true, "clone": true, "clone_preserving_field_list": true, "resubmit_preserving_field_list": true,
+	"recirculate_preserving_field_list": true, "hash": true, "verify_checksum": true, "update_checksum": true,
+	"digest": true, "clone3": true, "resubmit": true, "recirculate": true, "random": true, "truncate": true,
+	"verify_checksum_with_payload": true, "update_checksum_with_payload": true, "log_msg": true,
+}
+
 // unsupportedBuiltins are v1model functions this target refuses.
 var unsupportedBuiltins = map[string]bool{
 	"clone3": true, "resubmit": true, "recirculate": true,
@@ -127,6 +135,12 @@ var unsupportedBuiltins = map[string]bool{
 // call compiles a call expression. The result carries the call's effect in
 // st, and for value-returning calls a closure in fn.
 func (c *compiler) call(sc *scope, e *callExpr) *val {
+	if id, ok := e.fn.(*identExpr); ok && c.tnaT != nil && v1modelFuncs[id.name] && sc.lookup(id.name) == nil {
+		c.fail(e.p, "%s is a v1model function; this program includes <tna.p4>", id.name)
+	}
+	if id, ok := e.fn.(*identExpr); ok && id.name == "port_metadata_unpack" && c.tnaT != nil {
+		c.fail(e.p, "port_metadata_unpack returns a value: assign it (md = port_metadata_unpack<T>(pkt);)")
+	}
 	if id, ok := e.fn.(*identExpr); ok && id.name == "digest" && sc.lookup("digest") == nil {
 		return &val{t: voidT, st: c.digestCall(sc, e)}
 	}
@@ -215,12 +229,23 @@ func (c *compiler) call(sc *scope, e *callExpr) *val {
 			st := fv.sym.tbl.applyFn()
 			return &val{t: voidT, st: st, applied: fv.sym.tbl}
 		case sExtern:
-			return &val{t: voidT, st: c.externCall(sc, fv.sym.ext, fv.method, e)}
-		case sPacketIn:
-			if fv.method != "extract" {
-				c.fail(e.p, "packet_in.%s is not supported", fv.method)
+			if fv.sym.ext.tna {
+				return c.tnaExternCall(sc, fv.sym.ext, fv.method, e)
 			}
-			return &val{t: voidT, st: c.extract(sc, e)}
+			return &val{t: voidT, st: c.externCall(sc, fv.sym.ext, fv.method, e)}
+		case sSub:
+			if fv.method != "apply" {
+				c.fail(e.p, "%s has only apply()", fv.sym.sub.name)
+			}
+			return &val{t: voidT, st: c.applySub(sc, fv.sym.sub, e)}
+		case sPacketIn:
+			switch fv.method {
+			case "extract":
+				return &val{t: voidT, st: c.extract(sc, e)}
+			case "advance":
+				return &val{t: voidT, st: c.advance(sc, e)}
+			}
+			c.fail(e.p, "packet_in.%s is not supported", fv.method)
 		case sPacketOut:
 			if fv.method != "emit" {
 				c.fail(e.p, "packet_out.%s is not supported", fv.method)
@@ -275,10 +300,21 @@ func (c *compiler) dataList(sc *scope, e expr) []dataField {
 		elems = []expr{e}
 	}
 	var out []dataField
-	for _, el := range elems {
+	for i := 0; i < len(elems); i++ {
+		el := elems[i]
 		v := c.expr(sc, el)
 		if v.t != nil && v.t.kind == kHeader && v.lv != nil {
-			c.fail(el.exprPos(), "whole headers as hash or checksum data are not supported; list the fields")
+			if c.tnaT == nil {
+				c.fail(el.exprPos(), "whole headers as hash or checksum data are not supported; list the fields")
+			}
+			// tna: a header stands for its fields, in order.
+			var fs []expr
+			for _, f := range v.t.fields {
+				fs = append(fs, &memberExpr{p: el.exprPos(), x: el, name: f.name})
+			}
+			elems = append(append(append([]expr{}, elems[:i]...), fs...), elems[i+1:]...)
+			i--
+			continue
 		}
 		v = c.typed(v, el.exprPos())
 		if v.t.kind != kBit && v.t.kind != kBool {

@@ -1,8 +1,12 @@
 package target
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"math/big"
+	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 
@@ -52,7 +56,10 @@ type Program struct {
 	errCodes            map[string]uint64
 	outSlack            int // bytes the output may need beyond the input frame
 	tsSlots             [2]int
-	hdrBases            []int            // base slot of each header of hdr, in order
+	hdrBases            []int            // base slot of each header of hdr (tna: of both pipelines' headers), in order
+	hdrSizes            []int            // slots of each header of hdrBases
+	hdrAllBytes         int              // bytes of all headers of hdrBases
+	tna                 *tnaProg         // the TNA pipeline (nil: v1model)
 	fieldLists          map[uint64][]int // @field_list index -> metadata slots it preserves
 }
 
@@ -77,6 +84,10 @@ type pktState struct {
 	pending               uint8    // pendClone, pendResub, pendRecirc
 	resubKeep, recircKeep []int    // field lists of resubmit and recirculate
 	depth                 int      // times this packet was resubmitted or recirculated
+	pre                   int      // tna: bytes of intrinsic metadata in front of the frame in pkt
+	inBuf, egBuf          []byte   // tna: the ingress and egress parsers' input (metadata + frame)
+	dcell                 *uint64  // tna: the DirectRegister cell of the entry whose action runs (nil: a miss)
+	dcellOf               *externC // tna: the DirectRegister of that table
 }
 
 // flow is what a compiled statement tells its enclosing block.
@@ -107,6 +118,11 @@ type compiler struct {
 	smT      *ptype
 	cells    int // register and counter cells so far
 
+	blocks    map[string]decl // parsers and controls by name
+	subs      map[*instDecl]*subInst
+	watch     map[int]int          // slot -> slot set to 1 whenever the first is written (tna's ucast_egress_port)
+	tnaT      *tnaTypes            // tna.p4's intrinsic metadata types (tna programs)
+	tnaRole   string               // the tna block being compiled ("ingress parser", ...)
 	codecs    map[int]*headerCodec // header codecs of the headers struct, by base slot
 	mentioned map[int]bool         // header field slots the program reads or writes
 	emitBytes int                  // bytes all emit calls together can write
@@ -116,10 +132,69 @@ func (c *compiler) fail(at pos, format string, args ...any) {
 	panic(&srcError{file: c.file, p: at, msg: fmt.Sprintf(format, args...)})
 }
 
+// CompileOptions are the front end's options.
+type CompileOptions struct {
+	// IncludeDirs are searched in order for #include "file" when the file
+	// is not found beside the file that includes it (as p4c's -I).
+	IncludeDirs []string
+	// Defines are object-like macros defined before the program (as
+	// p4c's -D NAME=VALUE).
+	Defines map[string]string
+	// ReadFile reads an included file; nil means os.ReadFile.
+	ReadFile func(path string) ([]byte, error)
+}
+
+// find locates an included file: beside the including file from, then in
+// IncludeDirs in order.
+func (o *CompileOptions) find(name, from string) (string, []byte, error) {
+	read := o.ReadFile
+	if read == nil {
+		read = os.ReadFile
+	}
+	var cands []string
+	if filepath.IsAbs(name) {
+		cands = []string{name}
+	} else {
+		cands = append(cands, filepath.Join(filepath.Dir(from), name))
+		for _, d := range o.IncludeDirs {
+			cands = append(cands, filepath.Join(d, name))
+		}
+	}
+	for _, c := range cands {
+		b, err := read(c)
+		if err == nil {
+			return c, b, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return "", nil, err
+		}
+	}
+	return "", nil, fmt.Errorf("file not found (looked in %s)", strings.Join(cands, ", "))
+}
+
 // Compile parses, type-checks and compiles a P4_16 program written for
-// v1model. It refuses, with "file:line:col: reason", every program that uses
-// something this target does not implement.
+// v1model or tna. It refuses, with "file:line:col: reason", every program
+// that uses something this target does not implement. #include "file" is
+// looked up beside filename.
 func Compile(filename string, src []byte) (prog *Program, err error) {
+	return CompileWith(filename, src, CompileOptions{})
+}
+
+// CompileFile reads and compiles the program at path.
+func CompileFile(path string, o CompileOptions) (*Program, error) {
+	read := o.ReadFile
+	if read == nil {
+		read = os.ReadFile
+	}
+	src, err := read(path)
+	if err != nil {
+		return nil, err
+	}
+	return CompileWith(path, src, o)
+}
+
+// CompileWith is Compile with options (include path, defines).
+func CompileWith(filename string, src []byte, o CompileOptions) (prog *Program, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			if e, ok := r.(*srcError); ok {
@@ -129,14 +204,15 @@ func Compile(filename string, src []byte) (prog *Program, err error) {
 			prog, err = nil, fmt.Errorf("%s: internal error: %v\n%s", filename, r, debug.Stack())
 		}
 	}()
-	ast, err := parseProgram(filename, src)
+	ast, err := parseProgram(filename, src, &o)
 	if err != nil {
 		return nil, err
 	}
 	c := &compiler{file: filename, global: newScope(nil), prog: &Program{file: filename}, ids: map[uint32]string{},
-		codecs: map[int]*headerCodec{}, mentioned: map[int]bool{}}
+		codecs: map[int]*headerCodec{}, mentioned: map[int]bool{}, blocks: map[string]decl{}, watch: map[int]int{}}
 	c.declareBuiltins()
-	var blocks = map[string]decl{}
+	blocks := c.blocks
+	pipes := map[string]*instDecl{}
 	var mainInst *instDecl
 	for _, d := range ast.decls {
 		switch d := d.(type) {
@@ -178,15 +254,29 @@ func Compile(filename string, src []byte) (prog *Program, err error) {
 				mainInst = d
 				continue
 			}
+			if ast.tna && d.t.kind == "name" && d.t.name == "Pipeline" {
+				if pipes[d.name] != nil {
+					c.fail(d.p, "%s is declared twice", d.name)
+				}
+				pipes[d.name] = d
+				continue
+			}
 			c.fail(d.p, "top-level instantiation of %s is not supported (declare externs inside a control)", d.t.name)
 		default:
 			c.fail(d.declPos(), "unsupported declaration")
 		}
 	}
 	if mainInst == nil {
-		c.fail(pos{1, 1}, "no package instantiation named main (expected V1Switch(...) main;)")
+		if ast.tna {
+			c.fail(pos{line: 1, col: 1}, "no package instantiation named main (expected Switch(pipe) main;)")
+		}
+		c.fail(pos{line: 1, col: 1}, "no package instantiation named main (expected V1Switch(...) main;)")
 	}
-	c.assemble(mainInst, blocks)
+	if ast.tna {
+		c.assembleTNA(mainInst, pipes)
+	} else {
+		c.assemble(mainInst, blocks)
+	}
 	c.finishCodecs()
 	c.prog.nslots = c.nslots
 	// The deparser has no loops: the sum over its emit calls bounds what
@@ -211,7 +301,7 @@ func (c *compiler) alloc(n int) int {
 	b := c.nslots
 	c.nslots += n
 	if c.nslots > 1<<20 {
-		c.fail(pos{1, 1}, "program state too large")
+		c.fail(pos{line: 1, col: 1}, "program state too large")
 	}
 	return b
 }
@@ -259,7 +349,7 @@ func (c *compiler) declareBuiltins() {
 	}
 	// NoAction, as core.p4 declares it.
 	c.ctlName = ""
-	na := c.declareAction(c.global, &actionDecl{p: pos{0, 0}, name: "NoAction", body: &blockStmt{},
+	na := c.declareAction(c.global, &actionDecl{p: pos{}, name: "NoAction", body: &blockStmt{},
 		anns: []annotation{{name: "noWarn", body: `"unused"`}}})
 	c.global.m["NoAction"] = &symbol{kind: sAction, act: na}
 }
@@ -272,7 +362,7 @@ func (c *compiler) declareHeader(d *headerDecl) {
 	for _, f := range d.fields {
 		ft := c.resolveType(c.global, f.t)
 		switch {
-		case ft.kind == kBit:
+		case ft.kind == kBit, ft.kind == kWide:
 		case ft.kind == kEnum && ft.width > 0:
 		default:
 			c.fail(f.p, "header field %s.%s: type %s is not supported in headers", d.name, f.name, ft)
@@ -280,8 +370,8 @@ func (c *compiler) declareHeader(d *headerDecl) {
 		if t.field(f.name) != nil {
 			c.fail(f.p, "field %s declared twice", f.name)
 		}
-		t.fields = append(t.fields, &pfield{name: f.name, t: ft, off: t.size, bitOff: t.bits})
-		t.size++
+		t.fields = append(t.fields, &pfield{name: f.name, t: ft, off: t.size, bitOff: t.bits, anns: f.anns})
+		t.size += ft.size
 		t.bits += ft.width
 	}
 	if t.bits%8 != 0 {
@@ -295,7 +385,7 @@ func (c *compiler) declareStruct(d *structDecl) {
 	for _, f := range d.fields {
 		ft := c.resolveType(c.global, f.t)
 		switch ft.kind {
-		case kBit, kBool, kEnum, kError, kHeader, kStruct:
+		case kBit, kBool, kEnum, kError, kHeader, kStruct, kWide:
 		default:
 			c.fail(f.p, "struct field %s.%s: type %s is not supported", d.name, f.name, ft)
 		}
@@ -373,8 +463,11 @@ func (c *compiler) resolveType(sc *scope, tr *typeRef) *ptype {
 	switch tr.kind {
 	case "bit":
 		w := c.constInt(sc, tr.width)
+		if w > maxWidth && w <= maxWideWidth {
+			return wideT(int(w))
+		}
 		if w < 1 || w > maxWidth {
-			c.fail(tr.p, "bit<%d>: this target supports widths 1 to %d", w, maxWidth)
+			c.fail(tr.p, "bit<%d>: this target supports widths 1 to %d (and up to %d for header fields it does not compute with)", w, maxWidth, maxWideWidth)
 		}
 		return bitT(int(w))
 	case "int":
@@ -389,6 +482,8 @@ func (c *compiler) resolveType(sc *scope, tr *typeRef) *ptype {
 		return stringT
 	case "void":
 		return voidT
+	case "dontcare":
+		c.fail(tr.p, "_ is only allowed as an extern's type argument")
 	case "name":
 		s := sc.lookup(tr.name)
 		if s == nil || s.kind != sType {
@@ -484,22 +579,7 @@ func (c *compiler) assemble(m *instDecl, blocks map[string]decl) {
 	for i, m := range c.errT.members {
 		p.errCodes[m] = uint64(i)
 	}
-	for _, f := range hdrT.fields {
-		p.hdrBases = append(p.hdrBases, p.hdrBase+f.off)
-		if f.t.kind != kHeader {
-			c.fail(pd.params[1].p, "headers struct %s: member %s must be a header (nested structs and stacks are not supported)", hdrT.name, f.name)
-		}
-		for _, a := range f.t.anns {
-			if a.name == "controller_header" && len(a.args) == 1 && a.args[0].kind == tString {
-				switch a.args[0].text {
-				case "packet_in":
-					p.packetIn = f.t
-				case "packet_out":
-					p.packetOut = f.t
-				}
-			}
-		}
-	}
+	c.registerHeaders(hdrT, p.hdrBase, pd.params[1].p, true)
 
 	type want struct {
 		dir string
@@ -560,6 +640,31 @@ func (c *compiler) assemble(m *instDecl, blocks map[string]decl) {
 	p.egress = ctl(3, "egress", hdr, meta, sm)
 	p.compute = ctl(4, "computeChecksum", hdr, meta)
 	p.deparser = ctl(5, "deparser", pout, want{"in", hdrT})
+}
+
+// registerHeaders records the headers of the headers struct t at base (the
+// deparser copies them from the packet unless modified); with ctl, its
+// @controller_header headers are the PacketIn and PacketOut metadata.
+func (c *compiler) registerHeaders(t *ptype, base int, at pos, ctl bool) {
+	p := c.prog
+	for _, f := range t.fields {
+		if f.t.kind != kHeader {
+			c.fail(at, "headers struct %s: member %s must be a header (nested structs and stacks are not supported)", t.name, f.name)
+		}
+		p.hdrBases = append(p.hdrBases, base+f.off)
+		p.hdrSizes = append(p.hdrSizes, f.t.size)
+		p.hdrAllBytes += f.t.bits / 8
+		for _, a := range f.t.anns {
+			if ctl && a.name == "controller_header" && len(a.args) == 1 && a.args[0].kind == tString {
+				switch a.args[0].text {
+				case "packet_in":
+					p.packetIn = f.t
+				case "packet_out":
+					p.packetOut = f.t
+				}
+			}
+		}
+	}
 }
 
 // bigVal helpers.

@@ -21,6 +21,9 @@ type Options struct {
 	// CPUPort (with the program's packet_in header in front). The slice is
 	// valid only during the call. Nil drops them.
 	PacketIn func(frame []byte)
+	// RandomSeed seeds the generator of tna's Random extern (0: a fixed
+	// seed); the sequence is the same for the same seed and packets.
+	RandomSeed uint64
 	// Now returns standard_metadata's ingress/egress_global_timestamp in
 	// microseconds (48 bits). Nil: microseconds since NewDevice.
 	Now func() uint64
@@ -56,6 +59,7 @@ type Device struct {
 	copies   int                      // copies made of the packet being processed
 	pool     sync.Pool
 	stats    Stats
+	rng      uint64 // tna's Random
 }
 
 // Stats are the Device's own packet counts.
@@ -78,12 +82,22 @@ func NewDevice(p *Program, o Options) *Device {
 	for _, t := range p.tables {
 		d.tables = append(d.tables, newTableRT(t))
 	}
+	d.rng = o.RandomSeed
+	if d.rng == 0 {
+		d.rng = 0x9E3779B97F4A7C15
+	}
 	for i, r := range p.registers {
 		// Skew each array by i cache lines: same-index cells of registers
 		// whose sizes are powers of two would otherwise all fall into one
 		// L1 cache set.
 		skew := 8 * (i % 64)
-		d.regs = append(d.regs, make([]uint64, r.size+skew)[skew:][:r.size:r.size])
+		cells := make([]uint64, r.size+skew)[skew:][:r.size:r.size]
+		if r.init != 0 {
+			for j := range cells {
+				cells[j] = r.init
+			}
+		}
+		d.regs = append(d.regs, cells)
 	}
 	for _, c := range p.counters {
 		d.counters = append(d.counters, counterRT{packets: make([]uint64, c.size), bytes: make([]uint64, c.size)})
@@ -105,6 +119,8 @@ func NewDevice(p *Program, o Options) *Device {
 			out:     make([]byte, 0, outCap),
 			keyBuf:  make([]byte, 0, 8*16),
 			dataBuf: make([]byte, 0, maxDataBytes+8),
+			inBuf:   make([]byte, 0, outCap+tnaIgPrefix),
+			egBuf:   make([]byte, 0, outCap+tnaEgPrefix+p.outSlack+8),
 			hoff1:   make([]int32, len(p.hdrBases)),
 			dirty:   make([]bool, len(p.hdrBases)),
 		}
@@ -125,11 +141,7 @@ func (d *Device) Stats() Stats {
 // hdrBytes is the size of all headers; the output buffer needs that much
 // beyond the frame, plus 8 bytes of slack for the word-wide encoder.
 func (p *Program) hdrBytes() int {
-	n := 0
-	for _, f := range p.hdrT.fields {
-		n += f.t.bits / 8
-	}
-	return n
+	return p.hdrAllBytes
 }
 
 func (d *Device) now() uint64 {
@@ -160,6 +172,8 @@ func (d *Device) Process(ingressPort uint32, frame []byte, emit func(egressPort 
 	d.stats.In++
 	if ingressPort > 511 {
 		d.stats.Dropped++
+	} else if d.prog.tna != nil {
+		port, ok = d.passTNA(s, ingressPort, frame)
 	} else {
 		d.copies = 0
 		port, ok = d.pass(s, ingressPort, frame, emit, nil)
@@ -181,7 +195,7 @@ func (d *Device) pass(s *pktState, in uint32, frame []byte, emit func(uint32, []
 	p := d.prog
 	clear(s.slots)
 	clear(s.hoff1)
-	s.pkt, s.off, s.exited = frame, 0, false
+	s.pkt, s.off, s.exited, s.pre = frame, 0, false, 0
 	s.out = s.out[:0]
 	s.tsSet = false
 	s.clone.set = false
@@ -218,7 +232,7 @@ func (d *Device) pass(s *pktState, in uint32, frame []byte, emit func(uint32, []
 		d.stats.Dropped++
 		return 0, false
 	}
-	// d.deparse, inlined on the usual path.
+	// deparseInto, inlined on the usual path (s.out is empty).
 	p.compute.run(s)
 	if need := len(frame) + p.outSlack; cap(s.out) < need {
 		s.out = make([]byte, 0, need)
@@ -236,13 +250,19 @@ func (d *Device) pass(s *pktState, in uint32, frame []byte, emit func(uint32, []
 func (d *Device) deparse(s *pktState, frame []byte) {
 	p := d.prog
 	p.compute.run(s)
+	deparseInto(s, p.deparser, frame, p.outSlack)
+}
+
+// deparseInto runs the deparser dep into s.out and appends the payload:
+// the bytes of in past the parser's cursor.
+func deparseInto(s *pktState, dep *controlC, in []byte, slack int) {
 	s.out = s.out[:0]
-	if need := len(frame) + p.outSlack; cap(s.out) < need {
+	if need := len(in) + slack; cap(s.out) < need {
 		s.out = make([]byte, 0, need)
 	}
-	p.deparser.run(s)
-	if s.off < len(frame) {
-		s.out = append(s.out, frame[s.off:]...)
+	dep.run(s)
+	if s.off < len(in) {
+		s.out = append(s.out, in[s.off:]...)
 	}
 }
 

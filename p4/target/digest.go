@@ -132,20 +132,34 @@ func (p *Program) digestInfo(info *configv1.P4Info, pre func(id uint32, name str
 	for _, dg := range p.digests {
 		info.Digests = append(info.Digests, &configv1.Digest{Preamble: pre(dg.id, dg.name, nil),
 			TypeSpec: &configv1.P4DataTypeSpec{TypeSpec: &configv1.P4DataTypeSpec_Struct{Struct: &configv1.P4NamedType{Name: dg.name}}}})
-		if info.TypeInfo == nil {
-			info.TypeInfo = &configv1.P4TypeInfo{}
-		}
-		if info.TypeInfo.Structs == nil {
-			info.TypeInfo.Structs = map[string]*configv1.P4StructTypeSpec{}
-		}
-		st := &configv1.P4StructTypeSpec{}
+		var names []string
+		var widths []int
 		for _, f := range dg.fields {
-			st.Members = append(st.Members, &configv1.P4StructTypeSpec_Member{Name: f.name, TypeSpec: &configv1.P4DataTypeSpec{
-				TypeSpec: &configv1.P4DataTypeSpec_Bitstring{Bitstring: &configv1.P4BitstringLikeTypeSpec{
-					TypeSpec: &configv1.P4BitstringLikeTypeSpec_Bit{Bit: &configv1.P4BitTypeSpec{Bitwidth: int32(f.w)}}}}}})
+			names, widths = append(names, f.name), append(widths, f.w)
 		}
-		info.TypeInfo.Structs[dg.name] = st
+		addStructType(info, dg.name, names, widths)
 	}
+}
+
+// addStructType adds a struct of bit<W> members to a P4Info's type_info.
+func addStructType(info *configv1.P4Info, name string, members []string, widths []int) {
+	if info.TypeInfo == nil {
+		info.TypeInfo = &configv1.P4TypeInfo{}
+	}
+	if info.TypeInfo.Structs == nil {
+		info.TypeInfo.Structs = map[string]*configv1.P4StructTypeSpec{}
+	}
+	st := &configv1.P4StructTypeSpec{}
+	for i, m := range members {
+		st.Members = append(st.Members, &configv1.P4StructTypeSpec_Member{Name: m, TypeSpec: bitSpec(widths[i])})
+	}
+	info.TypeInfo.Structs[name] = st
+}
+
+// bitSpec is the P4Info type of a bit<w>.
+func bitSpec(w int) *configv1.P4DataTypeSpec {
+	return &configv1.P4DataTypeSpec{TypeSpec: &configv1.P4DataTypeSpec_Bitstring{Bitstring: &configv1.P4BitstringLikeTypeSpec{
+		TypeSpec: &configv1.P4BitstringLikeTypeSpec_Bit{Bit: &configv1.P4BitTypeSpec{Bitwidth: int32(w)}}}}}
 }
 
 // DigestData encodes one digest record as P4Runtime's P4Data: a struct of

@@ -123,6 +123,8 @@ func (c *compiler) expr(sc *scope, e expr) *val {
 		c.fail(e.p, "list expressions are only supported as hash and checksum data")
 	case *defaultExpr:
 		c.fail(e.p, "default/_ is only allowed in select cases and table entries")
+	case *namedArg:
+		c.fail(e.p, "named arguments are only supported in extern instantiations")
 	case *typeExpr:
 		c.fail(e.p, "a type is not a value here")
 	}
@@ -218,6 +220,12 @@ func (c *compiler) member(sc *scope, e *memberExpr) *val {
 					}
 					return s.ts
 				}}
+			}
+			if f.t.kind == kWide {
+				c.fail(e.p, "%s.%s is %s: this target computes with up to %d bits (wider fields are parsed, copied with their header and deparsed, never read)", x.t, e.name, f.t, maxWidth)
+			}
+			if f.ro != "" && !x.lv.readonly {
+				return c.locVal(&lval{base: slot, t: f.t, readonly: true, why: f.ro})
 			}
 			return c.locVal(&lval{base: slot, t: f.t, readonly: x.lv.readonly, why: x.lv.why})
 		}

@@ -23,14 +23,41 @@ type externC struct {
 	table    *tableC // direct_counter, direct_meter: its table
 	anns     []annotation
 	p        pos
+	// tna externs
+	tna    bool        // declared by a tna program (its methods are tna's)
+	layout *cellLayout // Register: how a cell packs its type
+	idxT   *ptype      // Register: the index type (nil: _)
+	init   uint64      // Register, RegisterParam: the initial value
+	ra     *regAction  // RegisterAction
+	crc    *crcSpec    // CRCPolynomial
 }
 
 func (c *compiler) declareExtern(sc *scope, d *instDecl) *externC {
-	if c.inParser {
+	if c.inParser && !(c.tnaT != nil && d.t.name == "Checksum") {
 		c.fail(d.p, "extern instances in parsers are not supported")
 	}
 	x := &externC{name: c.fqName(d.name, d.anns), anns: d.anns, p: d.p, kind: d.t.name}
 	p := c.prog
+	if c.tnaT != nil {
+		switch d.t.name {
+		case "Register", "RegisterAction", "RegisterParam", "Hash", "CRCPolynomial", "Random", "Checksum",
+			"Counter", "DirectCounter", "Meter", "DirectMeter", "DirectRegister", "DirectRegisterAction":
+			return c.declareTNAExtern(sc, d, x)
+		case "register", "counter", "direct_counter", "meter", "direct_meter", "action_profile", "action_selector":
+			c.fail(d.p, "%s is a v1model extern; this program includes <tna.p4>", d.t.name)
+		}
+		if tnaRefused[d.t.name] {
+			c.fail(d.p, "tna extern %s is not supported by this target", d.t.name)
+		}
+	}
+	if len(d.methods) != 0 {
+		c.fail(d.p, "%s instances have no initializer block", d.t.name)
+	}
+	for _, a := range d.args {
+		if na, ok := a.(*namedArg); ok {
+			c.fail(na.p, "named arguments are only supported in tna extern instantiations")
+		}
+	}
 	switch d.t.name {
 	case "register":
 		if len(d.t.args) < 1 || len(d.t.args) > 2 {
@@ -279,7 +306,7 @@ func (c *compiler) externCall0(sc *scope, x *externC, method string, e *callExpr
 				ct := &s.dev.counters[idx]
 				if i := s.slots[is]; i < uint64(len(ct.packets)) {
 					ct.packets[i]++
-					ct.bytes[i] += uint64(len(s.pkt))
+					ct.bytes[i] += uint64(len(s.pkt) - s.pre)
 				}
 				return flowNext
 			}
@@ -290,7 +317,7 @@ func (c *compiler) externCall0(sc *scope, x *externC, method string, e *callExpr
 				ct := &s.dev.counters[idx]
 				if k < uint64(len(ct.packets)) {
 					ct.packets[k]++
-					ct.bytes[k] += uint64(len(s.pkt))
+					ct.bytes[k] += uint64(len(s.pkt) - s.pre)
 				}
 				return flowNext
 			}
@@ -300,7 +327,7 @@ func (c *compiler) externCall0(sc *scope, x *externC, method string, e *callExpr
 			i := ix(s)
 			if i < uint64(len(ct.packets)) {
 				ct.packets[i]++
-				ct.bytes[i] += uint64(len(s.pkt))
+				ct.bytes[i] += uint64(len(s.pkt) - s.pre)
 			}
 			return flowNext
 		}

@@ -17,8 +17,12 @@ const (
 	tPunct // operators and punctuation; text holds the spelling
 )
 
-// pos is a source position (1-based line and column).
-type pos struct{ line, col int }
+// pos is a source position (1-based line and column) in file (empty: the
+// file being compiled).
+type pos struct {
+	line, col int
+	file      string
+}
 
 // token is one lexical token. For tInt, val holds the magnitude, width the
 // explicit width (0 when the literal has none) and signed whether it was
@@ -43,7 +47,11 @@ type srcError struct {
 }
 
 func (e *srcError) Error() string {
-	return fmt.Sprintf("%s:%d:%d: %s", e.file, e.p.line, e.p.col, e.msg)
+	file := e.file
+	if e.p.file != "" {
+		file = e.p.file
+	}
+	return fmt.Sprintf("%s:%d:%d: %s", file, e.p.line, e.p.col, e.msg)
 }
 
 // puncts lists multi-character operators, longest first.
@@ -60,10 +68,11 @@ const (
 	maxTokens      = 1 << 20
 )
 
-// lexer turns source text into tokens. It handles comments, the
-// preprocessor lines this target understands (#include of the built-in
-// core.p4/v1model.p4, object-like #define) and refuses every other
-// directive.
+// lexer turns source text into tokens. It handles comments and the
+// preprocessor lines this target understands: #include of the built-in
+// <core.p4>, <v1model.p4> and <tna.p4>, #include "file" of user files,
+// object-like #define and #undef, the conditionals #if, #ifdef, #ifndef,
+// #elif, #else and #endif, and #error. Every other directive is refused.
 type lexer struct {
 	file   string
 	src    string
@@ -71,11 +80,69 @@ type lexer struct {
 	line   int
 	col    int
 	macros map[string][]token
+	ctx    *lexCtx
+	conds  []condFrame
 }
 
+// lexCtx is what the lexers of one program (its file and the files it
+// includes) share.
+type lexCtx struct {
+	opts     *CompileOptions
+	depth    int  // include nesting
+	tna      bool // <tna.p4> was included
+	v1model  bool // <v1model.p4> was included
+	srcBytes int  // bytes of source read so far (includes counted)
+}
+
+// condFrame is one open #if/#ifdef/#ifndef.
+type condFrame struct {
+	p       pos
+	active  bool // the current branch is being compiled
+	taken   bool // some branch of this conditional was taken
+	outer   bool // the enclosing text is being compiled
+	sawElse bool
+}
+
+// Include limits against hostile input.
+const (
+	maxIncludeDepth = 32
+	maxSourceBytes  = 16 << 20
+)
+
 func lex(file string, src []byte) ([]token, error) {
-	lx := &lexer{file: file, src: string(src), line: 1, col: 1, macros: map[string][]token{}}
-	var out []token
+	return lexWith(file, src, &lexCtx{opts: &CompileOptions{}})
+}
+
+func lexWith(file string, src []byte, ctx *lexCtx) ([]token, error) {
+	lx := &lexer{file: file, src: string(src), line: 1, col: 1, macros: map[string][]token{}, ctx: ctx}
+	for k, v := range ctx.opts.Defines {
+		body, err := lx.macroBody(k, v, pos{line: 1, col: 1, file: "<defines>"})
+		if err != nil {
+			return nil, err
+		}
+		lx.macros[k] = body
+	}
+	out, err := lx.run(nil)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, token{kind: tEOF, p: lx.pos()}), nil
+}
+
+func (lx *lexer) pos() pos { return pos{line: lx.line, col: lx.col, file: lx.file} }
+
+// active reports whether text at the cursor is compiled (not in a false
+// conditional branch).
+func (lx *lexer) active() bool {
+	return len(lx.conds) == 0 || lx.conds[len(lx.conds)-1].active
+}
+
+// run appends the tokens of lx's source (without EOF) to out.
+func (lx *lexer) run(out []token) ([]token, error) {
+	lx.ctx.srcBytes += len(lx.src)
+	if lx.ctx.srcBytes > maxSourceBytes {
+		return nil, lx.errf(lx.pos(), "program too long (more than %d bytes with its includes)", maxSourceBytes)
+	}
 	prevEnd := -1
 	for {
 		ws := lx.skipSpace()
@@ -83,18 +150,31 @@ func lex(file string, src []byte) ([]token, error) {
 			return nil, err
 		}
 		if lx.i < len(lx.src) && lx.src[lx.i] == '#' && lx.atLineStart() {
-			toks, err := lx.directive()
+			var err error
+			out, err = lx.directive(out)
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, toks...)
 			prevEnd = -1
+			continue
+		}
+		if !lx.active() {
+			// A false branch: skip to the end of the line.
+			if lx.i >= len(lx.src) {
+				break
+			}
+			for lx.i < len(lx.src) && lx.src[lx.i] != '\n' {
+				lx.advance(1)
+			}
 			continue
 		}
 		start := lx.i
 		t, err := lx.next()
 		if err != nil {
 			return nil, err
+		}
+		if t.kind == tEOF {
+			break
 		}
 		t.adj = prevEnd == start
 		prevEnd = lx.i
@@ -111,13 +191,14 @@ func lex(file string, src []byte) ([]token, error) {
 			}
 		}
 		out = append(out, t)
-		if t.kind == tEOF {
-			return out, nil
-		}
 		if len(out) > maxTokens {
 			return nil, lx.errf(t.p, "program too long (more than %d tokens)", maxTokens)
 		}
 	}
+	if len(lx.conds) > 0 {
+		return nil, lx.errf(lx.conds[len(lx.conds)-1].p, "#if without #endif")
+	}
+	return out, nil
 }
 
 func (lx *lexer) errf(p pos, format string, args ...any) error {
@@ -161,7 +242,7 @@ func (lx *lexer) skipSpace() error {
 				lx.advance(1)
 			}
 		case strings.HasPrefix(lx.src[lx.i:], "/*"):
-			p := pos{lx.line, lx.col}
+			p := lx.pos()
 			end := strings.Index(lx.src[lx.i+2:], "*/")
 			if end < 0 {
 				return lx.errf(p, "unterminated comment")
@@ -174,72 +255,390 @@ func (lx *lexer) skipSpace() error {
 	return nil
 }
 
-// directive handles one preprocessor line and returns the tokens it
-// contributes (none).
-func (lx *lexer) directive() ([]token, error) {
-	p := pos{lx.line, lx.col}
+// directive handles one preprocessor line, appending to out the tokens it
+// contributes (those of an included file).
+func (lx *lexer) directive(out []token) ([]token, error) {
+	p := lx.pos()
 	end := strings.IndexByte(lx.src[lx.i:], '\n')
 	if end < 0 {
 		end = len(lx.src) - lx.i
 	}
 	line := lx.src[lx.i : lx.i+end]
-	for strings.HasSuffix(strings.TrimRight(line, " \t\r"), "\\") {
+	if strings.HasSuffix(strings.TrimRight(line, " \t\r"), "\\") {
 		return nil, lx.errf(p, "multi-line preprocessor directives are not supported")
 	}
 	if k := strings.Index(line, "//"); k >= 0 {
 		line = line[:k]
 	}
-	fields := strings.Fields(strings.TrimPrefix(strings.TrimSpace(line), "#"))
+	if k := strings.Index(line, "/*"); k >= 0 && strings.Contains(line[k:], "*/") {
+		line = line[:k]
+	}
+	body := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "#"))
+	fields := strings.Fields(body)
+	lx.advance(end)
 	if len(fields) == 0 {
-		lx.advance(end)
-		return nil, nil
+		return out, nil
+	}
+	rest := strings.TrimSpace(body[len(fields[0]):])
+	// Conditionals are followed in false branches too.
+	switch fields[0] {
+	case "if", "ifdef", "ifndef":
+		outer := lx.active()
+		f := condFrame{p: p, outer: outer}
+		if outer {
+			var on bool
+			switch fields[0] {
+			case "if":
+				v, err := lx.evalIf(rest, p)
+				if err != nil {
+					return nil, err
+				}
+				on = v != 0
+			default:
+				if len(fields) != 2 {
+					return nil, lx.errf(p, "#%s takes one name", fields[0])
+				}
+				_, def := lx.macros[fields[1]]
+				on = def == (fields[0] == "ifdef")
+			}
+			f.active, f.taken = on, on
+		}
+		lx.conds = append(lx.conds, f)
+		return out, nil
+	case "elif", "else":
+		if len(lx.conds) == 0 {
+			return nil, lx.errf(p, "#%s without #if", fields[0])
+		}
+		f := &lx.conds[len(lx.conds)-1]
+		if f.sawElse {
+			return nil, lx.errf(p, "#%s after #else", fields[0])
+		}
+		on := false
+		if f.outer && !f.taken {
+			if fields[0] == "else" {
+				on = true
+			} else {
+				v, err := lx.evalIf(rest, p)
+				if err != nil {
+					return nil, err
+				}
+				on = v != 0
+			}
+		}
+		f.sawElse = fields[0] == "else"
+		f.active = on
+		f.taken = f.taken || on
+		return out, nil
+	case "endif":
+		if len(lx.conds) == 0 {
+			return nil, lx.errf(p, "#endif without #if")
+		}
+		lx.conds = lx.conds[:len(lx.conds)-1]
+		return out, nil
+	}
+	if !lx.active() {
+		return out, nil
 	}
 	switch fields[0] {
 	case "include":
-		if len(fields) == 2 && (fields[1] == "<core.p4>" || fields[1] == "<v1model.p4>") {
-			lx.advance(end)
-			return nil, nil
-		}
-		return nil, lx.errf(p, "#include %s: only <core.p4> and <v1model.p4> are available (built in)", strings.Join(fields[1:], " "))
+		return lx.include(out, rest, p)
 	case "define":
 		if len(fields) < 2 || strings.ContainsAny(fields[1], "()") {
 			return nil, lx.errf(p, "only object-like #define NAME VALUE is supported")
 		}
 		name := fields[1]
-		bodyText := strings.TrimSpace(line[strings.Index(line, name)+len(name):])
-		sub := &lexer{file: lx.file, src: bodyText, line: p.line, col: 1, macros: lx.macros}
-		var body []token
-		for {
-			if err := sub.skipSpace(); err != nil {
-				return nil, err
-			}
-			t, err := sub.next()
-			if err != nil {
-				return nil, err
-			}
-			if t.kind == tEOF {
-				break
-			}
-			if t.kind == tIdent {
-				if mb, ok := lx.macros[t.text]; ok {
-					body = append(body, mb...)
-					continue
-				}
-			}
-			body = append(body, t)
-			if len(body) > maxMacroTokens {
-				return nil, lx.errf(p, "#define %s expands to more than %d tokens", name, maxMacroTokens)
+		b, err := lx.macroBody(name, strings.TrimSpace(rest[len(name):]), p)
+		if err != nil {
+			return nil, err
+		}
+		lx.macros[name] = b
+		return out, nil
+	case "undef":
+		if len(fields) != 2 {
+			return nil, lx.errf(p, "#undef takes one name")
+		}
+		delete(lx.macros, fields[1])
+		return out, nil
+	case "error":
+		return nil, lx.errf(p, "#error %s", rest)
+	}
+	return nil, lx.errf(p, "preprocessor directive #%s is not supported", fields[0])
+}
+
+// macroBody lexes the body of an object-like macro, expanding the macros
+// it uses.
+func (lx *lexer) macroBody(name, text string, p pos) ([]token, error) {
+	sub := &lexer{file: p.file, src: text, line: p.line, col: 1, macros: lx.macros, ctx: lx.ctx}
+	var body []token
+	for {
+		if err := sub.skipSpace(); err != nil {
+			return nil, err
+		}
+		t, err := sub.next()
+		if err != nil {
+			return nil, err
+		}
+		if t.kind == tEOF {
+			break
+		}
+		if t.kind == tIdent {
+			if mb, ok := lx.macros[t.text]; ok {
+				body = append(body, mb...)
+				continue
 			}
 		}
+		body = append(body, t)
 		if len(body) > maxMacroTokens {
 			return nil, lx.errf(p, "#define %s expands to more than %d tokens", name, maxMacroTokens)
 		}
-		lx.macros[name] = body
-		lx.advance(end)
-		return nil, nil
-	default:
-		return nil, lx.errf(p, "preprocessor directive #%s is not supported", fields[0])
 	}
+	if len(body) > maxMacroTokens {
+		return nil, lx.errf(p, "#define %s expands to more than %d tokens", name, maxMacroTokens)
+	}
+	return body, nil
+}
+
+// include handles #include <...> (the built-in architecture files) and
+// #include "file" (a user file, looked up beside the including file, then
+// in CompileOptions.IncludeDirs in order).
+func (lx *lexer) include(out []token, arg string, p pos) ([]token, error) {
+	switch arg {
+	case "<core.p4>":
+		return out, nil
+	case "<v1model.p4>":
+		if lx.ctx.tna {
+			return nil, lx.errf(p, "#include <v1model.p4>: the program already includes <tna.p4> (one architecture per program)")
+		}
+		lx.ctx.v1model = true
+		return out, nil
+	case "<tna.p4>":
+		if lx.ctx.v1model {
+			return nil, lx.errf(p, "#include <tna.p4>: the program already includes <v1model.p4> (one architecture per program)")
+		}
+		if lx.ctx.tna {
+			return out, nil
+		}
+		lx.ctx.tna = true
+		sub := &lexer{file: "tna.p4", src: tnaPrelude, line: 1, col: 1, macros: lx.macros, ctx: lx.ctx}
+		return sub.run(out)
+	}
+	if len(arg) < 2 || arg[0] != '"' || arg[len(arg)-1] != '"' {
+		return nil, lx.errf(p, "#include %s: only <core.p4>, <v1model.p4>, <tna.p4> (built in) and \"file\" are available", arg)
+	}
+	name := arg[1 : len(arg)-1]
+	if lx.ctx.depth >= maxIncludeDepth {
+		return nil, lx.errf(p, "#include %q: includes nested more than %d deep", name, maxIncludeDepth)
+	}
+	path, src, err := lx.ctx.opts.find(name, lx.file)
+	if err != nil {
+		return nil, lx.errf(p, "#include %q: %v", name, err)
+	}
+	lx.ctx.depth++
+	sub := &lexer{file: path, src: string(src), line: 1, col: 1, macros: lx.macros, ctx: lx.ctx}
+	out, err = sub.run(out)
+	lx.ctx.depth--
+	return out, err
+}
+
+// evalIf evaluates the expression of #if or #elif: integers, macros
+// (undefined names are 0), defined(NAME), ! ~ * / % + - < <= > >= == !=
+// & ^ | && || and parentheses, as the C preprocessor does.
+func (lx *lexer) evalIf(text string, p pos) (int64, error) {
+	sub := &lexer{file: p.file, src: text, line: p.line, col: 1, macros: map[string][]token{}, ctx: lx.ctx}
+	var toks []token
+	for {
+		if err := sub.skipSpace(); err != nil {
+			return 0, err
+		}
+		t, err := sub.next()
+		if err != nil {
+			return 0, err
+		}
+		if t.kind == tEOF {
+			break
+		}
+		toks = append(toks, t)
+	}
+	// defined(X) / defined X, then macro expansion.
+	var ex []token
+	for i := 0; i < len(toks); i++ {
+		t := toks[i]
+		if t.kind == tIdent && t.text == "defined" {
+			j := i + 1
+			paren := j < len(toks) && toks[j].text == "("
+			if paren {
+				j++
+			}
+			if j >= len(toks) || toks[j].kind != tIdent {
+				return 0, lx.errf(p, "#if: defined needs a name")
+			}
+			_, def := lx.macros[toks[j].text]
+			v := int64(0)
+			if def {
+				v = 1
+			}
+			ex = append(ex, token{kind: tInt, val: big.NewInt(v), p: t.p})
+			if paren {
+				j++
+				if j >= len(toks) || toks[j].text != ")" {
+					return 0, lx.errf(p, "#if: defined( needs a )")
+				}
+			}
+			i = j
+			continue
+		}
+		if t.kind == tIdent {
+			if body, ok := lx.macros[t.text]; ok {
+				ex = append(ex, body...)
+				continue
+			}
+		}
+		ex = append(ex, t)
+	}
+	for i, t := range ex {
+		if t.kind == tIdent {
+			ex[i] = token{kind: tInt, val: new(big.Int), p: t.p}
+		}
+	}
+	ev := &ppEval{toks: ex, lx: lx, p: p}
+	v, err := ev.expr(0)
+	if err != nil {
+		return 0, err
+	}
+	if ev.i != len(ev.toks) {
+		return 0, lx.errf(p, "#if: unexpected %s", describe(ev.toks[ev.i]))
+	}
+	return v, nil
+}
+
+// ppEval is a precedence-climbing evaluator for #if expressions.
+type ppEval struct {
+	toks  []token
+	i     int
+	lx    *lexer
+	p     pos
+	depth int
+}
+
+var ppPrec = map[string]int{"||": 1, "&&": 2, "|": 3, "^": 4, "&": 5, "==": 6, "!=": 6,
+	"<": 7, "<=": 7, ">": 7, ">=": 7, "+": 9, "-": 9, "*": 10, "/": 10, "%": 10}
+
+func (ev *ppEval) expr(minPrec int) (int64, error) {
+	ev.depth++
+	defer func() { ev.depth-- }()
+	if ev.depth > maxDepth {
+		return 0, ev.lx.errf(ev.p, "#if: expression nesting too deep")
+	}
+	l, err := ev.unary()
+	if err != nil {
+		return 0, err
+	}
+	for ev.i < len(ev.toks) {
+		t := ev.toks[ev.i]
+		prec, ok := ppPrec[t.text]
+		if t.kind != tPunct || !ok || prec <= minPrec {
+			break
+		}
+		ev.i++
+		r, err := ev.expr(prec)
+		if err != nil {
+			return 0, err
+		}
+		b := func(x bool) int64 {
+			if x {
+				return 1
+			}
+			return 0
+		}
+		switch t.text {
+		case "||":
+			l = b(l != 0 || r != 0)
+		case "&&":
+			l = b(l != 0 && r != 0)
+		case "|":
+			l |= r
+		case "^":
+			l ^= r
+		case "&":
+			l &= r
+		case "==":
+			l = b(l == r)
+		case "!=":
+			l = b(l != r)
+		case "<":
+			l = b(l < r)
+		case "<=":
+			l = b(l <= r)
+		case ">":
+			l = b(l > r)
+		case ">=":
+			l = b(l >= r)
+		case "+":
+			l += r
+		case "-":
+			l -= r
+		case "*":
+			l *= r
+		case "/", "%":
+			if r == 0 {
+				return 0, ev.lx.errf(ev.p, "#if: division by zero")
+			}
+			if t.text == "/" {
+				l /= r
+			} else {
+				l %= r
+			}
+		}
+	}
+	return l, nil
+}
+
+func (ev *ppEval) unary() (int64, error) {
+	if ev.i >= len(ev.toks) {
+		return 0, ev.lx.errf(ev.p, "#if: expression ends early")
+	}
+	t := ev.toks[ev.i]
+	ev.i++
+	switch {
+	case t.kind == tInt:
+		if !t.val.IsInt64() {
+			return 0, ev.lx.errf(ev.p, "#if: integer %s too large", t.val)
+		}
+		return t.val.Int64(), nil
+	case t.kind == tPunct && t.text == "(":
+		v, err := ev.expr(0)
+		if err != nil {
+			return 0, err
+		}
+		if ev.i >= len(ev.toks) || ev.toks[ev.i].text != ")" {
+			return 0, ev.lx.errf(ev.p, "#if: missing )")
+		}
+		ev.i++
+		return v, nil
+	case t.kind == tPunct && (t.text == "!" || t.text == "-" || t.text == "~" || t.text == "+"):
+		ev.depth++
+		defer func() { ev.depth-- }()
+		if ev.depth > maxDepth {
+			return 0, ev.lx.errf(ev.p, "#if: expression nesting too deep")
+		}
+		v, err := ev.unary()
+		if err != nil {
+			return 0, err
+		}
+		switch t.text {
+		case "!":
+			if v == 0 {
+				return 1, nil
+			}
+			return 0, nil
+		case "-":
+			return -v, nil
+		case "~":
+			return ^v, nil
+		}
+		return v, nil
+	}
+	return 0, ev.lx.errf(ev.p, "#if: unexpected %s", describe(t))
 }
 
 func isLetter(c byte) bool {
@@ -249,7 +648,7 @@ func isLetter(c byte) bool {
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 func (lx *lexer) next() (token, error) {
-	p := pos{lx.line, lx.col}
+	p := lx.pos()
 	if lx.i >= len(lx.src) {
 		return token{kind: tEOF, p: p}, nil
 	}

@@ -122,7 +122,7 @@ func meterSize(s *pktState, u configv1.MeterSpec_Unit) int64 {
 	if u == configv1.MeterSpec_PACKETS {
 		return 1
 	}
-	return int64(len(s.pkt))
+	return int64(len(s.pkt) - s.pre)
 }
 
 func (s *pktState) now() uint64 {

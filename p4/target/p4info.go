@@ -219,7 +219,11 @@ func (c *compiler) buildP4Info() *configv1.P4Info {
 	names = append(names, cpmNames...)
 	al := aliases(names)
 
-	info := &configv1.P4Info{PkgInfo: &configv1.PkgInfo{Arch: "v1model"}}
+	arch := "v1model"
+	if p.tna != nil {
+		arch = "tna"
+	}
+	info := &configv1.P4Info{PkgInfo: &configv1.PkgInfo{Arch: arch}}
 	pre := func(id uint32, name string, anns []string) *configv1.Preamble {
 		return &configv1.Preamble{Id: id, Name: name, Alias: al[name], Annotations: anns}
 	}
@@ -299,11 +303,18 @@ func (c *compiler) buildP4Info() *configv1.P4Info {
 		info.ActionProfiles = append(info.ActionProfiles, ap)
 	}
 	for _, x := range p.registers {
-		info.Registers = append(info.Registers, &configv1.Register{Preamble: pre(x.id, x.name, nil),
-			TypeSpec: &configv1.P4DataTypeSpec{TypeSpec: &configv1.P4DataTypeSpec_Bitstring{
-				Bitstring: &configv1.P4BitstringLikeTypeSpec{TypeSpec: &configv1.P4BitstringLikeTypeSpec_Bit{
-					Bit: &configv1.P4BitTypeSpec{Bitwidth: int32(x.t.width)}}}}},
-			Size: int32(x.size)})
+		spec := bitSpec(x.t.width)
+		if x.t.kind == kStruct {
+			// tna's Register<pair, _>: a struct type, as bf-p4c emits it.
+			var names []string
+			var widths []int
+			for _, f := range x.t.fields {
+				names, widths = append(names, f.name), append(widths, widthOf(f.t))
+			}
+			addStructType(info, x.t.name, names, widths)
+			spec = &configv1.P4DataTypeSpec{TypeSpec: &configv1.P4DataTypeSpec_Struct{Struct: &configv1.P4NamedType{Name: x.t.name}}}
+		}
+		info.Registers = append(info.Registers, &configv1.Register{Preamble: pre(x.id, x.name, nil), TypeSpec: spec, Size: int32(x.size)})
 	}
 	for i, t := range cpmTypes {
 		name := cpmNames[i]

@@ -18,8 +18,9 @@ type parser struct {
 // maxDepth bounds nesting so that hostile input cannot exhaust the stack.
 const maxDepth = 200
 
-func parseProgram(file string, src []byte) (prog *program, err error) {
-	toks, err := lex(file, src)
+func parseProgram(file string, src []byte, opts *CompileOptions) (prog *program, err error) {
+	ctx := &lexCtx{opts: opts}
+	toks, err := lexWith(file, src, ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -36,7 +37,7 @@ func parseProgram(file string, src []byte) (prog *program, err error) {
 			panic(r)
 		}
 	}()
-	prog = &program{}
+	prog = &program{tna: ctx.tna}
 	for p.peek().kind != tEOF {
 		d := p.topDecl()
 		if d == nil {
@@ -49,7 +50,10 @@ func parseProgram(file string, src []byte) (prog *program, err error) {
 
 // builtinTypeNames are the types of core.p4 and v1model.p4.
 var builtinTypeNames = []string{"packet_in", "packet_out", "standard_metadata_t", "CounterType", "MeterType",
-	"HashAlgorithm", "register", "counter", "direct_counter", "meter", "direct_meter", "CloneType", "V1Switch"}
+	"HashAlgorithm", "register", "counter", "direct_counter", "meter", "direct_meter", "CloneType", "V1Switch",
+	// tna.p4's externs and packages (its types are declared by the prelude).
+	"Register", "RegisterAction", "RegisterParam", "DirectRegister", "DirectRegisterAction", "Hash", "CRCPolynomial",
+	"Counter", "DirectCounter", "Meter", "DirectMeter", "Random", "Checksum", "Lpf", "DirectLpf", "Pipeline", "Switch"}
 
 func (p *parser) fail(at pos, format string, args ...any) {
 	panic(&srcError{file: p.file, p: at, msg: fmt.Sprintf(format, args...)})
@@ -329,6 +333,9 @@ func (p *parser) typeRef() *typeRef {
 		tr = &typeRef{p: t.p, kind: t.text}
 	case "tuple", "list":
 		p.fail(t.p, "%s types are not supported", t.text)
+	case "_":
+		p.nextTok()
+		tr = &typeRef{p: t.p, kind: "dontcare"}
 	default:
 		if keywords[t.text] {
 			p.fail(t.p, "expected a type, found keyword %q", t.text)
@@ -381,7 +388,13 @@ func (p *parser) args() []expr {
 	var out []expr
 	for !p.is(")") {
 		if p.peek().kind == tIdent && p.peekN(1).kind == tPunct && p.peekN(1).text == "=" {
-			p.fail(p.peek().p, "named arguments are not supported")
+			n := p.nextTok()
+			p.nextTok()
+			out = append(out, &namedArg{p: n.p, name: n.text, e: p.expr()})
+			if !p.accept(",") {
+				break
+			}
+			continue
 		}
 		if p.is("_") {
 			p.fail(p.peek().p, "don't-care arguments are not supported")
@@ -549,8 +562,13 @@ func (p *parser) localDecl() decl {
 	if p.is("(") {
 		args := p.args()
 		name := p.ident()
+		d := &instDecl{p: t.p, t: tr, args: args, name: name.text, anns: anns}
+		if p.is("=") || p.is("{") {
+			p.accept("=")
+			d.methods = p.initializerBlock()
+		}
 		p.expect(";")
-		return &instDecl{p: t.p, t: tr, args: args, name: name.text, anns: anns}
+		return d
 	}
 	name := p.ident()
 	d := &varDecl{p: t.p, t: tr, name: name.text}
@@ -559,6 +577,24 @@ func (p *parser) localDecl() decl {
 	}
 	p.expect(";")
 	return d
+}
+
+// initializerBlock parses the methods of an instantiation's initializer,
+// { RET name(params) { ... } ... }.
+func (p *parser) initializerBlock() []*methodDecl {
+	p.expect("{")
+	var ms []*methodDecl
+	for !p.is("}") {
+		p.annotations()
+		at := p.peek().p
+		ret := p.typeRef()
+		name := p.ident()
+		m := &methodDecl{p: at, ret: ret, name: name.text, params: p.params()}
+		m.body = p.block(0)
+		ms = append(ms, m)
+	}
+	p.expect("}")
+	return ms
 }
 
 func (p *parser) actionDecl(anns []annotation) *actionDecl {
@@ -872,7 +908,7 @@ func (p *parser) unary(depth int) expr {
 // arguments (digest<T>(...)).
 func isGenericFunc(e expr) bool {
 	id, ok := e.(*identExpr)
-	return ok && id.name == "digest"
+	return ok && (id.name == "digest" || id.name == "port_metadata_unpack")
 }
 
 func (p *parser) postfix(depth int) expr {
@@ -901,7 +937,8 @@ func (p *parser) postfix(depth int) expr {
 				e = &callExpr{p: name.p, fn: e, targs: targs, args: args}
 			}
 		case p.is("<") && isGenericFunc(e):
-			// digest<T>(...): v1model's one generic free function.
+			// digest<T>(...) (v1model) and port_metadata_unpack<T>(pkt)
+			// (tna): the generic free functions.
 			p.nextTok()
 			tr := p.typeRef()
 			p.expect(">")

@@ -46,16 +46,24 @@ func (p *parserC) run(s *pktState) bool {
 }
 
 func (c *compiler) compileParser(d *parserDecl, sc *scope) *parserC {
-	c.ctlName = d.name
+	return c.compileParserAs(d, sc, d.name)
+}
+
+// compileParserAs compiles a parser whose locals are named name.local.
+func (c *compiler) compileParserAs(d *parserDecl, sc *scope, name string) *parserC {
+	saveName, saveParser := c.ctlName, c.inParser
+	c.ctlName = name
 	c.inParser = true
-	defer func() { c.inParser = false }()
+	defer func() { c.ctlName, c.inParser = saveName, saveParser }()
 	local := newScope(sc)
 	for _, l := range d.locals {
-		switch l.(type) {
+		switch l := l.(type) {
 		case *varDecl, *constDecl:
 			c.localDecl(local, l)
+		case *instDecl:
+			c.localDecl(local, l)
 		default:
-			c.fail(l.declPos(), "only variables and constants can be declared in a parser")
+			c.fail(l.declPos(), "only variables, constants and instances can be declared in a parser")
 		}
 	}
 	p := &parserC{start: -1, perr: c.prog.smParserError, timeout: c.prog.errCodes["ParserTimeout"]}
@@ -318,18 +326,34 @@ type codecField struct {
 func codecOf(t *ptype) *headerCodec {
 	h := &headerCodec{bytes: t.bits / 8}
 	for _, f := range t.fields {
-		w := widthOf(f.t)
-		cf := codecField{slot: f.off, bitOff: f.bitOff, w: w, byteIx: f.bitOff >> 3, m: mask(w)}
-		inb := f.bitOff & 7
-		if inb+w <= 64 {
-			cf.fast = true
-			cf.shift = uint(64 - inb - w)
+		if f.t.kind == kWide {
+			// One codec field per slot, the first holding the top bits.
+			bitOff, first := f.bitOff, f.t.width-64*(f.t.size-1)
+			for i := 0; i < f.t.size; i++ {
+				w := 64
+				if i == 0 {
+					w = first
+				}
+				h.fields = append(h.fields, codecFieldAt(f.off+i, bitOff, w))
+				bitOff += w
+			}
+			continue
 		}
-		h.fields = append(h.fields, cf)
+		h.fields = append(h.fields, codecFieldAt(f.off, f.bitOff, widthOf(f.t)))
 	}
 	h.used = h.fields
 	h.allUsed = true
 	return h
+}
+
+func codecFieldAt(slot, bitOff, w int) codecField {
+	cf := codecField{slot: slot, bitOff: bitOff, w: w, byteIx: bitOff >> 3, m: mask(w)}
+	inb := bitOff & 7
+	if inb+w <= 64 {
+		cf.fast = true
+		cf.shift = uint(64 - inb - w)
+	}
+	return cf
 }
 
 // codecFor returns the codec of the header at base. Headers of the
@@ -471,6 +495,14 @@ func (c *compiler) extract(sc *scope, e *callExpr) stmtFn {
 		c.fail(e.args[0].exprPos(), "extract needs a header")
 	}
 	base := v.lv.base
+	if t := c.prog.tna; t != nil {
+		switch {
+		case c.tnaRole == "ingress parser" && base == t.igIntr:
+			t.extractedIgIntr = true
+		case c.tnaRole == "egress parser" && base == t.egIntr:
+			t.extractedEgIntr = true
+		}
+	}
 	h := c.codecFor(v.t, base)
 	perr := c.prog.smParserError
 	tooShort := c.prog.errCodes["PacketTooShort"]
@@ -534,4 +566,98 @@ func (c *compiler) emit(sc *scope, e *callExpr) stmtFn {
 	}
 	walk(v.t, v.lv.base, e.p)
 	return seq(list)
+}
+
+// advance compiles pkt.advance(bits): the cursor skips bits (a multiple of
+// 8 on this target); past the end of the packet is PacketTooShort.
+func (c *compiler) advance(sc *scope, e *callExpr) stmtFn {
+	if !c.inParser {
+		c.fail(e.p, "advance is only allowed in parsers")
+	}
+	if len(e.args) != 1 {
+		c.fail(e.p, "advance takes (bits)")
+	}
+	v := c.typed(c.rvalue(sc, e.args[0], bitT(32)), e.args[0].exprPos())
+	if t := c.prog.tna; t != nil && c.tnaRole == "ingress parser" {
+		t.consumedMD = true
+	}
+	perr := c.prog.smParserError
+	tooShort := c.prog.errCodes["PacketTooShort"]
+	if v.isConst {
+		if v.k%8 != 0 {
+			c.fail(e.args[0].exprPos(), "advance by %d bits: this target advances by whole bytes", v.k)
+		}
+		n := int(v.k / 8)
+		return func(s *pktState) flow {
+			if s.off+n > len(s.pkt) {
+				s.slots[perr] = tooShort
+				return flowReject
+			}
+			s.off += n
+			return flowNext
+		}
+	}
+	f := v.fn
+	return func(s *pktState) flow {
+		bits := f(s)
+		if bits%8 != 0 || uint64(s.off)+bits/8 > uint64(len(s.pkt)) {
+			s.slots[perr] = tooShort
+			return flowReject
+		}
+		s.off += int(bits / 8)
+		return flowNext
+	}
+}
+
+// portMetadataUnpack compiles l = port_metadata_unpack<T>(pkt): the next 64
+// bits (the port metadata, all zero on this target) decoded as T, which
+// must be a header or struct of bit<W> fields of at most 64 bits; the
+// cursor advances by 64 bits.
+func (c *compiler) portMetadataUnpack(sc *scope, l *lval, e *callExpr) stmtFn {
+	if !c.inParser {
+		c.fail(e.p, "port_metadata_unpack is only allowed in parsers")
+	}
+	if len(e.targs) != 1 || len(e.args) != 1 {
+		c.fail(e.p, "port_metadata_unpack takes <T>(pkt)")
+	}
+	t := c.resolveType(sc, e.targs[0])
+	if t != l.t || l.sliced {
+		c.fail(e.p, "port_metadata_unpack<%s> assigned to a %s", t, l.t)
+	}
+	if v := c.expr(sc, e.args[0]); v.sym == nil || v.sym.kind != sPacketIn || v.method != "" {
+		c.fail(e.args[0].exprPos(), "port_metadata_unpack takes the packet_in")
+	}
+	if t.kind != kHeader && t.kind != kStruct {
+		c.fail(e.p, "port_metadata_unpack<T>: T must be a header or struct")
+	}
+	bits := 0
+	for _, f := range t.fields {
+		if f.t.kind != kBit {
+			c.fail(e.p, "port_metadata_unpack<%s>: field %s must be bit<W>", t, f.name)
+		}
+		bits += f.t.width
+	}
+	if bits > 64 {
+		c.fail(e.p, "port_metadata_unpack<%s>: %d bits, more than the 64 of the port metadata", t, bits)
+	}
+	if tp := c.prog.tna; tp != nil && c.tnaRole == "ingress parser" {
+		tp.consumedMD = true
+	}
+	base, n := l.base, t.size
+	valid := t.kind == kHeader
+	perr := c.prog.smParserError
+	tooShort := c.prog.errCodes["PacketTooShort"]
+	return c.dirtying(func(s *pktState) flow {
+		if s.off+tnaPortMDBytes > len(s.pkt) {
+			s.slots[perr] = tooShort
+			return flowReject
+		}
+		// The port metadata is all zero: no control plane sets it.
+		clear(s.slots[base : base+n])
+		if valid {
+			s.slots[base] = 1
+		}
+		s.off += tnaPortMDBytes
+		return flowNext
+	}, base, n)
 }

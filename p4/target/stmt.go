@@ -15,10 +15,17 @@ func (ctl *controlC) run(s *pktState) {
 
 func (c *compiler) compileControl(d *controlDecl, sc *scope, what string) *controlC {
 	c.ctlName = ""
-	c.ctlName = c.fqName(d.name, d.anns)
-	if c.ctlName != d.name {
+	if c.fqName(d.name, d.anns) != d.name {
 		c.fail(d.p, "@name on a control is not supported")
 	}
+	return c.compileControlAs(d, sc, d.name)
+}
+
+// compileControlAs compiles a control whose locals are named name.local.
+func (c *compiler) compileControlAs(d *controlDecl, sc *scope, name string) *controlC {
+	saveName, saveParser := c.ctlName, c.inParser
+	defer func() { c.ctlName, c.inParser = saveName, saveParser }()
+	c.ctlName = name
 	c.inParser = false
 	local := newScope(sc)
 	for _, l := range d.locals {
@@ -51,6 +58,10 @@ func (c *compiler) localDecl(sc *scope, d decl) {
 		t := c.declareTable(sc, d)
 		c.defineIn(sc, d.p, d.name, &symbol{kind: sTable, tbl: t})
 	case *instDecl:
+		if blk := c.blocks[d.t.name]; blk != nil && d.t.kind == "name" {
+			c.declareSub(sc, d, blk)
+			return
+		}
 		x := c.declareExtern(sc, d)
 		c.defineIn(sc, d.p, d.name, &symbol{kind: sExtern, ext: x})
 	default:
@@ -129,6 +140,16 @@ func (c *compiler) stmt(sc *scope, s stmt) stmtFn {
 			return nil
 		}
 	case *assignStmt:
+		if call, ok := s.r.(*callExpr); ok && c.tnaT != nil {
+			if id, ok := call.fn.(*identExpr); ok && id.name == "port_metadata_unpack" && sc.lookup(id.name) == nil {
+				l := c.expr(sc, s.l)
+				if l.lv == nil || l.lv.readonly {
+					c.fail(s.p, "left side of = is not assignable")
+				}
+				c.mention(l.lv.base, l.t.size)
+				return c.portMetadataUnpack(sc, l.lv, call)
+			}
+		}
 		l := c.expr(sc, s.l)
 		if l.lv == nil {
 			c.fail(s.p, "left side of = is not assignable")
@@ -356,7 +377,7 @@ func (c *compiler) switchStmt(sc *scope, s *switchStmt) stmtFn {
 func (c *compiler) headersIn(base, n int) []int {
 	var ks []int
 	for k, b := range c.prog.hdrBases {
-		size := c.prog.hdrT.fields[k].t.size
+		size := c.prog.hdrSizes[k]
 		if base < b+size && b < base+n {
 			ks = append(ks, k)
 		}
@@ -369,6 +390,15 @@ func (c *compiler) headersIn(base, n int) []int {
 func (c *compiler) dirtying(st stmtFn, base, n int) stmtFn {
 	if st == nil {
 		return nil
+	}
+	for slot, flag := range c.watch {
+		if slot >= base && slot < base+n {
+			inner, f := st, flag
+			st = func(s *pktState) flow {
+				s.slots[f] = 1
+				return inner(s)
+			}
+		}
 	}
 	ks := c.headersIn(base, n)
 	switch len(ks) {

@@ -51,6 +51,7 @@ type tableC struct {
 	counter   *externC
 	meter     *externC // direct meter
 	prof      *externC // implementation: action profile or selector
+	dreg      *externC // tna: the DirectRegister of registers = ...
 	idle      bool     // support_timeout = true
 	selKeys   []dataField
 	meterSlot int // the colour of the direct meter's last run
@@ -89,6 +90,7 @@ type entry struct {
 	// the last hit (the Device's clock, microseconds).
 	idleNs  int64
 	lastHit uint64
+	dreg    uint64 // tna: the DirectRegister cell, xor its initial value (a new entry holds the initial value)
 	seq     uint64 // insertion order (ties between equal priorities)
 }
 
@@ -180,6 +182,11 @@ func (c *compiler) declareTable(sc *scope, d *tableDecl) *tableC {
 			}
 			s.ext.table = t
 			t.prof = s.ext
+		case "registers":
+			if c.tnaT == nil {
+				c.fail(pr.p, "table property registers is tna's (DirectRegister)")
+			}
+			t.dreg = c.attachDirect(sc, pr, t, "direct_register")
 		case "meters":
 			t.meter = c.attachDirect(sc, pr, t, "direct_meter")
 			t.meterSlot = t.meter.slot
@@ -667,6 +674,7 @@ func (t *tableC) applyFn() stmtFn {
 		}
 	}
 	tc := t
+	dreg := t.dreg
 	// meter runs after the lookup of a table with a direct meter or idle
 	// timeouts (nil otherwise).
 	var meter func(s *pktState, e *entry)
@@ -712,7 +720,7 @@ func (t *tableC) applyFn() stmtFn {
 				}
 			}
 			e.packets++
-			e.bytes += uint64(len(s.pkt))
+			e.bytes += uint64(len(s.pkt) - s.pre)
 		}
 		if meter != nil {
 			meter(s, e)
@@ -722,7 +730,16 @@ func (t *tableC) applyFn() stmtFn {
 		for i, sl := range slots[ai] {
 			s.slots[sl] = params[i]
 		}
-		acts[ai].body(s)
+		if dreg == nil {
+			acts[ai].body(s)
+		} else {
+			s.dcell, s.dcellOf = nil, dreg
+			if e != nil {
+				s.dcell = &e.dreg
+			}
+			acts[ai].body(s)
+			s.dcell, s.dcellOf = nil, nil
+		}
 		if s.exited {
 			return flowReturn
 		}

@@ -1,0 +1,666 @@
+package target
+
+import (
+	configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
+)
+
+// tna.p4's externs: Register, RegisterAction, RegisterParam, Hash,
+// CRCPolynomial, Random, Checksum, Counter, DirectCounter, Meter and
+// DirectMeter. Counter, DirectCounter, Meter and DirectMeter share the
+// runtime state (and P4Runtime entities) of v1model's counter,
+// direct_counter, meter and direct_meter.
+
+// regAction is a compiled RegisterAction: the slots of its apply's value
+// and return value, and its body.
+type regAction struct {
+	reg    *externC
+	valT   *ptype
+	valB   int
+	rvT    *ptype
+	rvSlot int
+	body   stmtFn
+}
+
+// run runs the apply on a cell's value and returns the new value and the
+// return value.
+func (ra *regAction) run(s *pktState, cell uint64) (uint64, uint64) {
+	n := ra.valT.size
+	v := s.slots[ra.valB : ra.valB+n]
+	ra.reg.layout.unpack(cell, v)
+	s.slots[ra.rvSlot] = 0
+	ra.body(s)
+	return ra.reg.layout.pack(v), s.slots[ra.rvSlot]
+}
+
+// cellLayout packs a register cell type into 64 bits: a bit<W>, or a
+// struct of bit<W>/bool fields, the first field in the high bits (the two
+// 32-bit halves of a Register<pair, _>).
+type cellLayout struct {
+	shifts []uint
+	masks  []uint64
+	width  int
+}
+
+func (l *cellLayout) unpack(v uint64, slots []uint64) {
+	for i, sh := range l.shifts {
+		slots[i] = v >> sh & l.masks[i]
+	}
+}
+
+func (l *cellLayout) pack(slots []uint64) uint64 {
+	var v uint64
+	for i, sh := range l.shifts {
+		v |= (slots[i] & l.masks[i]) << sh
+	}
+	return v
+}
+
+func (c *compiler) cellLayoutOf(t *ptype, at pos) *cellLayout {
+	switch t.kind {
+	case kBit:
+		return &cellLayout{shifts: []uint{0}, masks: []uint64{mask(t.width)}, width: t.width}
+	case kStruct:
+		l := &cellLayout{}
+		for _, f := range t.fields {
+			if f.t.kind != kBit && f.t.kind != kBool {
+				c.fail(at, "register cell type %s: field %s is %s (bit<W> fields only)", t, f.name, f.t)
+			}
+			l.width += widthOf(f.t)
+		}
+		if l.width > 64 || len(t.fields) == 0 {
+			c.fail(at, "register cell type %s is %d bits wide; this target supports 1 to 64", t, l.width)
+		}
+		sh := l.width
+		for _, f := range t.fields {
+			w := widthOf(f.t)
+			sh -= w
+			l.shifts = append(l.shifts, uint(sh))
+			l.masks = append(l.masks, mask(w))
+		}
+		return l
+	}
+	c.fail(at, "register cells must be bit<W> or a struct of bit<W> fields, found %s", t)
+	return nil
+}
+
+// tnaRefused are tna.p4's externs this target refuses.
+var tnaRefused = map[string]bool{
+	"Mirror": true, "Resubmit": true, "Digest": true,
+	"ParserCounter": true, "ParserPriority": true, "Lpf": true, "DirectLpf": true, "Wred": true, "DirectWred": true,
+	"MathUnit": true, "ActionProfile": true, "ActionSelector": true, "SelectorAction": true, "Atcam": true,
+	"Alpm": true, "Pktgen": true, "PortMetadata": true,
+}
+
+// ctorArgs orders an instantiation's arguments, positional or named, by
+// the constructor's parameter names; the first required are mandatory.
+func (c *compiler) ctorArgs(d *instDecl, names []string, required int) []expr {
+	out := make([]expr, len(names))
+	named := false
+	for i, a := range d.args {
+		if na, ok := a.(*namedArg); ok {
+			named = true
+			k := -1
+			for j, n := range names {
+				if n == na.name {
+					k = j
+				}
+			}
+			if k < 0 {
+				c.fail(na.p, "%s has no constructor parameter %s", d.t.name, na.name)
+			}
+			if out[k] != nil {
+				c.fail(na.p, "%s: argument %s given twice", d.t.name, na.name)
+			}
+			out[k] = na.e
+			continue
+		}
+		if named {
+			c.fail(a.exprPos(), "%s: positional argument after named ones", d.t.name)
+		}
+		if i >= len(names) {
+			c.fail(a.exprPos(), "%s takes at most %d constructor arguments", d.t.name, len(names))
+		}
+		out[i] = a
+	}
+	for i := 0; i < required; i++ {
+		if out[i] == nil {
+			c.fail(d.p, "%s needs its constructor argument %s", d.t.name, names[i])
+		}
+	}
+	return out
+}
+
+// tnaEnum evaluates a constant of the tna enum named typ.
+func (c *compiler) tnaEnum(sc *scope, e expr, typ string) uint64 {
+	v := c.expr(sc, e)
+	s := c.global.lookup(typ)
+	if s == nil || v.t != s.t || !v.isConst {
+		c.fail(e.exprPos(), "expected a %s constant", typ)
+	}
+	return v.k
+}
+
+// declareTNAExtern declares an instance of a tna extern.
+func (c *compiler) declareTNAExtern(sc *scope, d *instDecl, x *externC) *externC {
+	p := c.prog
+	x.tna = true
+	targs := d.t.args
+	nargs := func(n int) {
+		if len(targs) != n {
+			c.fail(d.p, "%s takes %d type arguments, got %d", d.t.name, n, len(targs))
+		}
+	}
+	if len(d.methods) != 0 && d.t.name != "RegisterAction" && d.t.name != "DirectRegisterAction" {
+		c.fail(d.p, "%s instances have no initializer block", d.t.name)
+	}
+	switch d.t.name {
+	case "Register":
+		if len(targs) != 2 && len(targs) != 1 {
+			c.fail(d.p, "Register takes type arguments <T, I>")
+		}
+		x.t = c.resolveType(sc, targs[0])
+		x.layout = c.cellLayoutOf(x.t, d.p)
+		if len(targs) == 2 && targs[1].kind != "dontcare" {
+			x.idxT = c.resolveType(sc, targs[1])
+			if x.idxT.kind != kBit {
+				c.fail(targs[1].p, "register index type must be bit<W>, found %s", x.idxT)
+			}
+		}
+		args := c.ctorArgs(d, []string{"size", "initial_value"}, 1)
+		x.size = c.cellsArg(sc, args[0])
+		if args[1] != nil {
+			x.init = c.cellConst(sc, args[1], x.t, x.layout)
+		}
+		x.kind = "register"
+		x.idx = len(p.registers)
+		p.registers = append(p.registers, x)
+	case "RegisterParam":
+		nargs(1)
+		x.t = c.resolveType(sc, targs[0])
+		if x.t.kind != kBit {
+			c.fail(d.p, "RegisterParam<T>: T must be bit<W>, found %s", x.t)
+		}
+		args := c.ctorArgs(d, []string{"initial_value"}, 1)
+		x.init = c.constValue(sc, args[0], x.t)
+	case "RegisterAction":
+		nargs(3)
+		args := c.ctorArgs(d, []string{"reg"}, 1)
+		id, ok := args[0].(*identExpr)
+		var s *symbol
+		if ok {
+			s = sc.lookup(id.name)
+		}
+		if s == nil || s.kind != sExtern || s.ext.kind != "register" || !s.ext.tna {
+			c.fail(args[0].exprPos(), "RegisterAction needs a Register instance")
+		}
+		reg := s.ext
+		t := c.resolveType(sc, targs[0])
+		if t != reg.t {
+			c.fail(targs[0].p, "RegisterAction value type %s differs from register %s's %s", t, id.name, reg.t)
+		}
+		if targs[1].kind != "dontcare" {
+			it := c.resolveType(sc, targs[1])
+			if reg.idxT != nil && it != reg.idxT {
+				c.fail(targs[1].p, "RegisterAction index type %s differs from register %s's %s", it, id.name, reg.idxT)
+			}
+		}
+		u := c.resolveType(sc, targs[2])
+		if u.kind != kBit && u.kind != kBool {
+			c.fail(targs[2].p, "RegisterAction return type must be bit<W> or bool, found %s", u)
+		}
+		x.ra = c.registerAction(sc, d, reg, t, u)
+	case "DirectRegister":
+		nargs(1)
+		x.t = c.resolveType(sc, targs[0])
+		x.layout = c.cellLayoutOf(x.t, d.p)
+		args := c.ctorArgs(d, []string{"initial_value"}, 0)
+		if args[0] != nil {
+			x.init = c.cellConst(sc, args[0], x.t, x.layout)
+		}
+		x.kind = "direct_register"
+	case "DirectRegisterAction":
+		nargs(2)
+		args := c.ctorArgs(d, []string{"reg"}, 1)
+		id, ok := args[0].(*identExpr)
+		var s *symbol
+		if ok {
+			s = sc.lookup(id.name)
+		}
+		if s == nil || s.kind != sExtern || s.ext.kind != "direct_register" {
+			c.fail(args[0].exprPos(), "DirectRegisterAction needs a DirectRegister instance")
+		}
+		t := c.resolveType(sc, targs[0])
+		if t != s.ext.t {
+			c.fail(targs[0].p, "DirectRegisterAction value type %s differs from direct register %s's %s", t, id.name, s.ext.t)
+		}
+		u := c.resolveType(sc, targs[1])
+		if u.kind != kBit && u.kind != kBool {
+			c.fail(targs[1].p, "DirectRegisterAction return type must be bit<W> or bool, found %s", u)
+		}
+		x.ra = c.registerAction(sc, d, s.ext, t, u)
+	case "Hash":
+		nargs(1)
+		w := c.resolveType(sc, targs[0])
+		if w.kind != kBit {
+			c.fail(targs[0].p, "Hash<W>: W must be bit<W>, found %s", w)
+		}
+		x.t = w
+		args := c.ctorArgs(d, []string{"algo", "poly"}, 1)
+		x.algo = c.tnaHashAlgo(sc, args[0], args[1])
+	case "CRCPolynomial":
+		nargs(1)
+		t := c.resolveType(sc, targs[0])
+		if t.kind != kBit || t.width < 8 {
+			c.fail(targs[0].p, "CRCPolynomial<T>: T must be bit<W> with 8 <= W <= 64, found %s", t)
+		}
+		args := c.ctorArgs(d, []string{"coeff", "reversed", "msb", "extended", "init", "xor"}, 6)
+		coeff := c.constValue(sc, args[0], t)
+		rev := c.constValue(sc, args[1], boolT) != 0
+		if c.constValue(sc, args[2], boolT) != 0 {
+			c.fail(args[2].exprPos(), "CRCPolynomial with msb = true is not supported")
+		}
+		if c.constValue(sc, args[3], boolT) != 0 {
+			c.fail(args[3].exprPos(), "CRCPolynomial with extended = true is not supported")
+		}
+		init := c.constValue(sc, args[4], t)
+		xor := c.constValue(sc, args[5], t)
+		x.crc = newCRC(t.width, coeff, rev, init, xor)
+	case "Random":
+		nargs(1)
+		x.t = c.resolveType(sc, targs[0])
+		if x.t.kind != kBit {
+			c.fail(targs[0].p, "Random<W>: W must be bit<W>, found %s", x.t)
+		}
+		if len(d.args) != 0 {
+			c.fail(d.p, "Random takes no constructor arguments")
+		}
+	case "Checksum":
+		if len(targs) != 0 || len(d.args) != 0 {
+			c.fail(d.p, "Checksum takes no arguments: Checksum()")
+		}
+		x.slot = c.alloc(1)
+	case "Counter":
+		nargs(2)
+		args := c.ctorArgs(d, []string{"size", "type"}, 2)
+		x.size = c.cellsArg(sc, args[0])
+		x.unit = c.tnaCounterUnit(sc, args[1])
+		x.kind = "counter"
+		x.idx = len(p.counters)
+		p.counters = append(p.counters, x)
+	case "DirectCounter":
+		nargs(1)
+		args := c.ctorArgs(d, []string{"type"}, 1)
+		x.unit = c.tnaCounterUnit(sc, args[0])
+		x.kind = "direct_counter"
+		x.idx = len(p.directCounters)
+		p.directCounters = append(p.directCounters, x)
+	case "Meter":
+		nargs(1)
+		args := c.ctorArgs(d, []string{"size", "type"}, 2)
+		x.size = c.cellsArg(sc, args[0])
+		x.munit = c.tnaMeterUnit(sc, args[1])
+		x.kind = "meter"
+		x.idx = len(p.meters)
+		p.meters = append(p.meters, x)
+	case "DirectMeter":
+		if len(targs) != 0 {
+			c.fail(d.p, "DirectMeter takes no type arguments")
+		}
+		args := c.ctorArgs(d, []string{"type"}, 1)
+		x.munit = c.tnaMeterUnit(sc, args[0])
+		x.t = bitT(8)
+		x.slot = c.alloc(1)
+		x.kind = "direct_meter"
+		x.idx = len(p.directMeters)
+		p.directMeters = append(p.directMeters, x)
+	default:
+		c.fail(d.p, "unknown extern %s", d.t.name)
+	}
+	return x
+}
+
+// cellConst evaluates a register's initial value: a constant, or for a
+// struct cell a list of constants, one per field.
+func (c *compiler) cellConst(sc *scope, e expr, t *ptype, l *cellLayout) uint64 {
+	if t.kind != kStruct {
+		return c.constValue(sc, e, t)
+	}
+	list, ok := e.(*listExpr)
+	if !ok || len(list.elems) != len(t.fields) {
+		c.fail(e.exprPos(), "initial value of a %s register: a list of %d constants", t, len(t.fields))
+	}
+	slots := make([]uint64, len(t.fields))
+	for i, f := range t.fields {
+		slots[i] = c.constValue(sc, list.elems[i], f.t)
+	}
+	return l.pack(slots)
+}
+
+func (c *compiler) tnaCounterUnit(sc *scope, e expr) configv1.CounterSpec_Unit {
+	switch c.tnaEnum(sc, e, "CounterType_t") {
+	case 0:
+		return configv1.CounterSpec_PACKETS
+	case 1:
+		return configv1.CounterSpec_BYTES
+	}
+	return configv1.CounterSpec_BOTH
+}
+
+func (c *compiler) tnaMeterUnit(sc *scope, e expr) configv1.MeterSpec_Unit {
+	if c.tnaEnum(sc, e, "MeterType_t") == 0 {
+		return configv1.MeterSpec_PACKETS
+	}
+	return configv1.MeterSpec_BYTES
+}
+
+// HashAlgorithm_t members, in declaration order.
+const (
+	tnaIdentity = iota
+	tnaRandom
+	tnaCRC8
+	tnaCRC16
+	tnaCRC32
+	tnaCRC64
+	tnaCustom
+)
+
+// The predefined CRCs, as the Tofino SDE's hash library defines crc_8,
+// crc_16, crc_32 and crc_64.
+var (
+	crc8Spec  = newCRC(8, 0x07, false, 0, 0)
+	crc64Spec = newCRC(64, 0x42f0e1eba9ea3693, false, 0, 0)
+)
+
+func (c *compiler) tnaHashAlgo(sc *scope, algo, poly expr) func([]byte) uint64 {
+	a := c.tnaEnum(sc, algo, "HashAlgorithm_t")
+	if poly != nil {
+		if a != tnaCustom {
+			c.fail(poly.exprPos(), "a CRCPolynomial goes with HashAlgorithm_t.CUSTOM")
+		}
+		id, ok := poly.(*identExpr)
+		var s *symbol
+		if ok {
+			s = sc.lookup(id.name)
+		}
+		if s == nil || s.kind != sExtern || s.ext.crc == nil {
+			c.fail(poly.exprPos(), "expected a CRCPolynomial instance")
+		}
+		return s.ext.crc.sum
+	}
+	switch a {
+	case tnaIdentity:
+		return identity
+	case tnaCRC8:
+		return crc8Spec.sum
+	case tnaCRC16:
+		return crc16
+	case tnaCRC32:
+		return crc32IEEE
+	case tnaCRC64:
+		return crc64Spec.sum
+	case tnaCustom:
+		c.fail(algo.exprPos(), "HashAlgorithm_t.CUSTOM needs a CRCPolynomial: Hash<W>(HashAlgorithm_t.CUSTOM, poly)")
+	}
+	c.fail(algo.exprPos(), "HashAlgorithm_t.RANDOM is not supported (IDENTITY, CRC8, CRC16, CRC32, CRC64 and CUSTOM are)")
+	return nil
+}
+
+// registerAction compiles a RegisterAction's apply(inout T value[, out U
+// rv]) into slots of its own.
+func (c *compiler) registerAction(sc *scope, d *instDecl, reg *externC, t, u *ptype) *regAction {
+	var m *methodDecl
+	for _, md := range d.methods {
+		if md.name != "apply" {
+			c.fail(md.p, "RegisterAction method %s is not supported (apply is)", md.name)
+		}
+		if m != nil {
+			c.fail(md.p, "apply declared twice")
+		}
+		m = md
+	}
+	if m == nil {
+		c.fail(d.p, "RegisterAction %s needs an apply method: = { void apply(inout T value, out U rv) { ... } }", d.name)
+	}
+	if m.ret.kind != "void" {
+		c.fail(m.p, "apply returns void")
+	}
+	if len(m.params) < 1 || len(m.params) > 2 {
+		c.fail(m.p, "apply takes (inout T value) or (inout T value, out U rv)")
+	}
+	ra := &regAction{reg: reg, valT: t, rvT: u}
+	inner := newScope(sc)
+	v := m.params[0]
+	if vt := c.resolveType(sc, v.t); vt != t || v.dir != "inout" {
+		c.fail(v.p, "apply's first parameter must be inout %s", t)
+	}
+	ra.valB = c.alloc(t.size)
+	c.defineIn(inner, v.p, v.name, &symbol{kind: sVar, t: t, base: ra.valB})
+	ra.rvSlot = c.alloc(1)
+	if len(m.params) == 2 {
+		r := m.params[1]
+		if rt := c.resolveType(sc, r.t); rt != u || r.dir != "out" {
+			c.fail(r.p, "apply's second parameter must be out %s", u)
+		}
+		c.defineIn(inner, r.p, r.name, &symbol{kind: sVar, t: u, base: ra.rvSlot})
+	}
+	saved := c.inAction
+	c.inAction = &actionC{name: d.name + ".apply", localName: "apply"}
+	ra.body = c.block(inner, m.body)
+	c.inAction = saved
+	return ra
+}
+
+// indexArg compiles a register index.
+func (c *compiler) indexArg(sc *scope, x *externC, e expr) exprFn {
+	want := x.idxT
+	v := c.expr(sc, e)
+	if v.t != nil && v.t.kind == kInt && want == nil {
+		want = bitT(32)
+	}
+	v = c.typed(c.convert(v, want, e.exprPos()), e.exprPos())
+	if v.t.kind != kBit {
+		c.fail(e.exprPos(), "register index must be bit<W>, found %s", v.t)
+	}
+	return v.fn
+}
+
+// valCall makes the value of a call with an effect: usable as an
+// expression and as a statement.
+func valCall(t *ptype, f exprFn) *val {
+	return &val{t: t, fn: f, st: func(s *pktState) flow {
+		f(s)
+		return flowNext
+	}}
+}
+
+// tnaExternCall compiles a method call on a tna extern.
+func (c *compiler) tnaExternCall(sc *scope, x *externC, method string, e *callExpr) *val {
+	if c.inParser && !(x.kind == "Checksum") {
+		c.fail(e.p, "%s cannot be used in a parser", x.kind)
+	}
+	nargs := func(n int, sig string) {
+		if len(e.args) != n {
+			c.fail(e.p, "%s.%s takes %s", x.kind, method, sig)
+		}
+	}
+	switch x.kind + "." + method {
+	case "RegisterAction.execute":
+		nargs(1, "(index)")
+		ra := x.ra
+		ix := c.indexArg(sc, ra.reg, e.args[0])
+		ridx := ra.reg.idx
+		return valCall(ra.rvT, func(s *pktState) uint64 {
+			cells := s.dev.regs[ridx]
+			i := ix(s)
+			if i >= uint64(len(cells)) {
+				_, rv := ra.run(s, 0)
+				return rv
+			}
+			cell, rv := ra.run(s, cells[i])
+			cells[i] = cell
+			return rv
+		})
+	case "DirectRegisterAction.execute":
+		nargs(0, "no arguments")
+		ra := x.ra
+		reg, init := ra.reg, ra.reg.init
+		return valCall(ra.rvT, func(s *pktState) uint64 {
+			// The cell of the entry that hit, in the table the register is
+			// attached to; otherwise (a miss, another table) the initial
+			// value, and the write is dropped.
+			if p := s.dcell; p != nil && s.dcellOf == reg {
+				cell, rv := ra.run(s, *p^init)
+				*p = cell ^ init
+				return rv
+			}
+			_, rv := ra.run(s, init)
+			return rv
+		})
+	case "register.read":
+		nargs(1, "(index)")
+		if x.t.kind != kBit {
+			c.fail(e.p, "Register.read of a %s register is not supported (use a RegisterAction)", x.t)
+		}
+		ix := c.indexArg(sc, x, e.args[0])
+		ridx := x.idx
+		return valCall(x.t, func(s *pktState) uint64 {
+			cells := s.dev.regs[ridx]
+			if i := ix(s); i < uint64(len(cells)) {
+				return cells[i]
+			}
+			return 0
+		})
+	case "register.write":
+		nargs(2, "(index, value)")
+		if x.t.kind != kBit {
+			c.fail(e.p, "Register.write of a %s register is not supported (use a RegisterAction)", x.t)
+		}
+		ix := c.indexArg(sc, x, e.args[0])
+		v := c.typed(c.rvalue(sc, e.args[1], x.t), e.args[1].exprPos()).fn
+		ridx := x.idx
+		return &val{t: voidT, st: func(s *pktState) flow {
+			cells := s.dev.regs[ridx]
+			if i := ix(s); i < uint64(len(cells)) {
+				cells[i] = v(s)
+			}
+			return flowNext
+		}}
+	case "RegisterParam.read":
+		nargs(0, "no arguments")
+		return constVal(x.t, x.init)
+	case "Hash.get":
+		nargs(1, "(data)")
+		data := c.dataList(sc, e.args[0])
+		f, m := x.algo, mask(x.t.width)
+		return valCall(x.t, func(s *pktState) uint64 { return f(packData(s, data)) & m })
+	case "Random.get":
+		nargs(0, "no arguments")
+		m := mask(x.t.width)
+		return valCall(x.t, func(s *pktState) uint64 { return s.dev.random() & m })
+	case "Checksum.add", "Checksum.subtract":
+		nargs(1, "(data)")
+		data := c.dataList(sc, e.args[0])
+		acc, sub := x.slot, method == "subtract"
+		return &val{t: voidT, st: func(s *pktState) flow {
+			sum := onesSum(packData(s, data), sub)
+			s.slots[acc] = foldSum(s.slots[acc] + sum)
+			return flowNext
+		}}
+	case "Checksum.verify":
+		nargs(0, "no arguments")
+		acc := x.slot
+		return valCall(boolT, func(s *pktState) uint64 { return b2u(foldSum(s.slots[acc]) == 0xffff) })
+	case "Checksum.get":
+		nargs(0, "no arguments")
+		acc := x.slot
+		return valCall(bitT(16), func(s *pktState) uint64 { return ^foldSum(s.slots[acc]) & 0xffff })
+	case "Checksum.update":
+		if len(e.args) != 1 && len(e.args) != 2 {
+			c.fail(e.p, "Checksum.update takes (data) or (data, zeros_as_ones)")
+		}
+		data := c.dataList(sc, e.args[0])
+		zao := false
+		if len(e.args) == 2 {
+			zao = c.constValue(sc, e.args[1], boolT) != 0
+		}
+		return valCall(bitT(16), func(s *pktState) uint64 {
+			v := csum16(packData(s, data))
+			if zao && v == 0 {
+				v = 0xffff
+			}
+			return v
+		})
+	case "counter.count", "direct_counter.count":
+		if len(e.args) > 0 && x.kind == "direct_counter" || len(e.args) > 1 {
+			c.fail(e.p, "%s.count with adjust_byte_count is not supported", x.kind)
+		}
+		return &val{t: voidT, st: c.externCall0(sc, x, method, e)}
+	case "meter.execute":
+		if len(e.args) != 1 {
+			c.fail(e.p, "Meter.execute takes (index) on this target (color-aware metering and adjust_byte_count are not supported)")
+		}
+		ix := c.typed(c.rvalue(sc, e.args[0], bitT(32)), e.args[0].exprPos()).fn
+		idx, unit := x.idx, x.munit
+		return valCall(bitT(8), func(s *pktState) uint64 {
+			cells := s.dev.meters[idx]
+			v := uint64(colorGreen)
+			if i := ix(s); i < uint64(len(cells)) {
+				v = cells[i].exec(s.now(), meterSize(s, unit))
+			}
+			return tnaColor(v)
+		})
+	case "direct_meter.execute":
+		if len(e.args) != 0 {
+			c.fail(e.p, "DirectMeter.execute takes no arguments on this target")
+		}
+		ms := x.slot
+		return valCall(bitT(8), func(s *pktState) uint64 { return tnaColor(s.slots[ms]) })
+	}
+	c.fail(e.p, "%s has no method %s on this target", x.kind, method)
+	return nil
+}
+
+// tnaColor maps a meter colour (GREEN 0, YELLOW 1, RED 2) to
+// MeterColor_t (RED is 3).
+func tnaColor(v uint64) uint64 {
+	if v == colorRed {
+		return 3
+	}
+	return v
+}
+
+// onesSum is the ones' complement sum of b as 16-bit big-endian words (a
+// trailing odd byte padded with zero), or of their complements.
+func onesSum(b []byte, complement bool) uint64 {
+	var sum uint64
+	for i := 0; i < len(b); i += 2 {
+		w := uint64(b[i]) << 8
+		if i+1 < len(b) {
+			w |= uint64(b[i+1])
+		}
+		if complement {
+			w ^= 0xffff
+		}
+		sum += w
+	}
+	return sum
+}
+
+// foldSum folds carries into 16 bits.
+func foldSum(sum uint64) uint64 {
+	for sum>>16 != 0 {
+		sum = sum&0xffff + sum>>16
+	}
+	return sum
+}
+
+// random returns the next value of the Device's generator (xorshift64*,
+// seeded by Options.RandomSeed); the Device's lock orders the calls.
+func (d *Device) random() uint64 {
+	x := d.rng
+	x ^= x >> 12
+	x ^= x << 25
+	x ^= x >> 27
+	d.rng = x
+	return x * 0x2545F4914F6CDD1D
+}
