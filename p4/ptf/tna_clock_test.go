@@ -267,7 +267,7 @@ func randomTraffic(t *testing.T, seed uint64, steps int) {
 	qpA2 := qp{clientA, memnode, 49155, 0x14}
 	qpM2 := qp{clientB, clientC, 49170, 0x41}
 	qps := []qp{qpA, qpB, qpC, qpA2, qpM2}
-	keys := []uint64{hotKey, otherKey, coldKey}
+	keys := []uint64{hotKey, hotKey, hotKey, otherKey, coldKey} // most nodes of one key: its tail gets steered to
 	var nodes []node
 	for i := range 24 {
 		va := uint64(0x00007f0000010000) + uint64(i)*0x1000

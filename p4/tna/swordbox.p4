@@ -71,9 +71,14 @@
 #include <core.p4>
 #include <tna.p4>
 
-/* The CPU port of the software rack (p4rt.DefaultCPUPort). On a Tofino it is
- * the PCIe CPU port of the model (64 on a 2-pipe Tofino 1, 192 on others). */
-const PortId_t CPU_PORT = 255;
+/* The port PacketIns leave by and PacketOuts come in on. 255 is the software
+ * rack's (p4rt.DefaultCPUPort). On a Tofino it is the PCIe CPU port of the
+ * model (64 on a 2-pipe Tofino 1, 192 on a 4-pipe one): build with
+ * -DSWORDBOX_CPU_PORT=<port> (bf-p4c takes -D as cpp does). */
+#ifndef SWORDBOX_CPU_PORT
+#define SWORDBOX_CPU_PORT 255
+#endif
+const PortId_t CPU_PORT = SWORDBOX_CPU_PORT;
 
 const bit<16> ETHERTYPE_IPV4 = 0x0800;
 const bit<8>  IPPROTO_UDP    = 17;
