@@ -107,9 +107,10 @@ Scenarios:
 	return c
 }
 
-func init() {
-	rootCmd.AddCommand(newBenchCmd())
-	defineSettings("bench", []string{"bench"},
+// benchSettings is the settings table of the "bench" section: the ranges
+// of bench's numbers (Sherman's among them) and its cross-field check.
+func benchSettings() *settingTable {
+	return newSection([]string{"bench"},
 		intSpan("keys", 1, 1<<20),
 		intSpan("value-size", 1, 4072).because("a Clover node, 24-byte header and value, in one 4096-byte MTU"),
 		span{key: "zipf", lo: 0.01, hi: 5}.orZero("the scenario's default"),
@@ -119,8 +120,7 @@ func init() {
 		durSpan("warmup", 0, time.Hour),
 		intSpan("memory-workers", 0, 64),
 		durSpan("read-timeout", time.Millisecond, 10*time.Second).orZero("Clover's default, 50ms"),
-	)
-	addCheck("bench", func(cfg any) error {
+	).withSpans(shermanSpans()...).withCheck(func(cfg any) error {
 		c := cfg.(*benchConfig)
 		// Other systems default --client-hosts themselves and check it then.
 		if (c.System == "" || c.System == "clover") && c.ClientHosts > c.Threads {
