@@ -3,6 +3,7 @@ package target
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math/big"
 	"os"
@@ -120,6 +121,7 @@ type compiler struct {
 
 	blocks    map[string]decl // parsers and controls by name
 	subs      map[*instDecl]*subInst
+	subStack  []decl               // the sub-parsers and sub-controls being compiled, outermost first
 	watch     map[int]int          // slot -> slot set to 1 whenever the first is written (tna's ucast_egress_port)
 	tnaT      *tnaTypes            // tna.p4's intrinsic metadata types (tna programs)
 	tnaRole   string               // the tna block being compiled ("ingress parser", ...)
@@ -140,8 +142,34 @@ type CompileOptions struct {
 	// Defines are object-like macros defined before the program (as
 	// p4c's -D NAME=VALUE).
 	Defines map[string]string
-	// ReadFile reads an included file; nil means os.ReadFile.
+	// ReadFile reads an included file; nil means the file system (regular
+	// files of at most 16 MiB).
 	ReadFile func(path string) ([]byte, error)
+}
+
+// readSource reads a program or an included file: a regular file of at
+// most maxSourceBytes (not a device, a FIFO or a directory).
+func readSource(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxSourceBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxSourceBytes {
+		return nil, fmt.Errorf("%s is longer than %d bytes", path, maxSourceBytes)
+	}
+	return b, nil
 }
 
 // find locates an included file: beside the including file from, then in
@@ -149,7 +177,7 @@ type CompileOptions struct {
 func (o *CompileOptions) find(name, from string) (string, []byte, error) {
 	read := o.ReadFile
 	if read == nil {
-		read = os.ReadFile
+		read = readSource
 	}
 	var cands []string
 	if filepath.IsAbs(name) {
@@ -184,7 +212,7 @@ func Compile(filename string, src []byte) (prog *Program, err error) {
 func CompileFile(path string, o CompileOptions) (*Program, error) {
 	read := o.ReadFile
 	if read == nil {
-		read = os.ReadFile
+		read = readSource
 	}
 	src, err := read(path)
 	if err != nil {
@@ -656,6 +684,11 @@ func (c *compiler) registerHeaders(t *ptype, base int, at pos, ctl bool) {
 		p.hdrAllBytes += f.t.bits / 8
 		for _, a := range f.t.anns {
 			if ctl && a.name == "controller_header" && len(a.args) == 1 && a.args[0].kind == tString {
+				for _, cf := range f.t.fields {
+					if cf.t.kind == kWide {
+						c.fail(at, "controller header %s: field %s is %s (this target supports up to %d bits there)", f.t.name, cf.name, cf.t, maxWidth)
+					}
+				}
 				switch a.args[0].text {
 				case "packet_in":
 					p.packetIn = f.t

@@ -59,7 +59,9 @@ type Device struct {
 	copies   int                      // copies made of the packet being processed
 	pool     sync.Pool
 	stats    Stats
-	rng      uint64 // tna's Random
+	rng      uint64   // tna's Random
+	pktSeq   uint64   // tna: packets through passTNA (from 1)
+	regSeen  []uint64 // tna: per register, the pktSeq of its last access
 }
 
 // Stats are the Device's own packet counts.
@@ -73,6 +75,10 @@ type Stats struct {
 	// DigestDrops counts digest records dropped because their queue was
 	// full (nobody took them with TakeDigests).
 	DigestDrops uint64
+	// RegisterReaccesses counts the times a tna program accessed a
+	// register (RegisterAction, read, write) it had already accessed for
+	// the same packet: Tofino cannot (a register sits in one stage).
+	RegisterReaccesses uint64
 }
 
 // NewDevice makes a device running p, with empty tables (except the
@@ -82,6 +88,7 @@ func NewDevice(p *Program, o Options) *Device {
 	for _, t := range p.tables {
 		d.tables = append(d.tables, newTableRT(t))
 	}
+	d.regSeen = make([]uint64, len(p.registers))
 	d.rng = o.RandomSeed
 	if d.rng == 0 {
 		d.rng = 0x9E3779B97F4A7C15

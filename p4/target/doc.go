@@ -96,7 +96,10 @@
 //     loads the cell into value, zeroes rv, runs apply, stores value back
 //     and returns rv, atomically with respect to other packets (the
 //     Device's lock). An index past the end runs apply on a zero value and
-//     drops the store. Register.read(i) and .write(i, v) for bit<W> cells.
+//     drops the store. A second access to the same register for one packet
+//     runs (bf-p4c would refuse the program: a register lives in one
+//     stage) and is counted in Stats.RegisterReaccesses, for tests to
+//     assert on. Register.read(i) and .write(i, v) for bit<W> cells.
 //     RegisterParam<T>(v).read() is v (bf-rt sets it on Tofino; P4Runtime
 //     does not address it). DirectRegister<T> attached with a table's
 //     registers = property and DirectRegisterAction<T, U>: one cell per

@@ -168,6 +168,10 @@ func (c *compiler) locVal(l *lval) *val {
 	return v
 }
 
+// member compiles x.name: an enum or error member of a type, hit/miss/
+// action_run of a table's apply result, a header or struct field (lazily
+// read timestamps, read-only intrinsic fields, wide fields refused), a
+// header method, or a method of an extern, table or packet.
 func (c *compiler) member(sc *scope, e *memberExpr) *val {
 	x := c.expr(sc, e.x)
 	switch {
@@ -330,6 +334,9 @@ func (c *compiler) typed(v *val, at pos) *val {
 	return v
 }
 
+// binary compiles a binary operation: integer constants fold exactly;
+// otherwise an int constant takes the other operand's type, both sides
+// must have the same type, and arithmetic is modulo 2^W.
 func (c *compiler) binary(sc *scope, e *binExpr) *val {
 	if e.op == "&&&" {
 		c.fail(e.p, "&&& is only allowed in select cases and table entries")
@@ -546,6 +553,7 @@ func arithFn(op string, w int, lf, rf exprFn, l, r *val) exprFn {
 	return nil
 }
 
+// shift compiles << and >>: a shift by W or more bits yields 0.
 func (c *compiler) shift(e *binExpr, l, r *val) *val {
 	if l.t.kind != kBit {
 		c.fail(e.p, "%s needs a bit<W> left operand, found %s", e.op, l.t)
@@ -597,6 +605,7 @@ func (c *compiler) shift(e *binExpr, l, r *val) *val {
 	return c.fold(&val{t: l.t, fn: fn}, l, r)
 }
 
+// foldInt folds an operation on two arbitrary-precision constants.
 func (c *compiler) foldInt(e *binExpr, a, b *big.Int) *val {
 	r := new(big.Int)
 	b2 := func(x bool) *val {
@@ -693,6 +702,9 @@ func (c *compiler) unary(sc *scope, e *unExpr) *val {
 	return nil
 }
 
+// cast compiles (T)x between bit<W> widths, bool and bit<1>, and
+// serializable enums and their underlying type; an int constant cast to
+// bit<W> is truncated.
 func (c *compiler) cast(sc *scope, e *castExpr) *val {
 	to := c.resolveType(sc, e.t)
 	x := c.expr(sc, e.x)

@@ -32,6 +32,10 @@ type externC struct {
 	crc    *crcSpec    // CRCPolynomial
 }
 
+// declareExtern declares an extern instance of a control: v1model's
+// register, counter, direct_counter, meter, direct_meter, action_profile
+// and action_selector, or in a tna program tna's externs
+// (declareTNAExtern); everything else is refused by name.
 func (c *compiler) declareExtern(sc *scope, d *instDecl) *externC {
 	if c.inParser && !(c.tnaT != nil && d.t.name == "Checksum") {
 		c.fail(d.p, "extern instances in parsers are not supported")
@@ -192,6 +196,9 @@ func (c *compiler) externCall(sc *scope, x *externC, method string, e *callExpr)
 	return st
 }
 
+// externCall0 compiles a method call on a v1model extern (and tna's
+// Counter and DirectCounter, which share their semantics), specialised
+// for slot and constant operands on the hot paths.
 func (c *compiler) externCall0(sc *scope, x *externC, method string, e *callExpr) stmtFn {
 	if c.inParser {
 		c.fail(e.p, "externs cannot be used in parsers")

@@ -134,3 +134,18 @@ struct meta_t`, 1)
 		t.Fatalf("short packet: %v, stats %+v", outs, d.Stats())
 	}
 }
+
+func TestIncludeRefusesDevicesAndRecursiveInstances(t *testing.T) {
+	_, err := Compile("test.p4", []byte("#include \"/dev/zero\"\n"))
+	wantErrAt(t, err, `test.p4:1:1: #include "/dev/zero": /dev/zero is not a regular file`)
+	_, err = Compile("test.p4", []byte("#include \"/\"\n"))
+	wantErrAt(t, err, "is not a regular file")
+	for _, top := range []string{
+		"control X(inout h_t h) { X() x; apply { x.apply(h); } }",
+		"control X(inout h_t h) { Y() y; apply { y.apply(h); } } control Y(inout h_t h) { X() x; apply { x.apply(h); } }",
+	} {
+		src := tnaCase{top: top, igDecls: "X() x;", igBody: "x.apply(hdr.h);"}.src()
+		_, err := Compile("test.p4", []byte(src))
+		wantErrAt(t, err, "instantiates itself (recursively)")
+	}
+}

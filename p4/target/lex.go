@@ -523,6 +523,8 @@ type ppEval struct {
 var ppPrec = map[string]int{"||": 1, "&&": 2, "|": 3, "^": 4, "&": 5, "==": 6, "!=": 6,
 	"<": 7, "<=": 7, ">": 7, ">=": 7, "+": 9, "-": 9, "*": 10, "/": 10, "%": 10}
 
+// expr evaluates a binary expression whose operators bind tighter than
+// minPrec (precedence climbing).
 func (ev *ppEval) expr(minPrec int) (int64, error) {
 	ev.depth++
 	defer func() { ev.depth-- }()

@@ -41,6 +41,8 @@ type infoEntity struct {
 	set    func(uint32)
 }
 
+// assignIDs gives every P4Info entity its ID: explicit @id first, then
+// the prefix and Jenkins hash of the name, probing upwards on collision.
 func (c *compiler) assignIDs(ents []infoEntity) {
 	used := map[uint32]bool{}
 	// explicit @id first
@@ -135,6 +137,9 @@ outer:
 	return out
 }
 
+// buildP4Info builds the program's P4Info: entities in declaration order,
+// IDs by assignIDs, aliases, match fields and parameters numbered from 1,
+// and the architecture's name ("v1model" or "tna").
 func (c *compiler) buildP4Info() *configv1.P4Info {
 	p := c.prog
 	for _, t := range p.tables {

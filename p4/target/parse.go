@@ -176,6 +176,7 @@ func (p *parser) annotations() []annotation {
 	return out
 }
 
+// topDecl parses one top-level declaration (nil for a stray ;).
 func (p *parser) topDecl() decl {
 	anns := p.annotations()
 	t := p.peek()
@@ -296,6 +297,9 @@ func (p *parser) enumDecl() *enumDecl {
 	return d
 }
 
+// typeRef parses a type as written: bit<W>, int<W>, varbit<W>, bool,
+// error, void, string, _ (a don't-care type argument) or a name with
+// optional type arguments.
 func (p *parser) typeRef() *typeRef {
 	t := p.peek()
 	if t.kind != tIdent {
@@ -606,6 +610,8 @@ func (p *parser) actionDecl(anns []annotation) *actionDecl {
 	return d
 }
 
+// tableDecl parses a table: its key, actions, entries and the other
+// properties (as expressions).
 func (p *parser) tableDecl(anns []annotation) *tableDecl {
 	t := p.expect("table")
 	name := p.ident()
@@ -716,6 +722,7 @@ func (p *parser) isTypeStart() bool {
 	return false
 }
 
+// stmt parses a statement; depth bounds nesting against hostile input.
 func (p *parser) stmt(depth int) stmt {
 	if depth > maxDepth {
 		p.fail(p.peek().p, "nesting too deep")
@@ -911,6 +918,8 @@ func isGenericFunc(e expr) bool {
 	return ok && (id.name == "digest" || id.name == "port_metadata_unpack")
 }
 
+// postfix parses member access, calls (also generic ones), slices and
+// indexes after a primary expression.
 func (p *parser) postfix(depth int) expr {
 	e := p.primary(depth)
 	for {
@@ -962,6 +971,7 @@ func (p *parser) postfix(depth int) expr {
 	}
 }
 
+// primary parses literals, names, parenthesised expressions and lists.
 func (p *parser) primary(depth int) expr {
 	t := p.peek()
 	switch t.kind {

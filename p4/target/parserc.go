@@ -121,6 +121,9 @@ type selCase struct {
 	next        int
 }
 
+// selectFn compiles a select transition: the first case whose masked
+// values match wins; none is NoMatch (reject). One slot key with constant
+// cases takes a specialised loop.
 func (c *compiler) selectFn(sc *scope, tr *transition, target func(string, pos) int, noMatch uint64, perr int) func(*pktState) int {
 	var keys []exprFn
 	var types []*ptype
@@ -227,6 +230,7 @@ func (c *compiler) keysetValue(sc *scope, e expr, t *ptype) (uint64, uint64) {
 
 // Header (de)serialisation. Field values are big-endian bit strings.
 
+// getBits reads w bits at bit offset bitOff of b (big endian).
 func getBits(b []byte, bitOff, w int) uint64 {
 	if bitOff&7 == 0 && w&7 == 0 {
 		i := bitOff >> 3
@@ -261,6 +265,8 @@ func getBits(b []byte, bitOff, w int) uint64 {
 	return v
 }
 
+// putBits writes the w low bits of v at bit offset bitOff of b (big
+// endian), leaving the bits around them unchanged.
 func putBits(b []byte, bitOff, w int, v uint64) {
 	if bitOff&7 == 0 && w&7 == 0 {
 		i := bitOff >> 3

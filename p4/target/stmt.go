@@ -125,6 +125,8 @@ func (c *compiler) block(sc *scope, b *blockStmt) stmtFn {
 	return seq(list)
 }
 
+// stmt compiles one statement into a closure that reports how control
+// flows on (next, return/exit, reject).
 func (c *compiler) stmt(sc *scope, s stmt) stmtFn {
 	switch s := s.(type) {
 	case *blockStmt:
@@ -300,6 +302,8 @@ func widthOf(t *ptype) int {
 	return 32
 }
 
+// switchStmt compiles switch (t.apply().action_run): case labels without
+// a body fall through to the next; default covers the actions not named.
 func (c *compiler) switchStmt(sc *scope, s *switchStmt) stmtFn {
 	v := c.expr(sc, s.e)
 	if v.applied == nil || v.method != "action_run" {

@@ -12,6 +12,10 @@ package target
 // inside an instance are qualified by the enclosing control and the
 // instance name, as p4c does ("Ingress.inst.table").
 
+// maxSubDepth bounds the nesting of instances (each level is compiled
+// inline).
+const maxSubDepth = 32
+
 type subInst struct {
 	d        decl // *parserDecl or *controlDecl
 	name     string
@@ -47,12 +51,11 @@ func (c *compiler) declareSub(sc *scope, d *instDecl, blk decl) {
 func (c *compiler) applySub(sc *scope, si *subInst, e *callExpr) stmtFn {
 	var params []param
 	var name string
-	var at pos
 	switch d := si.d.(type) {
 	case *parserDecl:
-		params, name, at = d.params, d.name, d.p
+		params, name = d.params, d.name
 	case *controlDecl:
-		params, name, at = d.params, d.name, d.p
+		params, name = d.params, d.name
 	}
 	if c.inAction != nil {
 		c.fail(e.p, "%s.apply cannot be called from an action", si.name)
@@ -120,6 +123,16 @@ func (c *compiler) applySub(sc *scope, si *subInst, e *callExpr) stmtFn {
 			}
 		}
 	} else {
+		for _, d := range c.subStack {
+			if d == si.d {
+				c.fail(e.p, "%s instantiates itself (recursively)", name)
+			}
+		}
+		if len(c.subStack) >= maxSubDepth {
+			c.fail(e.p, "sub-parsers and sub-controls nested more than %d deep", maxSubDepth)
+		}
+		c.subStack = append(c.subStack, si.d)
+		defer func() { c.subStack = c.subStack[:len(c.subStack)-1] }()
 		si.bound = bound
 		saveName, saveParser, saveLocals := c.ctlName, c.inParser, c.locals
 		prefix := si.name
@@ -147,8 +160,6 @@ func (c *compiler) applySub(sc *scope, si *subInst, e *callExpr) stmtFn {
 			}
 		}
 		c.ctlName, c.inParser, c.locals = saveName, saveParser, saveLocals
-		_ = name
-		_ = at
 	}
 	return seq(append(ins, si.compiled))
 }

@@ -94,6 +94,11 @@ type entry struct {
 	seq     uint64 // insertion order (ties between equal priorities)
 }
 
+// declareTable compiles a table declaration: keys, actions (NoAction
+// added as @defaultonly when there is no default action), size, entries,
+// direct counters, meters and registers, action profiles, idle timeout,
+// and picks the lookup structure (keyless, exact hash, LPM, or a
+// priority-ordered scan for ternary, range and optional keys).
 func (c *compiler) declareTable(sc *scope, d *tableDecl) *tableC {
 	t := &tableC{name: c.fqName(d.name, d.anns), localName: d.name, anns: d.anns, p: d.p, size: 1024, defAI: -1}
 	t.idx = len(c.prog.tables)

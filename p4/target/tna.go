@@ -275,6 +275,7 @@ func (t *tnaProg) parserErr(p *Program, code uint64) uint64 {
 func (d *Device) passTNA(s *pktState, in uint32, frame []byte) (uint32, bool) {
 	p := d.prog
 	t := p.tna
+	d.pktSeq++
 	clear(s.slots)
 	clear(s.hoff1)
 	s.exited, s.tsSet, s.pending, s.depth = false, false, 0, 0

@@ -46,6 +46,8 @@ func TestTNARefuses(t *testing.T) {
 		{"t2na", tnaCase{}, "#include <tna.p4>", "#include <t2na.p4>", "test.p4:2:1:", "#include <t2na.p4>: only <core.p4>, <v1model.p4>, <tna.p4>"},
 		{"wide field read", tnaCase{igBody: "hdr.h.e = hdr.w.x;"}, "struct headers { h_t h; }", "header w_t { bit<128> x; } struct headers { h_t h; w_t w; }",
 			body, "w_t.x is bit<128>: this target computes with up to 64 bits"},
+		{"wide controller header field", tnaCase{}, "struct headers { h_t h; }", "@controller_header(\"packet_in\") header pin_h { bit<128> x; } struct headers { h_t h; pin_h pin; }",
+			"test.p4:8:", "controller header pin_h: field x is bit<128>"},
 		{"sub-control applied twice", tnaCase{top: "control X(inout h_t h) { apply { } }", igDecls: "X() x; h_t tmp;", igBody: "x.apply(hdr.h); x.apply(tmp);"},
 			"", "", body, "x is applied again with other arguments"},
 		{"sub-parser in a control", tnaCase{top: "parser SP(packet_in pk) { state start { transition accept; } }", igDecls: "SP() sp;"},

@@ -490,6 +490,7 @@ func (c *compiler) tnaExternCall(sc *scope, x *externC, method string, e *callEx
 		ix := c.indexArg(sc, ra.reg, e.args[0])
 		ridx := ra.reg.idx
 		return valCall(ra.rvT, func(s *pktState) uint64 {
+			s.dev.touchRegister(ridx)
 			cells := s.dev.regs[ridx]
 			i := ix(s)
 			if i >= uint64(len(cells)) {
@@ -524,6 +525,7 @@ func (c *compiler) tnaExternCall(sc *scope, x *externC, method string, e *callEx
 		ix := c.indexArg(sc, x, e.args[0])
 		ridx := x.idx
 		return valCall(x.t, func(s *pktState) uint64 {
+			s.dev.touchRegister(ridx)
 			cells := s.dev.regs[ridx]
 			if i := ix(s); i < uint64(len(cells)) {
 				return cells[i]
@@ -539,6 +541,7 @@ func (c *compiler) tnaExternCall(sc *scope, x *externC, method string, e *callEx
 		v := c.typed(c.rvalue(sc, e.args[1], x.t), e.args[1].exprPos()).fn
 		ridx := x.idx
 		return &val{t: voidT, st: func(s *pktState) flow {
+			s.dev.touchRegister(ridx)
 			cells := s.dev.regs[ridx]
 			if i := ix(s); i < uint64(len(cells)) {
 				cells[i] = v(s)
@@ -663,4 +666,16 @@ func (d *Device) random() uint64 {
 	x ^= x >> 27
 	d.rng = x
 	return x * 0x2545F4914F6CDD1D
+}
+
+// touchRegister records an access of a tna program to register idx: a
+// second access in the same packet is counted in
+// Stats.RegisterReaccesses (on Tofino a register lives in one stage's
+// stateful ALU, which a packet passes once).
+func (d *Device) touchRegister(idx int) {
+	if d.regSeen[idx] == d.pktSeq {
+		d.stats.RegisterReaccesses++
+		return
+	}
+	d.regSeen[idx] = d.pktSeq
 }

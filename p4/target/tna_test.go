@@ -130,6 +130,9 @@ func TestTNAFeatures(t *testing.T) {
 		{"RegisterAction: 32-bit halves, return value, state kept", tnaCase{igDecls: pairReg,
 			igBody: "hdr.h.c = (bit<16>)ra.execute(3); hdr.h.b = (bit<8>)ra.execute(3);"},
 			func(h hv) *hv { h.c, h.b = 2, 3; return &h }},
+		{"RegisterAction once per packet", tnaCase{igDecls: pairReg,
+			igBody: "hdr.h.c = (bit<16>)ra.execute(3);"},
+			func(h hv) *hv { h.c = 2; return &h }},
 		{"RegisterAction without rv; Register.read and write", tnaCase{
 			igDecls: `Register<bit<32>, _>(8) r;
     RegisterAction<bit<32>, _, bit<32>>(r) inc = { void apply(inout bit<32> v) { v = v + 5; } };`,
@@ -191,6 +194,12 @@ func TestTNAFeatures(t *testing.T) {
 			p := mustCompile(t, tc.c.src())
 			d := NewDevice(p, Options{})
 			got := runTNA(t, d, in)
+			// Accessing a register twice for one packet is counted.
+			twice := strings.Count(tc.c.igBody, "ra.execute") + strings.Count(tc.c.igBody, "r.read") +
+				strings.Count(tc.c.igBody, "r.write") + strings.Count(tc.c.igBody, "inc.execute") + strings.Count(tc.c.igBody, "cas.execute")
+			if st := d.Stats(); (st.RegisterReaccesses > 0) != (twice > 1) {
+				t.Errorf("%d register re-accesses for %d accesses in the program", st.RegisterReaccesses, twice)
+			}
 			if tc.want == nil {
 				if got == nil || got.a > 15 || got.b > 15 {
 					t.Fatalf("got %+v", got)
