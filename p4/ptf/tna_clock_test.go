@@ -170,12 +170,17 @@ func (d *devPair) read(dev *target.Device, tna bool) []string {
 }
 
 // checkState compares every register cell and counter of the two
-// programs, and returns the state (described).
+// programs, and returns the state (described). It also checks that the
+// TNA program accessed no register twice for one packet (a Tofino
+// register sits in one stage, which a packet passes once).
 func (d *devPair) checkState(what string) []string {
 	d.tb.Helper()
 	a, b := d.read(d.v1, false), d.read(d.tna, true)
 	if !slices.Equal(a, b) {
 		d.tb.Fatalf("%s: the programs' state differs:%s", what, diffLines(a, b))
+	}
+	if n := d.tna.Stats().RegisterReaccesses; n != 0 {
+		d.tb.Fatalf("%s: the TNA program accessed a register a second time for one packet, %d times", what, n)
 	}
 	return a
 }
