@@ -19,8 +19,10 @@
  *     reads a register and writes it later in the same packet, this one
  *     folds the two into one RegisterAction (for example the CAS record's
  *     PSN: return the old value, store the new one). Each register is
- *     touched by at most one RegisterAction.execute per packet; registers
- *     have several RegisterActions, one per path (ACK, CAS, READ).
+ *     touched by at most one RegisterAction.execute per packet (the
+ *     differential tests check it: the target counts a second access in
+ *     Stats.RegisterReaccesses); registers have several RegisterActions,
+ *     one per path (ACK, CAS, READ).
  *   - Register widths: Tofino cells are 8, 16 or 32 bits, or a 64-bit pair
  *     of 32-bit halves. 64-bit quantities the data plane compares (VAs) stay
  *     split into _hi/_lo registers as in the v1model program; 64-bit values
