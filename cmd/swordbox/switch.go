@@ -15,11 +15,13 @@ import (
 
 	"github.com/swordbox/swordbox/netio"
 	"github.com/swordbox/swordbox/p4/p4rt"
+	"github.com/swordbox/swordbox/testbed"
 )
 
 // switchConfig is the typed configuration of `swordbox switch`.
 type switchConfig struct {
 	P4       string        `mapstructure:"p4"`
+	Arch     string        `mapstructure:"arch"`
 	GRPC     string        `mapstructure:"grpc"`
 	Ports    string        `mapstructure:"ports"`
 	DeviceID uint64        `mapstructure:"device-id"`
@@ -31,14 +33,18 @@ type switchConfig struct {
 func newSwitchCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "switch",
-		Short: "Run the Go v1model switch target with a P4Runtime server",
-		Long: `switch runs the Go v1model target as a standalone switch, the way
+		Short: "Run the Go switch target (v1model or TNA) with a P4Runtime server",
+		Long: `switch runs the Go target as a standalone switch, the way
 simple_switch_grpc runs BMv2: a P4Runtime server (gRPC) in front of a pipeline
-that executes a P4_16 program over network ports.
+that executes a P4_16 program over network ports. The target executes programs
+written for v1model (BMv2's architecture, p4/swordbox.p4) and for TNA
+(Tofino's, p4/tna/swordbox.p4).
 
 --p4 loads a program at start (its P4Info is derived from the source, as
 'swordbox p4info' writes it); without it the switch waits for a controller's
 SetForwardingPipelineConfig, whose p4_device_config is the P4 source text.
+--arch names the architecture the --p4 program is written for (v1model or
+tna); a program of the other architecture is refused.
 
 --ports lists N=SPEC pairs: N is the pipeline port number (0..511, not the CPU
 port) and SPEC is an interface name for an AF_PACKET port (needs root and an
@@ -48,6 +54,7 @@ discards what the switch sends (a smoke-test port: it has no traffic source).
 The CPU port (--cpu-port, 255 for swordbox.p4) is mapped to PacketIn and
 PacketOut on the P4Runtime StreamChannel.`,
 		Example: `  swordbox switch --p4 p4/swordbox.p4 --grpc 127.0.0.1:9559 --ports 1=veth1,2=veth2
+  swordbox switch --arch tna --p4 p4/tna/swordbox.p4 --grpc 127.0.0.1:9559 --ports 1=mem,2=mem
   swordbox switch --grpc 127.0.0.1:9559 --ports 1=mem,2=mem`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -65,9 +72,9 @@ PacketOut on the P4Runtime StreamChannel.`,
 			srv := p4rt.New(p4rt.Options{DeviceID: cfg.DeviceID, CPUPort: cfg.CPUPort, Ports: ports, Logf: logf})
 			defer srv.Close()
 			if cfg.P4 != "" {
-				src, err := os.ReadFile(cfg.P4)
+				_, _, src, err := testbed.SwitchProgram(cfg.Arch, cfg.P4)
 				if err != nil {
-					return fmt.Errorf("switch: %w", err)
+					return fmt.Errorf("switch: --p4 %s: %w", cfg.P4, err)
 				}
 				if err := srv.LoadPipeline(cfg.P4, src); err != nil {
 					return fmt.Errorf("switch: load %s: %w", cfg.P4, err)
@@ -117,7 +124,8 @@ PacketOut on the P4Runtime StreamChannel.`,
 		},
 	}
 	f := c.Flags()
-	f.String("p4", "", "P4_16 program to load at start (e.g. p4/swordbox.p4); empty: wait for a controller")
+	f.String("p4", "", "P4_16 program to load at start (e.g. p4/swordbox.p4, or p4/tna/swordbox.p4 with --arch tna); empty: wait for a controller")
+	f.String("arch", testbed.ArchV1Model, "architecture of the --p4 program: "+strings.Join(testbed.SwitchArchs, " or "))
 	f.String("grpc", "127.0.0.1:9559", "P4Runtime listen address")
 	f.String("ports", "", "pipeline ports as N=INTERFACE (AF_PACKET) or N=mem, comma separated")
 	f.Uint64("device-id", 1, "P4Runtime device_id")
@@ -183,7 +191,12 @@ func discard(p netio.Port) {
 // switchSettings is the settings table of the "switch" section.
 func switchSettings() *settingTable {
 	return newSection([]string{"switch"},
-		intSpan("cpu-port", 0, 511).because("v1model's 9-bit port numbers"),
+		intSpan("cpu-port", 0, 511).because("v1model's and TNA's 9-bit port numbers"),
 		durSpan("stats", 10*time.Millisecond, 24*time.Hour).orZero("never"),
-	)
+	).withCheck(func(cfg any) error {
+		if err := testbed.CheckSwitchArch(cfg.(*switchConfig).Arch); err != nil {
+			return fmt.Errorf("--arch: %w", err)
+		}
+		return nil
+	})
 }
