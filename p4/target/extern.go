@@ -306,7 +306,12 @@ func (c *compiler) externCall0(sc *scope, x *externC, method string, e *frontend
 		if len(e.Args) != 1 {
 			c.fail(e.P, "counter.count takes (index)")
 		}
-		ixv := c.typed(c.rvalue(sc, e.Args[0], bitT(32)), e.Args[0].ExprPos())
+		// v1model's counter.count takes bit<32>; tna's Counter<W, I> takes I.
+		ixT := bitT(32)
+		if x.idxT != nil {
+			ixT = x.idxT
+		}
+		ixv := c.typed(c.rvalue(sc, e.Args[0], ixT), e.Args[0].ExprPos())
 		ix := ixv.fn
 		if ixv.isSlot {
 			is := ixv.slot

@@ -282,6 +282,12 @@ func (c *compiler) declareTNAExtern(sc *scope, d *frontend.InstDecl, x *externC)
 		x.slot = c.alloc(1)
 	case "Counter":
 		nargs(2)
+		if targs[1].Kind != "dontcare" {
+			x.idxT = c.resolveType(sc, targs[1])
+			if x.idxT.kind != kBit {
+				c.fail(targs[1].P, "counter index type must be bit<W>, found %s", x.idxT)
+			}
+		}
 		args := c.ctorArgs(d, []string{"size", "type"}, 2)
 		x.size = c.cellsArg(sc, args[0])
 		x.unit = c.tnaCounterUnit(sc, args[1])

@@ -326,3 +326,27 @@ func TestTNADirectRegister(t *testing.T) {
 		}
 	}
 }
+
+// tna.p4 declares Counter<W, I> with count(in I index): an index of the
+// counter's own type I is accepted, and one of another width is refused.
+func TestTNACounterIndexType(t *testing.T) {
+	p := mustCompile(t, tnaCase{
+		igDecls: `Counter<bit<64>, bit<8>>(16, CounterType_t.PACKETS) ctr;`,
+		igBody:  "ctr.count(8w3);"}.src())
+	d := NewDevice(p, Options{})
+	runTNA(t, d, hv{})
+	var pk int64
+	if err := d.ReadCounterEntries(&p4v1.CounterEntry{CounterId: counterID(t, p, "Ing.ctr"), Index: &p4v1.Index{Index: 3}},
+		func(e *p4v1.CounterEntry) error { pk = e.Data.PacketCount; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if pk != 1 {
+		t.Fatalf("ctr[3]: %d packets, want 1", pk)
+	}
+	_, err := Compile("c.p4", []byte(tnaCase{
+		igDecls: `Counter<bit<64>, bit<8>>(16, CounterType_t.PACKETS) ctr;`,
+		igBody:  "ctr.count(16w3);"}.src()))
+	if err == nil || !strings.Contains(err.Error(), "bit<8>") {
+		t.Fatalf("a bit<16> index into Counter<_, bit<8>>: err %v, want a type mismatch naming bit<8>", err)
+	}
+}
