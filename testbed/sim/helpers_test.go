@@ -1,0 +1,5 @@
+package sim
+
+import "context"
+
+func contextBackground() context.Context { return context.Background() }
