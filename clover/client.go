@@ -23,9 +23,12 @@ type ClientConfig struct {
 	ID int
 	// ValueSize is the store's object size V: every node is 24+V bytes.
 	ValueSize int
-	// Device registers the client's local buffers.
+	// Device registers the client's local buffers and provides the clock
+	// the client runs in: every instant and every wait of the client (T_r,
+	// retire and alloc pauses) is in this clock's time.
 	Device interface {
-		RegisterMR(buf []byte, access verbs.Access) (verbs.MemoryRegion, error)
+		verbs.Registrar
+		verbs.Clocked
 	}
 	// MemoryNodes are indexed by memory node (the LH's memory node field).
 	MemoryNodes []MemoryNodeConn
@@ -53,8 +56,6 @@ type ClientConfig struct {
 	// steered link for retirement (default 256; negative: never walk, and
 	// leave such predecessors unreclaimed, counted in RetireUnknown).
 	MaxRetireWalk int
-	// Now is the client's clock (default: monotonic time since NewClient).
-	Now func() time.Duration
 }
 
 // Errors the client returns besides verbs failures.
@@ -187,7 +188,8 @@ type Client struct {
 	base  uint64
 	nsize int
 	class int
-	start time.Time
+	clock verbs.Clock
+	start time.Duration // clock time at NewClient: now() counts from it
 
 	wrID uint64
 	wcs  [16]verbs.WC
@@ -263,10 +265,8 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.MaxRetireWalk == 0 {
 		cfg.MaxRetireWalk = 256
 	}
-	c := &Client{cfg: cfg, nsize: NodeSize(cfg.ValueSize), class: class, start: time.Now()}
-	if c.cfg.Now == nil {
-		c.cfg.Now = func() time.Duration { return time.Since(c.start) }
-	}
+	clock := cfg.Device.Clock()
+	c := &Client{cfg: cfg, nsize: NodeSize(cfg.ValueSize), class: class, clock: clock, start: clock.Now()}
 	size := 2*align64(c.nsize) + smSize + MsgMax + recvBuffers*MsgMax
 	c.buf = make([]byte, size)
 	c.mr, err = cfg.Device.RegisterMR(c.buf, verbs.AccessLocalWrite)
@@ -287,6 +287,9 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}
 	return c, nil
 }
+
+// now is the time since NewClient on the device's clock.
+func (c *Client) now() time.Duration { return c.clock.Now() - c.start }
 
 // Metrics returns a copy of the client's counters.
 func (c *Client) Metrics() Metrics { return c.m }
@@ -545,10 +548,8 @@ func (c *Client) takeSlot(ctx context.Context, mn int) (Ptr, error) {
 			if err := c.flushRetires(ctx); err != nil {
 				return Ptr{}, err
 			}
-			select {
-			case <-time.After(c.cfg.ReadTimeout / 4):
-			case <-ctx.Done():
-				return Ptr{}, ctx.Err()
+			if err := c.clock.Sleep(ctx, c.cfg.ReadTimeout/4); err != nil {
+				return Ptr{}, err
 			}
 			continue
 		}

@@ -30,6 +30,12 @@
 // verbs on the region SetupMemoryNode registered. Every client and the MS
 // must use the same T_r (ClientConfig.ReadTimeout, MSConfig.ReadTimeout).
 //
+// Time: the client and the MS take every instant and every wait from their
+// device's clock (verbs.Clock), never from package time, and block only in
+// CQ.Wait and that clock's waits (TestNoWallClock checks the source), so
+// they run unchanged in wall-clock time and in a virtual-time rack. The MS's
+// Serve is one goroutine: its CQ wait is bounded by its next tick.
+//
 // # What follows the paper and the authors' code
 //
 //   - Node: 8-byte header word (next LH, next version, entry version,

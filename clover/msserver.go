@@ -16,7 +16,8 @@ type MetadataServer struct {
 	core  *MetaCore
 	dev   Registrar
 	cq    verbs.CQ
-	start time.Time
+	clock verbs.Clock
+	start time.Duration // clock time at NewMetadataServer: the core's time counts from it
 	tick  time.Duration
 
 	mu      sync.Mutex
@@ -35,9 +36,12 @@ func (s *MetadataServer) Errors() (send, recv uint64) {
 	return s.sendErrors, s.recvErrors
 }
 
-// Registrar registers local memory (verbs.Device satisfies it).
+// Registrar is what the metadata server needs of its device (verbs.Device
+// satisfies it): it registers the server's buffers and provides the clock
+// the server's core runs in.
 type Registrar interface {
-	RegisterMR(buf []byte, access verbs.Access) (verbs.MemoryRegion, error)
+	verbs.Registrar
+	verbs.Clocked
 }
 
 type msClient struct {
@@ -47,12 +51,19 @@ type msClient struct {
 	sendBusy [msSendBuffers]bool
 	next     int
 	failed   bool // a SEND to it failed: its QP is in error
+	// waiting holds requests received while every send buffer was in
+	// flight, oldest first; a SEND's completion answers the oldest.
+	waiting []msRequest
 	// scratch work requests (copied by the RNIC when posted; guarded by
 	// the server's mutex)
 	sg  [1]verbs.SGE
 	swr [1]verbs.SendWR
 	rwr [1]verbs.RecvWR
 }
+
+// msRequest is a received request not answered yet: its receive buffer and
+// length.
+type msRequest struct{ buf, n int }
 
 const (
 	msRecvBuffers = 8
@@ -74,8 +85,12 @@ func NewMetadataServer(cfg MSConfig, dev Registrar, cq verbs.CQ) (*MetadataServe
 	if e := core.cfg.EpochPeriod / 4; e < tick {
 		tick = e
 	}
-	return &MetadataServer{core: core, dev: dev, cq: cq, start: time.Now(), tick: tick, clients: map[uint32]*msClient{}}, nil
+	clock := dev.Clock()
+	return &MetadataServer{core: core, dev: dev, cq: cq, clock: clock, start: clock.Now(), tick: tick, clients: map[uint32]*msClient{}}, nil
 }
+
+// now is the core's time: since NewMetadataServer on the device's clock.
+func (s *MetadataServer) now() time.Duration { return s.clock.Now() - s.start }
 
 // Stats returns the core's counters (safe while Serve runs).
 func (s *MetadataServer) Stats() MSStats {
@@ -143,58 +158,49 @@ func (c *msClient) send(i, n int) error {
 }
 
 // Serve runs the server until ctx is done. Errors on one client's queue
-// pair do not stop it (see Errors). A ticker advances the core's clock every
-// T_r/4 (at most T_e/4) to reclaim slots and start epochs.
+// pair do not stop it (see Errors). The core's clock advances every T_r/4
+// (at most T_e/4) to reclaim slots and start epochs. Serve is one goroutine
+// that blocks only in CQ.Wait, bounded by the next tick in the device
+// clock's time, so it runs as well under a virtual-time scheduler.
 func (s *MetadataServer) Serve(ctx context.Context) error {
-	tctx, stop := context.WithCancel(ctx)
-	defer stop()
-	ticked := make(chan error, 1)
-	go func() {
-		t := time.NewTicker(s.tick)
-		defer t.Stop()
-		for {
-			select {
-			case <-tctx.Done():
-				ticked <- nil
-				return
-			case <-t.C:
-				s.mu.Lock()
-				var err error
-				if s.core.Tick(time.Since(s.start)) {
-					err = s.pushEpoch()
-				}
-				s.mu.Unlock()
-				if err != nil {
-					ticked <- err
-					return
-				}
-			}
-		}
-	}()
 	var wcs [32]verbs.WC
+	next := s.now() + s.tick
+	wctx, cancel := s.clock.WithTimeout(ctx, s.tick)
+	defer func() { cancel() }()
 	for {
-		n, err := s.cq.Wait(ctx, wcs[:])
-		if err != nil {
-			stop()
-			if terr := <-ticked; terr != nil {
-				return terr
-			}
-			if ctx.Err() != nil {
-				return nil
-			}
+		n, err := s.cq.Wait(wctx, wcs[:])
+		if err != nil && ctx.Err() != nil {
+			return nil
+		}
+		if err != nil && wctx.Err() == nil {
 			return fmt.Errorf("clover: metadata server: wait for completions: %w", err)
 		}
 		s.mu.Lock()
-		now := time.Since(s.start)
+		now := s.now()
 		for _, wc := range wcs[:n] {
 			if err := s.complete(wc, now); err != nil {
 				s.mu.Unlock()
-				stop()
-				<-ticked
 				return err
 			}
 		}
+		if now >= next {
+			next = now + s.tick
+			if s.core.Tick(now) {
+				err = s.pushEpoch()
+			} else {
+				err = nil
+			}
+		} else {
+			err = nil
+		}
 		s.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		if wctx.Err() != nil {
+			cancel()
+			wctx, cancel = s.clock.WithTimeout(ctx, max(next-s.now(), 0))
+		}
 	}
 }
 
@@ -204,15 +210,26 @@ func (s *MetadataServer) complete(wc verbs.WC, now time.Duration) error {
 		if c == nil {
 			c = s.clients[uint32(wc.ID&^msSendTag>>8)]
 		}
-		if c != nil {
-			c.sendBusy[wc.ID&0xff] = false
+		if c == nil {
+			if wc.Status != verbs.StatusSuccess {
+				s.sendErrors++
+			}
+			return nil
 		}
+		c.sendBusy[wc.ID&0xff] = false
 		if wc.Status != verbs.StatusSuccess {
 			// One client's broken connection must not stop the MS.
 			s.sendErrors++
-			if c != nil {
-				c.failed = true
-			}
+			c.failed = true
+		}
+		if c.failed {
+			c.waiting = c.waiting[:0]
+			return nil
+		}
+		if len(c.waiting) > 0 {
+			r := c.waiting[0]
+			c.waiting = append(c.waiting[:0], c.waiting[1:]...)
+			return s.answer(c, r, now)
 		}
 		return nil
 	}
@@ -226,21 +243,26 @@ func (s *MetadataServer) complete(wc verbs.WC, now time.Duration) error {
 		c.failed = true
 		return nil
 	}
-	i := int(wc.ID)
-	req := c.buf[i*MsgMax : i*MsgMax+int(wc.ByteLen)]
-	j := c.sendBuf()
-	for j < 0 { // all replies in flight: wait for one
-		var w [1]verbs.WC
-		if s.cq.Poll(w[:]) == 1 {
-			if err := s.complete(w[0], now); err != nil {
-				return err
-			}
-		}
-		j = c.sendBuf()
+	r := msRequest{buf: int(wc.ID), n: int(wc.ByteLen)}
+	if len(c.waiting) > 0 {
+		c.waiting = append(c.waiting, r)
+		return nil
 	}
+	return s.answer(c, r, now)
+}
+
+// answer handles request r of client c and sends the reply, or queues r
+// until a send buffer is free (all replies in flight).
+func (s *MetadataServer) answer(c *msClient, r msRequest, now time.Duration) error {
+	j := c.sendBuf()
+	if j < 0 {
+		c.waiting = append(c.waiting, r)
+		return nil
+	}
+	req := c.buf[r.buf*MsgMax : r.buf*MsgMax+r.n]
 	off := (msRecvBuffers + j) * MsgMax
 	n := s.core.Handle(req, c.buf[off:off+MsgMax], now)
-	if err := c.postRecv(i); err != nil {
+	if err := c.postRecv(r.buf); err != nil {
 		return err
 	}
 	return c.send(j, n)

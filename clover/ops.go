@@ -94,7 +94,7 @@ func (c *Client) readAt(ctx context.Context, p Ptr, at, off, n int, gc bool) (No
 		return nil, 0, err
 	}
 	for {
-		t := c.cfg.Now()
+		t := c.now()
 		id, err := c.post(qp, off, n, verbs.SendWR{Op: verbs.OpRead, RemoteAddr: va + uint64(at), RKey: rkey, Flags: verbs.Signaled})
 		if err != nil {
 			return nil, 0, err
@@ -106,7 +106,7 @@ func (c *Client) readAt(ctx context.Context, p Ptr, at, off, n int, gc bool) (No
 		if _, err := c.wait(ctx, id); err != nil {
 			return nil, 0, err
 		}
-		if c.cfg.Now()-t < c.cfg.ReadTimeout {
+		if c.now()-t < c.cfg.ReadTimeout {
 			return Node(c.buf[off : off+n]), t, nil
 		}
 		c.m.ReadTimeouts++
@@ -202,7 +202,7 @@ func (c *Client) steeredTo(n Node, key uint64, p Ptr, t time.Duration) (at Ptr, 
 	if self == p.LH || !self.IsSlot() || n.Key() != key || !h.Valid() {
 		return Ptr{}, steerNone
 	}
-	if c.cfg.Now()-t >= c.cfg.ReadTimeout/2 {
+	if c.now()-t >= c.cfg.ReadTimeout/2 {
 		c.m.ReadTimeouts++
 		return Ptr{}, steerSlow
 	}
@@ -236,10 +236,8 @@ func (c *Client) recover(ctx context.Context, key uint64, e *cursorEntry) error 
 			return err
 		}
 		if try > 0 {
-			select {
-			case <-time.After(c.cfg.ReadTimeout / 16):
-			case <-ctx.Done():
-				return ctx.Err()
+			if err := c.clock.Sleep(ctx, c.cfg.ReadTimeout/16); err != nil {
+				return err
 			}
 		}
 		ki, err := c.lookup(ctx, key)
@@ -427,7 +425,7 @@ func (c *Client) getUnsteered(ctx context.Context, key uint64, e *cursorEntry, p
 		if err != nil {
 			return err
 		}
-		if c.fresh(e, c.cfg.Now()) {
+		if c.fresh(e, c.now()) {
 			copy(dst, v)
 			return nil
 		}
@@ -487,7 +485,7 @@ func (c *Client) cas(ctx context.Context, target Ptr, swap Header) (Header, time
 		return 0, 0, err
 	}
 	off := c.offSmall() + smAtomic
-	t := c.cfg.Now()
+	t := c.now()
 	id, err := c.post(qp, off, 8, verbs.SendWR{Op: verbs.OpCompareSwap, RemoteAddr: va, RKey: rkey,
 		Compare: uint64(TailWord(target.Ver)), SwapAdd: uint64(swap), Flags: verbs.Signaled})
 	if err != nil {
@@ -547,7 +545,7 @@ func (c *Client) link(ctx context.Context, key uint64, e *cursorEntry, next Ptr)
 		if try > 0 {
 			c.m.Retries++
 		}
-		if !c.fresh(e, c.cfg.Now()+c.cfg.ReadTimeout/2) {
+		if !c.fresh(e, c.now()+c.cfg.ReadTimeout/2) {
 			if err := c.toTail(ctx, key, e, e.ptr, &c.m.PreCASReads); err != nil {
 				if errors.Is(err, ErrNotFound) {
 					return Ptr{}, linkDeleted, nil
@@ -560,7 +558,7 @@ func (c *Client) link(ctx context.Context, key uint64, e *cursorEntry, next Ptr)
 		if err != nil {
 			return Ptr{}, 0, err
 		}
-		done := c.cfg.Now()
+		done := c.now()
 		// quick: x (seen as the tail at e.valAt) cannot have been reused
 		// when the CAS executed, and neither can a tail the switch steered
 		// it to (younger than T_r/2 when forwarded, executed within T_r/2).
@@ -684,7 +682,7 @@ func (c *Client) Put(ctx context.Context, key uint64, value []byte) error {
 	if err := c.writeNode(ctx, key, n, value); err != nil {
 		return err
 	}
-	t0 := c.cfg.Now() // before the CAS: n cannot be reclaimed before t0 + T_r
+	t0 := c.now() // before the CAS: n cannot be reclaimed before t0 + T_r
 	x, res, err := c.putLink(ctx, key, e, n)
 	if err != nil {
 		return err
@@ -746,7 +744,7 @@ func (c *Client) Create(ctx context.Context, key uint64, value []byte) error {
 	if err != nil {
 		return err
 	}
-	t0 := c.cfg.Now()
+	t0 := c.now()
 	if err := c.writeNode(ctx, key, n, value); err != nil {
 		return err
 	}
@@ -827,7 +825,7 @@ func (c *Client) Delete(ctx context.Context, key uint64) error {
 
 func (c *Client) queueRetire(ctx context.Context, r pendingRetire) error {
 	if len(c.retires) == 0 {
-		c.retireAt = c.cfg.Now()
+		c.retireAt = c.now()
 	}
 	c.retires = append(c.retires, r)
 	if len(c.retires) >= c.cfg.RetireBatch {
@@ -839,7 +837,7 @@ func (c *Client) queueRetire(ctx context.Context, r pendingRetire) error {
 // maybeFlush sends queued retires once the oldest has waited T_r/4: the MS
 // must learn every link well within T_r (see MetaCore.Retire).
 func (c *Client) maybeFlush(ctx context.Context) error {
-	if len(c.retires) > 0 && c.cfg.Now()-c.retireAt >= c.cfg.ReadTimeout/4 {
+	if len(c.retires) > 0 && c.now()-c.retireAt >= c.cfg.ReadTimeout/4 {
 		return c.flushRetires(ctx)
 	}
 	return nil

@@ -26,8 +26,13 @@ type ClientConfig struct {
 	Host *Host
 	// Thread is the thread's number on its host (lock tag low bits).
 	Thread uint16
-	// Device registers the thread's buffers.
-	Device Registrar
+	// Device registers the thread's buffers and provides the clock the
+	// thread runs in: its verb timeout, pauses and waits for a host-local
+	// lock are in this clock's time.
+	Device interface {
+		Registrar
+		verbs.Clocked
+	}
 	// CQ completes every queue pair of the thread (send and receive).
 	CQ verbs.CQ
 	// MemoryNodes by node number; node 0 holds the root pointer.
@@ -72,16 +77,17 @@ var (
 // Client is one compute-node thread of Sherman: not safe for concurrent
 // use; the only consumer of its CQ.
 type Client struct {
-	cfg  ClientConfig
-	host *Host
-	tag  uint64
-	mr   verbs.MemoryRegion
-	buf  []byte
-	m    Metrics
-	path [maxLevels]GlobalAddress
-	wrID uint64
-	wcs  []verbs.WC
-	recv map[uint64]bool
+	cfg   ClientConfig
+	clock verbs.Clock
+	host  *Host
+	tag   uint64
+	mr    verbs.MemoryRegion
+	buf   []byte
+	m     Metrics
+	path  [maxLevels]GlobalAddress
+	wrID  uint64
+	wcs   []verbs.WC
+	recv  map[uint64]bool
 
 	rootOff uint64
 	// the thread's local allocator: the current chunk [cur, end)
@@ -129,7 +135,7 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sherman: client: %w", err)
 	}
-	c := &Client{cfg: cfg, host: cfg.Host, tag: uint64(cfg.Host.cfg.ID)<<32 + uint64(cfg.Thread) + 1, mr: mr, buf: buf,
+	c := &Client{cfg: cfg, clock: cfg.Device.Clock(), host: cfg.Host, tag: uint64(cfg.Host.cfg.ID)<<32 + uint64(cfg.Thread) + 1, mr: mr, buf: buf,
 		wcs: make([]verbs.WC, 8), recv: map[uint64]bool{}, rootOff: RootPointerOffset(cfg.ChunkSize)}
 	c.nextAlloc = int(cfg.Thread) % len(cfg.MemoryNodes)
 	root, err := c.readRoot(ctx)
@@ -200,7 +206,7 @@ func (c *Client) post(ctx context.Context, qp verbs.QP, wrs []verbs.SendWR) (ver
 // waitID waits for the completion with id; receive completions that come
 // meanwhile are remembered for waitRecv.
 func (c *Client) waitID(ctx context.Context, id uint64) (verbs.WC, error) {
-	wctx, cancel := context.WithTimeout(ctx, c.cfg.VerbTimeout)
+	wctx, cancel := c.clock.WithTimeout(ctx, c.cfg.VerbTimeout)
 	defer cancel()
 	for {
 		n, err := c.cfg.CQ.Wait(wctx, c.wcs)
@@ -303,7 +309,7 @@ func (c *Client) local(node uint16, idx uint64) *localLock {
 func (c *Client) lock(ctx context.Context, a GlobalAddress) error {
 	node, idx := a.Node(), LockIndex(a)
 	l := c.local(node, idx)
-	if l != nil && l.acquire() {
+	if l != nil && l.acquire(c.clock) {
 		c.m.HandOvers++
 		return nil
 	}
@@ -833,7 +839,9 @@ func (c *Client) insertInternal(ctx context.Context, k uint64, child GlobalAddre
 			}
 			p = pg.childFor(k)
 		}
-		time.Sleep(50 * time.Microsecond)
+		if err := c.clock.Sleep(ctx, 50*time.Microsecond); err != nil {
+			return err
+		}
 	}
 }
 
@@ -966,6 +974,8 @@ func (c *Client) unsafeReleaseThenWrite(ctx context.Context, off int, a GlobalAd
 	if err := c.unlock(ctx, a); err != nil {
 		return err
 	}
-	time.Sleep(200 * time.Microsecond)
+	if err := c.clock.Sleep(ctx, 200*time.Microsecond); err != nil {
+		return err
+	}
 	return c.write(ctx, off, a.Add(uint64(pageOff)), n)
 }

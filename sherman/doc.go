@@ -25,6 +25,10 @@
 //
 // A Client is one compute-node thread (not safe for concurrent use; the
 // only consumer of its CQ). Threads of one compute node share a Host.
+// Threads take time and waits from their device's clock (verbs.Clock): the
+// verb timeout, retry pauses, and the wait for a host-local lock (a clock
+// event), never package time or channels (TestNoWallClock checks the
+// source), so they run unchanged in a virtual-time rack.
 //
 // # What follows the authors' code (thustorage/Sherman)
 //

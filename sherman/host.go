@@ -1,8 +1,11 @@
 package sherman
 
 import (
+	"context"
 	"sort"
 	"sync"
+
+	"github.com/swordbox/swordbox/roce/verbs"
 )
 
 // HostConfig describes one compute node (CN): the state its client threads
@@ -58,22 +61,26 @@ type localLock struct {
 	serving  uint32 // ticket now served
 	handOver bool   // the remote lock was handed to the current holder
 	handTime uint8  // holders in a row since the remote lock was taken
-	wake     chan struct{}
+	// wake is set at the next release; waiters block on it, an event of
+	// their device's clock, so that a virtual-time scheduler sees the wait.
+	wake verbs.Event
 }
 
-// acquire takes a ticket and waits for its turn; it reports whether the
-// remote lock came with it (handed over).
-func (l *localLock) acquire() bool {
+// acquire takes a ticket and waits for its turn, on clk; it reports whether
+// the remote lock came with it (handed over). The wait ignores any
+// operation's context: a ticket taken cannot be given back, or every later
+// ticket would wait for it forever.
+func (l *localLock) acquire(clk verbs.Clock) bool {
 	l.mu.Lock()
 	t := l.next
 	l.next++
 	for t != l.serving {
 		if l.wake == nil {
-			l.wake = make(chan struct{})
+			l.wake = clk.NewEvent()
 		}
-		ch := l.wake
+		ev := l.wake
 		l.mu.Unlock()
-		<-ch
+		_ = ev.Wait(context.Background()) // never done: Wait returns only when set
 		l.mu.Lock()
 	}
 	l.handTime++
@@ -103,7 +110,7 @@ func (l *localLock) release() {
 	l.mu.Lock()
 	l.serving++
 	if l.wake != nil {
-		close(l.wake)
+		l.wake.Set()
 		l.wake = nil
 	}
 	l.mu.Unlock()

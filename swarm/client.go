@@ -22,9 +22,11 @@ type Config struct {
 	// (Membership.Join hands them out).
 	ID     int
 	Layout Layout
-	// Device registers the client's local buffers.
+	// Device registers the client's local buffers and provides the clock
+	// the client runs in (its waits, and Now unless set).
 	Device interface {
-		RegisterMR(buf []byte, access verbs.Access) (verbs.MemoryRegion, error)
+		verbs.Registrar
+		verbs.Clocked
 	}
 	// Nodes are the replicas, N = 2f+1 of them, each on its own memory node.
 	Nodes []NodeConn
@@ -33,8 +35,10 @@ type Config struct {
 	CQ         verbs.CQ
 	Index      *Index
 	Membership *Membership
-	// Now is the client's clock (default: time since a process-wide epoch,
-	// so clients of one process start synchronized). Tick is the unit of
+	// Now is the client's clock (default: the device clock's Now, whose
+	// epoch all devices of a rack share, so clients start synchronized).
+	// Tests set it to skew clocks; it must advance at the device clock's
+	// rate, since the client waits on that clock. Tick is the unit of
 	// timestamps (default 100ns).
 	Now  func() time.Duration
 	Tick time.Duration
@@ -142,14 +146,14 @@ type Client struct {
 	why   []error
 	keys  map[uint64]*keyState
 	clock clock
-	logs  []int
-	ret   []retired
-	rtt   int // round trips of the current operation
-	val   []byte
-	m     Metrics
+	// dclock is the device's clock, for waits.
+	dclock verbs.Clock
+	logs   []int
+	ret    []retired
+	rtt    int // round trips of the current operation
+	val    []byte
+	m      Metrics
 }
-
-var processEpoch = time.Now()
 
 // localSlots is the number of local buffers for verbs in flight.
 const localSlotsPerNode = 96
@@ -181,8 +185,9 @@ func NewClient(cfg Config) (*Client, error) {
 	if cfg.Membership == nil {
 		cfg.Membership = NewMembership(n, cfg.Layout.Writers)
 	}
+	dclock := cfg.Device.Clock()
 	if cfg.Now == nil {
-		cfg.Now = func() time.Duration { return time.Since(processEpoch) }
+		cfg.Now = dclock.Now
 	}
 	if cfg.Tick <= 0 {
 		cfg.Tick = 100 * time.Nanosecond
@@ -196,7 +201,7 @@ func NewClient(cfg Config) (*Client, error) {
 	if cfg.MaxReadIters <= 0 {
 		cfg.MaxReadIters = 2*cfg.Layout.Writers + 3
 	}
-	c := &Client{cfg: cfg, f: n / 2, pend: map[uint64]pend{}, out: make([]int, n), dead: make([]bool, n), why: make([]error, n),
+	c := &Client{cfg: cfg, dclock: dclock, f: n / 2, pend: map[uint64]pend{}, out: make([]int, n), dead: make([]bool, n), why: make([]error, n),
 		keys: map[uint64]*keyState{}, val: make([]byte, cfg.Layout.ValueSize)}
 	c.clock = clock{now: cfg.Now, tick: cfg.Tick}
 	c.slotB = align(max(cfg.Layout.ReadSpan(), cfg.Layout.BufSize()), 64)

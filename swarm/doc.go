@@ -24,7 +24,10 @@
 //
 // A Client is one application thread (one operation at a time, as the
 // paper's proofs assume), the only consumer of its CQ, on which its queue
-// pairs to every memory node complete.
+// pairs to every memory node complete. Its timestamps and waits come from
+// its device's clock (verbs.Clock), never from package time
+// (TestNoWallClock checks the source), so it runs unchanged in a
+// virtual-time rack.
 //
 // # What follows the paper (digest: ../shared/notes/swarm.md)
 //

@@ -404,12 +404,8 @@ func (c *Client) takeBuf(ctx context.Context) (int, error) {
 	}
 	r := c.ret[0]
 	if wait := r.at + c.cfg.Grace - c.cfg.Now(); wait > 0 {
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return 0, ctx.Err()
+		if err := c.dclock.Sleep(ctx, wait); err != nil {
+			return 0, err
 		}
 	}
 	c.ret = c.ret[1:]

@@ -8,7 +8,8 @@
 // It owns transport semantics only. Frames are encoded and decoded by
 // package roce (roce.Build, roce.ParseInto, the ICRC); frames move through
 // netio. Memory systems program against roce/verbs and never import rnic,
-// except to create a device.
+// except to create a device. A device's Clock (verbs.Clock) is the wall
+// clock, counted from one epoch per process (clock.go).
 //
 // # Structure
 //

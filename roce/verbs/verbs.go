@@ -2,6 +2,11 @@
 // memory regions, queue pairs, completion queues and the work requests that
 // move between them, with the semantics of libibverbs for RC transport.
 //
+// It also defines the Clock a device provides: the time its users run in,
+// and the only timers and wake-ups they may block on besides CQ.Wait (see
+// Clock), so that the memory systems run unchanged in wall-clock time and
+// in the virtual time of a simulated rack.
+//
 // It owns types and interfaces only. The software RNIC (roce/rnic) implements
 // it over netio ports; an ibverbs implementation can be added behind the same
 // interface for hosts with an RDMA NIC. Clover, Sherman and SWARM-KV import
@@ -220,11 +225,19 @@ type QPConfig struct {
 }
 
 // Device is an RDMA device: it registers memory and creates completion
-// queues and queue pairs (ibv_reg_mr, ibv_create_cq, ibv_create_qp).
+// queues and queue pairs (ibv_reg_mr, ibv_create_cq, ibv_create_qp), and it
+// tells the time its users run in (Clock).
 type Device interface {
-	RegisterMR(buf []byte, access Access) (MemoryRegion, error)
+	Registrar
 	CreateCQ(depth int) (CQ, error)
 	CreateQP(cfg QPConfig) (QP, error)
+	Clocked
+}
+
+// Registrar registers local memory (ibv_reg_mr). Servers that only need
+// buffers for their queue pairs take this part of a Device.
+type Registrar interface {
+	RegisterMR(buf []byte, access Access) (MemoryRegion, error)
 }
 
 // Conn is an RC queue pair connected to a remote memory node, with the
