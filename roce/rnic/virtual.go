@@ -45,7 +45,15 @@ type Virtual struct {
 	inFire   bool
 	outDelay int64
 	outQP    int
+	last     *QP
 }
+
+// LastQP is the QP the last Fire ran an engine of (nil if none): after it,
+// only that QP's completion queues can have new completions.
+func (v *Virtual) LastQP() *QP { return v.last }
+
+// CQs returns the QP's send and receive completion queues.
+func (q *QP) CQs() (send, recv *CQ) { return q.sendCQ, q.recvCQ }
 
 // NewVirtual creates a device driven by h with timing model t. cfg.Timing
 // and cfg.Workers must be unset: time is t's and there are no goroutines.
@@ -143,11 +151,16 @@ func (v *Virtual) Fire(token uint32) {
 	v.d.handleFrameTo(b[:n], v.h.Now(), &v.st, v.b)
 	v.st.endBurst()
 	v.inFire = false
+	v.last = nil
+	if roce.ParseInto(&v.st.pkt, b[:n]) == nil {
+		v.last = v.d.QP(v.st.pkt.BTH.DestQP())
+	}
 	v.free = append(v.free, token)
 }
 
 // Tick drives the retransmission and RNR timers of every QP at Now.
 func (v *Virtual) Tick() {
+	v.last = nil
 	now := v.h.Now()
 	p := v.d.qps.Load()
 	if p == nil {

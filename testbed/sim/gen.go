@@ -103,7 +103,7 @@ func NewGen(r *Rack, h *Host, m int, cfg GenConfig) (*Gen, error) {
 	}
 	g.cq = h.Device().NewCQ(4 * slots)
 	for i := 0; i < cfg.QPs; i++ {
-		q, _, err := r.Connect(h, g.cq, mem, cfg.Window)
+		q, _, err := r.Connect(h, g.cq, mem, nil, cfg.Window)
 		if err != nil {
 			return nil, fmt.Errorf("sim: generator: %w", err)
 		}

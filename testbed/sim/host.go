@@ -45,6 +45,9 @@ func (h *Host) Event(s *Sim, arg uint64, f *Frame) {
 		}
 	case arg == hostTick:
 		h.V.Tick()
+		if h.AfterFire != nil {
+			h.AfterFire()
+		}
 		s.Schedule(s.now+h.V.TickPeriod(), h, hostTick, nil)
 	}
 }

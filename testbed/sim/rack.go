@@ -289,11 +289,11 @@ func (r *Rack) repairStep() {
 // Repairs is the number of CAS the controller retransmitted.
 func (r *Rack) Repairs() int { return r.repairs }
 
-// Connect creates a QP on a whose completions go to acq (nil: a CQ of its
-// own, of 4*depth), with room for depth work requests, connected to a new
-// QP on b, in process (rdma_cm's exchange without the socket), with
-// distinct deterministic starting PSNs.
-func (r *Rack) Connect(a *Host, acq *rnic.CQ, b *Host, depth int) (*rnic.QP, *rnic.QP, error) {
+// Connect creates a QP on a whose completions go to acq, connected to a
+// new QP on b whose completions go to bcq (nil: a CQ of its own, of
+// 4*depth), each with room for depth work requests; in process (rdma_cm's
+// exchange without the socket), with distinct deterministic starting PSNs.
+func (r *Rack) Connect(a *Host, acq *rnic.CQ, b *Host, bcq *rnic.CQ, depth int) (*rnic.QP, *rnic.QP, error) {
 	if depth <= 0 {
 		depth = 64
 	}
@@ -307,7 +307,7 @@ func (r *Rack) Connect(a *Host, acq *rnic.CQ, b *Host, depth int) (*rnic.QP, *rn
 	if err != nil {
 		return nil, nil, fmt.Errorf("sim: %s: create QP: %w", a.Device().Name(), err)
 	}
-	qb, err := mk(b, nil)
+	qb, err := mk(b, bcq)
 	if err != nil {
 		return nil, nil, fmt.Errorf("sim: %s: create QP: %w", b.Device().Name(), err)
 	}

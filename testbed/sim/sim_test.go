@@ -115,7 +115,7 @@ func mixedRun(t testing.TB, seed uint64) (uint64, uint64, int) {
 		}
 		var qps []interface{ PostSend([]verbs.SendWR) error }
 		for i := 0; i < 4; i++ {
-			q, _, err := r.Connect(h, cq, r.Memory[0], 16)
+			q, _, err := r.Connect(h, cq, r.Memory[0], nil, 16)
 			if err != nil {
 				t.Fatal(err)
 			}

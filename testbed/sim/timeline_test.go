@@ -78,7 +78,7 @@ func TestTimeline(t *testing.T) {
 			r := newTestRack(t, 1, 1)
 			cli, mem := r.Hosts[0], r.Memory[0]
 			cq := cli.Device().NewCQ(8)
-			q, _, err := r.Connect(cli, cq, mem, 8)
+			q, _, err := r.Connect(cli, cq, mem, nil, 8)
 			if err != nil {
 				t.Fatal(err)
 			}
