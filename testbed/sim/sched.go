@@ -224,12 +224,31 @@ type CQ struct {
 	Q      *rnic.CQ
 	waiter *Proc
 	wgen   uint64
+	// CPU, when positive, is the CPU time its consumer spends per
+	// completion: Poll and Wait return only after that much virtual time
+	// per completion they took (a CPU-bound server, such as a metadata
+	// server answering two-sided requests).
+	CPU time.Duration
 }
 
 var _ verbs.CQ = (*CQ)(nil)
 
 // Poll implements verbs.CQ.
-func (c *CQ) Poll(wcs []verbs.WC) int { return c.Q.Poll(wcs) }
+func (c *CQ) Poll(wcs []verbs.WC) int {
+	k := c.Q.Poll(wcs)
+	c.charge(k)
+	return k
+}
+
+// charge spends c.CPU per completion of the goroutine that took them.
+func (c *CQ) charge(k int) {
+	if c.CPU <= 0 || k == 0 || c.s.cur == nil {
+		return
+	}
+	p := c.s.cur
+	c.s.sim.Schedule(c.s.sim.now+int64(k)*int64(c.CPU), &wakeTimer{p: p, gen: p.gen}, 0, nil)
+	c.s.park(p, nil)
+}
 
 // Wait implements verbs.CQ in virtual time.
 func (c *CQ) Wait(ctx context.Context, wcs []verbs.WC) (int, error) {
@@ -238,7 +257,7 @@ func (c *CQ) Wait(ctx context.Context, wcs []verbs.WC) (int, error) {
 		return 0, err
 	}
 	for {
-		if k := c.Q.Poll(wcs); k > 0 {
+		if k := c.Poll(wcs); k > 0 {
 			return k, nil
 		}
 		if err := ctx.Err(); err != nil {
