@@ -22,7 +22,9 @@
 //	<id>-mgmt     swordbox ctrl run               (bridge br0 10.99.0.254 joins every m0)
 //
 // <id> is Options.Prefix (default "sbx" + 6 random hex digits, unique per
-// run) and a per-rack sequence number. Every cell gets a fresh rack.
+// run) and a per-rack sequence number. Every cell gets a fresh rack. The
+// rack is a testbed.CellRack (NewCellRack), so testbed.RunCellOn, the cell
+// runner of every rack, drives it and derives the cell's figures.
 //
 // Decisions where the brief and the paper are silent:
 //

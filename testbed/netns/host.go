@@ -219,8 +219,9 @@ type ClientResult struct {
 	FirstErr  string `json:"first_error,omitempty"`
 	// Latency histograms (nanoseconds) as hdrhistogram snapshots.
 	All, Read, Write *hdrhistogram.Snapshot
-	// Clover counters over the measured phase, summed over the threads.
-	Verbs, CAS, CASFailures, Retries, ChaseHops, Recoveries uint64
+	// Metrics are Clover's counters over the measured phase, summed over
+	// the host's threads.
+	Metrics clover.Metrics `json:"metrics"`
 }
 
 // Commands the orchestrator writes on the client host's stdin, one a line.
@@ -317,9 +318,7 @@ func RunClients(ctx context.Context, cfg ClientsConfig, dev *rnic.Device, in io.
 			m := sumMetrics(clients)
 			m.Sub(m0)
 			r := &ClientResult{Host: cfg.Host, Threads: len(local), Ops: l.Ops, Reads: l.Reads, Writes: l.Writes, Errors: l.Errors,
-				ElapsedNs: int64(l.Elapsed), All: l.All.Export(), Read: l.Read.Export(), Write: l.Write.Export(),
-				Verbs: m.Verbs, CAS: m.CAS, CASFailures: m.CASFailures,
-				Retries: m.Retries, ChaseHops: m.ChaseHops, Recoveries: m.Recoveries}
+				ElapsedNs: int64(l.Elapsed), All: l.All.Export(), Read: l.Read.Export(), Write: l.Write.Export(), Metrics: m}
 			if l.FirstErr != nil {
 				r.FirstErr = l.FirstErr.Error()
 			}

@@ -142,8 +142,8 @@ func TestHostRoles(t *testing.T) {
 			if r == nil || r.Ops == 0 || r.Errors != 0 || r.Threads != threads/hosts || r.Host != i || r.All == nil {
 				t.Fatalf("host %d result %+v", i, r)
 			}
-			if r.Verbs == 0 || r.CAS == 0 {
-				t.Errorf("host %d: %d verbs, %d CAS over %d ops", i, r.Verbs, r.CAS, r.Ops)
+			if r.Metrics.Verbs == 0 || r.Metrics.CAS == 0 {
+				t.Errorf("host %d: %d verbs, %d CAS over %d ops", i, r.Metrics.Verbs, r.Metrics.CAS, r.Ops)
 			}
 		}
 	}

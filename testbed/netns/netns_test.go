@@ -17,8 +17,8 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/swordbox/swordbox/clover"
 	"github.com/swordbox/swordbox/testbed"
-	"github.com/swordbox/swordbox/testbed/report"
 	"github.com/swordbox/swordbox/testbed/ycsb"
 )
 
@@ -88,36 +88,30 @@ func hist(vals ...int64) *hdrhistogram.Snapshot {
 	return h.Export()
 }
 
-func TestFillCell(t *testing.T) {
-	spec := testbed.CellSpec{Threads: 4}
+// TestMerge: the client hosts' results add up (operations, errors,
+// Clover's counters), the elapsed time is the longest host's, the
+// histograms merge and the first error is kept.
+func TestMerge(t *testing.T) {
 	rs := []*ClientResult{
 		{Ops: 100, Reads: 50, Writes: 50, ElapsedNs: int64(2 * time.Second), All: hist(1000, 2000), Read: hist(1000), Write: hist(2000),
-			Verbs: 300, CAS: 50, CASFailures: 5, Retries: 4, ChaseHops: 3, Recoveries: 1},
+			Metrics: clover.Metrics{Verbs: 300, CAS: 50, CASFailures: 5, Retries: 4, ChaseHops: 3, Recoveries: 1, MaxChase: 2}},
 		{Ops: 300, Reads: 150, Writes: 150, Errors: 2, FirstErr: "boom", ElapsedNs: int64(1 * time.Second), All: hist(4000), Read: hist(4000), Write: hist(),
-			Verbs: 900, CAS: 50, CASFailures: 5},
+			Metrics: clover.Metrics{Verbs: 900, CAS: 50, CASFailures: 5, MaxChase: 1}},
 	}
-	var cell report.Cell
-	fillCell(&cell, spec, rs, 40000, map[int64]uint64{3: 10}, map[int64]uint64{3: 25, 5: 7})
-	for _, tc := range []struct {
-		name      string
-		got, want float64
-	}{
-		{"ops/s (ops over the longest host)", cell.OpsPerSec, 400.0 / 2},
-		{"bytes/op", cell.BytesPerOp, 100},
-		{"verbs/op", cell.VerbsPerOp, 3},
-		{"CAS success", cell.CASSuccessRate, 0.9},
-		{"retries/op", cell.RetriesPerOp, 8.0 / 400},
-		{"p99 read", cell.ReadP99us, 4},
-	} {
-		if math.Abs(tc.got-tc.want) > 0.01*math.Abs(tc.want) {
-			t.Errorf("%s = %v, want %v", tc.name, tc.got, tc.want)
-		}
+	m := merge(rs)
+	l := m.Load
+	if l.Ops != 400 || l.Reads != 200 || l.Writes != 200 || l.Errors != 2 || l.Elapsed != 2*time.Second {
+		t.Errorf("load %+v", l)
 	}
-	if cell.Ops != 400 || cell.Errors != 2 || cell.Clients != 4 || !strings.Contains(cell.Note, "boom") {
-		t.Errorf("cell %+v", cell)
+	if l.FirstErr == nil || l.FirstErr.Error() != "boom" {
+		t.Errorf("first error %v, want boom", l.FirstErr)
 	}
-	if cell.Steering["cas_steered"] != 15 || cell.Steering["reads_steered"] != 7 {
-		t.Errorf("steering %v", cell.Steering)
+	if l.All.TotalCount() != 3 || l.Read.TotalCount() != 2 || l.Write.TotalCount() != 1 || l.Read.Max() < 4000 {
+		t.Errorf("histograms: %d all, %d read (max %d), %d write", l.All.TotalCount(), l.Read.TotalCount(), l.Read.Max(), l.Write.TotalCount())
+	}
+	want := clover.Metrics{Verbs: 1200, CAS: 100, CASFailures: 10, Retries: 4, ChaseHops: 3, Recoveries: 1, MaxChase: 2}
+	if m.Metrics != want {
+		t.Errorf("metrics %+v, want %+v", m.Metrics, want)
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -25,7 +24,6 @@ import (
 	"github.com/swordbox/swordbox/p4/target"
 	"github.com/swordbox/swordbox/testbed"
 	"github.com/swordbox/swordbox/testbed/report"
-	"github.com/swordbox/swordbox/testbed/ycsb"
 )
 
 // Options configure the orchestrator.
@@ -102,6 +100,12 @@ type cellRack struct {
 	proxy  *proxy
 	swNS   string
 	mgmtNS string
+
+	// set once the rack runs
+	spec   testbed.CellSpec
+	obs    *p4rtc.Client
+	schema *p4rtc.Schema
+	hosts  []*proc
 }
 
 func (r *cellRack) ns(role string) string { return r.id + "-" + role }
@@ -192,68 +196,48 @@ func memberRole(m int) string {
 	return "c" + strconv.Itoa(m-1)
 }
 
-// Steering counter cells of SwordboxIngress.stats, as testbed.RunCell names them.
-var statNames = testbed.SwitchStats
-
-func steeringFor(mode string) (string, error) {
-	switch mode {
-	case testbed.ModeOff:
-		return testbed.SteerOff, nil
-	case testbed.ModeWrite:
-		return testbed.SteerWrite, nil
-	case testbed.ModeWriteRead:
-		return testbed.SteerReadWrite, nil
-	}
-	return "", fmt.Errorf("netns: mode %q: want off, write or write+read", mode)
-}
-
 var regionLine = regexp.MustCompile(`^memnode: region addr (0x[0-9a-f]+) rkey 0x[0-9a-f]+ len (\d+)`)
 
-// RunCell runs one cell on a fresh rack in namespaces: it builds the
-// namespaces, starts the switch, the memory node, the controller, the
-// metadata server and the client hosts as processes, loads the keys, warms
-// up, measures, and removes everything before it returns (also on error
-// and when ctx ends).
-func RunCell(ctx context.Context, spec testbed.CellSpec, opts Options) (cell report.Cell, err error) {
-	cell = report.Cell{System: "clover", Scenario: spec.Scenario, Mode: spec.Mode, Workload: string(spec.Workload), Param: spec.Param}
+// RunCell runs one cell on a fresh rack in namespaces (testbed.RunCellOn
+// over NewCellRack): it builds the namespaces, starts the switch, the
+// memory node, the controller, the metadata server and the client hosts as
+// processes, loads the keys, warms up, measures, and removes everything
+// before it returns (also on error and when ctx ends).
+func RunCell(ctx context.Context, spec testbed.CellSpec, opts Options) (report.Cell, error) {
+	return testbed.RunCellOn(ctx, spec, func(ctx context.Context, spec testbed.CellSpec, setup testbed.CellSetup) (testbed.CellRack, error) {
+		return NewCellRack(ctx, spec, setup, opts)
+	})
+}
+
+// NewCellRack builds a rack in namespaces for spec and starts every
+// process, up to client hosts whose threads are connected and ready. Each
+// client host drives its share of the threads with its own seed
+// (HostSeed). Close removes the processes, the namespaces and the files.
+func NewCellRack(ctx context.Context, spec testbed.CellSpec, setup testbed.CellSetup, opts Options) (_ testbed.CellRack, err error) {
 	if err := opts.defaults(); err != nil {
-		return cell, err
-	}
-	steer, err := steeringFor(spec.Mode)
-	if err != nil {
-		return cell, err
+		return nil, err
 	}
 	if spec.ClientHosts <= 0 || spec.Threads < spec.ClientHosts {
-		return cell, fmt.Errorf("netns: %d threads on %d client hosts: need threads >= hosts >= 1", spec.Threads, spec.ClientHosts)
+		return nil, fmt.Errorf("netns: %d threads on %d client hosts: need threads >= hosts >= 1", spec.Threads, spec.ClientHosts)
 	}
 	if spec.ClientHosts > 200 {
-		return cell, fmt.Errorf("netns: %d client hosts: at most 200", spec.ClientHosts)
+		return nil, fmt.Errorf("netns: %d client hosts: at most 200", spec.ClientHosts)
 	}
-	wcfg := ycsb.Config{Workload: spec.Workload, ZipfConstant: spec.Zipf, RecordCount: int64(spec.Keys),
-		ValueSize: spec.ValueSize, Clients: spec.Threads, Seed: spec.Seed, Duration: spec.Duration}
-	w, err := ycsb.New(wcfg)
-	if err != nil {
-		return cell, fmt.Errorf("netns: workload: %w", err)
-	}
-	var tracked []uint64
-	if steer != testbed.SteerOff {
-		tracked = testbed.HottestKeys(w, spec.Keys, spec.Tracked, spec.Seed)
-	}
+	steer, tracked := setup.Steering, setup.Tracked
 
-	r := &cellRack{opts: opts, id: fmt.Sprintf("%s-%d", opts.Prefix, rackSeq.Add(1))}
+	r := &cellRack{opts: opts, id: fmt.Sprintf("%s-%d", opts.Prefix, rackSeq.Add(1)), spec: spec}
 	defer func() {
-		if cerr := r.close(); cerr != nil && err == nil {
-			err = fmt.Errorf("netns: tear down: %w", cerr)
+		if err != nil {
+			r.Close()
 		}
 	}()
 	if r.dir, err = os.MkdirTemp("", "swordbox-netns-"); err != nil {
-		return cell, err
+		return nil, err
 	}
 	if err := r.build(ctx, spec.ClientHosts); err != nil {
-		return cell, fmt.Errorf("netns: build rack: %w", err)
+		return nil, fmt.Errorf("netns: build rack: %w", err)
 	}
 	members := 2 + spec.ClientHosts
-	step := 30 * time.Second
 	lineHas := func(s string) func(string) (bool, error) {
 		return func(l string) (bool, error) { return strings.Contains(l, s), nil }
 	}
@@ -265,10 +249,10 @@ func RunCell(ctx context.Context, spec testbed.CellSpec, opts Options) (cell rep
 	}
 	sw, err := r.start("sw", "switch", "switch", "--grpc", mgmtNet+"1:"+grpcPort, "--ports", strings.Join(ports, ","))
 	if err != nil {
-		return cell, err
+		return nil, err
 	}
 	if _, err := sw.expect(ctx, step, "P4Runtime server", lineHas("P4Runtime on")); err != nil {
-		return cell, err
+		return nil, err
 	}
 
 	// Memory node: the region InitRegion would lay out, zeroed; the
@@ -282,7 +266,7 @@ func RunCell(ctx context.Context, spec testbed.CellSpec, opts Options) (cell rep
 		"--mac", macString(testbed.HostMAC(0)), "--ip", ipString(testbed.HostIP(0)), "--size", strconv.Itoa(layout.Size())+"B",
 		"--skip-icrc", "--workers", strconv.Itoa(spec.MemoryWorkers), "--timing", timing)
 	if err != nil {
-		return cell, err
+		return nil, err
 	}
 	var base, length string
 	if _, err := mem.expect(ctx, step, "region", func(l string) (bool, error) {
@@ -293,26 +277,24 @@ func RunCell(ctx context.Context, spec testbed.CellSpec, opts Options) (cell rep
 		base, length = m[1], m[2]
 		return true, nil
 	}); err != nil {
-		return cell, err
+		return nil, err
 	}
 	n, _ := strconv.ParseUint(length, 10, 64)
 
 	// Controller, in the management namespace.
 	cfgPath, err := r.writeCtrlConfig(steer, spec.ValueSize, tracked, members, base, fmt.Sprintf("%#x", n))
 	if err != nil {
-		return cell, err
+		return nil, err
 	}
 	if _, err := r.start("mgmt", "ctrl", "ctrl", "run", "--config", cfgPath); err != nil {
-		return cell, err
+		return nil, err
 	}
 	if r.proxy, err = newProxy(r.mgmtNS, mgmtNet+"1:"+grpcPort); err != nil {
-		return cell, err
+		return nil, err
 	}
-	obs, schema, err := r.waitProgrammed(ctx, steer, members, len(tracked))
-	if err != nil {
-		return cell, err
+	if r.obs, r.schema, err = r.waitProgrammed(ctx, steer, members, len(tracked)); err != nil {
+		return nil, err
 	}
-	defer obs.Close()
 
 	// Metadata server and client hosts.
 	common := []string{"--keys", strconv.Itoa(spec.Keys), "--threads", strconv.Itoa(spec.Threads), "--ack-timeout", opts.AckTimeout.String()}
@@ -320,10 +302,10 @@ func RunCell(ctx context.Context, spec testbed.CellSpec, opts Options) (cell rep
 		"--mac", macString(testbed.HostMAC(1)), "--ip", ipString(testbed.HostIP(1)),
 		"--listen", mgmtIP(1) + ":" + msCMPort, "--memnode", mgmtIP(0) + ":" + memCMPort}, common...)...)
 	if err != nil {
-		return cell, err
+		return nil, err
 	}
 	if _, err := ms.expect(ctx, step, "ready", lineHas("clover ms: ready")); err != nil {
-		return cell, err
+		return nil, err
 	}
 	hosts := make([]*proc, spec.ClientHosts)
 	for h := range hosts {
@@ -337,45 +319,77 @@ func RunCell(ctx context.Context, spec testbed.CellSpec, opts Options) (cell rep
 			"--zipf", strconv.FormatFloat(spec.Zipf, 'g', -1, 64), "--seed", strconv.FormatUint(spec.Seed, 10),
 			"--warmup", spec.Warmup.String(), "--duration", spec.Duration.String()}, common...)...)
 		if err != nil {
-			return cell, err
+			return nil, err
 		}
 		// One host at a time: the memory node and the metadata server
 		// then number their QPs in the same order on every run, so the
 		// switch's connection slots (a hash that includes the QPN) are the
 		// same in every mode of a suite.
 		if _, err := all(ctx, hosts[h:h+1], "", "ready", step); err != nil {
-			return cell, err
+			return nil, err
 		}
 	}
-	if _, err := all(ctx, hosts, CmdLoad, "loaded", 2*time.Minute); err != nil {
-		return cell, err
-	}
-	if _, err := all(ctx, hosts, CmdWarmup, "warm", spec.Warmup+step); err != nil {
-		return cell, err
-	}
-	w0, err := rxBytes(ctx, r.swNS, "p")
+	r.hosts = hosts
+	return r, nil
+}
+
+// step bounds each step of the rack's processes beyond the time the step
+// itself runs for.
+const step = 30 * time.Second
+
+// Load has every client host create its share of the keys.
+func (r *cellRack) Load(ctx context.Context) error {
+	_, err := all(ctx, r.hosts, CmdLoad, "loaded", 2*time.Minute)
+	return err
+}
+
+// WarmUp has every client host drive its threads, unmeasured.
+func (r *cellRack) WarmUp(ctx context.Context) error {
+	_, err := all(ctx, r.hosts, CmdWarmup, "warm", r.spec.Warmup+step)
+	return err
+}
+
+// Measure has every client host drive its threads for the measured
+// duration and merges what they report.
+func (r *cellRack) Measure(ctx context.Context) (*testbed.Measured, error) {
+	evs, err := all(ctx, r.hosts, CmdRun, "result", r.spec.Duration+step)
 	if err != nil {
-		return cell, err
-	}
-	s0, _ := readStats(ctx, obs, schema)
-	evs, err := all(ctx, hosts, CmdRun, "result", spec.Duration+step)
-	if err != nil {
-		return cell, err
-	}
-	w1, err := rxBytes(ctx, r.swNS, "p")
-	if err != nil {
-		return cell, err
-	}
-	s1, _ := readStats(ctx, obs, schema)
-	for _, h := range hosts {
-		h.send(CmdQuit)
+		return nil, err
 	}
 	results := make([]*ClientResult, len(evs))
 	for i, e := range evs {
 		results[i] = e.Result
 	}
-	fillCell(&cell, spec, results, w1-w0, s0, s1)
-	return cell, nil
+	return merge(results), nil
+}
+
+// Counters reads the bytes the kernel counted at the switch's ports and
+// the switch's steering counters (nil when they cannot be read).
+func (r *cellRack) Counters(ctx context.Context) (testbed.RackCounters, error) {
+	w, err := rxBytes(ctx, r.swNS, "p")
+	if err != nil {
+		return testbed.RackCounters{}, err
+	}
+	s, _ := readStats(ctx, r.obs, r.schema)
+	return testbed.RackCounters{WireBytes: w, Switch: s}, nil
+}
+
+// Close asks the client hosts to quit, then stops every process (clients
+// first, the switch last) and removes the namespaces and the temporary
+// directory.
+func (r *cellRack) Close() error {
+	for _, h := range r.hosts {
+		h.send(CmdQuit)
+	}
+	r.hosts = nil
+	if r.obs != nil {
+		r.obs.Close()
+		r.obs = nil
+	}
+	if err := r.close(); err != nil {
+		return fmt.Errorf("netns: tear down: %w", err)
+	}
+	return nil
 }
 
 // all sends cmd (if any) to every client host and waits for the event want
@@ -418,49 +432,32 @@ func all(ctx context.Context, hosts []*proc, cmd, want string, timeout time.Dura
 	return evs, errors.Join(errs...)
 }
 
-// fillCell derives the cell's figures the way testbed.RunCell does.
-func fillCell(cell *report.Cell, spec testbed.CellSpec, rs []*ClientResult, wire uint64, s0, s1 map[int64]uint64) {
-	hall, hrd, hwr := hdrhistogram.New(100, int64(60*time.Second), 3), hdrhistogram.New(100, int64(60*time.Second), 3), hdrhistogram.New(100, int64(60*time.Second), 3)
-	var ops, errs, verbs, cas, fails, retries uint64
-	var elapsed time.Duration
-	var firstErr string
+// merge sums the client hosts' results: operations, errors and Clover's
+// counters (clover.Metrics.Add), the longest elapsed time, the merged
+// latency histograms and the first error reported.
+func merge(rs []*ClientResult) *testbed.Measured {
+	l := &testbed.Load{All: newHist(), Read: newHist(), Write: newHist()}
+	m := &testbed.Measured{Load: l}
 	for _, r := range rs {
-		ops += r.Ops
-		errs += r.Errors
-		verbs += r.Verbs
-		cas += r.CAS
-		fails += r.CASFailures
-		retries += r.Retries + r.ChaseHops + r.Recoveries
-		elapsed = max(elapsed, time.Duration(r.ElapsedNs))
-		hall.Merge(hdrhistogram.Import(r.All))
-		hrd.Merge(hdrhistogram.Import(r.Read))
-		hwr.Merge(hdrhistogram.Import(r.Write))
-		if firstErr == "" {
-			firstErr = r.FirstErr
+		l.Ops += r.Ops
+		l.Reads += r.Reads
+		l.Writes += r.Writes
+		l.Errors += r.Errors
+		l.Elapsed = max(l.Elapsed, time.Duration(r.ElapsedNs))
+		l.All.Merge(hdrhistogram.Import(r.All))
+		l.Read.Merge(hdrhistogram.Import(r.Read))
+		l.Write.Merge(hdrhistogram.Import(r.Write))
+		if l.FirstErr == nil && r.FirstErr != "" {
+			l.FirstErr = errors.New(r.FirstErr)
 		}
+		m.Metrics.Add(r.Metrics)
 	}
-	fops := float64(ops)
-	cell.Ops, cell.Errors, cell.Seconds, cell.Clients = ops, errs, elapsed.Seconds(), spec.Threads
-	cell.OpsPerSec = fops / elapsed.Seconds()
-	cell.P50us, cell.P99us, cell.P999us = testbed.Percentile(hall, 50), testbed.Percentile(hall, 99), testbed.Percentile(hall, 99.9)
-	cell.ReadP99us, cell.WriteP99us = testbed.Percentile(hrd, 99), testbed.Percentile(hwr, 99)
-	cell.BytesPerOp = float64(wire) / fops
-	cell.VerbsPerOp = float64(verbs) / fops
-	cell.CASSuccessRate = math.NaN()
-	if cas > 0 {
-		cell.CASSuccessRate = 1 - float64(fails)/float64(cas)
-	}
-	cell.RetriesPerOp = float64(retries) / fops
-	if s0 != nil && s1 != nil {
-		cell.Steering = map[string]uint64{}
-		for i, name := range statNames {
-			cell.Steering[name] = s1[int64(i)] - s0[int64(i)]
-		}
-	}
-	if errs > 0 && firstErr != "" {
-		cell.Note = fmt.Sprintf("%d errors, first: %s", errs, firstErr)
-	}
+	return m
 }
+
+// newHist is the harness's histogram range: 100 ns .. 60 s, three
+// significant digits.
+func newHist() *hdrhistogram.Histogram { return hdrhistogram.New(100, int64(60*time.Second), 3) }
 
 // ctrlFile is the controller's configuration file (JSON, which viper
 // reads like the YAML of docs/examples/rack.yaml).
