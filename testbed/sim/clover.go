@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -13,6 +12,7 @@ import (
 	"github.com/swordbox/swordbox/clover"
 	"github.com/swordbox/swordbox/ctrl"
 	"github.com/swordbox/swordbox/ctrl/rack"
+	"github.com/swordbox/swordbox/testbed"
 	"github.com/swordbox/swordbox/testbed/ycsb"
 )
 
@@ -32,7 +32,8 @@ type CloverConfig struct {
 	// ObjectSize and MemoryInit are set from the fields below).
 	Rack Config
 	// Steering is the switch's mode (off, write, read-write); Tracked
-	// how many of the hottest keys it steers (0: all).
+	// how many of the hottest keys it steers (0: all), unless
+	// Rack.TrackedKeys names them.
 	Steering string
 	Tracked  int
 	// ClientHosts (default 7, the paper's seven client machines) and
@@ -52,7 +53,9 @@ type CloverConfig struct {
 	// (a request received, a reply sent); 0: none, the server is
 	// infinitely fast.
 	MSCPU time.Duration
-	// Warmup and Duration are virtual time (defaults 200us and 1ms).
+	// Warmup and Duration are virtual time (defaults 200us and 1ms); the
+	// warm-up runs a workload of its own seed, so that the measured
+	// operations are the ones the seed names.
 	Warmup, Duration time.Duration
 	// ReadTimeout is Clover's T_r (default 50ms); Chunks the 1 MiB chunks
 	// of the memory node (default 96).
@@ -84,12 +87,21 @@ type CloverResult struct {
 	Switch map[string]uint64
 }
 
-// RunClover builds the rack, lays out Clover's region, starts the metadata
-// server and the clients under the scheduler, loads every key, runs the
-// warm-up and the measured duration in virtual time, and stops.
-func RunClover(ctx context.Context, cfg CloverConfig) (CloverResult, error) {
-	wall := time.Now()
-	res := CloverResult{Clock: "virtual", CASSuccess: math.NaN()}
+// CloverRack is Clover on a virtual-time rack: the metadata server and
+// one Clover client per thread, every one a goroutine under the scheduler
+// when it runs. Phases (Load, Drive) run the loop until they end.
+type CloverRack struct {
+	R       *Rack
+	S       *Sched
+	MS      *clover.MetadataServer
+	Clients []*clover.Client
+	cfg     CloverConfig
+	w       *ycsb.Workload
+}
+
+// NewCloverRack checks cfg, builds the rack and lays out Clover's region,
+// starts the metadata server and connects every client thread.
+func NewCloverRack(ctx context.Context, cfg CloverConfig) (_ *CloverRack, err error) {
 	if cfg.ClientHosts == 0 {
 		cfg.ClientHosts = 7
 	}
@@ -111,12 +123,6 @@ func RunClover(ctx context.Context, cfg CloverConfig) (CloverResult, error) {
 	if cfg.ClientCPU == 0 {
 		cfg.ClientCPU = DefaultClientCPU
 	}
-	if cfg.Warmup == 0 {
-		cfg.Warmup = 200 * time.Microsecond
-	}
-	if cfg.Duration == 0 {
-		cfg.Duration = time.Millisecond
-	}
 	if cfg.ReadTimeout == 0 {
 		cfg.ReadTimeout = 50 * time.Millisecond
 	}
@@ -128,35 +134,23 @@ func RunClover(ctx context.Context, cfg CloverConfig) (CloverResult, error) {
 	}
 	switch {
 	case cfg.ClientHosts < 1 || cfg.ClientHosts > 250:
-		return res, fmt.Errorf("sim: clover: client hosts %d: want 1 to 250", cfg.ClientHosts)
+		return nil, fmt.Errorf("sim: clover: client hosts %d: want 1 to 250", cfg.ClientHosts)
 	case cfg.Threads < 1 || cfg.Threads > 4000:
-		return res, fmt.Errorf("sim: clover: threads %d: want 1 to 4000", cfg.Threads)
+		return nil, fmt.Errorf("sim: clover: threads %d: want 1 to 4000", cfg.Threads)
 	case cfg.MSCPU < 0 || cfg.MSCPU > time.Millisecond:
-		return res, fmt.Errorf("sim: clover: metadata server CPU %v per completion: want 0 to 1ms", cfg.MSCPU)
+		return nil, fmt.Errorf("sim: clover: metadata server CPU %v per completion: want 0 to 1ms", cfg.MSCPU)
 	case cfg.WriteFraction < 0 || cfg.WriteFraction > 1:
-		return res, fmt.Errorf("sim: clover: write fraction %g: want 0 to 1", cfg.WriteFraction)
-	case cfg.Warmup < 0 || cfg.Duration <= 0 || cfg.Duration > time.Minute:
-		return res, fmt.Errorf("sim: clover: warm-up %v, duration %v: want >= 0 and (0, 1m]", cfg.Warmup, cfg.Duration)
+		return nil, fmt.Errorf("sim: clover: write fraction %g: want 0 to 1", cfg.WriteFraction)
+	case cfg.Tracked < 0 || cfg.Tracked > cfg.Keys:
+		return nil, fmt.Errorf("sim: clover: tracked keys %d: want 0 (all) to %d", cfg.Tracked, cfg.Keys)
 	}
-	res.Steering, res.Threads = cfg.Steering, cfg.Threads
-	wcfg := ycsb.Config{Workload: cfg.Workload, ZipfConstant: cfg.Zipf, RecordCount: int64(cfg.Keys),
-		ValueSize: cfg.ValueSize, Clients: cfg.Threads, Seed: cfg.Rack.Seed + 1}
-	if cfg.WriteFraction > 0 || cfg.Workload == ycsb.WorkloadC {
-		wcfg.Mix = ycsb.Proportions{Read: 1 - cfg.WriteFraction, Update: cfg.WriteFraction}
-		if cfg.WriteFraction == 1 {
-			wcfg.Mix = ycsb.Proportions{Update: 1}
-		}
-	}
-	w, err := ycsb.New(wcfg)
+	w, err := ycsb.New(cfg.workload(cfg.Rack.Seed + 1))
 	if err != nil {
-		return res, fmt.Errorf("sim: clover: workload: %w", err)
+		return nil, fmt.Errorf("sim: clover: workload: %w", err)
 	}
-	m := w.Mix()
-	res.WriteFraction = (m.Update + m.Insert + m.ReadModifyWrite) / (m.Read + m.Update + m.Insert + m.ReadModifyWrite + m.Scan)
-
 	layout := clover.RegionLayout{Shortcuts: 2*cfg.Keys + 64, Chunks: cfg.Chunks, ChunkSize: clover.DefaultChunkSize}
 	if err := layout.Validate(); err != nil {
-		return res, fmt.Errorf("sim: clover: layout: %w", err)
+		return nil, fmt.Errorf("sim: clover: layout: %w", err)
 	}
 	rc := cfg.Rack
 	rc.MemoryNodes, rc.Hosts = 1, 1+cfg.ClientHosts
@@ -165,192 +159,294 @@ func RunClover(ctx context.Context, cfg CloverConfig) (CloverResult, error) {
 		// The switch steers to a tail for at most half of T_r.
 		rc.TailTTL = cfg.ReadTimeout / 2
 	}
-	if cfg.Steering != rack.SteerOff {
-		rc.TrackedKeys = hottestKeys(w, cfg.Keys, cfg.Tracked)
-		if cfg.Tracked < 0 {
-			return res, fmt.Errorf("sim: clover: tracked keys %d: want 0 (all) to %d", cfg.Tracked, cfg.Keys)
+	if cfg.Steering != rack.SteerOff && rc.TrackedKeys == nil {
+		n := cfg.Tracked
+		if n == 0 {
+			n = -1
 		}
+		rc.TrackedKeys = testbed.HottestKeys(w, cfg.Keys, n, cfg.Rack.Seed)
 	}
 	rc.MemorySize = layout.Size()
 	rc.MemoryInit = func(_ int, buf []byte) error { return clover.InitRegion(buf, 0, layout) }
 	r, err := NewRack(ctx, rc)
 	if err != nil {
-		return res, err
+		return nil, err
 	}
-	defer r.Close()
-	s := NewSched(r.Sim)
-
+	cr := &CloverRack{R: r, S: NewSched(r.Sim), cfg: cfg, w: w}
+	defer func() {
+		if err != nil {
+			cr.Close()
+		}
+	}()
+	s := cr.S
 	msHost := r.Hosts[0]
-	msDev := s.Device(msHost)
 	msCQ := s.NewCQ(msHost, 4*64*cfg.Threads)
 	msCQ.CPU = cfg.MSCPU
-	ms, err := clover.NewMetadataServer(clover.MSConfig{Regions: []clover.RegionLayout{layout},
-		ReadTimeout: cfg.ReadTimeout, EpochPeriod: 30 * time.Second}, msDev, msCQ)
+	cr.MS, err = clover.NewMetadataServer(clover.MSConfig{Regions: []clover.RegionLayout{layout},
+		ReadTimeout: cfg.ReadTimeout, EpochPeriod: 30 * time.Second}, s.Device(msHost), msCQ)
 	if err != nil {
-		return res, fmt.Errorf("sim: clover: metadata server: %w", err)
+		return nil, fmt.Errorf("sim: clover: metadata server: %w", err)
 	}
 	region := r.MemoryMR[0].Remote()
 	memCQ := r.Memory[0].Device().NewCQ(1024)
-	clients := make([]*clover.Client, cfg.Threads)
-	for i := range clients {
+	cr.Clients = make([]*clover.Client, cfg.Threads)
+	for i := range cr.Clients {
 		h := r.Hosts[1+i%cfg.ClientHosts]
 		cq := s.NewCQ(h, 1024)
 		qpMN, _, err := r.Connect(h, cq.Q, r.Memory[0], memCQ, 256)
 		if err != nil {
-			return res, fmt.Errorf("sim: clover client %d: %w", i, err)
+			return nil, fmt.Errorf("sim: clover client %d: %w", i, err)
 		}
 		qpMS, msQP, err := r.Connect(h, cq.Q, msHost, msCQ.Q, 256)
 		if err != nil {
-			return res, fmt.Errorf("sim: clover client %d: %w", i, err)
+			return nil, fmt.Errorf("sim: clover client %d: %w", i, err)
 		}
-		if err := ms.AddClient(msQP); err != nil {
-			return res, fmt.Errorf("sim: clover client %d: %w", i, err)
+		if err := cr.MS.AddClient(msQP); err != nil {
+			return nil, fmt.Errorf("sim: clover client %d: %w", i, err)
 		}
-		clients[i], err = clover.NewClient(clover.ClientConfig{ID: i, ValueSize: cfg.ValueSize, Device: s.Device(h), CQ: cq, MS: qpMS,
+		cr.Clients[i], err = clover.NewClient(clover.ClientConfig{ID: i, ValueSize: cfg.ValueSize, Device: s.Device(h), CQ: cq, MS: qpMS,
 			CursorCache: cfg.Keys, ReadTimeout: cfg.ReadTimeout,
 			MemoryNodes: []clover.MemoryNodeConn{{QP: qpMN, Region: region}}})
 		if err != nil {
-			return res, fmt.Errorf("sim: clover client %d: %w", i, err)
+			return nil, fmt.Errorf("sim: clover client %d: %w", i, err)
 		}
 	}
 	s.Go("clover-ms", func(ctx context.Context) error {
-		if err := ms.Serve(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		if err := cr.MS.Serve(ctx); err != nil && !errors.Is(err, context.Canceled) {
 			return err
 		}
 		return nil
 	})
+	return cr, nil
+}
 
-	// Load: every key created once, spread over the clients.
-	loaders := min(cfg.Threads, 64)
-	for c := 0; c < loaders; c++ {
-		s.Go(fmt.Sprintf("load%d", c), func(ctx context.Context) error {
-			val := make([]byte, cfg.ValueSize)
-			for i := c; i < cfg.Keys; i += loaders {
+// workload is the YCSB configuration of cfg with seed.
+func (cfg CloverConfig) workload(seed uint64) ycsb.Config {
+	wcfg := ycsb.Config{Workload: cfg.Workload, ZipfConstant: cfg.Zipf, RecordCount: int64(cfg.Keys),
+		ValueSize: cfg.ValueSize, Clients: cfg.Threads, Seed: seed}
+	if cfg.WriteFraction > 0 {
+		wcfg.Mix = ycsb.Proportions{Read: 1 - cfg.WriteFraction, Update: cfg.WriteFraction}
+		if cfg.WriteFraction == 1 {
+			wcfg.Mix = ycsb.Proportions{Update: 1}
+		}
+	}
+	return wcfg
+}
+
+// Workload is the workload the rack measures (its seed is Rack.Seed+1).
+func (cr *CloverRack) Workload() *ycsb.Workload { return cr.w }
+
+// phase runs procs started by start until every one has returned, at
+// most limit of virtual time, and returns the first error.
+func (cr *CloverRack) phase(limit time.Duration, procs []*Proc) error {
+	end := cr.R.Sim.Now() + int64(limit)
+	for {
+		cr.S.Run(min(cr.R.Sim.Now()+int64(100*time.Microsecond), end))
+		done := true
+		for _, p := range procs {
+			if p.state != procDone {
+				done = false
+			} else if p.Err != nil {
+				return fmt.Errorf("%s: %w", p.name, p.Err)
+			}
+		}
+		if done {
+			return nil
+		}
+		if cr.R.Sim.Now() >= end {
+			return fmt.Errorf("sim: clover: phase not over after %v of virtual time", limit)
+		}
+	}
+}
+
+// Load creates every key of w (keys w.RecordKey(i), i < Keys), spread
+// over at most 64 clients.
+func (cr *CloverRack) Load(w *ycsb.Workload) error {
+	n := min(len(cr.Clients), 64)
+	var procs []*Proc
+	for c := 0; c < n; c++ {
+		procs = append(procs, cr.S.Go(fmt.Sprintf("load%d", c), func(ctx context.Context) error {
+			val := make([]byte, cr.cfg.ValueSize)
+			for i := c; i < cr.cfg.Keys; i += n {
 				key := w.RecordKey(int64(i))
 				for j := range val {
 					val[j] = byte(32 + (int(key)+j)%95)
 				}
-				if err := clients[c].Create(ctx, key, val); err != nil && !errors.Is(err, clover.ErrExists) {
+				if err := cr.Clients[c].Create(ctx, key, val); err != nil && !errors.Is(err, clover.ErrExists) {
 					return fmt.Errorf("sim: clover: load key %d: %w", key, err)
 				}
 			}
 			return nil
-		})
+		}))
 	}
-	loadEnd := r.Sim.Now() + int64(10*time.Second)
-	for r.Sim.Now() < loadEnd {
-		s.Run(r.Sim.Now() + int64(100*time.Microsecond))
-		done := true
-		for _, p := range s.Procs()[1:] {
-			if p.state != procDone {
-				done = false
-			} else if p.Err != nil {
-				return res, p.Err
-			}
-		}
-		if done {
-			break
-		}
-	}
+	return cr.phase(10*time.Second, procs)
+}
 
-	// The run: each thread its own stream; latency and counters only
-	// inside the measured window.
-	start := r.Sim.Now()
-	from, to := start+int64(cfg.Warmup), start+int64(cfg.Warmup+cfg.Duration)
-	rd, wr := hdrhistogram.New(100, int64(60*time.Second), 3), hdrhistogram.New(100, int64(60*time.Second), 3)
-	var ops, errs uint64
-	var m0 clover.Metrics
-	var w0 uint64
-	clock := s.Clock()
-	for i := range clients {
-		s.Go(fmt.Sprintf("client%d", i), func(ctx context.Context) error {
+// Driven is what Drive measured, in virtual time.
+type Driven struct {
+	Ops, Reads, Writes, Errors uint64
+	Elapsed                    time.Duration
+	All, Read, Write           *hdrhistogram.Histogram // ns
+	FirstErr                   error
+}
+
+// Drive runs client i on w.Stream(i) for d of virtual time: each thread
+// pays ClientCPU, then runs an operation, as long as it starts before d
+// has passed; Drive returns once every thread has finished its last one.
+// A read-modify-write counts as one read and one write, as in YCSB.
+func (cr *CloverRack) Drive(w *ycsb.Workload, d time.Duration) (*Driven, error) {
+	out := &Driven{All: newHist(), Read: newHist(), Write: newHist()}
+	start := cr.R.Sim.Now()
+	end := start + int64(d)
+	clock := cr.S.Clock()
+	var procs []*Proc
+	for i, kv := range cr.Clients {
+		procs = append(procs, cr.S.Go(fmt.Sprintf("client%d", i), func(ctx context.Context) error {
 			st := w.Stream(i)
-			kv := clients[i]
-			val := make([]byte, cfg.ValueSize)
-			buf := make([]byte, cfg.ValueSize)
+			val := make([]byte, cr.cfg.ValueSize)
+			buf := make([]byte, cr.cfg.ValueSize)
 			var op ycsb.Op
 			for st.Next(&op) {
-				if cfg.ClientCPU > 0 {
-					if err := clock.Sleep(ctx, cfg.ClientCPU); err != nil {
+				if cr.cfg.ClientCPU > 0 {
+					if err := clock.Sleep(ctx, cr.cfg.ClientCPU); err != nil {
 						return nil
 					}
 				}
-				t0 := r.Sim.Now()
-				if t0 >= to {
+				t0 := cr.R.Sim.Now()
+				if t0 >= end {
 					return nil
 				}
 				var err error
-				write := false
+				h := out.Read
 				switch op.Type {
 				case ycsb.OpRead:
 					err = kv.Get(ctx, op.Key, buf)
+					out.Reads++
 				case ycsb.OpUpdate, ycsb.OpInsert:
 					st.FillValue(val[:op.ValueLen])
 					err = kv.Put(ctx, op.Key, val[:op.ValueLen])
-					write = true
+					out.Writes++
+					h = out.Write
+				case ycsb.OpReadModifyWrite:
+					if err = kv.Get(ctx, op.Key, buf); err == nil {
+						st.FillValue(val[:op.ValueLen])
+						err = kv.Put(ctx, op.Key, val[:op.ValueLen])
+					}
+					out.Reads++
+					out.Writes++
 				default:
-					err = fmt.Errorf("sim: clover: operation %v not run here", op.Type)
+					err = fmt.Errorf("sim: clover: operation %v not supported", op.Type)
 				}
 				if ctx.Err() != nil {
 					return nil
 				}
-				if t0 >= from && r.Sim.Now() <= to {
-					ops++
-					d := r.Sim.Now() - t0
-					if write {
-						wr.RecordValue(d)
-					} else {
-						rd.RecordValue(d)
-					}
-					if err != nil {
-						errs++
-						if res.FirstErr == "" {
-							res.FirstErr = err.Error()
-						}
+				lat := cr.R.Sim.Now() - t0
+				h.RecordValue(lat)
+				out.All.RecordValue(lat)
+				out.Ops++
+				if err != nil {
+					out.Errors++
+					if out.FirstErr == nil {
+						out.FirstErr = err
 					}
 				}
 			}
 			return nil
-		})
+		}))
 	}
-	s.Run(from)
-	for _, c := range clients {
-		m0.Add(c.Metrics())
+	err := cr.phase(d+10*time.Second, procs)
+	out.Elapsed = time.Duration(cr.R.Sim.Now() - start)
+	return out, err
+}
+
+func newHist() *hdrhistogram.Histogram { return hdrhistogram.New(100, int64(60*time.Second), 3) }
+
+// Metrics sums the clients' counters.
+func (cr *CloverRack) Metrics() clover.Metrics {
+	var m clover.Metrics
+	for _, c := range cr.Clients {
+		m.Add(c.Metrics())
 	}
-	w0 = r.wireBytes()
-	sw0, _ := r.Ctrl.ReadCounter(ctx, "SwordboxIngress.stats", nil)
-	s.Run(to)
-	var m1 clover.Metrics
-	for _, c := range clients {
-		m1.Add(c.Metrics())
+	return m
+}
+
+// SwitchStats reads the switch's stats counter (by index) through the
+// controller.
+func (cr *CloverRack) SwitchStats(ctx context.Context) (map[int64]uint64, error) {
+	return cr.R.Ctrl.ReadCounter(ctx, "SwordboxIngress.stats", nil)
+}
+
+// Close stops every goroutine under the scheduler and the rack.
+func (cr *CloverRack) Close() error {
+	err := cr.S.Stop()
+	return errors.Join(err, cr.R.Close())
+}
+
+// RunClover builds the rack, loads every key, runs the warm-up (its own
+// seed) and the measured duration in virtual time, and stops.
+func RunClover(ctx context.Context, cfg CloverConfig) (res CloverResult, err error) {
+	wall := time.Now()
+	res = CloverResult{Clock: "virtual", CASSuccess: math.NaN(), ReadP99us: math.NaN(), WriteP99us: math.NaN()}
+	if cfg.Warmup == 0 {
+		cfg.Warmup = 200 * time.Microsecond
 	}
-	w1 := r.wireBytes()
-	sw1, _ := r.Ctrl.ReadCounter(ctx, "SwordboxIngress.stats", nil)
+	if cfg.Duration == 0 {
+		cfg.Duration = time.Millisecond
+	}
+	if cfg.Warmup < 0 || cfg.Duration < 0 || cfg.Warmup+cfg.Duration > time.Minute {
+		return res, fmt.Errorf("sim: clover: warm-up %v, duration %v: want >= 0, together at most 1m", cfg.Warmup, cfg.Duration)
+	}
+	cr, err := NewCloverRack(ctx, cfg)
+	if err != nil {
+		return res, err
+	}
+	defer func() {
+		if cerr := cr.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	cfg = cr.cfg
+	res.Steering, res.Threads = cfg.Steering, cfg.Threads
+	m := cr.w.Mix()
+	res.WriteFraction = (m.Update + m.Insert + m.ReadModifyWrite) / (m.Read + m.Update + m.Insert + m.ReadModifyWrite + m.Scan)
+	if err := cr.Load(cr.w); err != nil {
+		return res, err
+	}
+	warm, err := ycsb.New(cfg.workload(^(cfg.Rack.Seed + 1)))
+	if err != nil {
+		return res, err
+	}
+	if _, err := cr.Drive(warm, cfg.Warmup); err != nil {
+		return res, fmt.Errorf("sim: clover: warm-up: %w", err)
+	}
+	m0, w0 := cr.Metrics(), cr.R.wireBytes()
+	sw0, _ := cr.SwitchStats(ctx)
+	d, err := cr.Drive(cr.w, cfg.Duration)
+	if err != nil {
+		return res, err
+	}
+	m1, w1 := cr.Metrics(), cr.R.wireBytes()
+	sw1, _ := cr.SwitchStats(ctx)
 	res.Switch = map[string]uint64{}
 	for i, name := range ctrl.StatNames {
 		res.Switch[name] = sw1[int64(i)] - sw0[int64(i)]
 	}
-	if err := s.Stop(); err != nil {
-		return res, err
+	res.Ops, res.Errors = d.Ops, d.Errors
+	if d.FirstErr != nil {
+		res.FirstErr = d.FirstErr.Error()
 	}
-	for _, p := range s.Procs() {
-		if p.Err != nil {
-			return res, fmt.Errorf("%s: %w", p.name, p.Err)
-		}
-	}
-	res.Ops, res.Errors = ops, errs
-	res.Seconds = cfg.Duration.Seconds()
-	res.Mops = float64(ops) / res.Seconds / 1e6
+	res.Seconds = d.Elapsed.Seconds()
+	res.Mops = float64(d.Ops) / res.Seconds / 1e6
 	res.Metrics = m1
 	res.Metrics.Sub(m0)
 	if cas := res.Metrics.CAS; cas > 0 {
 		res.CASSuccess = 1 - float64(res.Metrics.CASFailures)/float64(cas)
 	}
-	if ops > 0 {
-		res.BytesPerOp = float64(w1-w0) / float64(ops)
+	if d.Ops > 0 {
+		res.BytesPerOp = float64(w1-w0) / float64(d.Ops)
 	}
-	res.ReadP99us, res.WriteP99us = p99(rd), p99(wr)
-	res.Events = r.Sim.Events()
+	res.ReadP99us, res.WriteP99us = p99(d.Read), p99(d.Write)
+	res.Events = cr.R.Sim.Events()
 	res.WallSeconds = time.Since(wall).Seconds()
 	return res, nil
 }
@@ -373,44 +469,4 @@ func (r *Rack) wireBytes() uint64 {
 		b += h.Out.Bytes
 	}
 	return b
-}
-
-// hottestKeys returns the n most popular keys of the workload (all keys
-// when n <= 0 or n >= keys), estimated by drawing from its generator with a
-// fixed seed.
-func hottestKeys(w *ycsb.Workload, keys, n int) []uint64 {
-	if n <= 0 || n >= keys {
-		out := make([]uint64, keys)
-		for i := range out {
-			out[i] = w.RecordKey(int64(i))
-		}
-		return out
-	}
-	cfg := w.Config()
-	cfg.Clients, cfg.Seed, cfg.Workload, cfg.Mix = 1, 0x5eed, ycsb.WorkloadC, ycsb.Proportions{}
-	cfg.Distribution = w.Distribution()
-	sw, err := ycsb.New(cfg)
-	if err != nil {
-		return nil
-	}
-	st := sw.Stream(0)
-	count := map[uint64]int{}
-	var op ycsb.Op
-	for i := 0; i < 200_000 && st.Next(&op); i++ {
-		count[op.Key]++
-	}
-	ks := make([]uint64, 0, len(count))
-	for k := range count {
-		ks = append(ks, k)
-	}
-	slices.SortFunc(ks, func(a, b uint64) int {
-		if count[a] != count[b] {
-			return count[b] - count[a]
-		}
-		if a < b {
-			return -1
-		}
-		return 1
-	})
-	return ks[:min(n, len(ks))]
 }

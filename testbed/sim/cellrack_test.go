@@ -1,0 +1,46 @@
+package sim
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/swordbox/swordbox/testbed"
+	"github.com/swordbox/swordbox/testbed/ycsb"
+)
+
+// TestRunCellOnVirtualRack: the benchmark's one cell runner on the
+// virtual-time rack, steering off and write+read: figures in virtual
+// time, the switch's counters read through the controller, and the same
+// cell twice from one seed.
+func TestRunCellOnVirtualRack(t *testing.T) {
+	spec := testbed.CellSpec{Scenario: "default", Workload: ycsb.WorkloadA, Keys: 256, ValueSize: 128, Zipf: 0.99, Tracked: -1,
+		Threads: 24, ClientHosts: 3, Warmup: 100 * time.Microsecond, Duration: 300 * time.Microsecond, Seed: 3}
+	for _, mode := range []string{testbed.ModeOff, testbed.ModeWriteRead} {
+		t.Run(mode, func(t *testing.T) {
+			spec.Mode = mode
+			a, err := testbed.RunCellOn(context.Background(), spec, NewCellRack)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := testbed.RunCellOn(context.Background(), spec, NewCellRack)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.Ops < 500 || a.Errors != 0 || a.Seconds < 300e-6 || a.Seconds > 400e-6 {
+				t.Fatalf("%d ops, %d errors in %.6f virtual seconds (%s)", a.Ops, a.Errors, a.Seconds, a.Note)
+			}
+			if a.Ops != b.Ops || a.BytesPerOp != b.BytesPerOp || a.P99us != b.P99us {
+				t.Fatalf("one seed, two cells: %+v / %+v", a, b)
+			}
+			if mode != testbed.ModeOff && a.Steering["reads_steered"] == 0 {
+				t.Fatalf("no READ steered: %v", a.Steering)
+			}
+			t.Logf("%s: %.2f Mops, CAS ok %.3f, %.0f bytes/op, p99 %.1f us", mode, a.OpsPerSec/1e6, a.CASSuccessRate, a.BytesPerOp, a.P99us)
+		})
+	}
+	spec.MemoryWorkers = 2
+	if _, err := testbed.RunCellOn(context.Background(), spec, NewCellRack); err == nil {
+		t.Fatal("memory workers accepted")
+	}
+}
