@@ -201,6 +201,11 @@ type VirtualTiming struct {
 	TxLatency time.Duration
 	// RxLatency is response arrival to completion at the requester.
 	RxLatency time.Duration
+	// AtomicsStallAccess makes a READ or WRITE that touches a word with
+	// atomics queued wait until they have completed (SwordBox section
+	// 3.2: "concurrent read and write operations with a data dependency
+	// on the atomic address must stall until the atomic completes").
+	AtomicsStallAccess bool
 }
 
 // ConnectX-5 figures of the virtual-time model beyond Figures 3 and 4's
@@ -237,6 +242,8 @@ func VirtualConnectX5() VirtualTiming {
 		DMLatency:   CX5DMLatency,
 		TxLatency:   CX5TxLatency,
 		RxLatency:   CX5RxLatency,
+
+		AtomicsStallAccess: true,
 	}
 }
 
@@ -246,10 +253,11 @@ func VirtualConnectX5() VirtualTiming {
 type vclock struct {
 	iMsg, iQPMsg, iAddr, iAddrDM, iQPAt, iAgg int64 // ps; 0 = uncapped
 	proc, pcie, dm, tx, rx                    int64 // ps
+	stall                                     bool
 
 	rxFree, txFree, aggFree int64
-	qp                      []vqp // by QPN - qpnBase
-	words                   [vWordSlots]vword
+	qp                      []vqp   // by QPN - qpnBase
+	words                   []vword // allocated at the first atomic
 	lastResp                int64
 }
 
@@ -257,16 +265,21 @@ type vqp struct {
 	msgFree, atFree, lastExec, lastOut int64
 }
 
-// vword is one 8-byte word's atomic unit: busy until free. A slot whose
-// word is idle (free in the past) may be taken by another word, so the
-// table is exact as long as fewer than vWordSlots words are busy at once.
+// vword is one 8-byte word's atomic unit: busy until free. The table is
+// set-associative: a word lives in one of the vWays slots of its set, and
+// takes a slot whose word is idle (free in the past). It is exact as long
+// as no more than vWays words of one set are busy at once (then a word
+// shares a slot: only ever slower).
 type vword struct {
 	key  uint32
 	va   uint64
 	free int64
 }
 
-const vWordSlots = 1 << 14
+const (
+	vWordSlots = 1 << 16
+	vWays      = 4
+)
 
 func psOf(rate float64) int64 {
 	if rate <= 0 {
@@ -282,6 +295,7 @@ func newVClock(t VirtualTiming) *vclock {
 		iQPAt: psOf(t.AtomicsPerQP), iAgg: psOf(t.AtomicsAggregate),
 		proc: int64(t.ProcLatency) * 1000, pcie: int64(t.PCIeRTT) * 1000, dm: int64(t.DMLatency) * 1000,
 		tx: int64(t.TxLatency) * 1000, rx: int64(t.RxLatency) * 1000,
+		stall: t.AtomicsStallAccess,
 	}
 }
 
@@ -294,28 +308,57 @@ func (c *vclock) qpState(qi int) *vqp {
 	return &c.qp[qi]
 }
 
-// word returns the atomic unit of (key, va), taking an idle slot if the
-// word has none.
+// set returns the first slot of the set of (key, va).
+func wordSet(key uint32, va uint64) uint64 {
+	return ((uint64(key)*0x9e3779b97f4a7c15 ^ (va>>3)*0xff51afd7ed558ccd) >> 48) &^ (vWays - 1)
+}
+
+// word returns the atomic unit of (key, va), taking an idle slot of its
+// set if the word has none.
 func (c *vclock) word(key uint32, va uint64, now int64) *vword {
-	h := (uint64(key)*0x9e3779b97f4a7c15 ^ (va>>3)*0xff51afd7ed558ccd) >> 50 // 14 bits
-	for i := uint64(0); i < 64; i++ {
-		w := &c.words[(h+i)%vWordSlots]
-		if w.key == key && w.va == va {
-			return w
-		}
-		if w.free <= now {
-			*w = vword{key: key, va: va, free: w.free}
-			return w
+	if c.words == nil {
+		c.words = make([]vword, vWordSlots)
+	}
+	set := c.words[wordSet(key, va):][:vWays]
+	for i := range set {
+		if set[i].key == key && set[i].va == va {
+			return &set[i]
 		}
 	}
-	// 64 busy words in a row: share the slot (only ever slower).
-	return &c.words[h]
+	for i := range set {
+		if set[i].free <= now {
+			set[i] = vword{key: key, va: va, free: set[i].free}
+			return &set[i]
+		}
+	}
+	return &set[0]
+}
+
+// busyUntil is when the last atomic queued on a word of [va, va+n) of
+// region key completes (or t if none is busy at t).
+func (c *vclock) busyUntil(key uint32, va uint64, n uint32, t int64) int64 {
+	end := t
+	if c.words == nil {
+		return end
+	}
+	if n > 4096 {
+		n = 4096
+	}
+	for w := va &^ 7; w < va+uint64(n); w += 8 {
+		set := c.words[wordSet(key, w):][:vWays]
+		for i := range set {
+			if set[i].key == key && set[i].va == w {
+				end = max(end, set[i].free)
+			}
+		}
+	}
+	return end
 }
 
 // request books a request of kind op arriving at now (ns) on responder QP
 // qi and returns when the engine executes it and how long after that its
 // response leaves (ns).
-func (c *vclock) request(now int64, qi int, op vop, dm bool, key uint32, va uint64) (exec, outDelay int64) {
+func (c *vclock) request(now int64, qi int, op vop, dm bool, key uint32, va uint64, n uint32) (exec, outDelay int64) {
 	t := now * 1000
 	q := c.qpState(qi)
 	// Tandem stages, each a FIFO server: the device's request unit, then
@@ -358,6 +401,11 @@ func (c *vclock) request(now int64, qi int, op vop, dm bool, key uint32, va uint
 		out = c.pcie
 		if dm {
 			out = c.dm
+		}
+		fallthrough
+	default:
+		if c.stall {
+			e = max(e, c.busyUntil(key, va, n, e))
 		}
 	}
 	e = max(e, q.lastExec)

@@ -173,7 +173,7 @@ func TestVirtualTimingConstants(t *testing.T) {
 				if !tc.sameWord {
 					va += uint64(i) * 64
 				}
-				exec, out := c.request(0, i%tc.qps, tc.op, tc.dm, 7, va)
+				exec, out := c.request(0, i%tc.qps, tc.op, tc.dm, 7, va, 8)
 				if out != int64(tc.out) {
 					t.Fatalf("response delay %d ns, want %v", out, tc.out)
 				}
@@ -207,4 +207,31 @@ func TestVirtualTimingConstants(t *testing.T) {
 			t.Errorf("response at 5000 processed at %d, want %d", e, 5000+int64(CX5RxLatency))
 		}
 	})
+}
+
+// TestVirtualAtomicsStallAccess: a READ covering a word with atomics
+// queued executes only after the last of them; a READ of other words, or
+// with the stall off, does not wait.
+func TestVirtualAtomicsStallAccess(t *testing.T) {
+	for _, stall := range []bool{true, false} {
+		cx := VirtualConnectX5()
+		cx.AtomicsStallAccess = stall
+		cx.MsgRate = 0 // only the atomic units queue
+		c := newVClock(cx)
+		var last int64
+		for i := 0; i < 10; i++ {
+			last, _ = c.request(0, i, vopAtomic, false, 7, 0x1008, 8)
+		}
+		over, _ := c.request(0, 20, vopRead, false, 7, 0x1000, 64)
+		other, _ := c.request(0, 21, vopRead, false, 7, 0x2000, 64)
+		wantOver := int64(CX5ProcLatency)
+		if stall {
+			// The last CAS starts at ProcLatency + 9 intervals and holds
+			// the word one more.
+			wantOver = last + 334 // 1/3 Mops, rounded up to the ns
+		}
+		if over < wantOver-1 || over > wantOver+1 || other != int64(CX5ProcLatency) {
+			t.Errorf("stall %v: READ over the word at %d (want %d), elsewhere at %d (want %d)", stall, over, wantOver, other, int64(CX5ProcLatency))
+		}
+	}
 }

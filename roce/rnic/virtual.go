@@ -100,20 +100,22 @@ func (v *Virtual) Receive(frame []byte) {
 		op := p.Opcode
 		if isRequestOp(op) && v.d.QP(p.BTH.DestQP()) != nil {
 			qi := int(p.BTH.DestQP()) - qpnBase
-			kind, dm, key, va := vopPosted, false, uint32(0), uint64(0)
+			kind, dm, key, va, n := vopPosted, false, uint32(0), uint64(0), uint32(0)
 			switch {
 			case isAtomicOp(op) && p.AtomicETH != nil:
-				kind, key, va = vopAtomic, p.AtomicETH.RKey(), p.AtomicETH.VA()
+				kind, key, va, n = vopAtomic, p.AtomicETH.RKey(), p.AtomicETH.VA(), 8
 			case op == roce.OpRCReadRequest && p.RETH != nil:
-				kind, key, va = vopRead, p.RETH.RKey(), p.RETH.VA()
+				kind, key, va, n = vopRead, p.RETH.RKey(), p.RETH.VA(), p.RETH.DMALen()
+			case p.RETH != nil:
+				// The first packet of a WRITE names the range; later
+				// packets of the message follow it in order.
+				key, va, n = p.RETH.RKey(), p.RETH.VA(), p.RETH.DMALen()
 			}
-			if kind != vopPosted {
-				if m := v.d.mrs.lookup(key); m != nil {
-					dm = m.device
-				}
+			if m := v.d.mrs.lookup(key); m != nil {
+				dm = m.device
 			}
 			var out int64
-			at, out = v.c.request(now, qi, kind, dm, key, va)
+			at, out = v.c.request(now, qi, kind, dm, key, va, n)
 			tok := v.hold(frame, out, qi)
 			v.h.Schedule(at, tok)
 			return
