@@ -12,6 +12,7 @@ import (
 	"github.com/swordbox/swordbox/clover"
 	"github.com/swordbox/swordbox/ctrl"
 	"github.com/swordbox/swordbox/ctrl/rack"
+	"github.com/swordbox/swordbox/roce/rnic"
 	"github.com/swordbox/swordbox/testbed"
 	"github.com/swordbox/swordbox/testbed/ycsb"
 )
@@ -28,6 +29,9 @@ const DefaultClientCPU = 500 * time.Nanosecond
 // client threads in all (each its own Clover client with its own QPs, as
 // on the software rack), running a YCSB workload.
 type CloverConfig struct {
+	// MemoryNodes is the number of memory nodes (default 1, at most 16):
+	// Clover homes each key on one of them, every client has a QP to each.
+	MemoryNodes int
 	// Rack is the rack (Hosts, MemoryNodes, Steering, TrackedKeys,
 	// ObjectSize and MemoryInit are set from the fields below).
 	Rack Config
@@ -82,6 +86,10 @@ type CloverResult struct {
 	Events      uint64
 	FirstErr    string
 	Metrics     clover.Metrics
+	// MemoryTxGbps and MemoryRxGbps are the memory node's link load over
+	// the window (frame bytes, without Ethernet overhead): how close the
+	// 100 Gb/s link is to its limit.
+	MemoryTxGbps, MemoryRxGbps float64
 	// Switch is the switch's stats counter over the measured window, by
 	// ctrl.StatNames.
 	Switch map[string]uint64
@@ -114,6 +122,9 @@ func NewCloverRack(ctx context.Context, cfg CloverConfig) (_ *CloverRack, err er
 	if cfg.Keys == 0 {
 		cfg.Keys = 1024
 	}
+	if cfg.MemoryNodes == 0 {
+		cfg.MemoryNodes = 1
+	}
 	if cfg.Zipf == 0 {
 		cfg.Zipf = 0.99
 	}
@@ -133,6 +144,8 @@ func NewCloverRack(ctx context.Context, cfg CloverConfig) (_ *CloverRack, err er
 		cfg.Steering = rack.SteerOff
 	}
 	switch {
+	case cfg.MemoryNodes < 1 || cfg.MemoryNodes > 16:
+		return nil, fmt.Errorf("sim: clover: memory nodes %d: want 1 to 16", cfg.MemoryNodes)
 	case cfg.ClientHosts < 1 || cfg.ClientHosts > 250:
 		return nil, fmt.Errorf("sim: clover: client hosts %d: want 1 to 250", cfg.ClientHosts)
 	case cfg.Threads < 1 || cfg.Threads > 4000:
@@ -153,7 +166,7 @@ func NewCloverRack(ctx context.Context, cfg CloverConfig) (_ *CloverRack, err er
 		return nil, fmt.Errorf("sim: clover: layout: %w", err)
 	}
 	rc := cfg.Rack
-	rc.MemoryNodes, rc.Hosts = 1, 1+cfg.ClientHosts
+	rc.MemoryNodes, rc.Hosts = cfg.MemoryNodes, 1+cfg.ClientHosts
 	rc.Steering, rc.ObjectSize = cfg.Steering, cfg.ValueSize
 	if rc.TailTTL == 0 {
 		// The switch steers to a tail for at most half of T_r.
@@ -167,7 +180,7 @@ func NewCloverRack(ctx context.Context, cfg CloverConfig) (_ *CloverRack, err er
 		rc.TrackedKeys = testbed.HottestKeys(w, cfg.Keys, n, cfg.Rack.Seed)
 	}
 	rc.MemorySize = layout.Size()
-	rc.MemoryInit = func(_ int, buf []byte) error { return clover.InitRegion(buf, 0, layout) }
+	rc.MemoryInit = func(mn int, buf []byte) error { return clover.InitRegion(buf, mn, layout) }
 	r, err := NewRack(ctx, rc)
 	if err != nil {
 		return nil, err
@@ -182,20 +195,30 @@ func NewCloverRack(ctx context.Context, cfg CloverConfig) (_ *CloverRack, err er
 	msHost := r.Hosts[0]
 	msCQ := s.NewCQ(msHost, 4*64*cfg.Threads)
 	msCQ.CPU = cfg.MSCPU
-	cr.MS, err = clover.NewMetadataServer(clover.MSConfig{Regions: []clover.RegionLayout{layout},
+	regions := make([]clover.RegionLayout, cfg.MemoryNodes)
+	for i := range regions {
+		regions[i] = layout
+	}
+	cr.MS, err = clover.NewMetadataServer(clover.MSConfig{Regions: regions,
 		ReadTimeout: cfg.ReadTimeout, EpochPeriod: 30 * time.Second}, s.Device(msHost), msCQ)
 	if err != nil {
 		return nil, fmt.Errorf("sim: clover: metadata server: %w", err)
 	}
-	region := r.MemoryMR[0].Remote()
-	memCQ := r.Memory[0].Device().NewCQ(1024)
+	memCQs := make([]*rnic.CQ, cfg.MemoryNodes)
+	for mn := range memCQs {
+		memCQs[mn] = r.Memory[mn].Device().NewCQ(1024)
+	}
 	cr.Clients = make([]*clover.Client, cfg.Threads)
 	for i := range cr.Clients {
 		h := r.Hosts[1+i%cfg.ClientHosts]
 		cq := s.NewCQ(h, 1024)
-		qpMN, _, err := r.Connect(h, cq.Q, r.Memory[0], memCQ, 256)
-		if err != nil {
-			return nil, fmt.Errorf("sim: clover client %d: %w", i, err)
+		conns := make([]clover.MemoryNodeConn, cfg.MemoryNodes)
+		for mn := range conns {
+			qp, _, err := r.Connect(h, cq.Q, r.Memory[mn], memCQs[mn], 256)
+			if err != nil {
+				return nil, fmt.Errorf("sim: clover client %d: %w", i, err)
+			}
+			conns[mn] = clover.MemoryNodeConn{QP: qp, Region: r.MemoryMR[mn].Remote()}
 		}
 		qpMS, msQP, err := r.Connect(h, cq.Q, msHost, msCQ.Q, 256)
 		if err != nil {
@@ -206,7 +229,7 @@ func NewCloverRack(ctx context.Context, cfg CloverConfig) (_ *CloverRack, err er
 		}
 		cr.Clients[i], err = clover.NewClient(clover.ClientConfig{ID: i, ValueSize: cfg.ValueSize, Device: s.Device(h), CQ: cq, MS: qpMS,
 			CursorCache: cfg.Keys, ReadTimeout: cfg.ReadTimeout,
-			MemoryNodes: []clover.MemoryNodeConn{{QP: qpMN, Region: region}}})
+			MemoryNodes: conns})
 		if err != nil {
 			return nil, fmt.Errorf("sim: clover client %d: %w", i, err)
 		}
@@ -420,12 +443,16 @@ func RunClover(ctx context.Context, cfg CloverConfig) (res CloverResult, err err
 		return res, fmt.Errorf("sim: clover: warm-up: %w", err)
 	}
 	m0, w0 := cr.Metrics(), cr.R.wireBytes()
+	mem := cr.R.Memory[0]
+	tx0, rx0 := mem.Out.Bytes, cr.R.links[0].Bytes
 	sw0, _ := cr.SwitchStats(ctx)
 	d, err := cr.Drive(cr.w, cfg.Duration)
 	if err != nil {
 		return res, err
 	}
 	m1, w1 := cr.Metrics(), cr.R.wireBytes()
+	res.MemoryTxGbps = float64(mem.Out.Bytes-tx0) * 8 / d.Elapsed.Seconds() / 1e9
+	res.MemoryRxGbps = float64(cr.R.links[0].Bytes-rx0) * 8 / d.Elapsed.Seconds() / 1e9
 	sw1, _ := cr.SwitchStats(ctx)
 	res.Switch = map[string]uint64{}
 	for i, name := range ctrl.StatNames {

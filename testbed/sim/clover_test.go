@@ -49,8 +49,22 @@ func TestCloverDeterminism(t *testing.T) {
 	}
 }
 
+// TestCloverMemoryNodes: Clover over three memory nodes, steered: the
+// run completes without errors and the switch steers READs.
+func TestCloverMemoryNodes(t *testing.T) {
+	c := smallClover(5, "read-write")
+	c.MemoryNodes = 3
+	r, err := RunClover(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Ops < 500 || r.Errors > 0 || r.Switch["reads_steered"] == 0 {
+		t.Fatalf("%d ops, %d errors (%s), switch %v", r.Ops, r.Errors, r.FirstErr, r.Switch)
+	}
+}
+
 func TestCloverConfigRefused(t *testing.T) {
-	for _, c := range []CloverConfig{{Threads: -1}, {Threads: 5000}, {WriteFraction: 2}, {MSCPU: -1}, {Duration: -1}, {Tracked: -2, Steering: "write"}} {
+	for _, c := range []CloverConfig{{Threads: -1}, {Threads: 5000}, {WriteFraction: 2}, {MSCPU: -1}, {Duration: -1}, {Tracked: -2, Steering: "write"}, {MemoryNodes: 17}} {
 		if _, err := RunClover(context.Background(), c); err == nil {
 			t.Errorf("%+v accepted", c)
 		}
