@@ -76,6 +76,11 @@ type Link struct {
 	Bytes    uint64 // frame bytes delivered (without Ethernet overhead)
 	Drops    uint64 // frames dropped at the tail of the output queue
 	MaxQueue int    // largest backlog seen, bytes
+	// Lose, if set, is asked about every frame the queue accepted: true
+	// loses it on the wire (after its line time), counted in Lost. Fault
+	// injection; it must be deterministic (use Sim.Rand).
+	Lose func(frame []byte) bool
+	Lost uint64
 }
 
 // NewLink returns a link of s delivering to h.Event(s, arg, frame).
@@ -113,6 +118,10 @@ func (l *Link) Send(at int64, frame []byte) bool {
 	start := max(t, l.busy)
 	l.busy = start + int64(float64(w)*l.psByte+0.5)
 	arrive := (l.busy+999)/1000 + l.prop
+	if l.Lose != nil && l.Lose(frame) {
+		l.Lost++
+		return true
+	}
 	l.Frames++
 	l.Bytes += uint64(len(frame))
 	l.sim.Schedule(arrive, l.to, l.arg, l.sim.NewFrame(frame))
