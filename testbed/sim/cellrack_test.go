@@ -44,3 +44,21 @@ func TestRunCellOnVirtualRack(t *testing.T) {
 		t.Fatal("memory workers accepted")
 	}
 }
+
+// TestRunSuiteVirtual: the default scenario's cells, cut to one workload
+// and two modes, through RunSuite: the run says its clock is virtual.
+func TestRunSuiteVirtual(t *testing.T) {
+	sc := testbed.SuiteConfig{Scenario: testbed.ScenarioDefault, Workloads: []ycsb.Kind{ycsb.WorkloadB}, Modes: []string{testbed.ModeOff, testbed.ModeWriteRead},
+		Keys: 256, Threads: 24, ClientHosts: 3, Duration: 200 * time.Microsecond, Warmup: 100 * time.Microsecond}
+	run, err := RunSuite(context.Background(), sc, CloverConfig{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(run.Cells) != 2 || run.Config[0][0] != "clock" || run.Config[0][1][:7] != "virtual" {
+		t.Fatalf("%d cells, config %v", len(run.Cells), run.Config)
+	}
+	sc.Scenario = testbed.ScenarioCASMux
+	if _, err := RunSuite(context.Background(), sc, CloverConfig{}, nil); err == nil {
+		t.Fatal("cas-mux accepted")
+	}
+}
