@@ -62,3 +62,16 @@ func TestRunSuiteVirtual(t *testing.T) {
 		t.Fatal("cas-mux accepted")
 	}
 }
+
+func TestThreadCells(t *testing.T) {
+	cells, err := Cells(testbed.SuiteConfig{Scenario: ScenarioThreads, Sweep: []string{"4", "100"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cells) != 6 || cells[0].Threads != 4 || cells[0].ClientHosts != 4 || cells[5].Threads != 100 || cells[5].Param != "threads=100" || cells[0].Workload != ycsb.WorkloadA {
+		t.Fatalf("cells %+v", cells)
+	}
+	if _, err := Cells(testbed.SuiteConfig{Scenario: ScenarioThreads, Sweep: []string{"0"}}); err == nil {
+		t.Fatal("0 threads accepted")
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/swordbox/swordbox/testbed"
 	"github.com/swordbox/swordbox/testbed/report"
+	"github.com/swordbox/swordbox/testbed/ycsb"
 )
 
 // RunSuite runs every cell of c (testbed.SuiteConfig.Cells, the same cells
@@ -19,13 +20,9 @@ import (
 // MSCPU, the rack's links, switch and NIC). c's durations are virtual
 // time; every figure of the run is in virtual time, and the run's
 // configuration says so. progress, if set, is called before each cell.
-// The cas-mux scenario needs the middlebox, which the virtual-time rack
-// does not have: it is refused.
+// The cells are Cells(c).
 func RunSuite(ctx context.Context, c testbed.SuiteConfig, base CloverConfig, progress func(i, n int, label string)) (*report.Run, error) {
-	if c.Scenario == testbed.ScenarioCASMux {
-		return nil, errors.New("sim: scenario cas-mux needs the middlebox, which the virtual-time rack does not run")
-	}
-	specs, err := c.Cells()
+	specs, err := Cells(c)
 	if err != nil {
 		return nil, err
 	}
@@ -79,6 +76,51 @@ func RunSuite(ctx context.Context, c testbed.SuiteConfig, base CloverConfig, pro
 		progress(len(specs), len(specs), "done")
 	}
 	return run, nil
+}
+
+// ScenarioThreads is the scenario only the virtual-time rack runs: Figure
+// 5, Clover's CAS success against client threads, YCSB A (50 % writes),
+// every mode; --sweep names the thread counts.
+const ScenarioThreads = "threads"
+
+// DefaultThreadSweep are the thread counts of ScenarioThreads.
+var DefaultThreadSweep = []string{"16", "60", "120", "240", "480", "1000"}
+
+// Cells expands c into the cells the virtual-time rack runs: the
+// testbed's scenarios, and ScenarioThreads. cas-mux needs the middlebox,
+// which the virtual-time rack does not run: it is refused.
+func Cells(c testbed.SuiteConfig) ([]testbed.CellSpec, error) {
+	switch c.Scenario {
+	case testbed.ScenarioCASMux:
+		return nil, errors.New("sim: scenario cas-mux needs the middlebox, which the virtual-time rack does not run")
+	case ScenarioThreads:
+	default:
+		return c.Cells()
+	}
+	sweep := c.Sweep
+	if len(sweep) == 0 {
+		sweep = DefaultThreadSweep
+	}
+	base := c
+	base.Scenario, base.Sweep = testbed.ScenarioDefault, nil
+	base.Workloads = []ycsb.Kind{ycsb.WorkloadA}
+	cells, err := base.Cells()
+	if err != nil {
+		return nil, err
+	}
+	var out []testbed.CellSpec
+	for _, v := range sweep {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 4000 {
+			return nil, fmt.Errorf("sim: scenario threads: --sweep %q: want thread counts from 1 to 4000", v)
+		}
+		for _, s := range cells {
+			s.Scenario, s.Threads, s.Param = ScenarioThreads, n, "threads="+v
+			s.ClientHosts = min(s.ClientHosts, n)
+			out = append(out, s)
+		}
+	}
+	return out, nil
 }
 
 func orF(v, d float64) float64 {
