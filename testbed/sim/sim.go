@@ -8,9 +8,16 @@
 // v1model target running p4/swordbox.p4 behind its real P4Runtime server,
 // with a fixed pipeline latency), RNIC host nodes (Host: roce/rnic's
 // engines behind rnic.Virtual and its timing model), and the assembly of a
-// rack programmed by the real controller over gRPC on loopback (Rack). It
-// does not own any protocol: frames are real RoCEv2 frames built and parsed
-// by roce, switched by the P4 program, answered by the RNIC engines.
+// rack programmed by the real controller over gRPC on loopback (Rack); the
+// cooperative scheduler under which clients written against roce/verbs run
+// unchanged, one at a time, in virtual time (Sched, with its verbs.Device,
+// CQ and Clock); raw verbs traffic generators (Gen: SwordBox Figures 3-4);
+// Clover's metadata server and clients on the rack (CloverRack, RunClover);
+// and the rack as a benchmark cell's rack (NewCellRack, RunSuite, the
+// threads scenario) for testbed's one cell runner. It does not own any
+// protocol: frames are real RoCEv2 frames built and parsed by roce,
+// switched by the P4 program, answered by the RNIC engines. docs/sim.md
+// lists every timing constant with its source and the figures measured.
 //
 // Determinism: the loop runs on one goroutine; events at the same instant
 // run in the order they were scheduled (a sequence number breaks ties);
