@@ -116,47 +116,50 @@ func (v *Virtual) Receive(frame []byte) {
 			}
 			var out int64
 			at, out = v.c.request(now, qi, kind, dm, key, va, n)
-			tok := v.hold(frame, out, qi)
-			v.h.Schedule(at, tok)
+			v.h.Schedule(at, v.hold(frame, out, qi, p.BTH.DestQP()))
 			return
 		}
 		at = v.c.response(now)
+		v.h.Schedule(at, v.hold(frame, 0, -1, p.BTH.DestQP()))
+		return
 	}
-	v.h.Schedule(at, v.hold(frame, 0, -1))
+	v.h.Schedule(at, v.hold(frame, 0, -1, 0))
 }
 
-// hold copies frame into a waiting buffer; its token carries the index.
-func (v *Virtual) hold(frame []byte, out int64, qi int) uint32 {
+// hold copies frame into a waiting buffer, with the response delay, the
+// responder QP's index and the QPN behind it; the token is the buffer's
+// index.
+func (v *Virtual) hold(frame []byte, out int64, qi int, qpn uint32) uint32 {
 	var tok uint32
 	if n := len(v.free); n > 0 {
 		tok = v.free[n-1]
 		v.free = v.free[:n-1]
 	} else {
 		tok = uint32(len(v.bufs))
-		v.bufs = append(v.bufs, make([]byte, 0, netio.MaxFrameSize+16))
+		v.bufs = append(v.bufs, make([]byte, 0, netio.MaxFrameSize+holdTail))
 	}
 	b := append(v.bufs[tok][:0], frame...)
-	// The response delay and the QP ride behind the frame.
-	var tail [16]byte
+	var tail [holdTail]byte
 	putI64(tail[:8], out)
-	putI64(tail[8:], int64(qi))
+	putI64(tail[8:16], int64(qi))
+	putI64(tail[16:], int64(qpn))
 	v.bufs[tok] = append(b, tail[:]...)
 	return tok
 }
 
+// holdTail is the size of what rides behind a held frame.
+const holdTail = 24
+
 // Fire runs the engine on the frame of token at the host's Now.
 func (v *Virtual) Fire(token uint32) {
 	b := v.bufs[token]
-	n := len(b) - 16
-	out, qi := getI64(b[n:n+8]), int(getI64(b[n+8:]))
+	n := len(b) - holdTail
+	out, qi, qpn := getI64(b[n:n+8]), int(getI64(b[n+8:n+16])), uint32(getI64(b[n+16:]))
 	v.inFire, v.outDelay, v.outQP = true, out, qi
 	v.d.handleFrameTo(b[:n], v.h.Now(), &v.st, v.b)
 	v.st.endBurst()
 	v.inFire = false
-	v.last = nil
-	if roce.ParseInto(&v.st.pkt, b[:n]) == nil {
-		v.last = v.d.QP(v.st.pkt.BTH.DestQP())
-	}
+	v.last = v.d.QP(qpn)
 	v.free = append(v.free, token)
 }
 
