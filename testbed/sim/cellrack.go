@@ -42,7 +42,8 @@ func CellRackWith(base CloverConfig) testbed.CellRackBuilder {
 		}
 		cfg := base
 		cfg.Rack.Seed = spec.Seed
-		cfg.Rack.TrackedKeys = setup.Tracked
+		// The runner chose the tracked keys; none is none, not "all".
+		cfg.Rack.TrackedKeys = append([]uint64{}, setup.Tracked...)
 		if spec.Timing != nil {
 			nic := rnic.VirtualConnectX5()
 			if cfg.Rack.NIC != nil {

@@ -39,6 +39,15 @@ func TestRunCellOnVirtualRack(t *testing.T) {
 			t.Logf("%s: %.2f Mops, CAS ok %.3f, %.0f bytes/op, p99 %.1f us", mode, a.OpsPerSec/1e6, a.CASSuccessRate, a.BytesPerOp, a.P99us)
 		})
 	}
+	// Steering with no key tracked (partial's first cell) steers nothing.
+	spec.Tracked = 0
+	c, err := testbed.RunCellOn(context.Background(), spec, NewCellRack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Steering["reads_steered"] != 0 || c.Steering["cas_steered"] != 0 || c.Steering["cas_seen"] == 0 {
+		t.Fatalf("no key tracked, yet: %v", c.Steering)
+	}
 	spec.MemoryWorkers = 2
 	if _, err := testbed.RunCellOn(context.Background(), spec, NewCellRack); err == nil {
 		t.Fatal("memory workers accepted")
