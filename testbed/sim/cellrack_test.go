@@ -66,9 +66,13 @@ func TestRunSuiteVirtual(t *testing.T) {
 	if len(run.Cells) != 2 || run.Config[0][0] != "clock" || run.Config[0][1][:7] != "virtual" {
 		t.Fatalf("%d cells, config %v", len(run.Cells), run.Config)
 	}
-	sc.Scenario = testbed.ScenarioCASMux
-	if _, err := RunSuite(context.Background(), sc, CloverConfig{}, nil); err == nil {
-		t.Fatal("cas-mux accepted")
+	sc.Scenario, sc.Modes, sc.Sweep = testbed.ScenarioCASMux, nil, []string{"4"}
+	run, err = RunSuite(context.Background(), sc, CloverConfig{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := CountCells(sc); len(run.Cells) != 2 || n != 2 || run.Config[0][0] != "clock" {
+		t.Fatalf("cas-mux: %d cells (counted %d), config %v", len(run.Cells), n, run.Config)
 	}
 }
 

@@ -482,12 +482,7 @@ func RunClover(ctx context.Context, cfg CloverConfig) (res CloverResult, err err
 	return res, nil
 }
 
-func p99(h *hdrhistogram.Histogram) float64 {
-	if h.TotalCount() == 0 {
-		return math.NaN()
-	}
-	return float64(h.ValueAtQuantile(99)) / 1e3
-}
+func p99(h *hdrhistogram.Histogram) float64 { return testbed.Percentile(h, 99) }
 
 // wireBytes is the frame bytes that entered the switch so far (every
 // frame between two members enters it once).

@@ -13,6 +13,8 @@
 // unchanged, one at a time, in virtual time (Sched, with its verbs.Device,
 // CQ and Clock); raw verbs traffic generators (Gen: SwordBox Figures 3-4);
 // Clover's metadata server and clients on the rack (CloverRack, RunClover);
+// the middlebox engine as a node with per-core service time and the lock
+// benchmark through it (Middlebox, RunCASMux: SwordBox Figure 10);
 // and the rack as a benchmark cell's rack (NewCellRack, RunSuite, the
 // threads scenario) for testbed's one cell runner. It does not own any
 // protocol: frames are real RoCEv2 frames built and parsed by roce,

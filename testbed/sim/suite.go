@@ -20,8 +20,13 @@ import (
 // MSCPU, the rack's links, switch and NIC). c's durations are virtual
 // time; every figure of the run is in virtual time, and the run's
 // configuration says so. progress, if set, is called before each cell.
-// The cells are Cells(c).
+// The cells are Cells(c); the cas-mux scenario's are the testbed's
+// (SuiteConfig.CASMuxCells), run by RunCASMux, with the full ConnectX-5
+// caps unless --timing names others.
 func RunSuite(ctx context.Context, c testbed.SuiteConfig, base CloverConfig, progress func(i, n int, label string)) (*report.Run, error) {
+	if c.Scenario == testbed.ScenarioCASMux {
+		return runCASMuxSuite(ctx, c, progress)
+	}
 	specs, err := Cells(c)
 	if err != nil {
 		return nil, err
@@ -86,13 +91,73 @@ const ScenarioThreads = "threads"
 // DefaultThreadSweep are the thread counts of ScenarioThreads.
 var DefaultThreadSweep = []string{"16", "60", "120", "240", "480", "1000"}
 
-// Cells expands c into the cells the virtual-time rack runs: the
-// testbed's scenarios, and ScenarioThreads. cas-mux needs the middlebox,
-// which the virtual-time rack does not run: it is refused.
+// CountCells is the number of cells RunSuite runs for c.
+func CountCells(c testbed.SuiteConfig) (int, error) {
+	if c.Scenario == testbed.ScenarioCASMux {
+		cells, err := casMuxConfig(c).CASMuxCells()
+		return len(cells), err
+	}
+	cells, err := Cells(c)
+	return len(cells), err
+}
+
+// casMuxConfig is c with the virtual rack's default timing for cas-mux:
+// the ConnectX-5 caps as they are (the wall-clock rack divides them by
+// 100 because it is slower than a NIC; virtual time is not).
+func casMuxConfig(c testbed.SuiteConfig) testbed.SuiteConfig {
+	if c.Timing == "" {
+		c.Timing = "cx5"
+	}
+	return c
+}
+
+// runCASMuxSuite runs the cas-mux scenario's cells (Figure 10) in virtual
+// time.
+func runCASMuxSuite(ctx context.Context, c testbed.SuiteConfig, progress func(i, n int, label string)) (*report.Run, error) {
+	c = casMuxConfig(c)
+	cells, err := c.CASMuxCells()
+	if err != nil {
+		return nil, err
+	}
+	started := time.Now()
+	run := &report.Run{ID: started.UTC().Format("20060102-150405"), Started: started, Scenario: testbed.ScenarioCASMux, Baseline: testbed.ModeCAS}
+	if len(cells) > 0 {
+		run.Config = [][2]string{
+			{"clock", "virtual: every time and rate below is simulated time (testbed/sim, docs/sim.md)"},
+			{"system", "a Sherman-style lock: CMP_SWAP(0 -> 1) until it succeeds, then CMP_SWAP(1 -> 0), every client QP on one word"},
+			{"rack", fmt.Sprintf("one client RNIC with one QP per client, the middlebox engine (cas: up to %d cores, one per client QP; cas-to-write: one core, %v per packet), one memory node, 100 Gb/s links", MiddleboxCores, MiddleboxPacketTime)},
+			{"RNIC timing model", "ConnectX-5 model (rnic.VirtualConnectX5), atomic caps from --timing " + c.Timing},
+			{"duration per cell", fmt.Sprintf("%s measured after %s warm-up, virtual time", cells[0].Duration, cells[0].Warmup)},
+			{"seed", strconv.FormatUint(c.Seed, 10)},
+		}
+	}
+	for i, s := range cells {
+		label := fmt.Sprintf("qps=%d %s", s.QPs, s.Mode)
+		if progress != nil {
+			progress(i, len(cells), label)
+		}
+		if err := ctx.Err(); err != nil {
+			return run, err
+		}
+		cell, err := RunCASMux(ctx, s, c.Seed)
+		if err != nil {
+			return run, fmt.Errorf("cell %d (%s): %w", i+1, label, err)
+		}
+		run.Cells = append(run.Cells, cell)
+	}
+	if progress != nil {
+		progress(len(cells), len(cells), "done")
+	}
+	return run, nil
+}
+
+// Cells expands c into the cells the virtual-time rack runs on Clover:
+// the testbed's scenarios, and ScenarioThreads (cas-mux is not Clover's:
+// see CountCells and RunSuite).
 func Cells(c testbed.SuiteConfig) ([]testbed.CellSpec, error) {
 	switch c.Scenario {
 	case testbed.ScenarioCASMux:
-		return nil, errors.New("sim: scenario cas-mux needs the middlebox, which the virtual-time rack does not run")
+		return nil, errors.New("sim: scenario cas-mux runs the lock benchmark, not Clover cells (RunSuite runs it)")
 	case ScenarioThreads:
 	default:
 		return c.Cells()
