@@ -63,24 +63,32 @@ func RunSuite(ctx context.Context, c testbed.SuiteConfig, base CloverConfig, pro
 		}
 	}
 	build := CellRackWith(base)
-	for i, s := range specs {
-		label := fmt.Sprintf("%s %s %s", s.Workload, s.Param, s.Mode)
+	return run, runCells(ctx, run, len(specs), progress,
+		func(i int) string { return fmt.Sprintf("%s %s %s", specs[i].Workload, specs[i].Param, specs[i].Mode) },
+		func(i int) (report.Cell, error) { return testbed.RunCellOn(ctx, specs[i], build) })
+}
+
+// runCells runs n cells one after the other into run, telling progress
+// before each, and stops at the first error or when ctx ends.
+func runCells(ctx context.Context, run *report.Run, n int, progress func(i, n int, label string),
+	label func(i int) string, cell func(i int) (report.Cell, error)) error {
+	for i := 0; i < n; i++ {
 		if progress != nil {
-			progress(i, len(specs), label)
+			progress(i, n, label(i))
 		}
 		if err := ctx.Err(); err != nil {
-			return run, err
+			return err
 		}
-		cell, err := testbed.RunCellOn(ctx, s, build)
+		c, err := cell(i)
 		if err != nil {
-			return run, fmt.Errorf("cell %d (%s): %w", i+1, label, err)
+			return fmt.Errorf("cell %d (%s): %w", i+1, label(i), err)
 		}
-		run.Cells = append(run.Cells, cell)
+		run.Cells = append(run.Cells, c)
 	}
 	if progress != nil {
-		progress(len(specs), len(specs), "done")
+		progress(n, n, "done")
 	}
-	return run, nil
+	return nil
 }
 
 // ScenarioThreads is the scenario only the virtual-time rack runs: Figure
@@ -131,24 +139,9 @@ func runCASMuxSuite(ctx context.Context, c testbed.SuiteConfig, progress func(i,
 			{"seed", strconv.FormatUint(c.Seed, 10)},
 		}
 	}
-	for i, s := range cells {
-		label := fmt.Sprintf("qps=%d %s", s.QPs, s.Mode)
-		if progress != nil {
-			progress(i, len(cells), label)
-		}
-		if err := ctx.Err(); err != nil {
-			return run, err
-		}
-		cell, err := RunCASMux(ctx, s, c.Seed)
-		if err != nil {
-			return run, fmt.Errorf("cell %d (%s): %w", i+1, label, err)
-		}
-		run.Cells = append(run.Cells, cell)
-	}
-	if progress != nil {
-		progress(len(cells), len(cells), "done")
-	}
-	return run, nil
+	return run, runCells(ctx, run, len(cells), progress,
+		func(i int) string { return fmt.Sprintf("qps=%d %s", cells[i].QPs, cells[i].Mode) },
+		func(i int) (report.Cell, error) { return RunCASMux(ctx, cells[i], c.Seed) })
 }
 
 // Cells expands c into the cells the virtual-time rack runs on Clover:
