@@ -222,6 +222,10 @@ func TestMSServeOnDeviceClock(t *testing.T) {
 	for _, x := range inFlight[2:] {
 		cq.wcs <- verbs.WC{ID: x.id, Op: verbs.OpSend, QPN: qp.QPN()}
 	}
+	// One more request, behind those completions on the CQ: its reply
+	// shows the server has freed every other reply buffer.
+	request(2, 102)
+	reply(102)
 
 	// Half an epoch on the device's clock: no epoch. A whole one: the
 	// server starts epoch 1 and pushes it.

@@ -6,11 +6,12 @@
 //
 // It owns the deterministic Engine (frames in, frames out; no goroutines,
 // timers or I/O inside), its configuration and counters, and the thin I/O
-// shells around it: Loop over netio ports (in-memory links, AF_PACKET),
-// the zero-copy DPDK loop (build tag dpdk), and the benchmark drivers. It
-// does not own the wire format (package roce), frame I/O (netio), the RNIC
-// (roce/rnic), nor the switch's steering program (p4/), whose rules
-// steer.go mirrors for racks without a P4 switch.
+// shells around it: Loop over netio ports (in-memory links, AF_PACKET) and
+// the zero-copy DPDK loop (build tag dpdk: RunDPDK, and DPDKLoop for
+// drivers that own their ports). It does not own the wire format (package
+// roce), frame I/O (netio), the RNIC (roce/rnic), the switch's steering
+// program (p4/), whose rules steer.go mirrors for racks without a P4
+// switch, nor the benchmarks (package mbbench).
 //
 // # The engine
 //

@@ -13,6 +13,3 @@ var ErrNoDPDK = errors.New("middlebox: built without DPDK (rebuild with -tags dp
 
 // RunDPDK runs the engine on DPDK ports (build tag dpdk).
 func RunDPDK(ctx context.Context, s *Sharded, cfg DPDKConfig) error { return ErrNoDPDK }
-
-// BenchDPDK replays the mix through the engine on DPDK vdevs (build tag dpdk).
-func BenchDPDK(cfg DPDKBenchConfig) (BenchResult, error) { return BenchResult{}, ErrNoDPDK }

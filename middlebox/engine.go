@@ -203,12 +203,12 @@ func (e *Engine) Process(now int64, in Side, frame []byte, out *Out) {
 }
 
 func (e *Engine) pass(in Side, frame []byte, out *Out) {
-	if !out.addInput(in.other(), frame) {
+	if !out.addInput(in.Other(), frame) {
 		e.c.Drops[DropOutOverflow]++
 		return
 	}
 	e.c.Passthrough++
-	e.tx(in.other())
+	e.tx(in.Other())
 }
 
 func (e *Engine) tx(s Side) {

@@ -390,7 +390,7 @@ func TestPassthrough(t *testing.T) {
 		r.out.Reset()
 		want := append([]byte(nil), tc.frame...)
 		r.e.Process(0, tc.side, tc.frame, r.out)
-		if r.out.Len() != 1 || r.out.Sides[0] != tc.side.other() || !bytes.Equal(r.out.Frames[0], want) || !r.out.FromInput[0] {
+		if r.out.Len() != 1 || r.out.Sides[0] != tc.side.Other() || !bytes.Equal(r.out.Frames[0], want) || !r.out.FromInput[0] {
 			t.Fatalf("%s: not passed through unchanged", tc.name)
 		}
 	}

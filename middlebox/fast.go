@@ -48,14 +48,11 @@ const (
 	xMinFrame = xIP + xAckLen // the shortest frame the fast path takes
 )
 
-// fastLayout reports whether f has the layout of roce.ParseInto's fast
-// path (roce.FixedLayout) with no pad and room for the fast path's fixed
-// offsets, and returns the end of its IPv4 packet.
-func fastLayout(f []byte) (int, bool) {
-	if len(f) < xMinFrame || f[xBTH+roce.BTHFlagsOff]&0x30 != 0 { // PadCnt
-		return 0, false
-	}
-	return roce.FixedLayout(f)
+// fastFits reports whether a frame in the layout of roce.ParseInto's fast
+// path (roce.FixedLayout) has room for the fast path's fixed offsets and no
+// pad. It is inlined: with roce.FixedLayout the layout check is one call.
+func fastFits(f []byte) bool {
+	return len(f) >= xMinFrame && f[xBTH+roce.BTHFlagsOff]&0x30 == 0 // PadCnt
 }
 
 // xHeaders is headers for the common layout (f at least xExt bytes long).
@@ -73,8 +70,8 @@ func icrcErr(f []byte, end int) uint32 {
 // fastRequest handles f, received from a client, if it is the common case
 // (see above), and reports whether it did.
 func (e *Engine) fastRequest(now int64, f []byte, out *Out) bool {
-	end, ok := fastLayout(f)
-	if !ok || e.steer != nil {
+	end, ok := roce.FixedLayout(f)
+	if !ok || !fastFits(f) || e.steer != nil {
 		return false
 	}
 	total := end - xIP
@@ -172,8 +169,8 @@ func (e *Engine) fastRequest(now int64, f []byte, out *Out) bool {
 // ACK or READ response in the common layout on a known outgoing
 // connection, and reports whether it did.
 func (e *Engine) fastResponse(now int64, f []byte, out *Out) bool {
-	end, ok := fastLayout(f)
-	if !ok {
+	end, ok := roce.FixedLayout(f)
+	if !ok || !fastFits(f) {
 		return false
 	}
 	total := end - xIP

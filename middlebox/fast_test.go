@@ -64,33 +64,6 @@ func (w *twin) step(now int64, in Side, frame []byte) *Out {
 	return w.fo
 }
 
-// The recorded benchmark mix, both ICRC modes: every frame handled alike,
-// and (the point of the fast path) most of them by the fast path.
-func TestFastPathMatchesGeneralOnMix(t *testing.T) {
-	for _, skip := range []bool{false, true} {
-		mc := benchMix
-		mc.SkipICRCCheck = skip
-		m, err := NewMix(mc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w := newTwin(t, m.EngineConfig())
-		tr := NewTrace(4096)
-		for batch := 0; batch < 3; batch++ {
-			m.Fill(tr, 4096)
-			for i, f := range tr.Frames {
-				w.step(int64(i), tr.Sides[i], f)
-			}
-		}
-		if w.fastTaken < w.n*3/4 {
-			t.Fatalf("skip-icrc-check %v: the fast path took %d of %d frames", skip, w.fastTaken, w.n)
-		}
-		if c := w.fast.Counters(); c.CASToWrite == 0 || c.TotalDrops() != 0 {
-			t.Fatalf("skip-icrc-check %v: %s", skip, c.String())
-		}
-	}
-}
-
 // A random protocol run: clients (preloaded and learned) send CMP_SWAP,
 // FETCH_ADD, WRITEs on and off tracked words, small and multi-packet
 // READs, multi-packet WRITEs; they retransmit, skip PSNs, send corrupted

@@ -23,7 +23,8 @@ func (s Side) String() string {
 	return "server"
 }
 
-func (s Side) other() Side { return 1 - s }
+// Other is the opposite side.
+func (s Side) Other() Side { return 1 - s }
 
 // Out collects the frames the engine emits, in order. Generated frames are
 // written into Out's own arena; a forwarded input frame is appended as the

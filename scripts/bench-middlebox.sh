@@ -14,7 +14,7 @@
 # 2. swordbox middlebox bench --io ring: the recorded mix (client CAS,
 #    WRITE, READ, server ACKs) through the engine's zero-copy DPDK loop on
 #    net_ring vdevs; Mpps per core (wall) and per core of CPU time. The same
-#    run splits the cost per input frame (see middlebox.BenchDPDK): engine
+#    run splits the cost per input frame (see mbbench.BenchDPDK): engine
 #    vs the rest of the loop (RX, TX, frees, mbufs for the generated ACKs),
 #    timed per burst inside the engine passes; and a loop-only pass that
 #    replays the same frames with the engine replaced by a forwarder that

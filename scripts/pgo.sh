@@ -15,7 +15,7 @@
 # profile only loses part of the gain; the build stays correct).
 #
 # Benchmarks with go test do not use it unless asked:
-#   go test ./middlebox -run XXX -bench EngineMix -pgo=$PWD/cmd/swordbox/default.pgo
+#   go test ./middlebox/mbbench -run XXX -bench EngineMix -pgo=$PWD/cmd/swordbox/default.pgo
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)

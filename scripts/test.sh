@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The single test entry point of swordbox: the README's test command and what
 # CI runs. On a fresh Debian machine, as root, it first installs the Debian
-# packages the tests use as oracles or substrates (tshark, scapy, DPDK, iproute2)
-# when they are missing; elsewhere, tests that need them skip with a message.
+# packages the tests use as oracles or substrates (tshark, scapy, DPDK, iproute2,
+# and the linter of scripts/deploy, shellcheck) when they are missing;
+# elsewhere, tests that need them skip with a message.
 #
 #   scripts/test.sh            vet + all tests (+ DPDK tests when libdpdk is there)
 #   scripts/test.sh -short     the same, with long tests shortened
@@ -16,6 +17,7 @@ command -v tshark >/dev/null 2>&1 || need+=(tshark)
 pkg-config --exists libdpdk 2>/dev/null || need+=(dpdk-dev libdpdk-dev)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v ethtool >/dev/null 2>&1 || need+=(ethtool)
+command -v shellcheck >/dev/null 2>&1 || need+=(shellcheck)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "scripts/test.sh: installing ${need[*]}"

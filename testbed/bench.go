@@ -43,6 +43,8 @@ type CellSpec struct {
 	MemoryWorkers int
 	// ReadTimeout is Clover's T_r (0: DefaultReadTimeout).
 	ReadTimeout time.Duration
+	// SwitchArch is the switch program's architecture ("": ArchV1Model).
+	SwitchArch string
 }
 
 // RunCell runs one cell on a fresh in-process rack (NewCloverCellRack):

@@ -214,7 +214,8 @@ func NewCloverCellRack(ctx context.Context, spec CellSpec, setup CellSetup) (Cel
 		return nil, fmt.Errorf("testbed: warm-up workload: %w", err)
 	}
 	cr, err := NewCloverRack(ctx, CloverConfig{
-		Rack:        Config{Steering: setup.Steering, TrackedKeys: setup.Tracked, MemoryTiming: spec.Timing, MemoryWorkers: spec.MemoryWorkers},
+		Rack: Config{Steering: setup.Steering, TrackedKeys: setup.Tracked, MemoryTiming: spec.Timing, MemoryWorkers: spec.MemoryWorkers,
+			SwitchArch: spec.SwitchArch},
 		ClientHosts: spec.ClientHosts, Threads: spec.Threads, ValueSize: spec.ValueSize, Keys: spec.Keys,
 		ReadTimeout: spec.ReadTimeout,
 	})

@@ -104,6 +104,9 @@ type LinOptions struct {
 	// VisualizeDir, when set, receives porcupine's HTML visualization of up
 	// to 8 non-linearizable keys, named <Label>-<Steering>-key<k>.html.
 	VisualizeDir, Label string
+	// SwitchArch is the switch program's architecture: ArchV1Model ("",
+	// the default) or ArchTNA (switcharch.go).
+	SwitchArch string
 	// Logf receives the rack's notable events (nil: silent).
 	Logf func(format string, args ...any)
 }
@@ -314,7 +317,7 @@ func RunLinearizability(ctx context.Context, o LinOptions) (*LinResult, error) {
 	}
 	cr, err := NewCloverRack(ctx, CloverConfig{
 		Rack: Config{Steering: o.Steering, TrackedKeys: tracked, HostFaults: o.HostFaults, MemoryFaults: o.MemoryFaults,
-			ObjectSize: o.ValueSize, Logf: o.Logf},
+			ObjectSize: o.ValueSize, SwitchArch: o.SwitchArch, Logf: o.Logf},
 		ClientHosts: o.ClientHosts, Threads: o.Threads, ValueSize: o.ValueSize, Keys: o.Keys,
 		Chunks: o.Chunks, ReadTimeout: o.ReadTimeout, EpochPeriod: o.EpochPeriod,
 	})
@@ -434,6 +437,11 @@ func (o *LinOptions) validate() error {
 	}
 	if o.Duration <= 0 {
 		return fmt.Errorf("testbed: linearizability: duration %v: want > 0", o.Duration)
+	}
+	if o.SwitchArch != "" {
+		if err := CheckSwitchArch(o.SwitchArch); err != nil {
+			return fmt.Errorf("testbed: linearizability: %w", err)
+		}
 	}
 	if o.PutPercent < 0 || o.PutPercent > 99 {
 		return fmt.Errorf("testbed: linearizability: put percent %d: want 1..99, or 0 for 50", o.PutPercent)

@@ -18,7 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -28,7 +28,6 @@ import (
 	"github.com/swordbox/swordbox/ctrl/p4rtc"
 	"github.com/swordbox/swordbox/ctrl/rack"
 	"github.com/swordbox/swordbox/netio"
-	swp4 "github.com/swordbox/swordbox/p4"
 	"github.com/swordbox/swordbox/p4/p4rt"
 	"github.com/swordbox/swordbox/p4/target"
 	"github.com/swordbox/swordbox/roce/rnic"
@@ -81,6 +80,11 @@ type Config struct {
 	// P4Source is a switch program file to run instead of the swordbox.p4
 	// built into the binary.
 	P4Source string
+	// SwitchArch is the switch program's architecture, ArchV1Model (the
+	// default) or ArchTNA (switcharch.go); P4Source must be written for it.
+	SwitchArch string
+	// SwitchTap, if set, sees every frame entering the switch.
+	SwitchTap SwitchTap
 	// Logf receives notable events (nil: silent).
 	Logf func(format string, args ...any)
 }
@@ -154,16 +158,9 @@ func NewRack(ctx context.Context, cfg Config) (_ *Rack, err error) {
 	if cfg.RepairThreshold <= 0 {
 		cfg.RepairThreshold = 400 * time.Millisecond
 	}
-	src, p4src := swp4.SwordboxFile, swp4.SwordboxSource
-	if cfg.P4Source != "" {
-		src = cfg.P4Source
-		if p4src, err = os.ReadFile(src); err != nil {
-			return nil, fmt.Errorf("testbed: switch program: %w", err)
-		}
-	}
-	prog, err := target.Compile(src, p4src)
+	prog, src, p4src, err := SwitchProgram(cfg.SwitchArch, cfg.P4Source)
 	if err != nil {
-		return nil, fmt.Errorf("testbed: switch program: %w", err)
+		return nil, fmt.Errorf("testbed: %w", err)
 	}
 
 	r := &Rack{cfg: cfg, ctrlErr: make(chan error, 1)}
@@ -193,7 +190,7 @@ func NewRack(ctx context.Context, cfg Config) (_ *Rack, err error) {
 		if lerr != nil {
 			return nil, fmt.Errorf("testbed: link to port %d: %w", p, lerr)
 		}
-		cp := &countingPort{Port: sw}
+		cp := &countingPort{Port: tapped(sw, p, cfg.SwitchTap)}
 		r.ports = append(r.ports, cp)
 		r.links = append(r.links, sw, host)
 		swPorts[p] = cp
@@ -244,7 +241,7 @@ func NewRack(ctx context.Context, cfg Config) (_ *Rack, err error) {
 	rc.Push = true
 	// Named for the record only: ctrl.Options below hands the controller the
 	// P4Info and device config built into this binary.
-	rc.P4Info = "p4/swordbox.p4info.txtpb"
+	rc.P4Info = strings.TrimSuffix(src, ".p4") + ".p4info.txtpb"
 	rc.DeviceConfig = src
 	rc.Metrics = ""
 	rc.Steering = cfg.Steering

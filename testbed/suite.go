@@ -59,6 +59,9 @@ type SuiteConfig struct {
 	MemoryWorkers int
 	// ReadTimeout is Clover's T_r (0: DefaultReadTimeout).
 	ReadTimeout time.Duration
+	// SwitchArch is the switch program's architecture: ArchV1Model ("",
+	// the default) or ArchTNA (switcharch.go).
+	SwitchArch string
 }
 
 func (c *SuiteConfig) defaults() {
@@ -101,6 +104,9 @@ func (c *SuiteConfig) defaults() {
 	if c.Seed == 0 {
 		c.Seed = 1
 	}
+	if c.SwitchArch == "" {
+		c.SwitchArch = ArchV1Model
+	}
 	if c.Timing == "" {
 		c.Timing = "none"
 		if c.Scenario == ScenarioCASMux {
@@ -121,8 +127,12 @@ func (c SuiteConfig) Cells() ([]CellSpec, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := CheckSwitchArch(c.SwitchArch); err != nil {
+		return nil, fmt.Errorf("testbed: %w", err)
+	}
 	base := CellSpec{Scenario: c.Scenario, Keys: c.Keys, ValueSize: c.ValueSize, Zipf: c.Zipf, Tracked: -1, Threads: c.Threads,
-		ClientHosts: c.ClientHosts, Warmup: c.Warmup, Duration: c.Duration, Seed: c.Seed, Timing: timing, MemoryWorkers: c.MemoryWorkers, ReadTimeout: c.ReadTimeout}
+		ClientHosts: c.ClientHosts, Warmup: c.Warmup, Duration: c.Duration, Seed: c.Seed, Timing: timing, MemoryWorkers: c.MemoryWorkers, ReadTimeout: c.ReadTimeout,
+		SwitchArch: c.SwitchArch}
 	var out []CellSpec
 	sweep := func(def []string) []string {
 		if len(c.Sweep) > 0 {
@@ -265,7 +275,7 @@ func RunSuite(ctx context.Context, c SuiteConfig, progress func(i, n int, label 
 	started := time.Now()
 	run := &report.Run{ID: started.UTC().Format("20060102-150405"), Started: started, Scenario: c.Scenario, Config: [][2]string{
 		{"system", "Clover (clover/) on the in-process software rack (testbed)"},
-		{"rack", fmt.Sprintf("1 memory node, 1 metadata server, %d client hosts with %d client threads in all (each its own QPs), Go v1model switch running p4/swordbox.p4 under the ctrl controller over gRPC", c.ClientHosts, c.Threads)},
+		{"rack", fmt.Sprintf("1 memory node, 1 metadata server, %d client hosts with %d client threads in all (each its own QPs), Go switch target running %s under the ctrl controller over gRPC", c.ClientHosts, c.Threads, switchProgramName(c.SwitchArch))},
 		{"links", "in-memory, no faults; bytes counted at the switch's ingress (Ethernet header to ICRC)"},
 		{"RNIC timing model (memory node)", c.Timing},
 		{"memory node responder workers", strconv.Itoa(c.MemoryWorkers)},

@@ -23,6 +23,7 @@ import (
 // "bench" of the config file, SWORDBOX_BENCH_* variables, flags).
 type benchConfig struct {
 	System      string        `mapstructure:"system"`
+	SwitchArch  string        `mapstructure:"switch-arch"`
 	Scenario    string        `mapstructure:"scenario"`
 	Keys        int           `mapstructure:"keys"`
 	ValueSize   int           `mapstructure:"value-size"`
@@ -84,6 +85,7 @@ Scenarios:
 	}
 	f := c.Flags()
 	f.String("system", "clover", "memory system: clover, swarm (SWARM-KV: docs/swarm.md) or sherman (docs/sherman.md)")
+	f.String("switch-arch", testbed.ArchV1Model, "switch program of the rack: v1model (p4/swordbox.p4) or tna (p4/tna/swordbox.p4, the Tofino program), both on the Go target; --system clover, in process")
 	addShermanFlags(f)
 	f.String("scenario", testbed.ScenarioDefault, "one of "+strings.Join(testbed.Scenarios, ", "))
 	f.Int("keys", 1024, "number of Clover keys (YCSB record count)")
@@ -107,9 +109,10 @@ Scenarios:
 	return c
 }
 
-func init() {
-	rootCmd.AddCommand(newBenchCmd())
-	defineSettings("bench", []string{"bench"},
+// benchSettings is the settings table of the "bench" section: the ranges
+// of bench's numbers (Sherman's among them) and its cross-field check.
+func benchSettings() *settingTable {
+	return newSection([]string{"bench"},
 		intSpan("keys", 1, 1<<20),
 		intSpan("value-size", 1, 4072).because("a Clover node, 24-byte header and value, in one 4096-byte MTU"),
 		span{key: "zipf", lo: 0.01, hi: 5}.orZero("the scenario's default"),
@@ -119,12 +122,17 @@ func init() {
 		durSpan("warmup", 0, time.Hour),
 		intSpan("memory-workers", 0, 64),
 		durSpan("read-timeout", time.Millisecond, 10*time.Second).orZero("Clover's default, 50ms"),
-	)
-	addCheck("bench", func(cfg any) error {
+	).withSpans(shermanSpans()...).withCheck(func(cfg any) error {
 		c := cfg.(*benchConfig)
 		// Other systems default --client-hosts themselves and check it then.
 		if (c.System == "" || c.System == "clover") && c.ClientHosts > c.Threads {
 			return fmt.Errorf("--client-hosts %d is more than --threads %d: every client host needs a thread", c.ClientHosts, c.Threads)
+		}
+		if err := testbed.CheckSwitchArch(c.SwitchArch); err != nil {
+			return fmt.Errorf("--switch-arch: %w", err)
+		}
+		if c.SwitchArch != testbed.ArchV1Model && ((c.System != "" && c.System != "clover") || c.Netns) {
+			return fmt.Errorf("--switch-arch %s: only --system clover on the in-process rack runs it (not --netns, not swarm or sherman)", c.SwitchArch)
 		}
 		return nil
 	})
@@ -176,7 +184,8 @@ func runBench(cmd *cobra.Command, _ []string) error {
 func suiteConfig(cfg benchConfig) (testbed.SuiteConfig, error) {
 	sc := testbed.SuiteConfig{Scenario: cfg.Scenario, Keys: cfg.Keys, ValueSize: cfg.ValueSize, Zipf: cfg.Zipf,
 		Modes: cfg.Modes, Sweep: cfg.Sweep, Threads: cfg.Threads, ClientHosts: cfg.ClientHosts, Duration: cfg.Duration,
-		Warmup: cfg.Warmup, Seed: cfg.Seed, Timing: cfg.Timing, MemoryWorkers: cfg.MemWorkers, ReadTimeout: cfg.ReadTimeout}
+		Warmup: cfg.Warmup, Seed: cfg.Seed, Timing: cfg.Timing, MemoryWorkers: cfg.MemWorkers, ReadTimeout: cfg.ReadTimeout,
+		SwitchArch: cfg.SwitchArch}
 	for _, w := range cfg.Workloads {
 		if _, _, err := ycsb.Preset(ycsb.Kind(w)); err != nil {
 			return sc, fmt.Errorf("bench: --workloads: %w", err)

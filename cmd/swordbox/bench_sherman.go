@@ -31,8 +31,10 @@ type shermanBenchConfig struct {
 	MemoryNodes int      `mapstructure:"memory-nodes"`
 }
 
-func init() {
-	addSpans("bench", intSpan("key-space", 64, 1<<22), intSpan("memory-nodes", 1, 16))
+// shermanSpans are the ranges of the numbers only `bench --system sherman`
+// reads, part of the "bench" section (benchSettings).
+func shermanSpans() []span {
+	return []span{intSpan("key-space", 64, 1<<22), intSpan("memory-nodes", 1, 16)}
 }
 
 // addShermanFlags registers the flags of `bench --system sherman`.

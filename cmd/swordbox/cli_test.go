@@ -249,6 +249,14 @@ func TestBadInputIsRefused(t *testing.T) {
 		{"switch cpu-port 600", []string{"switch", "--cpu-port", "600", "--grpc", "127.0.0.1:0"}, nil, "switch: --cpu-port 600: out of range 0..511"},
 		{"switch stats", []string{"switch", "--stats", "-1s", "--grpc", "127.0.0.1:0"}, nil, "switch: --stats -1s: out of range 10ms..24h or 0 (never)"},
 		{"switch port number", []string{"switch", "--ports", "600=mem", "--grpc", "127.0.0.1:0"}, nil, "port number must be 0..511"},
+		{"switch arch", []string{"switch", "--arch", "bmv2", "--grpc", "127.0.0.1:0"}, nil, `switch: --arch: switch architecture "bmv2": want v1model or tna`},
+		{"switch arch of the program", []string{"switch", "--arch", "v1model", "--p4", "../../p4/tna/swordbox.p4", "--grpc", "127.0.0.1:0"}, nil,
+			"switch program ../../p4/tna/swordbox.p4 is a tna program, not v1model"},
+		{"switch tna program of another arch", []string{"switch", "--arch", "tna", "--p4", "../../p4/swordbox.p4", "--grpc", "127.0.0.1:0"}, nil,
+			"switch program ../../p4/swordbox.p4 is a v1model program, not tna"},
+		{"bench switch arch", append([]string{"bench", "--switch-arch", "tofino"}, noBench...), nil, `bench: --switch-arch: switch architecture "tofino": want v1model or tna`},
+		{"bench switch arch netns", append([]string{"bench", "--switch-arch", "tna", "--netns"}, noBench...), nil, "bench: --switch-arch tna: only --system clover on the in-process rack"},
+		{"bench switch arch swarm", append([]string{"bench", "--switch-arch", "tna", "--system", "swarm"}, noBench...), nil, "bench: --switch-arch tna: only --system clover on the in-process rack"},
 		// ctrl
 		{"ctrl object-size", []string{"ctrl", "run", "--object-size", "0"}, nil, "ctrl run: --object-size 0: out of range 1..4072"},
 		{"ctrl repair-period", []string{"ctrl", "run", "--repair-period", "0s"}, nil, "ctrl run: --repair-period 0s: out of range 1ms..1h"},
@@ -316,7 +324,7 @@ func TestHelpDocumentsRanges(t *testing.T) {
 		{[]string{"bench", "--help"}, "[range 1..4096]"},
 		{[]string{"perf", "--help"}, "[range 1..1024]"},
 		{[]string{"memnode", "--help"}, "[range 1ms..8760h or 0 (run until interrupted)]"},
-		{[]string{"switch", "--help"}, "[range 0..511; v1model's 9-bit port numbers]"},
+		{[]string{"switch", "--help"}, "[range 0..511; v1model's and TNA's 9-bit port numbers]"},
 		{[]string{"ctrl", "show", "--help"}, "swordbox ctrl show tables --switch 127.0.0.1:9559\n"},
 	} {
 		p := startSwordbox(t, nil, tc.args...)

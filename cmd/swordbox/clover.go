@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/swordbox/swordbox/roce/rnic"
 	"github.com/swordbox/swordbox/testbed"
@@ -55,43 +56,63 @@ type cloverClientsConfig struct {
 	ReadTimeout time.Duration `mapstructure:"read-timeout"`
 }
 
-var cloverCmd = &cobra.Command{
-	Use:   "clover",
-	Short: "Run Clover's metadata server or client threads as rack hosts",
-	Long: `clover runs the hosts of a Clover deployment against a memory node
+// newCloverCmd builds `swordbox clover` with its subcommands ms and clients.
+func newCloverCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "clover",
+		Short: "Run Clover's metadata server or client threads as rack hosts",
+		Long: `clover runs the hosts of a Clover deployment against a memory node
 ('swordbox memnode') over a software RNIC on an AF_PACKET data port, with
 queue pairs set up through the connection manager (TCP). 'swordbox bench
 --netns' starts one 'clover ms' and one 'clover clients' per client host, each
 in its own network namespace; see docs/netns.md.`,
+	}
+	c.AddCommand(newCloverMSCmd(), newCloverClientsCmd())
+	return c
 }
 
-var cloverMSCmd = &cobra.Command{
-	Use:   "ms",
-	Short: "Run Clover's metadata server host",
-	Long: `ms writes the Clover region header into the memory node's (zeroed) region,
+// newCloverMSCmd builds `swordbox clover ms` and its flags.
+func newCloverMSCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "ms",
+		Short: "Run Clover's metadata server host",
+		Long: `ms writes the Clover region header into the memory node's (zeroed) region,
 then serves Clover's metadata server (allocation, GC, lookups) to every client
 that connects a queue pair through the connection manager on --listen. It
 prints "clover ms: ready" on stdout once clients may connect, and runs until
 SIGINT or SIGTERM.`,
-	Example: `  swordbox clover ms --iface d0 --mac 02:00:00:00:00:02 --ip 10.0.0.2 \
+		Example: `  swordbox clover ms --iface d0 --mac 02:00:00:00:00:02 --ip 10.0.0.2 \
       --listen 10.99.0.3:7472 --memnode 10.99.0.2:7471 --keys 1024 --threads 32`,
-	Args: cobra.NoArgs,
-	RunE: func(cmd *cobra.Command, _ []string) error {
-		var cfg cloverMSConfig
-		if err := loadConfig(cmd, "clover-ms", &cfg); err != nil {
-			return err
-		}
-		return runCloverHost(cmd, "ms", cfg.Iface, cfg.MAC, cfg.IP, cfg.MTU, cfg.AckTimeout, func(ctx context.Context, dev *rnic.Device) error {
-			return netns.RunMS(ctx, netns.MSConfig{Listen: cfg.Listen, Memory: cfg.Memnode, Keys: cfg.Keys, Chunks: cfg.Chunks,
-				Threads: cfg.Threads, ReadTimeout: cfg.ReadTimeout, EpochPeriod: cfg.EpochPeriod}, dev, cmd.OutOrStdout())
-		})
-	},
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var cfg cloverMSConfig
+			if err := loadConfig(cmd, "clover-ms", &cfg); err != nil {
+				return err
+			}
+			return runCloverHost(cmd, "ms", cfg.Iface, cfg.MAC, cfg.IP, cfg.MTU, cfg.AckTimeout, func(ctx context.Context, dev *rnic.Device) error {
+				return netns.RunMS(ctx, netns.MSConfig{Listen: cfg.Listen, Memory: cfg.Memnode, Keys: cfg.Keys, Chunks: cfg.Chunks,
+					Threads: cfg.Threads, ReadTimeout: cfg.ReadTimeout, EpochPeriod: cfg.EpochPeriod}, dev, cmd.OutOrStdout())
+			})
+		},
+	}
+	f := c.Flags()
+	addCloverHostFlags(f, "02:00:00:00:00:02", "10.0.0.2")
+	f.String("listen", "127.0.0.1:7472", "connection manager address clients dial (TCP host:port)")
+	f.String("memnode", "127.0.0.1:7471", "the memory node's connection manager (TCP host:port)")
+	f.Int("keys", 1024, "Clover keys the region is laid out for (one shortcut each, room for as many inserts)")
+	f.Int("chunks", netns.DefaultChunks, "1 MiB chunks of the region for version nodes")
+	f.Int("threads", 32, "client threads expected (sizes the completion queue)")
+	f.Duration("read-timeout", netns.DefaultReadTimeout, "Clover's T_r")
+	f.Duration("epoch-period", netns.DefaultEpochPeriod, "Clover's T_e")
+	return c
 }
 
-var cloverClientsCmd = &cobra.Command{
-	Use:   "clients",
-	Short: "Run a client host's Clover threads under a YCSB workload",
-	Long: `clients connects this host's share of --threads Clover client threads
+// newCloverClientsCmd builds `swordbox clover clients` and its flags.
+func newCloverClientsCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "clients",
+		Short: "Run a client host's Clover threads under a YCSB workload",
+		Long: `clients connects this host's share of --threads Clover client threads
 (thread g runs on host g mod --hosts) to the memory node and the metadata
 server, prints {"event":"ready"} and then follows commands on stdin, one per
 line, answering each with a JSON event line on stdout:
@@ -104,24 +125,51 @@ line, answering each with a JSON event line on stdout:
 The result carries operation counts, HdrHistogram snapshots of the latencies
 (all, read, write; nanoseconds) and Clover's counters over the measured phase.
 A failure prints {"event":"error","error":"..."} and exits non-zero.`,
-	Example: `  swordbox clover clients --iface d0 --mac 02:00:00:00:00:03 --ip 10.0.0.3 \
+		Example: `  swordbox clover clients --iface d0 --mac 02:00:00:00:00:03 --ip 10.0.0.3 \
       --memnode 10.99.0.2:7471 --ms 10.99.0.3:7472 --host 0 --hosts 1 --threads 4 --workload a`,
-	Args: cobra.NoArgs,
-	RunE: func(cmd *cobra.Command, _ []string) error {
-		var cfg cloverClientsConfig
-		if err := loadConfig(cmd, "clover-clients", &cfg); err != nil {
-			return err
-		}
-		if _, _, err := ycsb.Preset(ycsb.Kind(cfg.Workload)); err != nil {
-			return fmt.Errorf("clover clients: --workload: %w", err)
-		}
-		return runCloverHost(cmd, "clients", cfg.Iface, cfg.MAC, cfg.IP, cfg.MTU, cfg.AckTimeout, func(ctx context.Context, dev *rnic.Device) error {
-			return netns.RunClients(ctx, netns.ClientsConfig{Host: cfg.Host, Hosts: cfg.Hosts, Threads: cfg.Threads,
-				Memory: cfg.Memnode, MS: cfg.MS, Workload: ycsb.Kind(cfg.Workload), Keys: cfg.Keys, ValueSize: cfg.ValueSize,
-				Zipf: cfg.Zipf, Seed: cfg.Seed, Warmup: cfg.Warmup, Duration: cfg.Duration, ReadTimeout: cfg.ReadTimeout},
-				dev, cmd.InOrStdin(), cmd.OutOrStdout())
-		})
-	},
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var cfg cloverClientsConfig
+			if err := loadConfig(cmd, "clover-clients", &cfg); err != nil {
+				return err
+			}
+			if _, _, err := ycsb.Preset(ycsb.Kind(cfg.Workload)); err != nil {
+				return fmt.Errorf("clover clients: --workload: %w", err)
+			}
+			return runCloverHost(cmd, "clients", cfg.Iface, cfg.MAC, cfg.IP, cfg.MTU, cfg.AckTimeout, func(ctx context.Context, dev *rnic.Device) error {
+				return netns.RunClients(ctx, netns.ClientsConfig{Host: cfg.Host, Hosts: cfg.Hosts, Threads: cfg.Threads,
+					Memory: cfg.Memnode, MS: cfg.MS, Workload: ycsb.Kind(cfg.Workload), Keys: cfg.Keys, ValueSize: cfg.ValueSize,
+					Zipf: cfg.Zipf, Seed: cfg.Seed, Warmup: cfg.Warmup, Duration: cfg.Duration, ReadTimeout: cfg.ReadTimeout},
+					dev, cmd.InOrStdin(), cmd.OutOrStdout())
+			})
+		},
+	}
+	f := c.Flags()
+	addCloverHostFlags(f, "02:00:00:00:00:03", "10.0.0.3")
+	f.String("memnode", "127.0.0.1:7471", "the memory node's connection manager (TCP host:port)")
+	f.String("ms", "127.0.0.1:7472", "the metadata server's connection manager (TCP host:port)")
+	f.Int("host", 0, "this client host's index (0-based)")
+	f.Int("hosts", 1, "client hosts in the rack")
+	f.Int("threads", 32, "client threads in the rack, over all hosts")
+	f.String("workload", "a", "YCSB workload (a, b, c, d, f, write-only)")
+	f.Int("keys", 1024, "Clover keys (YCSB record count)")
+	f.Int("value-size", 128, "object (value) size in bytes")
+	f.Float64("zipf", 0.99, "zipfian constant")
+	f.Uint64("seed", 1, "workload seed (host h uses netns.HostSeed(seed, h))")
+	f.Duration("warmup", time.Second, "unmeasured time of the warmup command")
+	f.Duration("duration", 8*time.Second, "measured time of the run command")
+	f.Duration("read-timeout", netns.DefaultReadTimeout, "Clover's T_r (as at the metadata server)")
+	return c
+}
+
+// addCloverHostFlags registers the flags of a Clover host's RNIC and data
+// port, with the RNIC's default addresses.
+func addCloverHostFlags(f *pflag.FlagSet, mac, ip string) {
+	f.String("iface", "", "data interface (AF_PACKET, root); empty: an in-memory link (smoke test only)")
+	f.String("mac", mac, "MAC address of the host's RNIC")
+	f.String("ip", ip, "IPv4 address of the host's RNIC")
+	f.Int("mtu", 1024, "path MTU (256, 512, 1024, 2048, 4096)")
+	f.Duration("ack-timeout", 0, "the RNIC's local ACK timeout (0: the RNIC's default, 8ms)")
 }
 
 // runCloverHost opens the RNIC of a Clover host (role ms or clients) and
@@ -158,43 +206,9 @@ func cloverDevice(role, iface, mac, ip string, mtu int, ackTimeout time.Duration
 	return dev, nil
 }
 
-func init() {
-	f := cloverMSCmd.Flags()
-	f.String("iface", "", "data interface (AF_PACKET, root); empty: an in-memory link (smoke test only)")
-	f.String("mac", "02:00:00:00:00:02", "MAC address of the host's RNIC")
-	f.String("ip", "10.0.0.2", "IPv4 address of the host's RNIC")
-	f.Int("mtu", 1024, "path MTU (256, 512, 1024, 2048, 4096)")
-	f.Duration("ack-timeout", 0, "the RNIC's local ACK timeout (0: the RNIC's default, 8ms)")
-	f.String("listen", "127.0.0.1:7472", "connection manager address clients dial (TCP host:port)")
-	f.String("memnode", "127.0.0.1:7471", "the memory node's connection manager (TCP host:port)")
-	f.Int("keys", 1024, "Clover keys the region is laid out for (one shortcut each, room for as many inserts)")
-	f.Int("chunks", netns.DefaultChunks, "1 MiB chunks of the region for version nodes")
-	f.Int("threads", 32, "client threads expected (sizes the completion queue)")
-	f.Duration("read-timeout", netns.DefaultReadTimeout, "Clover's T_r")
-	f.Duration("epoch-period", netns.DefaultEpochPeriod, "Clover's T_e")
-
-	f = cloverClientsCmd.Flags()
-	f.String("iface", "", "data interface (AF_PACKET, root); empty: an in-memory link (smoke test only)")
-	f.String("mac", "02:00:00:00:00:03", "MAC address of the host's RNIC")
-	f.String("ip", "10.0.0.3", "IPv4 address of the host's RNIC")
-	f.Int("mtu", 1024, "path MTU (256, 512, 1024, 2048, 4096)")
-	f.Duration("ack-timeout", 0, "the RNIC's local ACK timeout (0: the RNIC's default, 8ms)")
-	f.String("memnode", "127.0.0.1:7471", "the memory node's connection manager (TCP host:port)")
-	f.String("ms", "127.0.0.1:7472", "the metadata server's connection manager (TCP host:port)")
-	f.Int("host", 0, "this client host's index (0-based)")
-	f.Int("hosts", 1, "client hosts in the rack")
-	f.Int("threads", 32, "client threads in the rack, over all hosts")
-	f.String("workload", "a", "YCSB workload (a, b, c, d, f, write-only)")
-	f.Int("keys", 1024, "Clover keys (YCSB record count)")
-	f.Int("value-size", 128, "object (value) size in bytes")
-	f.Float64("zipf", 0.99, "zipfian constant")
-	f.Uint64("seed", 1, "workload seed (host h uses netns.HostSeed(seed, h))")
-	f.Duration("warmup", time.Second, "unmeasured time of the warmup command")
-	f.Duration("duration", 8*time.Second, "measured time of the run command")
-	f.Duration("read-timeout", netns.DefaultReadTimeout, "Clover's T_r (as at the metadata server)")
-	cloverCmd.AddCommand(cloverMSCmd, cloverClientsCmd)
-	rootCmd.AddCommand(cloverCmd)
-	defineSettings("clover-ms", []string{"clover ms"},
+// cloverMSSettings is the settings table of the "clover-ms" section.
+func cloverMSSettings() *settingTable {
+	return newSection([]string{"clover ms"},
 		setSpan("mtu", 256, 512, 1024, 2048, 4096),
 		durSpan("ack-timeout", 10*time.Microsecond, 10*time.Second).orZero("the RNIC's default, 8ms"),
 		intSpan("keys", 1, 1<<20),
@@ -203,7 +217,12 @@ func init() {
 		durSpan("read-timeout", time.Microsecond, time.Minute),
 		durSpan("epoch-period", time.Microsecond, time.Hour),
 	)
-	defineSettings("clover-clients", []string{"clover clients"},
+}
+
+// cloverClientsSettings is the settings table of the "clover-clients"
+// section.
+func cloverClientsSettings() *settingTable {
+	return newSection([]string{"clover clients"},
 		setSpan("mtu", 256, 512, 1024, 2048, 4096),
 		durSpan("ack-timeout", 10*time.Microsecond, 10*time.Second).orZero("the RNIC's default, 8ms"),
 		intSpan("host", 0, 63),
@@ -215,8 +234,7 @@ func init() {
 		durSpan("warmup", 0, time.Hour),
 		durSpan("duration", 10*time.Millisecond, 24*time.Hour),
 		durSpan("read-timeout", time.Microsecond, time.Minute),
-	)
-	addCheck("clover-clients", func(cfg any) error {
+	).withCheck(func(cfg any) error {
 		c := cfg.(*cloverClientsConfig)
 		if c.Host >= c.Hosts {
 			return fmt.Errorf("--host %d: want 0..%d (--hosts %d)", c.Host, c.Hosts-1, c.Hosts)

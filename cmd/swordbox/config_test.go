@@ -28,7 +28,7 @@ func newTestCmd() *cobra.Command {
 }
 
 func TestLoadConfigPrecedence(t *testing.T) {
-	defineSettings("t", []string{"t"}, intSpan("count", 0, 100))
+	settings["t"] = newSection([]string{"t"}, intSpan("count", 0, 100))
 	t.Cleanup(func() { delete(settings, "t") })
 	dir := t.TempDir()
 	file := filepath.Join(dir, "c.yaml")

@@ -14,126 +14,85 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/swordbox/swordbox/ctrl"
 	"github.com/swordbox/swordbox/ctrl/p4rtc"
 	"github.com/swordbox/swordbox/ctrl/rack"
 )
 
-var ctrlCmd = &cobra.Command{
-	Use:   "ctrl",
-	Short: "The P4Runtime controller: program a swordbox switch, repair CAS, steer hot keys",
-	Long: `ctrl is swordbox's control plane. It speaks only P4Runtime, so it drives
+// newCtrlCmd builds `swordbox ctrl` with its subcommands run and show.
+func newCtrlCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "ctrl",
+		Short: "The P4Runtime controller: program a swordbox switch, repair CAS, steer hot keys",
+		Long: `ctrl is swordbox's control plane. It speaks only P4Runtime, so it drives
 the Go target ('swordbox switch'), BMv2's simple_switch_grpc or Stratum alike.
 
 The rack (hosts, memory nodes and their steered regions, tracked keys) lives
 in the 'ctrl' section of the --config file; scalar settings are also flags
 and SWORDBOX_CTRL_* environment variables. See docs/ctrl.md and
 docs/examples/rack.yaml.`,
+	}
+	c.AddCommand(newCtrlRunCmd(), newCtrlShowCmd())
+	return c
 }
 
-var ctrlRunCmd = &cobra.Command{
-	Use:   "run",
-	Short: "Program the switch and run the repair and hot-key loops",
-	Long: `run validates the whole configuration against the P4Info before it
+// newCtrlRunCmd builds `swordbox ctrl run` and its flags.
+func newCtrlRunCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "run",
+		Short: "Program the switch and run the repair and hot-key loops",
+		Long: `run validates the whole configuration against the P4Info before it
 connects (a bad file is refused naming the field, and nothing is written),
 takes part in primary/backup arbitration, and while primary: pushes the
 pipeline if the switch runs another one, reconciles forwarding, steering
 registers and tracked keys, retransmits CAS outstanding longer than
 --repair-threshold, moves the tracked keys to the hottest --hot-keys, and
 serves Prometheus metrics on --metrics.`,
-	Example: `  swordbox ctrl run --config docs/examples/rack.yaml
+		Example: `  swordbox ctrl run --config docs/examples/rack.yaml
   swordbox ctrl run --config rack.yaml --switch 10.0.0.254:9559 --election-id 2 --takeover`,
-	Args: cobra.NoArgs,
-	RunE: func(cmd *cobra.Command, _ []string) error {
-		cfg := rack.Defaults()
-		if err := loadConfig(cmd, "ctrl", &cfg); err != nil {
-			return err
-		}
-		r, err := cfg.Parse()
-		if err != nil {
-			return attributeField(cmd, "ctrl", err)
-		}
-		log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
-		c, err := ctrl.New(r, ctrl.Options{Log: log})
-		if err != nil {
-			return attributeField(cmd, "ctrl", err)
-		}
-		defer c.Close()
-		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
-		if r.Metrics != "" {
-			lis, err := net.Listen("tcp", r.Metrics)
-			if err != nil {
-				return fmt.Errorf("ctrl.metrics: %w", err)
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg := rack.Defaults()
+			if err := loadConfig(cmd, "ctrl", &cfg); err != nil {
+				return err
 			}
-			mux := http.NewServeMux()
-			mux.Handle("/metrics", c.Metrics.Handler())
-			hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-			go hs.Serve(lis)
-			defer hs.Close()
-			fmt.Fprintf(cmd.OutOrStdout(), "swordbox ctrl: metrics on http://%s/metrics\n", lis.Addr())
-		}
-		fmt.Fprintf(cmd.OutOrStdout(), "swordbox ctrl: switch %s device %d election id %d, %d hosts, %d memory nodes, steering %s\n",
-			r.Switch, r.DeviceID, r.ElectionID, len(r.Hosts), len(r.Memory), r.Steering)
-		if err := c.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
-			return err
-		}
-		return nil
-	},
-}
-
-var ctrlShowCmd = &cobra.Command{
-	Use:   "show tables|registers|counters [NAME...]",
-	Short: "Print the tables, registers or counters of a live switch",
-	Long: `show reads a live switch without taking part in arbitration (it never
-disturbs the controllers). It uses the P4Info the switch runs, so it needs no
-file; NAMES (full names or aliases) restrict the dump. Registers and counters
-print only non-zero cells.`,
-	Example: `  swordbox ctrl show tables --switch 127.0.0.1:9559
-  swordbox ctrl show registers cas_out_valid tail_valid`,
-	Args:      cobra.MinimumNArgs(1),
-	ValidArgs: []string{"tables", "registers", "counters"},
-	RunE: func(cmd *cobra.Command, args []string) error {
-		cfg := rack.Defaults()
-		if err := loadConfig(cmd, "ctrl", &cfg); err != nil {
-			return err
-		}
-		var tlsOpt *p4rtc.TLS
-		if cfg.TLSCA != "" {
-			tlsOpt = &p4rtc.TLS{CAFile: cfg.TLSCA, CertFile: cfg.TLSCert, KeyFile: cfg.TLSKey, ServerName: cfg.TLSName}
-		}
-		cli, err := p4rtc.Dial(p4rtc.Options{Addr: cfg.Switch, DeviceID: cfg.DeviceID, TLS: tlsOpt, Observer: true})
-		if err != nil {
-			return err
-		}
-		defer cli.Close()
-		ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
-		defer cancel()
-		info, err := cli.GetP4Info(ctx)
-		if err != nil {
-			return err
-		}
-		s, err := p4rtc.NewSchema(info)
-		if err != nil {
-			return err
-		}
-		return ctrl.Show(ctx, cli, s, args[0], args[1:], cmd.OutOrStdout())
-	},
-}
-
-func init() {
-	d := rack.Defaults()
-	for _, c := range []*cobra.Command{ctrlRunCmd, ctrlShowCmd} {
-		f := c.Flags()
-		f.String("switch", d.Switch, "P4Runtime server of the switch, host:port")
-		f.Uint64("device-id", d.DeviceID, "P4Runtime device ID")
-		f.String("tls-ca", "", "CA certificate of the switch (enables TLS)")
-		f.String("tls-cert", "", "client certificate (mutual TLS)")
-		f.String("tls-key", "", "client key (mutual TLS)")
-		f.String("tls-server-name", "", "name expected in the switch's certificate")
+			r, err := cfg.Parse()
+			if err != nil {
+				return attributeField(cmd, "ctrl", err)
+			}
+			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			c, err := ctrl.New(r, ctrl.Options{Log: log})
+			if err != nil {
+				return attributeField(cmd, "ctrl", err)
+			}
+			defer c.Close()
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if r.Metrics != "" {
+				lis, err := net.Listen("tcp", r.Metrics)
+				if err != nil {
+					return fmt.Errorf("ctrl.metrics: %w", err)
+				}
+				mux := http.NewServeMux()
+				mux.Handle("/metrics", c.Metrics.Handler())
+				hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+				go hs.Serve(lis)
+				defer hs.Close()
+				fmt.Fprintf(cmd.OutOrStdout(), "swordbox ctrl: metrics on http://%s/metrics\n", lis.Addr())
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "swordbox ctrl: switch %s device %d election id %d, %d hosts, %d memory nodes, steering %s\n",
+				r.Switch, r.DeviceID, r.ElectionID, len(r.Hosts), len(r.Memory), r.Steering)
+			if err := c.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				return err
+			}
+			return nil
+		},
 	}
-	f := ctrlRunCmd.Flags()
+	d := rack.Defaults()
+	addCtrlSwitchFlags(c.Flags(), d)
+	f := c.Flags()
 	f.Uint64("election-id", d.ElectionID, "election ID (distinct per controller; the highest is primary)")
 	f.String("role", d.Role, "P4Runtime role name (empty: the default role)")
 	f.Bool("takeover", d.Takeover, "when the primary dies, raise our election ID above it and take over")
@@ -151,9 +110,67 @@ func init() {
 	f.Duration("hot-keys-period", d.HotKeysPeriod, "period of hot-key steering")
 	f.Duration("repair-period", d.RepairPeriod, "poll period of the outstanding-CAS registers")
 	f.Duration("repair-threshold", d.RepairThreshold, "retransmit a CAS seen outstanding this long")
-	ctrlCmd.AddCommand(ctrlRunCmd, ctrlShowCmd)
-	rootCmd.AddCommand(ctrlCmd)
-	defineSettings("ctrl", []string{"ctrl run", "ctrl show"},
+	return c
+}
+
+// newCtrlShowCmd builds `swordbox ctrl show` and its flags.
+func newCtrlShowCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "show tables|registers|counters [NAME...]",
+		Short: "Print the tables, registers or counters of a live switch",
+		Long: `show reads a live switch without taking part in arbitration (it never
+disturbs the controllers). It uses the P4Info the switch runs, so it needs no
+file; NAMES (full names or aliases) restrict the dump. Registers and counters
+print only non-zero cells.`,
+		Example: `  swordbox ctrl show tables --switch 127.0.0.1:9559
+  swordbox ctrl show registers cas_out_valid tail_valid`,
+		Args:      cobra.MinimumNArgs(1),
+		ValidArgs: []string{"tables", "registers", "counters"},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg := rack.Defaults()
+			if err := loadConfig(cmd, "ctrl", &cfg); err != nil {
+				return err
+			}
+			var tlsOpt *p4rtc.TLS
+			if cfg.TLSCA != "" {
+				tlsOpt = &p4rtc.TLS{CAFile: cfg.TLSCA, CertFile: cfg.TLSCert, KeyFile: cfg.TLSKey, ServerName: cfg.TLSName}
+			}
+			cli, err := p4rtc.Dial(p4rtc.Options{Addr: cfg.Switch, DeviceID: cfg.DeviceID, TLS: tlsOpt, Observer: true})
+			if err != nil {
+				return err
+			}
+			defer cli.Close()
+			ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
+			defer cancel()
+			info, err := cli.GetP4Info(ctx)
+			if err != nil {
+				return err
+			}
+			s, err := p4rtc.NewSchema(info)
+			if err != nil {
+				return err
+			}
+			return ctrl.Show(ctx, cli, s, args[0], args[1:], cmd.OutOrStdout())
+		},
+	}
+	addCtrlSwitchFlags(c.Flags(), rack.Defaults())
+	return c
+}
+
+// addCtrlSwitchFlags registers the flags every ctrl subcommand has: how to
+// reach the switch.
+func addCtrlSwitchFlags(f *pflag.FlagSet, d rack.Config) {
+	f.String("switch", d.Switch, "P4Runtime server of the switch, host:port")
+	f.Uint64("device-id", d.DeviceID, "P4Runtime device ID")
+	f.String("tls-ca", "", "CA certificate of the switch (enables TLS)")
+	f.String("tls-cert", "", "client certificate (mutual TLS)")
+	f.String("tls-key", "", "client key (mutual TLS)")
+	f.String("tls-server-name", "", "name expected in the switch's certificate")
+}
+
+// ctrlSettings is the settings table of the "ctrl" section.
+func ctrlSettings() *settingTable {
+	return newSection([]string{"ctrl run", "ctrl show"},
 		intSpan("object-size", 1, 4072).because("a Clover node, 24-byte header and value, in one 4096-byte MTU"),
 		intSpan("hot-keys", 0, 4096).because("the switch's key slots"),
 		intSpan("hot-key-probes", 0, 4096),

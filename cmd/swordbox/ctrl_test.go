@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	"google.golang.org/grpc"
 
 	"github.com/swordbox/swordbox/ctrl/p4rtc"
@@ -26,32 +25,12 @@ import (
 // runCtrl runs `swordbox ctrl ARGS...` with fresh flags and returns its output.
 func runCtrl(t *testing.T, ctx context.Context, args ...string) (string, error) {
 	t.Helper()
-	reset := func() {
-		for _, c := range []*cobra.Command{ctrlRunCmd, ctrlShowCmd, ctrlCmd, rootCmd} {
-			for _, fs := range []*pflag.FlagSet{c.Flags(), c.PersistentFlags()} {
-				fs.VisitAll(func(f *pflag.Flag) {
-					_ = f.Value.Set(f.DefValue)
-					f.Changed = false
-				})
-			}
-		}
-	}
-	reset()
-	t.Cleanup(func() {
-		reset()
-		for _, c := range []*cobra.Command{ctrlRunCmd, ctrlShowCmd, ctrlCmd, rootCmd} {
-			c.SetContext(context.Background())
-		}
-	})
-	for _, c := range []*cobra.Command{ctrlRunCmd, ctrlShowCmd, ctrlCmd, rootCmd} {
-		// cobra hands the context down only to commands that have none yet.
-		c.SetContext(ctx)
-	}
+	root := newRootCmd(new(cpuProfile))
 	var out bytes.Buffer
-	rootCmd.SetOut(&out)
-	rootCmd.SetErr(&out)
-	rootCmd.SetArgs(append([]string{"ctrl"}, args...))
-	err := rootCmd.ExecuteContext(ctx)
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs(append([]string{"ctrl"}, args...))
+	err := root.ExecuteContext(ctx)
 	return out.String(), err
 }
 

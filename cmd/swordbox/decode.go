@@ -23,10 +23,12 @@ type decodeConfig struct {
 	JSON bool `mapstructure:"json"`
 }
 
-var decodeCmd = &cobra.Command{
-	Use:   "decode FILE.pcap",
-	Short: "Print the RoCEv2 frames of a capture, one line each",
-	Long: `decode reads a pcap or pcapng capture of Ethernet frames (or Linux
+// newDecodeCmd builds `swordbox decode` and its flags.
+func newDecodeCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "decode FILE.pcap",
+		Short: "Print the RoCEv2 frames of a capture, one line each",
+		Long: `decode reads a pcap or pcapng capture of Ethernet frames (or Linux
 cooked frames, as 'tcpdump -i any' writes them) and prints one
 line per RoCEv2 frame (IPv4, UDP port 4791) as key=value pairs:
 
@@ -39,38 +41,35 @@ msn=<decimal> (AETH) imm=0x<hex> (ImmDt). Frames that are not RoCEv2 are
 skipped; a malformed one prints frame=<n> error="<what is wrong>", where n
 counts the capture's frames from 1. With --json each line is a JSON object
 with the same keys. A summary of the counts goes to standard error.`,
-	Example: `  swordbox decode rack.pcap
+		Example: `  swordbox decode rack.pcap
   swordbox decode --json rack.pcap | jq 'select(.icrc == "bad")'`,
-	Args: cobra.ExactArgs(1),
-	RunE: func(cmd *cobra.Command, args []string) error {
-		var cfg decodeConfig
-		if err := loadConfig(cmd, "decode", &cfg); err != nil {
-			return err
-		}
-		f, err := os.Open(args[0])
-		if err != nil {
-			return fmt.Errorf("decode: %w", err)
-		}
-		defer f.Close()
-		w := bufio.NewWriter(cmd.OutOrStdout())
-		st, err := decodeCapture(f, w, cfg.JSON)
-		if err != nil {
-			w.Flush()
-			return fmt.Errorf("decode %s: %w", args[0], err)
-		}
-		if err := w.Flush(); err != nil {
-			return err
-		}
-		fmt.Fprintf(cmd.ErrOrStderr(), "decode: %d frames: %d RoCEv2 (%d with a bad ICRC), %d malformed, %d skipped (not RoCEv2 over IPv4)\n",
-			st.frames, st.roce, st.badICRC, st.malformed, st.skipped)
-		return nil
-	},
-}
-
-func init() {
-	decodeCmd.Flags().Bool("json", false, "print one JSON object per frame")
-	rootCmd.AddCommand(decodeCmd)
-	defineSettings("decode", []string{"decode"})
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var cfg decodeConfig
+			if err := loadConfig(cmd, "decode", &cfg); err != nil {
+				return err
+			}
+			f, err := os.Open(args[0])
+			if err != nil {
+				return fmt.Errorf("decode: %w", err)
+			}
+			defer f.Close()
+			w := bufio.NewWriter(cmd.OutOrStdout())
+			st, err := decodeCapture(f, w, cfg.JSON)
+			if err != nil {
+				w.Flush()
+				return fmt.Errorf("decode %s: %w", args[0], err)
+			}
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "decode: %d frames: %d RoCEv2 (%d with a bad ICRC), %d malformed, %d skipped (not RoCEv2 over IPv4)\n",
+				st.frames, st.roce, st.badICRC, st.malformed, st.skipped)
+			return nil
+		},
+	}
+	c.Flags().Bool("json", false, "print one JSON object per frame")
+	return c
 }
 
 // packetSource is what pcapgo's Reader and NgReader have in common.

@@ -147,15 +147,11 @@ func runDecode(t *testing.T, args ...string) (string, error) {
 func runDecodeStderr(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	rootCmd.SetOut(&out)
-	rootCmd.SetErr(&errOut)
-	defer func() {
-		rootCmd.SetOut(nil)
-		rootCmd.SetErr(nil)
-		rootCmd.SetArgs(nil)
-	}()
-	rootCmd.SetArgs(append([]string{"decode"}, args...))
-	err := rootCmd.Execute()
+	root := newRootCmd(new(cpuProfile))
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	root.SetArgs(append([]string{"decode"}, args...))
+	err := root.Execute()
 	return out.String(), errOut.String(), err
 }
 

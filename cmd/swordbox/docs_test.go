@@ -175,7 +175,7 @@ func swordboxArgs(words []string) (env, args []string, ok bool) {
 // command's RunE starts, without running it. It prints the interfaces the
 // command would open, one per line, as "iface NAME".
 func checkOnly(args []string) error {
-	cmd, rest, err := rootCmd.Find(args)
+	cmd, rest, err := newRootCmd(new(cpuProfile)).Find(args)
 	if err != nil {
 		return err
 	}

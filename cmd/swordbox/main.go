@@ -2,11 +2,13 @@
 // software rack (bench), the rack's parts as processes (switch, ctrl,
 // middlebox, memnode), microbenchmarks (perf) and tools (decode, p4info).
 //
-// Every subcommand lives in its own file and registers itself with the root
-// command in an init function. Configuration comes from one typed struct per
-// subcommand, filled by viper from (lowest to highest precedence) defaults,
-// the YAML file given with --config, SWORDBOX_* environment variables and
-// flags; see config.go.
+// Every subcommand lives in its own file and is built by its constructor
+// (newBenchCmd, newCtrlCmd, ...); newRootCmd assembles the tree, so that
+// each call builds a CLI with its own commands and flags. Configuration
+// comes from one typed struct per subcommand, filled by viper from (lowest
+// to highest precedence) defaults, the YAML file given with --config,
+// SWORDBOX_* environment variables and flags; see config.go. The ranges of
+// the numbers are one static table (settings.go).
 package main
 
 import (
@@ -15,9 +17,9 @@ import (
 )
 
 func main() {
-	documentSettings(rootCmd)
-	err := rootCmd.Execute()
-	if perr := stopProfile(); err == nil {
+	var prof cpuProfile
+	err := newRootCmd(&prof).Execute()
+	if perr := prof.stop(); err == nil {
 		err = perr
 	}
 	if err != nil {

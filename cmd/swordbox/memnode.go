@@ -37,10 +37,12 @@ type memnodeConfig struct {
 	StatsPeriod  time.Duration `mapstructure:"stats-period"`
 }
 
-var memnodeCmd = &cobra.Command{
-	Use:   "memnode",
-	Short: "Run a passive RDMA memory node on the software RNIC",
-	Long: `memnode registers --size bytes of memory as --regions regions (plus, with
+// newMemnodeCmd builds `swordbox memnode` and its flags.
+func newMemnodeCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "memnode",
+		Short: "Run a passive RDMA memory node on the software RNIC",
+		Long: `memnode registers --size bytes of memory as --regions regions (plus, with
 --device-memory, a zero-based NIC device-memory region with its own rkey) on a
 software RNIC and accepts RC connections through the connection manager on
 --listen (TCP): a client sends its QPN, PSN, MAC, IP and MTU and receives the
@@ -51,54 +53,52 @@ The data port is --iface (AF_PACKET on that interface, root) or, when empty, an
 in-memory link that only this process reaches (a configuration smoke test;
 swordbox perf without --remote builds the same node in-process). The RNIC uses
 its own --mac and --ip, not the interface's. See docs/rnic.md.`,
-	Args: cobra.NoArgs,
-	RunE: func(cmd *cobra.Command, _ []string) error {
-		var cfg memnodeConfig
-		if err := loadConfig(cmd, "memnode", &cfg); err != nil {
-			return err
-		}
-		port, err := openDataPort(cfg.Iface)
-		if err != nil {
-			return fmt.Errorf("memnode: %w", err)
-		}
-		n, err := startMemnode(cfg, port)
-		if err != nil {
-			return err
-		}
-		defer n.Close()
-		w := cmd.OutOrStdout()
-		ip := n.dev.IP()
-		fmt.Fprintf(w, "memnode: listening on %s, RNIC %s %s, data port %s\n", n.ln.Addr(), formatMAC(n.dev.MAC()), net.IP(ip[:]), port.Name())
-		for _, r := range n.acc.Regions {
-			fmt.Fprintf(w, "memnode: region addr %#x rkey %#x len %d\n", r.Addr, r.RKey, r.Len)
-		}
-		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
-		if cfg.Duration > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, cfg.Duration)
-			defer cancel()
-		}
-		var tick <-chan time.Time
-		if cfg.StatsPeriod > 0 {
-			t := time.NewTicker(cfg.StatsPeriod)
-			defer t.Stop()
-			tick = t.C
-		}
-		for {
-			select {
-			case <-ctx.Done():
-				fmt.Fprintf(w, "memnode: %s\n", keyValues(n.dev.Stats()))
-				return nil
-			case <-tick:
-				fmt.Fprintf(w, "memnode: %s\n", keyValues(n.dev.Stats()))
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var cfg memnodeConfig
+			if err := loadConfig(cmd, "memnode", &cfg); err != nil {
+				return err
 			}
-		}
-	},
-}
-
-func init() {
-	f := memnodeCmd.Flags()
+			port, err := openDataPort(cfg.Iface)
+			if err != nil {
+				return fmt.Errorf("memnode: %w", err)
+			}
+			n, err := startMemnode(cfg, port)
+			if err != nil {
+				return err
+			}
+			defer n.Close()
+			w := cmd.OutOrStdout()
+			ip := n.dev.IP()
+			fmt.Fprintf(w, "memnode: listening on %s, RNIC %s %s, data port %s\n", n.ln.Addr(), formatMAC(n.dev.MAC()), net.IP(ip[:]), port.Name())
+			for _, r := range n.acc.Regions {
+				fmt.Fprintf(w, "memnode: region addr %#x rkey %#x len %d\n", r.Addr, r.RKey, r.Len)
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if cfg.Duration > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, cfg.Duration)
+				defer cancel()
+			}
+			var tick <-chan time.Time
+			if cfg.StatsPeriod > 0 {
+				t := time.NewTicker(cfg.StatsPeriod)
+				defer t.Stop()
+				tick = t.C
+			}
+			for {
+				select {
+				case <-ctx.Done():
+					fmt.Fprintf(w, "memnode: %s\n", keyValues(n.dev.Stats()))
+					return nil
+				case <-tick:
+					fmt.Fprintf(w, "memnode: %s\n", keyValues(n.dev.Stats()))
+				}
+			}
+		},
+	}
+	f := c.Flags()
 	f.String("listen", "127.0.0.1:7471", "connection manager address (TCP host:port)")
 	f.String("size", "64MiB", "memory to register (bytes; suffixes KiB, MiB, GiB)")
 	f.Int("regions", 1, "number of equal regions the memory is split into, each with its own rkey")
@@ -112,9 +112,13 @@ func init() {
 	f.String("timing", "off", "NIC timing model: off or cx5 (ConnectX-5 atomic caps, SwordBox Figures 3 and 4)")
 	f.Duration("duration", 0, "exit after this long (0: run until interrupted)")
 	f.Duration("stats-period", 0, "print the RNIC counters this often (0: only at exit)")
-	rootCmd.AddCommand(memnodeCmd)
+	return c
+}
+
+// memnodeSettings is the settings table of the "memnode" section.
+func memnodeSettings() *settingTable {
 	mem, why := memoryCap()
-	defineSettings("memnode", []string{"memnode"},
+	return newSection([]string{"memnode"},
 		bytesSpan("size", 4<<10, mem).because(why),
 		intSpan("regions", 1, 1024),
 		bytesSpan("device-memory", 0, 256<<10),
@@ -122,8 +126,7 @@ func init() {
 		intSpan("workers", 0, 64),
 		durSpan("duration", time.Millisecond, 365*24*time.Hour).orZero("run until interrupted"),
 		durSpan("stats-period", 10*time.Millisecond, 24*time.Hour).orZero("only at exit"),
-	)
-	addCheck("memnode", func(cfg any) error {
+	).withCheck(func(cfg any) error {
 		c := cfg.(*memnodeConfig)
 		size, _ := parseBytes(c.Size)
 		if size/int64(c.Regions) < 4096 {

@@ -62,9 +62,10 @@ func TestMemnodeOverConnectionManager(t *testing.T) {
 
 func TestPerfCommandJSON(t *testing.T) {
 	var out bytes.Buffer
-	rootCmd.SetOut(&out)
-	rootCmd.SetArgs([]string{"perf", "read_bw", "--qps", "2", "--depth", "4", "--duration", "200ms", "--drop", "0.01", "--json"})
-	if err := rootCmd.Execute(); err != nil {
+	root := newRootCmd(new(cpuProfile))
+	root.SetOut(&out)
+	root.SetArgs([]string{"perf", "read_bw", "--qps", "2", "--depth", "4", "--duration", "200ms", "--drop", "0.01", "--json"})
+	if err := root.Execute(); err != nil {
 		t.Fatal(err)
 	}
 	var r perftest.Result

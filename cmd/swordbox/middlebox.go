@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/swordbox/swordbox/middlebox"
+	"github.com/swordbox/swordbox/middlebox/mbbench"
 	"github.com/swordbox/swordbox/netio"
 )
 
@@ -48,89 +49,108 @@ type mboxBenchConfig struct {
 	Vdevs    []string      `mapstructure:"vdevs"`
 }
 
-var middleboxCmd = &cobra.Command{
-	Use:   "middlebox",
-	Short: "The multiplexing middlebox: RC connection remapping, CAS to WRITE, ACK de-coalescing",
-	Long: `middlebox runs SwordBox's full-featured data plane (paper sections 4.1-4.5):
+// newMiddleboxCmd builds `swordbox middlebox` with its subcommands run and bench.
+func newMiddleboxCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "middlebox",
+		Short: "The multiplexing middlebox: RC connection remapping, CAS to WRITE, ACK de-coalescing",
+		Long: `middlebox runs SwordBox's full-featured data plane (paper sections 4.1-4.5):
 operations on configured address ranges move onto one shared RC connection per
 memory server, CMP_SWAP and FETCH_ADD on tracked words become WRITEs, and the
 server's coalesced ACKs are split back per client. See docs/middlebox.md.`,
+	}
+	c.AddCommand(newMiddleboxRunCmd(), newMiddleboxBenchCmd())
+	return c
 }
 
-var middleboxRunCmd = &cobra.Command{
-	Use:   "run",
-	Short: "Run the middlebox between a client-side and a server-side port",
-	Long: `run moves frames between the client side and the server side through the
+// newMiddleboxRunCmd builds `swordbox middlebox run` and its flags.
+func newMiddleboxRunCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "run",
+		Short: "Run the middlebox between a client-side and a server-side port",
+		Long: `run moves frames between the client side and the server side through the
 engine until interrupted, printing the counters every --stats-period and at exit.
 --io afpacket binds two network interfaces (root); --io dpdk needs a binary built
 with -tags dpdk. The engine's settings (servers with their remap and cas-to-write
 ranges, preloaded conns, seeded words, ring sizes, Clover steering with its
 tail-ttl) come from the "middlebox" section of the --config file.`,
-	Args: cobra.NoArgs,
-	RunE: func(cmd *cobra.Command, _ []string) error {
-		var cfg mboxRunConfig
-		if err := loadConfig(cmd, "middlebox", &cfg); err != nil {
-			return err
-		}
-		if err := cfg.Engine.Validate(); err != nil {
-			if path, _ := cmd.Flags().GetString("config"); path != "" {
-				return fmt.Errorf("config %s: %w", path, err)
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var cfg mboxRunConfig
+			if err := loadConfig(cmd, "middlebox", &cfg); err != nil {
+				return err
 			}
-			return err
-		}
-		s, err := middlebox.NewSharded(cfg.Engine, cfg.Cores)
-		if err != nil {
-			return err
-		}
-		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
-		w := cmd.OutOrStdout()
-		go func() {
-			if cfg.StatsPeriod <= 0 {
-				return
-			}
-			t := time.NewTicker(cfg.StatsPeriod)
-			defer t.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-t.C:
-					printCounters(w, s)
+			if err := cfg.Engine.Validate(); err != nil {
+				if path, _ := cmd.Flags().GetString("config"); path != "" {
+					return fmt.Errorf("config %s: %w", path, err)
 				}
+				return err
 			}
-		}()
-		switch cfg.IO {
-		case "afpacket":
-			if cfg.ClientIface == "" || cfg.ServerIface == "" {
-				return fmt.Errorf("middlebox run: --io afpacket needs --client-iface and --server-iface")
-			}
-			cp, err := netio.NewAFPacketPort(netio.AFPacketConfig{Interface: cfg.ClientIface})
+			s, err := middlebox.NewSharded(cfg.Engine, cfg.Cores)
 			if err != nil {
-				return fmt.Errorf("middlebox run: client side: %w", err)
+				return err
 			}
-			sp, err := netio.NewAFPacketPort(netio.AFPacketConfig{Interface: cfg.ServerIface})
-			if err != nil {
-				cp.Close()
-				return fmt.Errorf("middlebox run: server side: %w", err)
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			w := cmd.OutOrStdout()
+			go func() {
+				if cfg.StatsPeriod <= 0 {
+					return
+				}
+				t := time.NewTicker(cfg.StatsPeriod)
+				defer t.Stop()
+				for {
+					select {
+					case <-ctx.Done():
+						return
+					case <-t.C:
+						printCounters(w, s)
+					}
+				}
+			}()
+			switch cfg.IO {
+			case "afpacket":
+				if cfg.ClientIface == "" || cfg.ServerIface == "" {
+					return fmt.Errorf("middlebox run: --io afpacket needs --client-iface and --server-iface")
+				}
+				cp, err := netio.NewAFPacketPort(netio.AFPacketConfig{Interface: cfg.ClientIface})
+				if err != nil {
+					return fmt.Errorf("middlebox run: client side: %w", err)
+				}
+				sp, err := netio.NewAFPacketPort(netio.AFPacketConfig{Interface: cfg.ServerIface})
+				if err != nil {
+					cp.Close()
+					return fmt.Errorf("middlebox run: server side: %w", err)
+				}
+				l := &middlebox.Loop{S: s, Ports: [2]netio.Port{cp, sp}, Burst: cfg.Burst}
+				err = l.Run(ctx)
+				printCounters(w, s)
+				return err
+			case "dpdk":
+				err := middlebox.RunDPDK(ctx, s, middlebox.DPDKConfig{EAL: cfg.DPDKArgs, ClientPort: cfg.ClientIface, ServerPort: cfg.ServerIface, Burst: cfg.Burst})
+				printCounters(w, s)
+				return err
 			}
-			l := &middlebox.Loop{S: s, Ports: [2]netio.Port{cp, sp}, Burst: cfg.Burst}
-			err = l.Run(ctx)
-			printCounters(w, s)
-			return err
-		case "dpdk":
-			err := middlebox.RunDPDK(ctx, s, middlebox.DPDKConfig{EAL: cfg.DPDKArgs, ClientPort: cfg.ClientIface, ServerPort: cfg.ServerIface, Burst: cfg.Burst})
-			printCounters(w, s)
-			return err
-		}
-		return fmt.Errorf("middlebox run: --io %q: want afpacket or dpdk", cfg.IO)
-	},
+			return fmt.Errorf("middlebox run: --io %q: want afpacket or dpdk", cfg.IO)
+		},
+	}
+	f := c.Flags()
+	f.String("io", "afpacket", "afpacket | dpdk")
+	f.String("client-iface", "", "client-side interface (afpacket) or DPDK port name (dpdk)")
+	f.String("server-iface", "", "server-side interface (afpacket) or DPDK port name (dpdk)")
+	f.StringSlice("dpdk-args", nil, "EAL arguments (--io dpdk)")
+	f.Int("cores", 1, "engines (shards by memory server)")
+	f.Duration("stats-period", 0, "print the counters this often (0: only at exit)")
+	f.Int("burst", 32, "frames received at once")
+	return c
 }
 
-var middleboxBenchCmd = &cobra.Command{
-	Use:   "bench",
-	Short: "Replay a recorded mix of client CAS, WRITE, READ and server ACK traffic and print Mpps per core",
-	Long: `bench replays a synthetic recorded mix (--clients client connections issuing
+// newMiddleboxBenchCmd builds `swordbox middlebox bench` and its flags.
+func newMiddleboxBenchCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "bench",
+		Short: "Replay a recorded mix of client CAS, WRITE, READ and server ACK traffic and print Mpps per core",
+		Long: `bench replays a synthetic recorded mix (--clients client connections issuing
 --cas-pct % CMP_SWAP on a lock word, --read-pct % 64-byte READs, the rest small
 WRITEs; the server answering every --coalesce requests with one coalesced ACK)
 through the middlebox: every request remapped onto one shared connection, every
@@ -140,77 +160,66 @@ CMP_SWAP replaced by a WRITE, every ACK de-coalesced.
   --io dpdk     the same over the vdevs named by --vdevs (build tag dpdk)
 Each core runs its own engine and memory server (all traffic of one server-side
 connection stays on one core).`,
-	Args: cobra.NoArgs,
-	RunE: func(cmd *cobra.Command, _ []string) error {
-		var cfg mboxBenchConfig
-		if err := loadConfig(cmd, "middlebox-bench", &cfg); err != nil {
-			return err
-		}
-		mix := middlebox.MixConfig{Clients: cfg.Clients, CASPct: cfg.CASPct, ReadPct: cfg.ReadPct, Coalesce: cfg.Coalesce, Seed: cfg.Seed, SkipICRCCheck: cfg.NoCheck}
-		var bench func() (middlebox.BenchResult, error)
-		switch cfg.IO {
-		case "engine":
-			bench = func() (middlebox.BenchResult, error) { return middlebox.BenchEngine(mix, cfg.Cores, cfg.Duration) }
-		case "ring", "dpdk":
-			bench = func() (middlebox.BenchResult, error) {
-				return middlebox.BenchDPDK(middlebox.DPDKBenchConfig{Mix: mix, Cores: cfg.Cores, Duration: cfg.Duration,
-					EAL: cfg.DPDKArgs, Vdevs: cfg.Vdevs, Ring: cfg.IO == "ring"})
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var cfg mboxBenchConfig
+			if err := loadConfig(cmd, "middlebox-bench", &cfg); err != nil {
+				return err
 			}
-		default:
-			return fmt.Errorf("middlebox bench: --io %q: want engine, ring or dpdk", cfg.IO)
-		}
-		// The measurement runs to its end; SIGINT or SIGTERM ends the
-		// command at once instead (the process exits with it).
-		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
-		type outcome struct {
-			res middlebox.BenchResult
-			err error
-		}
-		done := make(chan outcome, 1)
-		go func() {
-			r, err := bench()
-			done <- outcome{r, err}
-		}()
-		var res middlebox.BenchResult
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("middlebox bench: interrupted before the end of the measurement: no result")
-		case o := <-done:
-			if o.err != nil {
-				return o.err
+			mix := mbbench.MixConfig{Clients: cfg.Clients, CASPct: cfg.CASPct, ReadPct: cfg.ReadPct, Coalesce: cfg.Coalesce, Seed: cfg.Seed, SkipICRCCheck: cfg.NoCheck}
+			var bench func() (mbbench.BenchResult, error)
+			switch cfg.IO {
+			case "engine":
+				bench = func() (mbbench.BenchResult, error) { return mbbench.BenchEngine(mix, cfg.Cores, cfg.Duration) }
+			case "ring", "dpdk":
+				bench = func() (mbbench.BenchResult, error) {
+					return mbbench.BenchDPDK(mbbench.DPDKBenchConfig{Mix: mix, Cores: cfg.Cores, Duration: cfg.Duration,
+						EAL: cfg.DPDKArgs, Vdevs: cfg.Vdevs, Ring: cfg.IO == "ring"})
+				}
+			default:
+				return fmt.Errorf("middlebox bench: --io %q: want engine, ring or dpdk", cfg.IO)
 			}
-			res = o.res
-		}
-		w := cmd.OutOrStdout()
-		if cfg.JSON {
-			enc := json.NewEncoder(w)
-			enc.SetIndent("", "  ")
-			return enc.Encode(res)
-		}
-		fmt.Fprintf(w, "middlebox bench --io %s: %d clients, %d%% CAS, %d%% READ, ACK every %d requests, %d core(s), %.1fs\n\n",
-			res.IO, mix.Clients, mix.CASPct, mix.ReadPct, mix.Coalesce, res.Cores, res.Wall)
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "core\tMpps wall\tMpps per CPU\tframes in\tframes out\tbusy s\tCPU s\tdrops\t")
-		for k, c := range res.PerCore {
-			fmt.Fprintf(tw, "%d\t%.2f\t%.2f\t%d\t%d\t%.2f\t%.2f\t%d\t\n", k, c.Mpps, c.MppsCPU, c.FramesIn, c.FramesOut, c.Busy, c.CPU, c.Drops)
-		}
-		fmt.Fprintf(tw, "total\t%.2f\t%.2f\t\t\t\t\t\t\n", res.TotalMpp, res.TotalCPU)
-		return tw.Flush()
-	},
-}
-
-func init() {
-	f := middleboxRunCmd.Flags()
-	f.String("io", "afpacket", "afpacket | dpdk")
-	f.String("client-iface", "", "client-side interface (afpacket) or DPDK port name (dpdk)")
-	f.String("server-iface", "", "server-side interface (afpacket) or DPDK port name (dpdk)")
-	f.StringSlice("dpdk-args", nil, "EAL arguments (--io dpdk)")
-	f.Int("cores", 1, "engines (shards by memory server)")
-	f.Duration("stats-period", 0, "print the counters this often (0: only at exit)")
-	f.Int("burst", 32, "frames received at once")
-
-	b := middleboxBenchCmd.Flags()
+			// The measurement runs to its end; SIGINT or SIGTERM ends the
+			// command at once instead (the process exits with it).
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			type outcome struct {
+				res mbbench.BenchResult
+				err error
+			}
+			done := make(chan outcome, 1)
+			go func() {
+				r, err := bench()
+				done <- outcome{r, err}
+			}()
+			var res mbbench.BenchResult
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("middlebox bench: interrupted before the end of the measurement: no result")
+			case o := <-done:
+				if o.err != nil {
+					return o.err
+				}
+				res = o.res
+			}
+			w := cmd.OutOrStdout()
+			if cfg.JSON {
+				enc := json.NewEncoder(w)
+				enc.SetIndent("", "  ")
+				return enc.Encode(res)
+			}
+			fmt.Fprintf(w, "middlebox bench --io %s: %d clients, %d%% CAS, %d%% READ, ACK every %d requests, %d core(s), %.1fs\n\n",
+				res.IO, mix.Clients, mix.CASPct, mix.ReadPct, mix.Coalesce, res.Cores, res.Wall)
+			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintln(tw, "core\tMpps wall\tMpps per CPU\tframes in\tframes out\tbusy s\tCPU s\tdrops\t")
+			for k, c := range res.PerCore {
+				fmt.Fprintf(tw, "%d\t%.2f\t%.2f\t%d\t%d\t%.2f\t%.2f\t%d\t\n", k, c.Mpps, c.MppsCPU, c.FramesIn, c.FramesOut, c.Busy, c.CPU, c.Drops)
+			}
+			fmt.Fprintf(tw, "total\t%.2f\t%.2f\t\t\t\t\t\t\n", res.TotalMpp, res.TotalCPU)
+			return tw.Flush()
+		},
+	}
+	b := c.Flags()
 	b.String("io", "engine", "engine | ring | dpdk")
 	b.Int("cores", 1, "cores (one engine and one memory server each)")
 	b.Bool("json", false, "print the result as JSON")
@@ -223,23 +232,30 @@ func init() {
 	b.Bool("skip-icrc-check", false, "do not verify received ICRCs (as behind a NIC that checks the Ethernet FCS)")
 	b.StringSlice("dpdk-args", nil, "EAL arguments (default: --no-huge -m 512 --no-pci -l 0-<cores> --file-prefix swordbox-mbox-<pid>)")
 	b.StringSlice("vdevs", nil, "--io dpdk: two vdevs per core, client side then server side (default: net_ring pairs)")
+	return c
+}
 
-	middleboxCmd.AddCommand(middleboxRunCmd, middleboxBenchCmd)
-	rootCmd.AddCommand(middleboxCmd)
-	defineSettings("middlebox", []string{"middlebox run"},
+// middleboxRunSettings is the settings table of the "middlebox" section
+// (middlebox run).
+func middleboxRunSettings() *settingTable {
+	return newSection([]string{"middlebox run"},
 		intSpan("cores", 1, 64),
 		durSpan("stats-period", 10*time.Millisecond, 24*time.Hour).orZero("only at exit"),
 		intSpan("burst", 1, 1024),
 	)
-	defineSettings("middlebox-bench", []string{"middlebox bench"},
+}
+
+// middleboxBenchSettings is the settings table of the "middlebox-bench"
+// section.
+func middleboxBenchSettings() *settingTable {
+	return newSection([]string{"middlebox bench"},
 		intSpan("cores", 1, 64),
 		durSpan("duration", 10*time.Millisecond, time.Hour),
 		intSpan("clients", 1, 1024),
 		intSpan("cas-pct", 0, 100),
 		intSpan("read-pct", 0, 100),
 		intSpan("coalesce", 1, 1024),
-	)
-	addCheck("middlebox-bench", func(cfg any) error {
+	).withCheck(func(cfg any) error {
 		c := cfg.(*mboxBenchConfig)
 		if c.CASPct+c.ReadPct > 100 {
 			return fmt.Errorf("--cas-pct %d + --read-pct %d is more than 100", c.CASPct, c.ReadPct)

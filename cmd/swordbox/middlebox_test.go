@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/swordbox/swordbox/middlebox"
+	"github.com/swordbox/swordbox/middlebox/mbbench"
 )
 
 // The engine's configuration is read inline from the "middlebox" section.
@@ -30,14 +31,12 @@ func TestMiddleboxRunConfig(t *testing.T) {
     - {client-ip: 10.0.0.1, server-ip: 10.0.0.2, client-port: 49408, client-qp: 256, server-qp: 256, psn: 5, psn-known: true}
 `), 0o644)
 	var cfg mboxRunConfig
-	c := *middleboxRunCmd
-	c.ResetFlags()
-	c.Flags().AddFlagSet(middleboxRunCmd.Flags())
+	c := newMiddleboxRunCmd()
 	c.Flags().String("config", "", "")
 	if err := c.ParseFlags([]string{"--config", good}); err != nil {
 		t.Fatal(err)
 	}
-	if err := loadConfig(&c, "middlebox", &cfg); err != nil {
+	if err := loadConfig(c, "middlebox", &cfg); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.IO != "afpacket" || cfg.Engine.RingSize != 1024 || len(cfg.Engine.Servers) != 1 ||
@@ -55,13 +54,13 @@ func TestMiddleboxRunConfig(t *testing.T) {
 
 func TestMiddleboxBenchEngineJSON(t *testing.T) {
 	var out bytes.Buffer
-	rootCmd.SetOut(&out)
-	rootCmd.SetArgs([]string{"middlebox", "bench", "--io", "engine", "--duration", "200ms", "--json"})
-	defer rootCmd.SetArgs(nil)
-	if err := rootCmd.Execute(); err != nil {
+	root := newRootCmd(new(cpuProfile))
+	root.SetOut(&out)
+	root.SetArgs([]string{"middlebox", "bench", "--io", "engine", "--duration", "200ms", "--json"})
+	if err := root.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	var res middlebox.BenchResult
+	var res mbbench.BenchResult
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
 		t.Fatalf("%v: %s", err, out.String())
 	}
@@ -77,11 +76,12 @@ func TestMiddleboxBenchEngineJSON(t *testing.T) {
 func TestCPUProfileFlag(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cpu.pprof")
 	var out bytes.Buffer
-	rootCmd.SetOut(&out)
-	rootCmd.SetArgs([]string{"--cpuprofile", path, "middlebox", "bench", "--io", "engine", "--duration", "200ms", "--json"})
-	defer rootCmd.SetArgs(nil)
-	err := rootCmd.Execute()
-	if perr := stopProfile(); err == nil {
+	var prof cpuProfile
+	root := newRootCmd(&prof)
+	root.SetOut(&out)
+	root.SetArgs([]string{"--cpuprofile", path, "middlebox", "bench", "--io", "engine", "--duration", "200ms", "--json"})
+	err := root.Execute()
+	if perr := prof.stop(); err == nil {
 		err = perr
 	}
 	if err != nil {
@@ -95,11 +95,11 @@ func TestCPUProfileFlag(t *testing.T) {
 	if b, err := io.ReadAll(zr); err != nil || len(b) == 0 {
 		t.Fatalf("profile: %d bytes, %v", len(b), err)
 	}
-	rootCmd.SetArgs([]string{"--cpuprofile", filepath.Join(t.TempDir(), "no", "such", "dir"), "middlebox", "bench", "--io", "engine", "--duration", "10ms"})
-	if err := rootCmd.Execute(); err == nil || !strings.Contains(err.Error(), "cpuprofile") {
+	root = newRootCmd(&prof)
+	root.SetArgs([]string{"--cpuprofile", filepath.Join(t.TempDir(), "no", "such", "dir"), "middlebox", "bench", "--io", "engine", "--duration", "10ms"})
+	if err := root.Execute(); err == nil || !strings.Contains(err.Error(), "cpuprofile") {
 		t.Fatalf("unwritable profile path: %v", err)
 	}
-	rootCmd.PersistentFlags().Set("cpuprofile", "")
 }
 
 func mustRead(t *testing.T, path string) []byte {

@@ -15,46 +15,45 @@ type p4infoConfig struct {
 	Out string `mapstructure:"out"`
 }
 
-var p4infoCmd = &cobra.Command{
-	Use:   "p4info FILE.p4",
-	Short: "Compile a P4_16 v1model program and write its P4Info (text format)",
-	Long: `p4info compiles FILE.p4 with the swordbox v1model target (the same front end
+// newP4infoCmd builds `swordbox p4info` and its flags.
+func newP4infoCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "p4info FILE.p4",
+		Short: "Compile a P4_16 v1model program and write its P4Info (text format)",
+		Long: `p4info compiles FILE.p4 with the swordbox v1model target (the same front end
 that executes it in the software switch) and writes its P4Info as protobuf
 text, with p4c's names and IDs, in p4c's layout (byte-stable, so the file
 can be committed). By default it writes FILE.p4info.txtpb next to FILE.p4
 (p4/swordbox.p4 -> p4/swordbox.p4info.txtpb); --out - writes to stdout.
 A program the target cannot run is refused with file:line:col and a reason.`,
-	Args: cobra.ExactArgs(1),
-	RunE: func(cmd *cobra.Command, args []string) error {
-		var cfg p4infoConfig
-		if err := loadConfig(cmd, "p4info", &cfg); err != nil {
-			return err
-		}
-		src, err := os.ReadFile(args[0])
-		if err != nil {
-			return fmt.Errorf("p4info: %w", err)
-		}
-		prog, err := target.Compile(args[0], src)
-		if err != nil {
-			return fmt.Errorf("p4info: %w", err)
-		}
-		text := target.FormatText(prog.P4Info())
-		if cfg.Out == "" {
-			cfg.Out = strings.TrimSuffix(args[0], ".p4") + ".p4info.txtpb"
-		}
-		if cfg.Out == "-" {
-			_, err = cmd.OutOrStdout().Write(text)
-			return err
-		}
-		if err := os.WriteFile(cfg.Out, text, 0o644); err != nil {
-			return fmt.Errorf("p4info: %w", err)
-		}
-		return nil
-	},
-}
-
-func init() {
-	p4infoCmd.Flags().StringP("out", "o", "", "output file (default: FILE.p4info.txtpb next to FILE.p4; - for stdout)")
-	rootCmd.AddCommand(p4infoCmd)
-	defineSettings("p4info", []string{"p4info"})
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var cfg p4infoConfig
+			if err := loadConfig(cmd, "p4info", &cfg); err != nil {
+				return err
+			}
+			src, err := os.ReadFile(args[0])
+			if err != nil {
+				return fmt.Errorf("p4info: %w", err)
+			}
+			prog, err := target.Compile(args[0], src)
+			if err != nil {
+				return fmt.Errorf("p4info: %w", err)
+			}
+			text := target.FormatText(prog.P4Info())
+			if cfg.Out == "" {
+				cfg.Out = strings.TrimSuffix(args[0], ".p4") + ".p4info.txtpb"
+			}
+			if cfg.Out == "-" {
+				_, err = cmd.OutOrStdout().Write(text)
+				return err
+			}
+			if err := os.WriteFile(cfg.Out, text, 0o644); err != nil {
+				return fmt.Errorf("p4info: %w", err)
+			}
+			return nil
+		},
+	}
+	c.Flags().StringP("out", "o", "", "output file (default: FILE.p4info.txtpb next to FILE.p4; - for stdout)")
+	return c
 }

@@ -41,10 +41,12 @@ type perfConfig struct {
 	MemSize      string        `mapstructure:"mem-size"`
 }
 
-var perfCmd = &cobra.Command{
-	Use:   "perf write_bw|read_bw|atomic_bw|write_lat|read_lat|atomic_lat",
-	Short: "RDMA microbenchmarks (perftest style) on the software RNIC",
-	Long: `perf keeps --depth requests outstanding on each of --qps RC queue pairs
+// newPerfCmd builds `swordbox perf` and its flags.
+func newPerfCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "perf write_bw|read_bw|atomic_bw|write_lat|read_lat|atomic_lat",
+		Short: "RDMA microbenchmarks (perftest style) on the software RNIC",
+		Long: `perf keeps --depth requests outstanding on each of --qps RC queue pairs
 against a memory node for --duration and reports operations per second, MB/s
 (2^20 bytes) and latency percentiles in microseconds (post to completion).
 *_bw tests use --depth; *_lat tests run at depth 1. Atomics are 8-byte
@@ -56,33 +58,31 @@ inject faults (seeded by --seed). With --remote HOST:PORT the client connects
 to a swordbox memnode through its connection manager and sends RoCEv2 on
 --iface (AF_PACKET, root) with its own --mac and --ip; the faults then apply to
 what the client sends. See docs/rnic.md.`,
-	Args:      cobra.ExactArgs(1),
-	ValidArgs: perftest.Tests,
-	RunE: func(cmd *cobra.Command, args []string) error {
-		var cfg perfConfig
-		if err := loadConfig(cmd, "perf", &cfg); err != nil {
-			return err
-		}
-		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
-		r, err := runPerf(ctx, args[0], cfg)
-		if err != nil {
-			if ctx.Err() != nil {
-				return fmt.Errorf("perf %s: interrupted before the end of the measurement: no result", args[0])
+		Args:      cobra.ExactArgs(1),
+		ValidArgs: perftest.Tests,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var cfg perfConfig
+			if err := loadConfig(cmd, "perf", &cfg); err != nil {
+				return err
 			}
-			return err
-		}
-		if cfg.JSON {
-			enc := json.NewEncoder(cmd.OutOrStdout())
-			return enc.Encode(r)
-		}
-		fmt.Fprintf(cmd.OutOrStdout(), "perf: %s\n", keyValues(r))
-		return nil
-	},
-}
-
-func init() {
-	f := perfCmd.Flags()
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			r, err := runPerf(ctx, args[0], cfg)
+			if err != nil {
+				if ctx.Err() != nil {
+					return fmt.Errorf("perf %s: interrupted before the end of the measurement: no result", args[0])
+				}
+				return err
+			}
+			if cfg.JSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				return enc.Encode(r)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "perf: %s\n", keyValues(r))
+			return nil
+		},
+	}
+	f := c.Flags()
 	f.Int("qps", 1, "queue pairs")
 	f.Int("depth", 16, "requests outstanding per QP (bandwidth tests)")
 	f.Int("size", 64, "bytes per WRITE or READ")
@@ -103,9 +103,13 @@ func init() {
 	f.Int("workers", 0, "responder workers of the in-process memory node")
 	f.String("timing", "off", "NIC timing model of the in-process memory node: off or cx5")
 	f.String("mem-size", "64MiB", "memory of the in-process memory node")
-	rootCmd.AddCommand(perfCmd)
+	return c
+}
+
+// perfSettings is the settings table of the "perf" section.
+func perfSettings() *settingTable {
 	mem, why := memoryCap()
-	defineSettings("perf", []string{"perf"},
+	return newSection([]string{"perf"},
 		intSpan("qps", 1, 1024),
 		intSpan("depth", 1, 1024),
 		intSpan("size", 1, 1<<20),
@@ -119,8 +123,7 @@ func init() {
 		durSpan("delay", 0, time.Second),
 		intSpan("workers", 0, 64),
 		bytesSpan("mem-size", 4<<10, mem).because(why),
-	)
-	addCheck("perf", func(cfg any) error {
+	).withCheck(func(cfg any) error {
 		c := cfg.(*perfConfig)
 		if n := c.QPs * c.Depth; n > perfMaxOutstanding {
 			return fmt.Errorf("--qps %d x --depth %d = %d requests outstanding: at most %d", c.QPs, c.Depth, n, perfMaxOutstanding)

@@ -25,10 +25,11 @@ import (
 //	config rack.yaml: bench.threads: 0: out of range 1..4096
 //
 // A command's settings are one entry of the settings table below, keyed by
-// its config section. A new flag joins the layer by adding its span to its
-// section's entry: a command in its own file (bench --system sherman, say)
-// calls addSpans("bench", intSpan("sherman-threads", 1, 4096), ...) from its
-// init function, and may add a cross-field check with addCheck. main
+// its config section and built by a function in the command's file
+// (benchSettings, perfSettings, ...). A new flag joins the layer by adding
+// its span to its section's function: newSection's list, or withSpans for
+// spans kept in another file of the same command (bench --system sherman's
+// shermanSpans, say), and withCheck for a cross-field check. newRootCmd
 // appends each span's range to its flag's help text (documentSettings), so
 // --help documents what is enforced. Settings that are not numbers (names,
 // addresses, lists) are checked by the code that parses them.
@@ -143,39 +144,38 @@ type settingTable struct {
 
 // settings maps a config section to its table. Every section a config file
 // may hold is here, also those without numeric settings, so that an
-// unknown (misspelled) section is refused.
-var settings = map[string]*settingTable{}
-
-// defineSettings registers a section read by the given commands.
-func defineSettings(section string, commands []string, spans ...span) {
-	t := settings[section]
-	if t == nil {
-		t = &settingTable{}
-		settings[section] = t
-	}
-	t.commands = commands
-	t.spans = append(t.spans[:0:0], spans...)
+// unknown (misspelled) section is refused. It is static data, built once:
+// the command trees newRootCmd builds only read it.
+var settings = map[string]*settingTable{
+	"bench":           benchSettings(),
+	"clover-ms":       cloverMSSettings(),
+	"clover-clients":  cloverClientsSettings(),
+	"ctrl":            ctrlSettings(),
+	"decode":          newSection([]string{"decode"}),
+	"memnode":         memnodeSettings(),
+	"middlebox":       middleboxRunSettings(),
+	"middlebox-bench": middleboxBenchSettings(),
+	"p4info":          newSection([]string{"p4info"}),
+	"perf":            perfSettings(),
+	"switch":          switchSettings(),
 }
 
-// addSpans adds spans to a section defined elsewhere (a flag registered by
-// another file of the same command).
-func addSpans(section string, spans ...span) {
-	t := settings[section]
-	if t == nil {
-		t = &settingTable{}
-		settings[section] = t
-	}
+// newSection is the table of a section read by the given commands ("ctrl
+// run"), with the ranges of its numbers.
+func newSection(commands []string, spans ...span) *settingTable {
+	return &settingTable{commands: commands, spans: spans}
+}
+
+// withSpans adds spans kept in another file of the same command.
+func (t *settingTable) withSpans(spans ...span) *settingTable {
 	t.spans = append(t.spans, spans...)
+	return t
 }
 
-// addCheck adds a cross-field check to a section.
-func addCheck(section string, check func(cfg any) error) {
-	t := settings[section]
-	if t == nil {
-		t = &settingTable{}
-		settings[section] = t
-	}
+// withCheck adds a cross-field check.
+func (t *settingTable) withCheck(check func(cfg any) error) *settingTable {
 	t.checks = append(t.checks, check)
+	return t
 }
 
 // source says where a setting's value came from, for the refusal.

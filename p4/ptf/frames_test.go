@@ -333,6 +333,7 @@ func (r *rig) packetOut(port uint32, frame []byte) {
 	}}}); err != nil {
 		r.t.Fatal(err)
 	}
+	r.twin.packetOut(port, frame)
 }
 
 // untrack deletes key's tracked_keys entry.

@@ -37,6 +37,9 @@ type rig struct {
 	rx     map[uint32]chan []byte
 	pktIn  chan *p4v1.PacketIn
 	srv    *p4rt.Server
+	// twin runs the same test on p4/tna/swordbox.p4 and checks that it
+	// sees the same frames and state (tna_diff_test.go); nil otherwise.
+	twin *twin
 }
 
 func loadProgram(t testing.TB) ([]byte, *configv1.P4Info) {
@@ -74,7 +77,14 @@ func newRigReaders(t testing.TB, readers bool, ports ...uint32) *rig {
 func newRigPorts(t testing.TB, readers bool, swPorts, hosts map[uint32]netio.Port) *rig {
 	t.Helper()
 	src, info := loadProgram(t)
-	r := &rig{names: &names{t: t, info: info}, t: t, info: info, hosts: hosts, rx: map[uint32]chan []byte{}, pktIn: make(chan *p4v1.PacketIn, 64)}
+	return startRig(t, readers, swPorts, hosts, src, info, newTwin(t, readers, hosts, info))
+}
+
+// startRig starts a switch running the program src (whose P4Info is info)
+// on the given ports, with the twin tw (nil: none).
+func startRig(t testing.TB, readers bool, swPorts, hosts map[uint32]netio.Port, src []byte, info *configv1.P4Info, tw *twin) *rig {
+	t.Helper()
+	r := &rig{names: &names{t: t, info: info}, t: t, info: info, hosts: hosts, rx: map[uint32]chan []byte{}, pktIn: make(chan *p4v1.PacketIn, 64), twin: tw}
 	for p, h := range hosts {
 		ch := make(chan []byte, 256)
 		r.rx[p] = ch
@@ -136,6 +146,7 @@ func newRigPorts(t testing.TB, readers bool, swPorts, hosts map[uint32]netio.Por
 				return
 			}
 			if p := m.GetPacket(); p != nil {
+				r.twin.packetIn(p)
 				r.pktIn <- p
 			}
 		}
@@ -252,6 +263,7 @@ func dec(b []byte) uint64 {
 
 func (r *rig) write(updates ...*p4v1.Update) {
 	r.t.Helper()
+	r.twin.write(updates)
 	_, err := r.cl.Write(context.Background(), &p4v1.WriteRequest{DeviceId: deviceID, ElectionId: &p4v1.Uint128{Low: 1}, Updates: updates})
 	if err != nil {
 		r.t.Fatalf("write: %v", err)
@@ -272,6 +284,7 @@ func (r *rig) read(e *p4v1.Entity) []*p4v1.Entity {
 		}
 		out = append(out, resp.GetEntities()...)
 	}
+	r.twin.read(e, out)
 	return out
 }
 
@@ -366,6 +379,7 @@ func (r *rig) send(port uint32, frame []byte) {
 	if _, err := r.hosts[port].Send([][]byte{frame}); err != nil {
 		r.t.Fatalf("send on port %d: %v", port, err)
 	}
+	r.twin.send(port, frame)
 }
 
 // expect returns the next frame out of port.
@@ -373,6 +387,7 @@ func (r *rig) expect(port uint32) []byte {
 	r.t.Helper()
 	select {
 	case f := <-r.rx[port]:
+		r.twin.expect(port, f)
 		return f
 	case <-time.After(recvTimeout):
 		r.t.Fatalf("no frame on port %d within %v", port, recvTimeout)
@@ -399,6 +414,7 @@ func (r *rig) expectQuiet() {
 		default:
 		}
 	}
+	r.twin.expectQuiet()
 }
 
 func macU64(m [6]byte) uint64 {

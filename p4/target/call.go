@@ -1,6 +1,7 @@
 package target
 
 import (
+	"github.com/swordbox/swordbox/p4/target/frontend"
 	"hash/crc32"
 )
 
@@ -12,8 +13,8 @@ type actionC struct {
 	id        uint32
 	params    []actParam
 	body      stmtFn
-	anns      []annotation
-	p         pos
+	anns      []frontend.Annotation
+	p         frontend.Pos
 	inInfo    bool
 }
 
@@ -24,26 +25,26 @@ type actParam struct {
 	slot int
 }
 
-func (c *compiler) declareAction(sc *scope, d *actionDecl) *actionC {
-	a := &actionC{name: c.fqName(d.name, d.anns), localName: d.name, anns: d.anns, p: d.p}
+func (c *compiler) declareAction(sc *scope, d *frontend.ActionDecl) *actionC {
+	a := &actionC{name: c.fqName(d.Name, d.Anns), localName: d.Name, anns: d.Anns, p: d.P}
 	inner := newScope(sc)
-	for _, pr := range d.params {
-		t := c.resolveType(sc, pr.t)
-		if pr.dir == "" && t.kind != kBit && t.kind != kBool {
-			c.fail(pr.p, "action data parameter %s: type %s is not supported (use bit<W>)", pr.name, t)
+	for _, pr := range d.Params {
+		t := c.resolveType(sc, pr.T)
+		if pr.Dir == "" && t.kind != kBit && t.kind != kBool {
+			c.fail(pr.P, "action data parameter %s: type %s is not supported (use bit<W>)", pr.Name, t)
 		}
 		switch t.kind {
 		case kBit, kBool, kEnum, kError, kHeader, kStruct:
 		default:
-			c.fail(pr.p, "action parameter %s: type %s is not supported", pr.name, t)
+			c.fail(pr.P, "action parameter %s: type %s is not supported", pr.Name, t)
 		}
 		slot := c.alloc(t.size)
-		a.params = append(a.params, actParam{name: pr.name, t: t, dir: pr.dir, slot: slot})
-		c.defineIn(inner, pr.p, pr.name, &symbol{kind: sVar, t: t, base: slot, readonly: pr.dir == "in"})
+		a.params = append(a.params, actParam{name: pr.Name, t: t, dir: pr.Dir, slot: slot})
+		c.defineIn(inner, pr.P, pr.Name, &symbol{kind: sVar, t: t, base: slot, readonly: pr.Dir == "in"})
 	}
 	saved := c.inAction
 	c.inAction = a
-	body := c.block(inner, d.body)
+	body := c.block(inner, d.Body)
 	c.inAction = saved
 	a.body = body
 	return a
@@ -61,35 +62,35 @@ func (a *actionC) dataParams() []actParam {
 }
 
 // callAction compiles a direct call of an action with copy-in/copy-out.
-func (c *compiler) callAction(sc *scope, a *actionC, e *callExpr) stmtFn {
+func (c *compiler) callAction(sc *scope, a *actionC, e *frontend.CallExpr) stmtFn {
 	if c.inParser {
-		c.fail(e.p, "actions cannot be called from a parser")
+		c.fail(e.P, "actions cannot be called from a parser")
 	}
-	if len(e.args) != len(a.params) {
-		c.fail(e.p, "action %s takes %d arguments, got %d", a.localName, len(a.params), len(e.args))
+	if len(e.Args) != len(a.params) {
+		c.fail(e.P, "action %s takes %d arguments, got %d", a.localName, len(a.params), len(e.Args))
 	}
 	var ins, outs []stmtFn
 	for i, p := range a.params {
-		arg := e.args[i]
+		arg := e.Args[i]
 		pl := &lval{base: p.slot, t: p.t}
 		switch p.dir {
 		case "", "in":
-			if st := c.assign(sc, pl, arg, arg.exprPos()); st != nil {
+			if st := c.assign(sc, pl, arg, arg.ExprPos()); st != nil {
 				ins = append(ins, st)
 			}
 		case "out", "inout":
 			v := c.expr(sc, arg)
 			if v.lv == nil {
-				c.fail(arg.exprPos(), "argument for %s parameter %s must be assignable", p.dir, p.name)
+				c.fail(arg.ExprPos(), "argument for %s parameter %s must be assignable", p.dir, p.name)
 			}
 			if v.lv.readonly {
-				c.fail(arg.exprPos(), "argument for %s parameter %s: %s", p.dir, p.name, roReason(v.lv))
+				c.fail(arg.ExprPos(), "argument for %s parameter %s: %s", p.dir, p.name, roReason(v.lv))
 			}
 			if v.t != p.t {
-				c.fail(arg.exprPos(), "type mismatch: parameter %s is %s, argument is %s", p.name, p.t, v.t)
+				c.fail(arg.ExprPos(), "type mismatch: parameter %s is %s, argument is %s", p.name, p.t, v.t)
 			}
 			if v.lv.sliced {
-				c.fail(arg.exprPos(), "slices as %s arguments are not supported", p.dir)
+				c.fail(arg.ExprPos(), "slices as %s arguments are not supported", p.dir)
 			}
 			src, dst, n := v.lv.base, p.slot, p.t.size
 			c.mention(src, n)
@@ -117,6 +118,14 @@ func (c *compiler) callAction(sc *scope, a *actionC, e *callExpr) stmtFn {
 	}
 }
 
+// v1modelFuncs are v1model's free functions (refused in tna programs).
+var v1modelFuncs = map[string]bool{
+	"mark_to_drop": true, "clone": true, "clone_preserving_field_list": true, "resubmit_preserving_field_list": true,
+	"recirculate_preserving_field_list": true, "hash": true, "verify_checksum": true, "update_checksum": true,
+	"digest": true, "clone3": true, "resubmit": true, "recirculate": true, "random": true, "truncate": true,
+	"verify_checksum_with_payload": true, "update_checksum_with_payload": true, "log_msg": true,
+}
+
 // unsupportedBuiltins are v1model functions this target refuses.
 var unsupportedBuiltins = map[string]bool{
 	"clone3": true, "resubmit": true, "recirculate": true,
@@ -126,56 +135,62 @@ var unsupportedBuiltins = map[string]bool{
 
 // call compiles a call expression. The result carries the call's effect in
 // st, and for value-returning calls a closure in fn.
-func (c *compiler) call(sc *scope, e *callExpr) *val {
-	if id, ok := e.fn.(*identExpr); ok && id.name == "digest" && sc.lookup("digest") == nil {
+func (c *compiler) call(sc *scope, e *frontend.CallExpr) *val {
+	if id, ok := e.Fn.(*frontend.IdentExpr); ok && c.tnaT != nil && v1modelFuncs[id.Name] && sc.lookup(id.Name) == nil {
+		c.fail(e.P, "%s is a v1model function; this program includes <tna.p4>", id.Name)
+	}
+	if id, ok := e.Fn.(*frontend.IdentExpr); ok && id.Name == "port_metadata_unpack" && c.tnaT != nil {
+		c.fail(e.P, "port_metadata_unpack returns a value: assign it (md = port_metadata_unpack<T>(pkt);)")
+	}
+	if id, ok := e.Fn.(*frontend.IdentExpr); ok && id.Name == "digest" && sc.lookup("digest") == nil {
 		return &val{t: voidT, st: c.digestCall(sc, e)}
 	}
-	if len(e.targs) > 0 {
-		c.fail(e.p, "packet_in.lookahead is not supported")
+	if len(e.Targs) > 0 {
+		c.fail(e.P, "packet_in.lookahead is not supported")
 	}
-	if id, ok := e.fn.(*identExpr); ok {
-		s := sc.lookup(id.name)
-		if id.dot {
-			s = c.global.lookup(id.name)
+	if id, ok := e.Fn.(*frontend.IdentExpr); ok {
+		s := sc.lookup(id.Name)
+		if id.Dot {
+			s = c.global.lookup(id.Name)
 		}
 		if s != nil && s.kind == sAction {
 			return &val{t: voidT, st: c.callAction(sc, s.act, e)}
 		}
 		if s != nil && s.kind != sType {
-			c.fail(e.p, "%s is not callable", id.name)
+			c.fail(e.P, "%s is not callable", id.Name)
 		}
-		switch id.name {
+		switch id.Name {
 		case "mark_to_drop":
 			return &val{t: voidT, st: c.markToDrop(sc, e)}
 		case "clone", "clone_preserving_field_list":
-			return &val{t: voidT, st: c.cloneCall(sc, e, id.name == "clone_preserving_field_list")}
+			return &val{t: voidT, st: c.cloneCall(sc, e, id.Name == "clone_preserving_field_list")}
 		case "resubmit_preserving_field_list", "recirculate_preserving_field_list":
-			return &val{t: voidT, st: c.reentryCall(sc, e, id.name)}
+			return &val{t: voidT, st: c.reentryCall(sc, e, id.Name)}
 		case "hash":
 			return &val{t: voidT, st: c.hashCall(sc, e)}
 		case "verify_checksum", "update_checksum":
-			return &val{t: voidT, st: c.checksumCall(sc, e, id.name == "update_checksum")}
+			return &val{t: voidT, st: c.checksumCall(sc, e, id.Name == "update_checksum")}
 		case "verify":
 			return &val{t: voidT, st: c.verifyCall(sc, e)}
 		case "log_msg":
 			// Logging only: accepted and ignored.
-			for _, a := range e.args {
-				if _, ok := a.(*listExpr); !ok {
+			for _, a := range e.Args {
+				if _, ok := a.(*frontend.ListExpr); !ok {
 					c.expr(sc, a)
 				}
 			}
 			return &val{t: voidT, st: func(*pktState) flow { return flowNext }}
 		}
-		if unsupportedBuiltins[id.name] {
-			switch id.name {
+		if unsupportedBuiltins[id.Name] {
+			switch id.Name {
 			case "resubmit", "recirculate":
-				c.fail(e.p, "%s is not supported by this target (use %s_preserving_field_list)", id.name, id.name)
+				c.fail(e.P, "%s is not supported by this target (use %s_preserving_field_list)", id.Name, id.Name)
 			}
-			c.fail(e.p, "%s is not supported by this target", id.name)
+			c.fail(e.P, "%s is not supported by this target", id.Name)
 		}
-		c.fail(e.p, "unknown function %s", id.name)
+		c.fail(e.P, "unknown function %s", id.Name)
 	}
-	fv := c.expr(sc, e.fn)
+	fv := c.expr(sc, e.Fn)
 	switch {
 	case fv.recv != nil: // header methods
 		l := fv.recv.lv
@@ -183,16 +198,16 @@ func (c *compiler) call(sc *scope, e *callExpr) *val {
 		nargs := 0
 		switch fv.method {
 		case "isValid":
-			if len(e.args) != nargs {
-				c.fail(e.p, "isValid takes no arguments")
+			if len(e.Args) != nargs {
+				c.fail(e.P, "isValid takes no arguments")
 			}
 			return &val{t: boolT, fn: func(s *pktState) uint64 { return s.slots[b] }}
 		case "setValid", "setInvalid":
-			if len(e.args) != nargs {
-				c.fail(e.p, "%s takes no arguments", fv.method)
+			if len(e.Args) != nargs {
+				c.fail(e.P, "%s takes no arguments", fv.method)
 			}
 			if l.readonly {
-				c.fail(e.p, "cannot change a read-only header")
+				c.fail(e.P, "cannot change a read-only header")
 			}
 			k := uint64(0)
 			if fv.method == "setValid" {
@@ -206,46 +221,57 @@ func (c *compiler) call(sc *scope, e *callExpr) *val {
 	case fv.sym != nil && fv.method != "":
 		switch fv.sym.kind {
 		case sTable:
-			if fv.method != "apply" || len(e.args) != 0 {
-				c.fail(e.p, "tables only have apply()")
+			if fv.method != "apply" || len(e.Args) != 0 {
+				c.fail(e.P, "tables only have apply()")
 			}
 			if c.inAction != nil {
-				c.fail(e.p, "tables cannot be applied from an action")
+				c.fail(e.P, "tables cannot be applied from an action")
 			}
 			st := fv.sym.tbl.applyFn()
 			return &val{t: voidT, st: st, applied: fv.sym.tbl}
 		case sExtern:
-			return &val{t: voidT, st: c.externCall(sc, fv.sym.ext, fv.method, e)}
-		case sPacketIn:
-			if fv.method != "extract" {
-				c.fail(e.p, "packet_in.%s is not supported", fv.method)
+			if fv.sym.ext.tna {
+				return c.tnaExternCall(sc, fv.sym.ext, fv.method, e)
 			}
-			return &val{t: voidT, st: c.extract(sc, e)}
+			return &val{t: voidT, st: c.externCall(sc, fv.sym.ext, fv.method, e)}
+		case sSub:
+			if fv.method != "apply" {
+				c.fail(e.P, "%s has only apply()", fv.sym.sub.name)
+			}
+			return &val{t: voidT, st: c.applySub(sc, fv.sym.sub, e)}
+		case sPacketIn:
+			switch fv.method {
+			case "extract":
+				return &val{t: voidT, st: c.extract(sc, e)}
+			case "advance":
+				return &val{t: voidT, st: c.advance(sc, e)}
+			}
+			c.fail(e.P, "packet_in.%s is not supported", fv.method)
 		case sPacketOut:
 			if fv.method != "emit" {
-				c.fail(e.p, "packet_out.%s is not supported", fv.method)
+				c.fail(e.P, "packet_out.%s is not supported", fv.method)
 			}
 			return &val{t: voidT, st: c.emit(sc, e)}
 		}
 	}
-	c.fail(e.p, "unsupported call")
+	c.fail(e.P, "unsupported call")
 	return nil
 }
 
-func (c *compiler) smArg(sc *scope, e *callExpr, what string) *lval {
-	if len(e.args) != 1 {
-		c.fail(e.p, "%s takes standard_metadata as its only argument", what)
+func (c *compiler) smArg(sc *scope, e *frontend.CallExpr, what string) *lval {
+	if len(e.Args) != 1 {
+		c.fail(e.P, "%s takes standard_metadata as its only argument", what)
 	}
-	v := c.expr(sc, e.args[0])
+	v := c.expr(sc, e.Args[0])
 	if v.lv == nil || v.t != c.smT || v.lv.readonly {
-		c.fail(e.p, "%s takes standard_metadata as its only argument", what)
+		c.fail(e.P, "%s takes standard_metadata as its only argument", what)
 	}
 	return v.lv
 }
 
-func (c *compiler) markToDrop(sc *scope, e *callExpr) stmtFn {
+func (c *compiler) markToDrop(sc *scope, e *frontend.CallExpr) stmtFn {
 	if c.inParser {
-		c.fail(e.p, "mark_to_drop cannot be called from a parser")
+		c.fail(e.P, "mark_to_drop cannot be called from a parser")
 	}
 	l := c.smArg(sc, e, "mark_to_drop")
 	spec := l.base + c.smT.field("egress_spec").off
@@ -267,22 +293,33 @@ type dataField struct {
 	slot int // >= 0: the value is slots[slot]
 }
 
-func (c *compiler) dataList(sc *scope, e expr) []dataField {
-	var elems []expr
-	if l, ok := e.(*listExpr); ok {
-		elems = l.elems
+func (c *compiler) dataList(sc *scope, e frontend.Expr) []dataField {
+	var elems []frontend.Expr
+	if l, ok := e.(*frontend.ListExpr); ok {
+		elems = l.Elems
 	} else {
-		elems = []expr{e}
+		elems = []frontend.Expr{e}
 	}
 	var out []dataField
-	for _, el := range elems {
+	for i := 0; i < len(elems); i++ {
+		el := elems[i]
 		v := c.expr(sc, el)
 		if v.t != nil && v.t.kind == kHeader && v.lv != nil {
-			c.fail(el.exprPos(), "whole headers as hash or checksum data are not supported; list the fields")
+			if c.tnaT == nil {
+				c.fail(el.ExprPos(), "whole headers as hash or checksum data are not supported; list the fields")
+			}
+			// tna: a header stands for its fields, in order.
+			var fs []frontend.Expr
+			for _, f := range v.t.fields {
+				fs = append(fs, &frontend.MemberExpr{P: el.ExprPos(), X: el, Name: f.name})
+			}
+			elems = append(append(append([]frontend.Expr{}, elems[:i]...), fs...), elems[i+1:]...)
+			i--
+			continue
 		}
-		v = c.typed(v, el.exprPos())
+		v = c.typed(v, el.ExprPos())
 		if v.t.kind != kBit && v.t.kind != kBool {
-			c.fail(el.exprPos(), "hash/checksum data must be bit<W> fields, found %s", v.t)
+			c.fail(el.ExprPos(), "hash/checksum data must be bit<W> fields, found %s", v.t)
 		}
 		df := dataField{fn: v.fn, w: widthOf(v.t), slot: -1}
 		if v.isSlot {
@@ -291,14 +328,14 @@ func (c *compiler) dataList(sc *scope, e expr) []dataField {
 		out = append(out, df)
 	}
 	if len(out) == 0 {
-		c.fail(e.exprPos(), "empty hash/checksum data")
+		c.fail(e.ExprPos(), "empty hash/checksum data")
 	}
 	bits := 0
 	for _, f := range out {
 		bits += f.w
 	}
 	if bits > 8*maxDataBytes {
-		c.fail(e.exprPos(), "hash/checksum data of %d bits; this target supports up to %d", bits, 8*maxDataBytes)
+		c.fail(e.ExprPos(), "hash/checksum data of %d bits; this target supports up to %d", bits, 8*maxDataBytes)
 	}
 	return out
 }
@@ -413,36 +450,36 @@ func algoFunc(alg uint64) func([]byte) uint64 {
 	return nil
 }
 
-func (c *compiler) algo(sc *scope, e expr) func([]byte) uint64 {
+func (c *compiler) algo(sc *scope, e frontend.Expr) func([]byte) uint64 {
 	v := c.expr(sc, e)
 	ha := c.global.m["HashAlgorithm"].t
 	if v.t != ha || !v.isConst {
-		c.fail(e.exprPos(), "expected a HashAlgorithm constant")
+		c.fail(e.ExprPos(), "expected a HashAlgorithm constant")
 	}
 	f := algoFunc(v.k)
 	if f == nil {
-		c.fail(e.exprPos(), "HashAlgorithm.%s is not supported (crc32, crc16, identity and csum16 are)", ha.members[v.k])
+		c.fail(e.ExprPos(), "HashAlgorithm.%s is not supported (crc32, crc16, identity and csum16 are)", ha.members[v.k])
 	}
 	return f
 }
 
 // hashCall: hash(out O result, in HashAlgorithm algo, in T base, in D data, in M max).
 // result = base + (hash(data) mod max), in O's width; max == 0 means no modulo.
-func (c *compiler) hashCall(sc *scope, e *callExpr) stmtFn {
-	if len(e.args) != 5 {
-		c.fail(e.p, "hash takes (out result, algorithm, base, data, max)")
+func (c *compiler) hashCall(sc *scope, e *frontend.CallExpr) stmtFn {
+	if len(e.Args) != 5 {
+		c.fail(e.P, "hash takes (out result, algorithm, base, data, max)")
 	}
-	res := c.expr(sc, e.args[0])
+	res := c.expr(sc, e.Args[0])
 	if res.lv == nil || res.t.kind != kBit {
-		c.fail(e.args[0].exprPos(), "hash result must be an assignable bit<W>")
+		c.fail(e.Args[0].ExprPos(), "hash result must be an assignable bit<W>")
 	}
 	if res.lv.readonly {
-		c.fail(e.args[0].exprPos(), "hash result: %s", roReason(res.lv))
+		c.fail(e.Args[0].ExprPos(), "hash result: %s", roReason(res.lv))
 	}
-	f := c.algo(sc, e.args[1])
-	base := c.intArg(sc, e.args[2])
-	data := c.dataList(sc, e.args[3])
-	max := c.intArg(sc, e.args[4])
+	f := c.algo(sc, e.Args[1])
+	base := c.intArg(sc, e.Args[2])
+	data := c.dataList(sc, e.Args[3])
+	max := c.intArg(sc, e.Args[4])
 	l := res.lv
 	return c.dirtying(func(s *pktState) flow {
 		h := f(packData(s, data))
@@ -455,18 +492,18 @@ func (c *compiler) hashCall(sc *scope, e *callExpr) stmtFn {
 }
 
 // intArg compiles a generic integer argument (bit<W> or an int constant).
-func (c *compiler) intArg(sc *scope, e expr) exprFn {
+func (c *compiler) intArg(sc *scope, e frontend.Expr) exprFn {
 	v := c.expr(sc, e)
 	if v.t != nil && v.t.kind == kInt {
 		k, ok := toBits(v.big, 64)
 		if !ok || v.big.Sign() < 0 {
-			c.fail(e.exprPos(), "constant out of range")
+			c.fail(e.ExprPos(), "constant out of range")
 		}
 		return func(*pktState) uint64 { return k }
 	}
-	v = c.typed(v, e.exprPos())
+	v = c.typed(v, e.ExprPos())
 	if v.t.kind != kBit {
-		c.fail(e.exprPos(), "expected bit<W>, found %s", v.t)
+		c.fail(e.ExprPos(), "expected bit<W>, found %s", v.t)
 	}
 	return v.fn
 }
@@ -474,24 +511,24 @@ func (c *compiler) intArg(sc *scope, e expr) exprFn {
 // checksumCall: verify_checksum(in bool cond, in T data, in O checksum, algo)
 // sets standard_metadata.checksum_error when cond holds and the checksum
 // differs; update_checksum(cond, data, inout checksum, algo) writes it.
-func (c *compiler) checksumCall(sc *scope, e *callExpr, update bool) stmtFn {
-	if len(e.args) != 4 {
-		c.fail(e.p, "checksum functions take (condition, data, checksum, algorithm)")
+func (c *compiler) checksumCall(sc *scope, e *frontend.CallExpr, update bool) stmtFn {
+	if len(e.Args) != 4 {
+		c.fail(e.P, "checksum functions take (condition, data, checksum, algorithm)")
 	}
-	cond := c.rvalue(sc, e.args[0], boolT).fn
-	data := c.dataList(sc, e.args[1])
-	ck := c.expr(sc, e.args[2])
+	cond := c.rvalue(sc, e.Args[0], boolT).fn
+	data := c.dataList(sc, e.Args[1])
+	ck := c.expr(sc, e.Args[2])
 	if ck.t == nil || ck.t.kind != kBit || ck.fn == nil {
-		c.fail(e.args[2].exprPos(), "checksum must be a bit<W> field")
+		c.fail(e.Args[2].ExprPos(), "checksum must be a bit<W> field")
 	}
-	f := c.algo(sc, e.args[3])
+	f := c.algo(sc, e.Args[3])
 	m := mask(ck.t.width)
 	if update {
 		if ck.lv == nil {
-			c.fail(e.args[2].exprPos(), "update_checksum needs an assignable checksum field")
+			c.fail(e.Args[2].ExprPos(), "update_checksum needs an assignable checksum field")
 		}
 		if ck.lv.readonly {
-			c.fail(e.args[2].exprPos(), "update_checksum: %s", roReason(ck.lv))
+			c.fail(e.Args[2].ExprPos(), "update_checksum: %s", roReason(ck.lv))
 		}
 		l := ck.lv
 		return c.dirtying(func(s *pktState) flow {
@@ -512,17 +549,17 @@ func (c *compiler) checksumCall(sc *scope, e *callExpr, update bool) stmtFn {
 }
 
 // verifyCall: verify(bool condition, error err) in a parser.
-func (c *compiler) verifyCall(sc *scope, e *callExpr) stmtFn {
+func (c *compiler) verifyCall(sc *scope, e *frontend.CallExpr) stmtFn {
 	if !c.inParser {
-		c.fail(e.p, "verify is only allowed in parsers")
+		c.fail(e.P, "verify is only allowed in parsers")
 	}
-	if len(e.args) != 2 {
-		c.fail(e.p, "verify takes (condition, error)")
+	if len(e.Args) != 2 {
+		c.fail(e.P, "verify takes (condition, error)")
 	}
-	cond := c.rvalue(sc, e.args[0], boolT).fn
-	ev := c.rvalue(sc, e.args[1], c.errT)
+	cond := c.rvalue(sc, e.Args[0], boolT).fn
+	ev := c.rvalue(sc, e.Args[1], c.errT)
 	if !ev.isConst {
-		c.fail(e.args[1].exprPos(), "verify needs an error constant")
+		c.fail(e.Args[1].ExprPos(), "verify needs an error constant")
 	}
 	code := ev.k
 	perr := c.prog.smParserError

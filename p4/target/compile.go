@@ -2,6 +2,7 @@ package target
 
 import (
 	"fmt"
+	"github.com/swordbox/swordbox/p4/target/frontend"
 	"math/big"
 	"runtime/debug"
 	"strings"
@@ -52,7 +53,10 @@ type Program struct {
 	errCodes            map[string]uint64
 	outSlack            int // bytes the output may need beyond the input frame
 	tsSlots             [2]int
-	hdrBases            []int            // base slot of each header of hdr, in order
+	hdrBases            []int            // base slot of each header of hdr (tna: of both pipelines' headers), in order
+	hdrSizes            []int            // slots of each header of hdrBases
+	hdrAllBytes         int              // bytes of all headers of hdrBases
+	tna                 *tnaProg         // the TNA pipeline (nil: v1model)
 	fieldLists          map[uint64][]int // @field_list index -> metadata slots it preserves
 }
 
@@ -77,6 +81,10 @@ type pktState struct {
 	pending               uint8    // pendClone, pendResub, pendRecirc
 	resubKeep, recircKeep []int    // field lists of resubmit and recirculate
 	depth                 int      // times this packet was resubmitted or recirculated
+	pre                   int      // tna: bytes of intrinsic metadata in front of the frame in pkt
+	inBuf, egBuf          []byte   // tna: the ingress and egress parsers' input (metadata + frame)
+	dcell                 *uint64  // tna: the DirectRegister cell of the entry whose action runs (nil: a miss)
+	dcellOf               *externC // tna: the DirectRegister of that table
 }
 
 // flow is what a compiled statement tells its enclosing block.
@@ -107,86 +115,130 @@ type compiler struct {
 	smT      *ptype
 	cells    int // register and counter cells so far
 
+	blocks    map[string]frontend.Decl // parsers and controls by name
+	subs      map[*frontend.InstDecl]*subInst
+	subStack  []frontend.Decl      // the sub-parsers and sub-controls being compiled, outermost first
+	watch     map[int]int          // slot -> slot set to 1 whenever the first is written (tna's ucast_egress_port)
+	tnaT      *tnaTypes            // tna.p4's intrinsic metadata types (tna programs)
+	tnaRole   string               // the tna block being compiled ("ingress parser", ...)
 	codecs    map[int]*headerCodec // header codecs of the headers struct, by base slot
 	mentioned map[int]bool         // header field slots the program reads or writes
 	emitBytes int                  // bytes all emit calls together can write
 }
 
-func (c *compiler) fail(at pos, format string, args ...any) {
-	panic(&srcError{file: c.file, p: at, msg: fmt.Sprintf(format, args...)})
+func (c *compiler) fail(at frontend.Pos, format string, args ...any) {
+	panic(&frontend.SrcError{File: c.file, P: at, Msg: fmt.Sprintf(format, args...)})
 }
 
+// CompileOptions are the front end's options (include path, defines, how
+// files are read).
+type CompileOptions = frontend.Options
+
 // Compile parses, type-checks and compiles a P4_16 program written for
-// v1model. It refuses, with "file:line:col: reason", every program that uses
-// something this target does not implement.
+// v1model or tna. It refuses, with "file:line:col: reason", every program
+// that uses something this target does not implement. #include "file" is
+// looked up beside filename.
 func Compile(filename string, src []byte) (prog *Program, err error) {
+	return CompileWith(filename, src, CompileOptions{})
+}
+
+// CompileFile reads and compiles the program at path.
+func CompileFile(path string, o CompileOptions) (*Program, error) {
+	read := o.ReadFile
+	if read == nil {
+		read = frontend.ReadSource
+	}
+	src, err := read(path)
+	if err != nil {
+		return nil, err
+	}
+	return CompileWith(path, src, o)
+}
+
+// CompileWith is Compile with options (include path, defines).
+func CompileWith(filename string, src []byte, o CompileOptions) (prog *Program, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			if e, ok := r.(*srcError); ok {
+			if e, ok := r.(*frontend.SrcError); ok {
 				prog, err = nil, e
 				return
 			}
 			prog, err = nil, fmt.Errorf("%s: internal error: %v\n%s", filename, r, debug.Stack())
 		}
 	}()
-	ast, err := parseProgram(filename, src)
+	ast, err := frontend.ParseProgram(filename, src, &o)
 	if err != nil {
 		return nil, err
 	}
 	c := &compiler{file: filename, global: newScope(nil), prog: &Program{file: filename}, ids: map[uint32]string{},
-		codecs: map[int]*headerCodec{}, mentioned: map[int]bool{}}
+		codecs: map[int]*headerCodec{}, mentioned: map[int]bool{}, blocks: map[string]frontend.Decl{}, watch: map[int]int{}}
 	c.declareBuiltins()
-	var blocks = map[string]decl{}
-	var mainInst *instDecl
-	for _, d := range ast.decls {
+	blocks := c.blocks
+	pipes := map[string]*frontend.InstDecl{}
+	var mainInst *frontend.InstDecl
+	for _, d := range ast.Decls {
 		switch d := d.(type) {
-		case *headerDecl:
+		case *frontend.HeaderDecl:
 			c.declareHeader(d)
-		case *structDecl:
+		case *frontend.StructDecl:
 			c.declareStruct(d)
-		case *typedefDecl:
-			c.define(d.p, d.name, &symbol{kind: sType, t: c.resolveType(c.global, d.t)})
-		case *constDecl:
+		case *frontend.TypedefDecl:
+			c.define(d.P, d.Name, &symbol{kind: sType, t: c.resolveType(c.global, d.T)})
+		case *frontend.ConstDecl:
 			c.declareConst(c.global, d)
-		case *enumDecl:
+		case *frontend.EnumDecl:
 			c.declareEnum(d)
-		case *errorDecl:
+		case *frontend.ErrorDecl:
 			t := c.errT
-			if d.kind == "match_kind" {
+			if d.Kind == "match_kind" {
 				t = c.mkT
 			}
-			for _, m := range d.members {
+			for _, m := range d.Members {
 				for _, old := range t.members {
 					if old == m {
-						c.fail(d.p, "%s.%s declared twice", t, m)
+						c.fail(d.P, "%s.%s declared twice", t, m)
 					}
 				}
 				t.members = append(t.members, m)
 			}
-		case *actionDecl:
+		case *frontend.ActionDecl:
 			c.ctlName = ""
 			a := c.declareAction(c.global, d)
-			c.define(d.p, d.name, &symbol{kind: sAction, act: a})
-		case *parserDecl:
-			c.define(d.p, d.name, &symbol{kind: sType, t: voidT})
-			blocks[d.name] = d
-		case *controlDecl:
-			c.define(d.p, d.name, &symbol{kind: sType, t: voidT})
-			blocks[d.name] = d
-		case *instDecl:
-			if d.name == "main" {
+			c.define(d.P, d.Name, &symbol{kind: sAction, act: a})
+		case *frontend.ParserDecl:
+			c.define(d.P, d.Name, &symbol{kind: sType, t: voidT})
+			blocks[d.Name] = d
+		case *frontend.ControlDecl:
+			c.define(d.P, d.Name, &symbol{kind: sType, t: voidT})
+			blocks[d.Name] = d
+		case *frontend.InstDecl:
+			if d.Name == "main" {
 				mainInst = d
 				continue
 			}
-			c.fail(d.p, "top-level instantiation of %s is not supported (declare externs inside a control)", d.t.name)
+			if ast.Tna && d.T.Kind == "name" && d.T.Name == "Pipeline" {
+				if pipes[d.Name] != nil {
+					c.fail(d.P, "%s is declared twice", d.Name)
+				}
+				pipes[d.Name] = d
+				continue
+			}
+			c.fail(d.P, "top-level instantiation of %s is not supported (declare externs inside a control)", d.T.Name)
 		default:
-			c.fail(d.declPos(), "unsupported declaration")
+			c.fail(d.DeclPos(), "unsupported declaration")
 		}
 	}
 	if mainInst == nil {
-		c.fail(pos{1, 1}, "no package instantiation named main (expected V1Switch(...) main;)")
+		if ast.Tna {
+			c.fail(frontend.Pos{Line: 1, Col: 1}, "no package instantiation named main (expected Switch(pipe) main;)")
+		}
+		c.fail(frontend.Pos{Line: 1, Col: 1}, "no package instantiation named main (expected V1Switch(...) main;)")
 	}
-	c.assemble(mainInst, blocks)
+	if ast.Tna {
+		c.assembleTNA(mainInst, pipes)
+	} else {
+		c.assemble(mainInst, blocks)
+	}
 	c.finishCodecs()
 	c.prog.nslots = c.nslots
 	// The deparser has no loops: the sum over its emit calls bounds what
@@ -196,11 +248,11 @@ func Compile(filename string, src []byte) (prog *Program, err error) {
 	return c.prog, nil
 }
 
-func (c *compiler) define(at pos, name string, s *symbol) {
+func (c *compiler) define(at frontend.Pos, name string, s *symbol) {
 	c.defineIn(c.global, at, name, s)
 }
 
-func (c *compiler) defineIn(sc *scope, at pos, name string, s *symbol) {
+func (c *compiler) defineIn(sc *scope, at frontend.Pos, name string, s *symbol) {
 	if _, ok := sc.m[name]; ok {
 		c.fail(at, "%s is declared twice", name)
 	}
@@ -211,7 +263,7 @@ func (c *compiler) alloc(n int) int {
 	b := c.nslots
 	c.nslots += n
 	if c.nslots > 1<<20 {
-		c.fail(pos{1, 1}, "program state too large")
+		c.fail(frontend.Pos{Line: 1, Col: 1}, "program state too large")
 	}
 	return b
 }
@@ -259,128 +311,131 @@ func (c *compiler) declareBuiltins() {
 	}
 	// NoAction, as core.p4 declares it.
 	c.ctlName = ""
-	na := c.declareAction(c.global, &actionDecl{p: pos{0, 0}, name: "NoAction", body: &blockStmt{},
-		anns: []annotation{{name: "noWarn", body: `"unused"`}}})
+	na := c.declareAction(c.global, &frontend.ActionDecl{P: frontend.Pos{}, Name: "NoAction", Body: &frontend.BlockStmt{},
+		Anns: []frontend.Annotation{{Name: "noWarn", Body: `"unused"`}}})
 	c.global.m["NoAction"] = &symbol{kind: sAction, act: na}
 }
 
-func (c *compiler) declareHeader(d *headerDecl) {
-	if d.union {
-		c.fail(d.p, "header_union is not supported")
+func (c *compiler) declareHeader(d *frontend.HeaderDecl) {
+	if d.Union {
+		c.fail(d.P, "header_union is not supported")
 	}
-	t := &ptype{kind: kHeader, name: d.name, size: 1, anns: d.anns}
-	for _, f := range d.fields {
-		ft := c.resolveType(c.global, f.t)
+	t := &ptype{kind: kHeader, name: d.Name, size: 1, anns: d.Anns}
+	for _, f := range d.Fields {
+		ft := c.resolveType(c.global, f.T)
 		switch {
-		case ft.kind == kBit:
+		case ft.kind == kBit, ft.kind == kWide:
 		case ft.kind == kEnum && ft.width > 0:
 		default:
-			c.fail(f.p, "header field %s.%s: type %s is not supported in headers", d.name, f.name, ft)
+			c.fail(f.P, "header field %s.%s: type %s is not supported in headers", d.Name, f.Name, ft)
 		}
-		if t.field(f.name) != nil {
-			c.fail(f.p, "field %s declared twice", f.name)
+		if t.field(f.Name) != nil {
+			c.fail(f.P, "field %s declared twice", f.Name)
 		}
-		t.fields = append(t.fields, &pfield{name: f.name, t: ft, off: t.size, bitOff: t.bits})
-		t.size++
+		t.fields = append(t.fields, &pfield{name: f.Name, t: ft, off: t.size, bitOff: t.bits, anns: f.Anns})
+		t.size += ft.size
 		t.bits += ft.width
 	}
 	if t.bits%8 != 0 {
-		c.fail(d.p, "header %s is %d bits long, not a whole number of bytes", d.name, t.bits)
+		c.fail(d.P, "header %s is %d bits long, not a whole number of bytes", d.Name, t.bits)
 	}
-	c.define(d.p, d.name, &symbol{kind: sType, t: t})
+	c.define(d.P, d.Name, &symbol{kind: sType, t: t})
 }
 
-func (c *compiler) declareStruct(d *structDecl) {
-	t := &ptype{kind: kStruct, name: d.name, anns: d.anns}
-	for _, f := range d.fields {
-		ft := c.resolveType(c.global, f.t)
+func (c *compiler) declareStruct(d *frontend.StructDecl) {
+	t := &ptype{kind: kStruct, name: d.Name, anns: d.Anns}
+	for _, f := range d.Fields {
+		ft := c.resolveType(c.global, f.T)
 		switch ft.kind {
-		case kBit, kBool, kEnum, kError, kHeader, kStruct:
+		case kBit, kBool, kEnum, kError, kHeader, kStruct, kWide:
 		default:
-			c.fail(f.p, "struct field %s.%s: type %s is not supported", d.name, f.name, ft)
+			c.fail(f.P, "struct field %s.%s: type %s is not supported", d.Name, f.Name, ft)
 		}
-		if t.field(f.name) != nil {
-			c.fail(f.p, "field %s declared twice", f.name)
+		if t.field(f.Name) != nil {
+			c.fail(f.P, "field %s declared twice", f.Name)
 		}
-		t.fields = append(t.fields, &pfield{name: f.name, t: ft, off: t.size, anns: f.anns})
+		t.fields = append(t.fields, &pfield{name: f.Name, t: ft, off: t.size, anns: f.Anns})
 		t.size += ft.size
 	}
-	c.define(d.p, d.name, &symbol{kind: sType, t: t})
+	c.define(d.P, d.Name, &symbol{kind: sType, t: t})
 }
 
-func (c *compiler) declareEnum(d *enumDecl) {
-	t := &ptype{kind: kEnum, name: d.name, size: 1, members: d.members}
-	if d.under != nil {
-		u := c.resolveType(c.global, d.under)
+func (c *compiler) declareEnum(d *frontend.EnumDecl) {
+	t := &ptype{kind: kEnum, name: d.Name, size: 1, members: d.Members}
+	if d.Under != nil {
+		u := c.resolveType(c.global, d.Under)
 		if u.kind != kBit {
-			c.fail(d.p, "enum %s: underlying type must be bit<W>", d.name)
+			c.fail(d.P, "enum %s: underlying type must be bit<W>", d.Name)
 		}
 		t.width = u.width
-		for i, e := range d.values {
+		for i, e := range d.Values {
 			v := c.constValue(c.global, e, u)
 			_ = i
 			t.values = append(t.values, v)
 		}
 	}
 	seen := map[string]bool{}
-	for _, m := range d.members {
+	for _, m := range d.Members {
 		if seen[m] {
-			c.fail(d.p, "enum %s: member %s declared twice", d.name, m)
+			c.fail(d.P, "enum %s: member %s declared twice", d.Name, m)
 		}
 		seen[m] = true
 	}
-	c.define(d.p, d.name, &symbol{kind: sType, t: t})
+	c.define(d.P, d.Name, &symbol{kind: sType, t: t})
 }
 
-func (c *compiler) declareConst(sc *scope, d *constDecl) {
-	t := c.resolveType(sc, d.t)
+func (c *compiler) declareConst(sc *scope, d *frontend.ConstDecl) {
+	t := c.resolveType(sc, d.T)
 	if !t.scalar() {
-		c.fail(d.p, "constant %s: type %s is not supported", d.name, t)
+		c.fail(d.P, "constant %s: type %s is not supported", d.Name, t)
 	}
-	v := c.rvalue(sc, d.val, t)
+	v := c.rvalue(sc, d.Val, t)
 	if !v.isConst {
-		c.fail(d.val.exprPos(), "initializer of constant %s is not a compile-time constant", d.name)
+		c.fail(d.Val.ExprPos(), "initializer of constant %s is not a compile-time constant", d.Name)
 	}
-	c.defineIn(sc, d.p, d.name, &symbol{kind: sConst, t: t, cval: v})
+	c.defineIn(sc, d.P, d.Name, &symbol{kind: sConst, t: t, cval: v})
 }
 
 // constValue evaluates a compile-time constant of type t.
-func (c *compiler) constValue(sc *scope, e expr, t *ptype) uint64 {
+func (c *compiler) constValue(sc *scope, e frontend.Expr, t *ptype) uint64 {
 	v := c.rvalue(sc, e, t)
 	if !v.isConst {
-		c.fail(e.exprPos(), "not a compile-time constant")
+		c.fail(e.ExprPos(), "not a compile-time constant")
 	}
 	return v.k
 }
 
 // constInt evaluates a compile-time integer (widths, sizes, slice bounds).
-func (c *compiler) constInt(sc *scope, e expr) int64 {
+func (c *compiler) constInt(sc *scope, e frontend.Expr) int64 {
 	v := c.expr(sc, e)
 	switch {
 	case v.isConst && v.t.kind == kInt:
 		if !v.big.IsInt64() {
-			c.fail(e.exprPos(), "constant out of range")
+			c.fail(e.ExprPos(), "constant out of range")
 		}
 		return v.big.Int64()
 	case v.isConst && v.t.kind == kBit:
 		return int64(v.k)
 	}
-	c.fail(e.exprPos(), "expected a compile-time integer")
+	c.fail(e.ExprPos(), "expected a compile-time integer")
 	return 0
 }
 
-func (c *compiler) resolveType(sc *scope, tr *typeRef) *ptype {
-	switch tr.kind {
+func (c *compiler) resolveType(sc *scope, tr *frontend.TypeRef) *ptype {
+	switch tr.Kind {
 	case "bit":
-		w := c.constInt(sc, tr.width)
+		w := c.constInt(sc, tr.Width)
+		if w > maxWidth && w <= maxWideWidth {
+			return wideT(int(w))
+		}
 		if w < 1 || w > maxWidth {
-			c.fail(tr.p, "bit<%d>: this target supports widths 1 to %d", w, maxWidth)
+			c.fail(tr.P, "bit<%d>: this target supports widths 1 to %d (and up to %d for header fields it does not compute with)", w, maxWidth, maxWideWidth)
 		}
 		return bitT(int(w))
 	case "int":
-		c.fail(tr.p, "signed int<W> types are not supported")
+		c.fail(tr.P, "signed int<W> types are not supported")
 	case "varbit":
-		c.fail(tr.p, "varbit is not supported")
+		c.fail(tr.P, "varbit is not supported")
 	case "bool":
 		return boolT
 	case "error":
@@ -389,26 +444,28 @@ func (c *compiler) resolveType(sc *scope, tr *typeRef) *ptype {
 		return stringT
 	case "void":
 		return voidT
+	case "dontcare":
+		c.fail(tr.P, "_ is only allowed as an extern's type argument")
 	case "name":
-		s := sc.lookup(tr.name)
+		s := sc.lookup(tr.Name)
 		if s == nil || s.kind != sType {
-			c.fail(tr.p, "unknown type %s", tr.name)
+			c.fail(tr.P, "unknown type %s", tr.Name)
 		}
-		if len(tr.args) > 0 {
-			c.fail(tr.p, "type arguments are only allowed on externs")
+		if len(tr.Args) > 0 {
+			c.fail(tr.P, "type arguments are only allowed on externs")
 		}
 		return s.t
 	}
-	c.fail(tr.p, "unsupported type")
+	c.fail(tr.P, "unsupported type")
 	return nil
 }
 
 // fqName applies p4c's naming rules: a local name in a control becomes
 // "Control.name"; @name("x") replaces the local name; @name(".x") is global.
-func (c *compiler) fqName(local string, anns []annotation) string {
+func (c *compiler) fqName(local string, anns []frontend.Annotation) string {
 	for _, a := range anns {
-		if a.name == "name" && len(a.args) == 1 && a.args[0].kind == tString {
-			n := a.args[0].text
+		if a.Name == "name" && len(a.Args) == 1 && a.Args[0].Kind == frontend.TString {
+			n := a.Args[0].Text
 			if strings.HasPrefix(n, ".") {
 				return n[1:]
 			}
@@ -423,42 +480,42 @@ func (c *compiler) fqName(local string, anns []annotation) string {
 
 // assemble binds the six V1Switch blocks to the global instances of the
 // headers, the user metadata and standard_metadata, and compiles them.
-func (c *compiler) assemble(m *instDecl, blocks map[string]decl) {
-	if m.t.kind != "name" || m.t.name != "V1Switch" {
-		c.fail(m.p, "main must be a V1Switch(...) instantiation (only v1model is supported)")
+func (c *compiler) assemble(m *frontend.InstDecl, blocks map[string]frontend.Decl) {
+	if m.T.Kind != "name" || m.T.Name != "V1Switch" {
+		c.fail(m.P, "main must be a V1Switch(...) instantiation (only v1model is supported)")
 	}
-	if len(m.args) != 6 {
-		c.fail(m.p, "V1Switch takes 6 blocks (parser, verifyChecksum, ingress, egress, computeChecksum, deparser), got %d", len(m.args))
+	if len(m.Args) != 6 {
+		c.fail(m.P, "V1Switch takes 6 blocks (parser, verifyChecksum, ingress, egress, computeChecksum, deparser), got %d", len(m.Args))
 	}
 	names := make([]string, 6)
-	for i, a := range m.args {
-		call, ok := a.(*callExpr)
+	for i, a := range m.Args {
+		call, ok := a.(*frontend.CallExpr)
 		if !ok {
-			c.fail(a.exprPos(), "V1Switch argument must be an instantiation Block()")
+			c.fail(a.ExprPos(), "V1Switch argument must be an instantiation Block()")
 		}
-		id, ok := call.fn.(*identExpr)
-		if !ok || len(call.args) != 0 {
-			c.fail(a.exprPos(), "V1Switch argument must be an instantiation Block()")
+		id, ok := call.Fn.(*frontend.IdentExpr)
+		if !ok || len(call.Args) != 0 {
+			c.fail(a.ExprPos(), "V1Switch argument must be an instantiation Block()")
 		}
-		if blocks[id.name] == nil {
-			c.fail(a.exprPos(), "unknown parser or control %s", id.name)
+		if blocks[id.Name] == nil {
+			c.fail(a.ExprPos(), "unknown parser or control %s", id.Name)
 		}
-		names[i] = id.name
+		names[i] = id.Name
 	}
-	pd, ok := blocks[names[0]].(*parserDecl)
+	pd, ok := blocks[names[0]].(*frontend.ParserDecl)
 	if !ok {
-		c.fail(m.args[0].exprPos(), "first V1Switch argument must be a parser")
+		c.fail(m.Args[0].ExprPos(), "first V1Switch argument must be a parser")
 	}
-	if len(pd.params) != 4 {
-		c.fail(pd.p, "v1model parser takes (packet_in, out H, inout M, inout standard_metadata_t)")
+	if len(pd.Params) != 4 {
+		c.fail(pd.P, "v1model parser takes (packet_in, out H, inout M, inout standard_metadata_t)")
 	}
-	hdrT := c.resolveType(c.global, pd.params[1].t)
-	metaT := c.resolveType(c.global, pd.params[2].t)
+	hdrT := c.resolveType(c.global, pd.Params[1].T)
+	metaT := c.resolveType(c.global, pd.Params[2].T)
 	if hdrT.kind != kStruct {
-		c.fail(pd.params[1].p, "headers type %s must be a struct", hdrT)
+		c.fail(pd.Params[1].P, "headers type %s must be a struct", hdrT)
 	}
 	if metaT.kind != kStruct {
-		c.fail(pd.params[2].p, "metadata type %s must be a struct", metaT)
+		c.fail(pd.Params[2].P, "metadata type %s must be a struct", metaT)
 	}
 	p := c.prog
 	p.hdrT, p.metaT = hdrT, metaT
@@ -484,22 +541,7 @@ func (c *compiler) assemble(m *instDecl, blocks map[string]decl) {
 	for i, m := range c.errT.members {
 		p.errCodes[m] = uint64(i)
 	}
-	for _, f := range hdrT.fields {
-		p.hdrBases = append(p.hdrBases, p.hdrBase+f.off)
-		if f.t.kind != kHeader {
-			c.fail(pd.params[1].p, "headers struct %s: member %s must be a header (nested structs and stacks are not supported)", hdrT.name, f.name)
-		}
-		for _, a := range f.t.anns {
-			if a.name == "controller_header" && len(a.args) == 1 && a.args[0].kind == tString {
-				switch a.args[0].text {
-				case "packet_in":
-					p.packetIn = f.t
-				case "packet_out":
-					p.packetOut = f.t
-				}
-			}
-		}
-	}
+	c.registerHeaders(hdrT, p.hdrBase, pd.Params[1].P, true)
 
 	type want struct {
 		dir string
@@ -511,55 +553,85 @@ func (c *compiler) assemble(m *instDecl, blocks map[string]decl) {
 	pin := want{"", c.global.m["packet_in"].t}
 	pout := want{"", c.global.m["packet_out"].t}
 	bases := map[*ptype]int{hdrT: p.hdrBase, metaT: p.metaBase, c.smT: p.smBase}
-	bind := func(params []param, at pos, what string, ws ...want) *scope {
+	bind := func(params []frontend.Param, at frontend.Pos, what string, ws ...want) *scope {
 		sc := newScope(c.global)
 		if len(params) != len(ws) {
 			c.fail(at, "v1model %s takes %d parameters, %s has %d", what, len(ws), what, len(params))
 		}
 		for i, w := range ws {
 			pr := params[i]
-			t := c.resolveType(c.global, pr.t)
+			t := c.resolveType(c.global, pr.T)
 			if t != w.t {
-				c.fail(pr.p, "%s parameter %d: expected %s, found %s", what, i+1, w.t, t)
+				c.fail(pr.P, "%s parameter %d: expected %s, found %s", what, i+1, w.t, t)
 			}
-			dir := pr.dir
+			dir := pr.Dir
 			if what == "parser" && i == 1 {
 				if dir != "out" {
-					c.fail(pr.p, "parser headers parameter must be out")
+					c.fail(pr.P, "parser headers parameter must be out")
 				}
 			} else if what == "deparser" && i == 1 {
 				if dir != "in" {
-					c.fail(pr.p, "deparser headers parameter must be in")
+					c.fail(pr.P, "deparser headers parameter must be in")
 				}
 			} else if dir != w.dir {
-				c.fail(pr.p, "%s parameter %s must be %q", what, pr.name, w.dir)
+				c.fail(pr.P, "%s parameter %s must be %q", what, pr.Name, w.dir)
 			}
 			switch w.t.name {
 			case "packet_in":
-				c.defineIn(sc, pr.p, pr.name, &symbol{kind: sPacketIn})
+				c.defineIn(sc, pr.P, pr.Name, &symbol{kind: sPacketIn})
 			case "packet_out":
-				c.defineIn(sc, pr.p, pr.name, &symbol{kind: sPacketOut})
+				c.defineIn(sc, pr.P, pr.Name, &symbol{kind: sPacketOut})
 			default:
-				c.defineIn(sc, pr.p, pr.name, &symbol{kind: sVar, t: t, base: bases[t], readonly: dir == "in"})
+				c.defineIn(sc, pr.P, pr.Name, &symbol{kind: sVar, t: t, base: bases[t], readonly: dir == "in"})
 			}
 		}
 		return sc
 	}
 	ctl := func(i int, what string, ws ...want) *controlC {
-		cd, ok := blocks[names[i]].(*controlDecl)
+		cd, ok := blocks[names[i]].(*frontend.ControlDecl)
 		if !ok {
-			c.fail(m.args[i].exprPos(), "V1Switch argument %d must be a control (%s)", i+1, what)
+			c.fail(m.Args[i].ExprPos(), "V1Switch argument %d must be a control (%s)", i+1, what)
 		}
-		sc := bind(cd.params, cd.p, what, ws...)
+		sc := bind(cd.Params, cd.P, what, ws...)
 		return c.compileControl(cd, sc, what)
 	}
-	psc := bind(pd.params, pd.p, "parser", pin, want{"out", hdrT}, meta, sm)
+	psc := bind(pd.Params, pd.P, "parser", pin, want{"out", hdrT}, meta, sm)
 	p.parser = c.compileParser(pd, psc)
 	p.verify = ctl(1, "verifyChecksum", hdr, meta)
 	p.ingress = ctl(2, "ingress", hdr, meta, sm)
 	p.egress = ctl(3, "egress", hdr, meta, sm)
 	p.compute = ctl(4, "computeChecksum", hdr, meta)
 	p.deparser = ctl(5, "deparser", pout, want{"in", hdrT})
+}
+
+// registerHeaders records the headers of the headers struct t at base (the
+// deparser copies them from the packet unless modified); with ctl, its
+// @controller_header headers are the PacketIn and PacketOut metadata.
+func (c *compiler) registerHeaders(t *ptype, base int, at frontend.Pos, ctl bool) {
+	p := c.prog
+	for _, f := range t.fields {
+		if f.t.kind != kHeader {
+			c.fail(at, "headers struct %s: member %s must be a header (nested structs and stacks are not supported)", t.name, f.name)
+		}
+		p.hdrBases = append(p.hdrBases, base+f.off)
+		p.hdrSizes = append(p.hdrSizes, f.t.size)
+		p.hdrAllBytes += f.t.bits / 8
+		for _, a := range f.t.anns {
+			if ctl && a.Name == "controller_header" && len(a.Args) == 1 && a.Args[0].Kind == frontend.TString {
+				for _, cf := range f.t.fields {
+					if cf.t.kind == kWide {
+						c.fail(at, "controller header %s: field %s is %s (this target supports up to %d bits there)", f.t.name, cf.name, cf.t, maxWidth)
+					}
+				}
+				switch a.Args[0].Text {
+				case "packet_in":
+					p.packetIn = f.t
+				case "packet_out":
+					p.packetOut = f.t
+				}
+			}
+		}
+	}
 }
 
 // bigVal helpers.

@@ -21,6 +21,9 @@ type Options struct {
 	// CPUPort (with the program's packet_in header in front). The slice is
 	// valid only during the call. Nil drops them.
 	PacketIn func(frame []byte)
+	// RandomSeed seeds the generator of tna's Random extern (0: a fixed
+	// seed); the sequence is the same for the same seed and packets.
+	RandomSeed uint64
 	// Now returns standard_metadata's ingress/egress_global_timestamp in
 	// microseconds (48 bits). Nil: microseconds since NewDevice.
 	Now func() uint64
@@ -56,6 +59,9 @@ type Device struct {
 	copies   int                      // copies made of the packet being processed
 	pool     sync.Pool
 	stats    Stats
+	rng      uint64   // tna's Random
+	pktSeq   uint64   // tna: packets through passTNA (from 1)
+	regSeen  []uint64 // tna: per register, the pktSeq of its last access
 }
 
 // Stats are the Device's own packet counts.
@@ -69,6 +75,10 @@ type Stats struct {
 	// DigestDrops counts digest records dropped because their queue was
 	// full (nobody took them with TakeDigests).
 	DigestDrops uint64
+	// RegisterReaccesses counts the times a tna program accessed a
+	// register (RegisterAction, read, write) it had already accessed for
+	// the same packet: Tofino cannot (a register sits in one stage).
+	RegisterReaccesses uint64
 }
 
 // NewDevice makes a device running p, with empty tables (except the
@@ -78,12 +88,23 @@ func NewDevice(p *Program, o Options) *Device {
 	for _, t := range p.tables {
 		d.tables = append(d.tables, newTableRT(t))
 	}
+	d.regSeen = make([]uint64, len(p.registers))
+	d.rng = o.RandomSeed
+	if d.rng == 0 {
+		d.rng = 0x9E3779B97F4A7C15
+	}
 	for i, r := range p.registers {
 		// Skew each array by i cache lines: same-index cells of registers
 		// whose sizes are powers of two would otherwise all fall into one
 		// L1 cache set.
 		skew := 8 * (i % 64)
-		d.regs = append(d.regs, make([]uint64, r.size+skew)[skew:][:r.size:r.size])
+		cells := make([]uint64, r.size+skew)[skew:][:r.size:r.size]
+		if r.init != 0 {
+			for j := range cells {
+				cells[j] = r.init
+			}
+		}
+		d.regs = append(d.regs, cells)
 	}
 	for _, c := range p.counters {
 		d.counters = append(d.counters, counterRT{packets: make([]uint64, c.size), bytes: make([]uint64, c.size)})
@@ -125,11 +146,7 @@ func (d *Device) Stats() Stats {
 // hdrBytes is the size of all headers; the output buffer needs that much
 // beyond the frame, plus 8 bytes of slack for the word-wide encoder.
 func (p *Program) hdrBytes() int {
-	n := 0
-	for _, f := range p.hdrT.fields {
-		n += f.t.bits / 8
-	}
-	return n
+	return p.hdrAllBytes
 }
 
 func (d *Device) now() uint64 {
@@ -160,6 +177,8 @@ func (d *Device) Process(ingressPort uint32, frame []byte, emit func(egressPort 
 	d.stats.In++
 	if ingressPort > 511 {
 		d.stats.Dropped++
+	} else if d.prog.tna != nil {
+		port, ok = d.passTNA(s, ingressPort, frame)
 	} else {
 		d.copies = 0
 		port, ok = d.pass(s, ingressPort, frame, emit, nil)
@@ -181,7 +200,7 @@ func (d *Device) pass(s *pktState, in uint32, frame []byte, emit func(uint32, []
 	p := d.prog
 	clear(s.slots)
 	clear(s.hoff1)
-	s.pkt, s.off, s.exited = frame, 0, false
+	s.pkt, s.off, s.exited, s.pre = frame, 0, false, 0
 	s.out = s.out[:0]
 	s.tsSet = false
 	s.clone.set = false
@@ -218,7 +237,7 @@ func (d *Device) pass(s *pktState, in uint32, frame []byte, emit func(uint32, []
 		d.stats.Dropped++
 		return 0, false
 	}
-	// d.deparse, inlined on the usual path.
+	// deparseInto, inlined on the usual path (s.out is empty).
 	p.compute.run(s)
 	if need := len(frame) + p.outSlack; cap(s.out) < need {
 		s.out = make([]byte, 0, need)
@@ -236,13 +255,19 @@ func (d *Device) pass(s *pktState, in uint32, frame []byte, emit func(uint32, []
 func (d *Device) deparse(s *pktState, frame []byte) {
 	p := d.prog
 	p.compute.run(s)
+	deparseInto(s, p.deparser, frame, p.outSlack)
+}
+
+// deparseInto runs the deparser dep into s.out and appends the payload:
+// the bytes of in past the parser's cursor.
+func deparseInto(s *pktState, dep *controlC, in []byte, slack int) {
 	s.out = s.out[:0]
-	if need := len(frame) + p.outSlack; cap(s.out) < need {
+	if need := len(in) + slack; cap(s.out) < need {
 		s.out = make([]byte, 0, need)
 	}
-	p.deparser.run(s)
-	if s.off < len(frame) {
-		s.out = append(s.out, frame[s.off:]...)
+	dep.run(s)
+	if s.off < len(in) {
+		s.out = append(s.out, in[s.off:]...)
 	}
 }
 

@@ -3,6 +3,7 @@ package target
 import (
 	configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+	"github.com/swordbox/swordbox/p4/target/frontend"
 )
 
 // Digests: v1model's digest<T>(receiver, data). One digest instance per
@@ -23,8 +24,8 @@ type digestC struct {
 	t      *ptype
 	fields []pfieldW
 	idx    int
-	anns   []annotation
-	p      pos
+	anns   []frontend.Annotation
+	p      frontend.Pos
 }
 
 type pfieldW struct {
@@ -54,39 +55,39 @@ func (q *digestQ) push(s *pktState, fields []exprFn) bool {
 }
 
 // digestCall compiles digest<T>(receiver, data).
-func (c *compiler) digestCall(sc *scope, e *callExpr) stmtFn {
+func (c *compiler) digestCall(sc *scope, e *frontend.CallExpr) stmtFn {
 	if c.inParser {
-		c.fail(e.p, "digest cannot be called from a parser")
+		c.fail(e.P, "digest cannot be called from a parser")
 	}
-	if len(e.args) != 2 {
-		c.fail(e.p, "digest takes (receiver, data)")
+	if len(e.Args) != 2 {
+		c.fail(e.P, "digest takes (receiver, data)")
 	}
-	if len(e.targs) > 1 {
-		c.fail(e.p, "digest takes one type argument")
+	if len(e.Targs) > 1 {
+		c.fail(e.P, "digest takes one type argument")
 	}
-	recv := c.typed(c.rvalue(sc, e.args[0], bitT(32)), e.args[0].exprPos()).fn
+	recv := c.typed(c.rvalue(sc, e.Args[0], bitT(32)), e.Args[0].ExprPos()).fn
 	var t *ptype
-	if len(e.targs) == 1 {
-		t = c.resolveType(sc, e.targs[0])
+	if len(e.Targs) == 1 {
+		t = c.resolveType(sc, e.Targs[0])
 	}
 	var fns []exprFn
-	if l, ok := e.args[1].(*listExpr); ok {
+	if l, ok := e.Args[1].(*frontend.ListExpr); ok {
 		if t == nil {
-			c.fail(e.p, "digest of a list needs its struct type: digest<T>(receiver, {...})")
+			c.fail(e.P, "digest of a list needs its struct type: digest<T>(receiver, {...})")
 		}
-		if t.kind != kStruct || len(l.elems) != len(t.fields) {
-			c.fail(e.args[1].exprPos(), "digest data: %d values for %s", len(l.elems), t)
+		if t.kind != kStruct || len(l.Elems) != len(t.fields) {
+			c.fail(e.Args[1].ExprPos(), "digest data: %d values for %s", len(l.Elems), t)
 		}
-		for i, el := range l.elems {
-			fns = append(fns, c.typed(c.rvalue(sc, el, t.fields[i].t), el.exprPos()).fn)
+		for i, el := range l.Elems {
+			fns = append(fns, c.typed(c.rvalue(sc, el, t.fields[i].t), el.ExprPos()).fn)
 		}
 	} else {
-		v := c.expr(sc, e.args[1])
+		v := c.expr(sc, e.Args[1])
 		if v.t.kind != kStruct || v.lv == nil {
-			c.fail(e.args[1].exprPos(), "digest data must be a struct (or a list with digest<T>), found %s", v.t)
+			c.fail(e.Args[1].ExprPos(), "digest data must be a struct (or a list with digest<T>), found %s", v.t)
 		}
 		if t != nil && t != v.t {
-			c.fail(e.args[1].exprPos(), "digest data is %s, not %s", v.t, t)
+			c.fail(e.Args[1].ExprPos(), "digest data is %s, not %s", v.t, t)
 		}
 		t = v.t
 		for _, f := range t.fields {
@@ -94,7 +95,7 @@ func (c *compiler) digestCall(sc *scope, e *callExpr) stmtFn {
 			fns = append(fns, func(s *pktState) uint64 { return s.slots[slot] })
 		}
 	}
-	dg := c.digestOf(t, e.p)
+	dg := c.digestOf(t, e.P)
 	idx := dg.idx
 	return func(s *pktState) flow {
 		recv(s)
@@ -107,7 +108,7 @@ func (c *compiler) digestCall(sc *scope, e *callExpr) stmtFn {
 }
 
 // digestOf returns the digest instance of type t, declaring it on first use.
-func (c *compiler) digestOf(t *ptype, at pos) *digestC {
+func (c *compiler) digestOf(t *ptype, at frontend.Pos) *digestC {
 	p := c.prog
 	for _, dg := range p.digests {
 		if dg.t == t {
@@ -132,20 +133,34 @@ func (p *Program) digestInfo(info *configv1.P4Info, pre func(id uint32, name str
 	for _, dg := range p.digests {
 		info.Digests = append(info.Digests, &configv1.Digest{Preamble: pre(dg.id, dg.name, nil),
 			TypeSpec: &configv1.P4DataTypeSpec{TypeSpec: &configv1.P4DataTypeSpec_Struct{Struct: &configv1.P4NamedType{Name: dg.name}}}})
-		if info.TypeInfo == nil {
-			info.TypeInfo = &configv1.P4TypeInfo{}
-		}
-		if info.TypeInfo.Structs == nil {
-			info.TypeInfo.Structs = map[string]*configv1.P4StructTypeSpec{}
-		}
-		st := &configv1.P4StructTypeSpec{}
+		var names []string
+		var widths []int
 		for _, f := range dg.fields {
-			st.Members = append(st.Members, &configv1.P4StructTypeSpec_Member{Name: f.name, TypeSpec: &configv1.P4DataTypeSpec{
-				TypeSpec: &configv1.P4DataTypeSpec_Bitstring{Bitstring: &configv1.P4BitstringLikeTypeSpec{
-					TypeSpec: &configv1.P4BitstringLikeTypeSpec_Bit{Bit: &configv1.P4BitTypeSpec{Bitwidth: int32(f.w)}}}}}})
+			names, widths = append(names, f.name), append(widths, f.w)
 		}
-		info.TypeInfo.Structs[dg.name] = st
+		addStructType(info, dg.name, names, widths)
 	}
+}
+
+// addStructType adds a struct of bit<W> members to a P4Info's type_info.
+func addStructType(info *configv1.P4Info, name string, members []string, widths []int) {
+	if info.TypeInfo == nil {
+		info.TypeInfo = &configv1.P4TypeInfo{}
+	}
+	if info.TypeInfo.Structs == nil {
+		info.TypeInfo.Structs = map[string]*configv1.P4StructTypeSpec{}
+	}
+	st := &configv1.P4StructTypeSpec{}
+	for i, m := range members {
+		st.Members = append(st.Members, &configv1.P4StructTypeSpec_Member{Name: m, TypeSpec: bitSpec(widths[i])})
+	}
+	info.TypeInfo.Structs[name] = st
+}
+
+// bitSpec is the P4Info type of a bit<w>.
+func bitSpec(w int) *configv1.P4DataTypeSpec {
+	return &configv1.P4DataTypeSpec{TypeSpec: &configv1.P4DataTypeSpec_Bitstring{Bitstring: &configv1.P4BitstringLikeTypeSpec{
+		TypeSpec: &configv1.P4BitstringLikeTypeSpec_Bit{Bit: &configv1.P4BitTypeSpec{Bitwidth: int32(w)}}}}}
 }
 
 // DigestData encodes one digest record as P4Runtime's P4Data: a struct of

@@ -537,11 +537,7 @@ func (d *Device) WriteRegisterEntry(re *p4v1.RegisterEntry) error {
 	if err != nil {
 		return err
 	}
-	bs, ok := re.GetData().GetData().(*p4v1.P4Data_Bitstring)
-	if !ok {
-		return errf(codes.InvalidArgument, "register %s: data must be a bitstring", r.name)
-	}
-	v, err := decodeBits(bs.Bitstring, r.t.width, "register "+r.name)
+	v, err := registerValue(r, re.GetData())
 	if err != nil {
 		return err
 	}
@@ -550,6 +546,50 @@ func (d *Device) WriteRegisterEntry(re *p4v1.RegisterEntry) error {
 		cells[i] = v
 	}
 	return nil
+}
+
+// registerValue decodes a register cell from P4Runtime: a bitstring, or
+// for a cell of struct type (tna's Register<pair, _>) a struct of one
+// bitstring per field.
+func registerValue(r *externC, d *p4v1.P4Data) (uint64, error) {
+	if r.t.kind != kStruct {
+		bs, ok := d.GetData().(*p4v1.P4Data_Bitstring)
+		if !ok {
+			return 0, errf(codes.InvalidArgument, "register %s: data must be a bitstring", r.name)
+		}
+		return decodeBits(bs.Bitstring, r.t.width, "register "+r.name)
+	}
+	st, ok := d.GetData().(*p4v1.P4Data_Struct)
+	if !ok || len(st.Struct.GetMembers()) != len(r.t.fields) {
+		return 0, errf(codes.InvalidArgument, "register %s: data must be a struct of %d bitstrings (%s)", r.name, len(r.t.fields), r.t)
+	}
+	slots := make([]uint64, len(r.t.fields))
+	for i, f := range r.t.fields {
+		bs, ok := st.Struct.Members[i].GetData().(*p4v1.P4Data_Bitstring)
+		if !ok {
+			return 0, errf(codes.InvalidArgument, "register %s: member %s must be a bitstring", r.name, f.name)
+		}
+		v, err := decodeBits(bs.Bitstring, widthOf(f.t), "register "+r.name+"."+f.name)
+		if err != nil {
+			return 0, err
+		}
+		slots[i] = v
+	}
+	return r.layout.pack(slots), nil
+}
+
+// registerData encodes a register cell for P4Runtime (see registerValue).
+func registerData(r *externC, v uint64) *p4v1.P4Data {
+	if r.t.kind != kStruct {
+		return &p4v1.P4Data{Data: &p4v1.P4Data_Bitstring{Bitstring: encodeBits(v)}}
+	}
+	slots := make([]uint64, len(r.t.fields))
+	r.layout.unpack(v, slots)
+	st := &p4v1.P4StructLike{}
+	for _, x := range slots {
+		st.Members = append(st.Members, &p4v1.P4Data{Data: &p4v1.P4Data_Bitstring{Bitstring: encodeBits(x)}})
+	}
+	return &p4v1.P4Data{Data: &p4v1.P4Data_Struct{Struct: st}}
 }
 
 // ReadRegisterEntries calls fn for the cells filter selects: register_id 0
@@ -563,6 +603,7 @@ func (d *Device) ReadRegisterEntries(filter *p4v1.RegisterEntry, fn func(*p4v1.R
 	// the copy.
 	type span struct {
 		id     uint32
+		r      *externC
 		lo     int
 		values []uint64
 	}
@@ -583,7 +624,7 @@ func (d *Device) ReadRegisterEntries(filter *p4v1.RegisterEntry, fn func(*p4v1.R
 			if err != nil {
 				return err
 			}
-			spans = append(spans, span{id: r.id, lo: lo, values: append([]uint64(nil), d.regs[r.idx][lo:hi]...)})
+			spans = append(spans, span{id: r.id, r: r, lo: lo, values: append([]uint64(nil), d.regs[r.idx][lo:hi]...)})
 		}
 		return nil
 	}()
@@ -594,7 +635,7 @@ func (d *Device) ReadRegisterEntries(filter *p4v1.RegisterEntry, fn func(*p4v1.R
 	for _, sp := range spans {
 		for j, v := range sp.values {
 			out = append(out, &p4v1.RegisterEntry{RegisterId: sp.id, Index: &p4v1.Index{Index: int64(sp.lo + j)},
-				Data: &p4v1.P4Data{Data: &p4v1.P4Data_Bitstring{Bitstring: encodeBits(v)}}})
+				Data: registerData(sp.r, v)})
 		}
 	}
 	return each(out, fn)

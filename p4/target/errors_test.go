@@ -36,7 +36,8 @@ func TestRefusesBodyErrors(t *testing.T) {
 		{"", "recirculate_preserving_field_list(256);", bodyLine, "field list index 256 out of range"},
 		{"", "random(meta.x, 0, 8);", bodyLine, "random is not supported"},
 		{"", "hdr.h.a = hdr.h.b < hdr.h.a;", bodyLine, "expected bit<8>, found bool"},
-		{"", "bit<128> big;", bodyLine, "bit<128>: this target supports widths 1 to 64"},
+		{"", "bit<128> big;", bodyLine, "variables of type bit<128> are not supported"},
+		{"", "bit<4096> big;", bodyLine, "bit<4096>: this target supports widths 1 to 64"},
 		{"", "int<8> s;", bodyLine, "signed int<W> types are not supported"},
 		{"", "varbit<8> v;", bodyLine, "varbit is not supported"},
 		{"", "hdr.h.a = 8s1;", bodyLine, "int<W> is not supported"},
@@ -78,8 +79,10 @@ func TestRefusesProgramErrors(t *testing.T) {
 		where    string
 		reason   string
 	}{
-		{"#include <v1model.p4>", `#include "mine.p4"`, "test.p4:2:1:", "only <core.p4> and <v1model.p4>"},
-		{"#include <v1model.p4>", "#ifdef X", "test.p4:2:1:", "directive #ifdef is not supported"},
+		{"#include <v1model.p4>", `#include "mine.p4"`, "test.p4:2:1:", `#include "mine.p4": file not found`},
+		{"#include <v1model.p4>", `#include <psa.p4>`, "test.p4:2:1:", "only <core.p4>, <v1model.p4>, <tna.p4> (built in)"},
+		{"#include <v1model.p4>", "#ifdef X", "test.p4:2:1:", "#if without #endif"},
+		{"#include <v1model.p4>", "#pragma once", "test.p4:2:1:", "directive #pragma is not supported"},
 		{"header g_t { bit<8> v; }", "header g_t { bit<7> v; }", "test.p4:4:1:", "not a whole number of bytes"},
 		{"header g_t { bit<8> v; }", "header g_t { bit<8> v; } header_union u_t { g_t g; }", "test.p4:4:26:", "header_union is not supported"},
 		{"struct headers { h_t h; g_t g; }", "struct headers { h_t h; g_t[2] g; }", "test.p4:5:", "header stacks are not supported"},

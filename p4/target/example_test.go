@@ -50,3 +50,27 @@ func Example() {
 	})
 	// Output: port 3, dst 020000000002, ttl 63, checksum 5cc4
 }
+
+// Compile a TNA program whose user includes come from an include path (as
+// bf-p4c -I), and list what its P4Info offers a controller.
+func ExampleCompileFile() {
+	prog, err := target.CompileFile("testdata/tna/open-p4studio/tna_register/tna_register.p4",
+		target.CompileOptions{IncludeDirs: []string{"testdata/tna/open-p4studio"}})
+	if err != nil {
+		panic(err)
+	}
+	info := prog.P4Info()
+	fmt.Println(info.PkgInfo.Arch)
+	for _, t := range info.Tables {
+		fmt.Println("table", t.Preamble.Name)
+	}
+	for _, r := range info.Registers {
+		fmt.Println("register", r.Preamble.Name, r.Size)
+	}
+	// Output:
+	// tna
+	// table SwitchIngress.reg_match
+	// table SwitchIngress.reg_match_dir
+	// register SwitchIngress.bool_register_table 1024
+	// register SwitchIngress.test_reg 1024
+}

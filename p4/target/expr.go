@@ -1,6 +1,7 @@
 package target
 
 import (
+	"github.com/swordbox/swordbox/p4/target/frontend"
 	"math/big"
 )
 
@@ -76,69 +77,71 @@ func constVal(t *ptype, k uint64) *val {
 func intConst(v *big.Int) *val { return &val{t: intT, isConst: true, big: v} }
 
 // expr compiles any expression.
-func (c *compiler) expr(sc *scope, e expr) *val {
+func (c *compiler) expr(sc *scope, e frontend.Expr) *val {
 	switch e := e.(type) {
-	case *identExpr:
+	case *frontend.IdentExpr:
 		return c.ident(sc, e)
-	case *intExpr:
-		if e.signed {
-			c.fail(e.p, "signed literal %s: int<W> is not supported", e.text)
+	case *frontend.IntExpr:
+		if e.Signed {
+			c.fail(e.P, "signed literal %s: int<W> is not supported", e.Text)
 		}
-		if e.width > 0 {
-			if e.width > maxWidth {
-				c.fail(e.p, "literal %s: widths above %d are not supported", e.text, maxWidth)
+		if e.Width > 0 {
+			if e.Width > maxWidth {
+				c.fail(e.P, "literal %s: widths above %d are not supported", e.Text, maxWidth)
 			}
-			k, ok := toBits(e.val, e.width)
+			k, ok := toBits(e.Val, e.Width)
 			if !ok {
-				c.fail(e.p, "literal %s does not fit in bit<%d>", e.text, e.width)
+				c.fail(e.P, "literal %s does not fit in bit<%d>", e.Text, e.Width)
 			}
-			return constVal(bitT(e.width), k)
+			return constVal(bitT(e.Width), k)
 		}
-		return intConst(e.val)
-	case *boolExpr:
+		return intConst(e.Val)
+	case *frontend.BoolExpr:
 		k := uint64(0)
-		if e.val {
+		if e.Val {
 			k = 1
 		}
 		return constVal(boolT, k)
-	case *stringExpr:
+	case *frontend.StringExpr:
 		return &val{t: stringT, isConst: true}
-	case *memberExpr:
+	case *frontend.MemberExpr:
 		return c.member(sc, e)
-	case *sliceExpr:
+	case *frontend.SliceExpr:
 		return c.slice(sc, e)
-	case *indexExpr:
-		c.fail(e.p, "array indexing (header stacks) is not supported")
-	case *callExpr:
+	case *frontend.IndexExpr:
+		c.fail(e.P, "array indexing (header stacks) is not supported")
+	case *frontend.CallExpr:
 		return c.call(sc, e)
-	case *binExpr:
+	case *frontend.BinExpr:
 		return c.binary(sc, e)
-	case *unExpr:
+	case *frontend.UnExpr:
 		return c.unary(sc, e)
-	case *castExpr:
+	case *frontend.CastExpr:
 		return c.cast(sc, e)
-	case *condExpr:
+	case *frontend.CondExpr:
 		return c.cond(sc, e)
-	case *listExpr:
-		c.fail(e.p, "list expressions are only supported as hash and checksum data")
-	case *defaultExpr:
-		c.fail(e.p, "default/_ is only allowed in select cases and table entries")
-	case *typeExpr:
-		c.fail(e.p, "a type is not a value here")
+	case *frontend.ListExpr:
+		c.fail(e.P, "list expressions are only supported as hash and checksum data")
+	case *frontend.DefaultExpr:
+		c.fail(e.P, "default/_ is only allowed in select cases and table entries")
+	case *frontend.NamedArg:
+		c.fail(e.P, "named arguments are only supported in extern instantiations")
+	case *frontend.TypeExpr:
+		c.fail(e.P, "a type is not a value here")
 	}
-	c.fail(e.exprPos(), "unsupported expression")
+	c.fail(e.ExprPos(), "unsupported expression")
 	return nil
 }
 
-func (c *compiler) ident(sc *scope, e *identExpr) *val {
+func (c *compiler) ident(sc *scope, e *frontend.IdentExpr) *val {
 	var s *symbol
-	if e.dot {
-		s = c.global.lookup(e.name)
+	if e.Dot {
+		s = c.global.lookup(e.Name)
 	} else {
-		s = sc.lookup(e.name)
+		s = sc.lookup(e.Name)
 	}
 	if s == nil {
-		c.fail(e.p, "unknown name %s", e.name)
+		c.fail(e.P, "unknown name %s", e.Name)
 	}
 	switch s.kind {
 	case sVar:
@@ -166,30 +169,34 @@ func (c *compiler) locVal(l *lval) *val {
 	return v
 }
 
-func (c *compiler) member(sc *scope, e *memberExpr) *val {
-	x := c.expr(sc, e.x)
+// member compiles x.name: an enum or error member of a type, hit/miss/
+// action_run of a table's apply result, a header or struct field (lazily
+// read timestamps, read-only intrinsic fields, wide fields refused), a
+// header method, or a method of an extern, table or packet.
+func (c *compiler) member(sc *scope, e *frontend.MemberExpr) *val {
+	x := c.expr(sc, e.X)
 	switch {
 	case x.typeRef != nil:
 		t := x.typeRef
 		if t.kind != kEnum && t.kind != kError {
-			c.fail(e.p, "%s has no member %s", t, e.name)
+			c.fail(e.P, "%s has no member %s", t, e.Name)
 		}
 		for i, m := range t.members {
-			if m == e.name {
+			if m == e.Name {
 				if t.kind == kEnum && t.width > 0 {
 					return constVal(t, t.values[i])
 				}
 				return constVal(t, uint64(i))
 			}
 		}
-		c.fail(e.p, "%s has no member %s", t, e.name)
+		c.fail(e.P, "%s has no member %s", t, e.Name)
 	case x.applied != nil:
 		tb := x.applied
 		apply := x.st
-		switch e.name {
+		switch e.Name {
 		case "hit", "miss":
 			hs := tb.hitSlot
-			neg := e.name == "miss"
+			neg := e.Name == "miss"
 			return &val{t: boolT, fn: func(s *pktState) uint64 {
 				apply(s)
 				if neg {
@@ -200,9 +207,9 @@ func (c *compiler) member(sc *scope, e *memberExpr) *val {
 		case "action_run":
 			return &val{t: voidT, applied: tb, st: apply, method: "action_run"}
 		}
-		c.fail(e.p, "table apply result has no member %s", e.name)
+		c.fail(e.P, "table apply result has no member %s", e.Name)
 	case x.lv != nil && (x.t.kind == kHeader || x.t.kind == kStruct):
-		if f := x.t.field(e.name); f != nil {
+		if f := x.t.field(e.Name); f != nil {
 			// header fields' offsets already skip slot 0, the validity bit
 			slot := x.lv.base + f.off
 			if f.t.scalar() {
@@ -219,31 +226,37 @@ func (c *compiler) member(sc *scope, e *memberExpr) *val {
 					return s.ts
 				}}
 			}
+			if f.t.kind == kWide {
+				c.fail(e.P, "%s.%s is %s: this target computes with up to %d bits (wider fields are parsed, copied with their header and deparsed, never read)", x.t, e.Name, f.t, maxWidth)
+			}
+			if f.ro != "" && !x.lv.readonly {
+				return c.locVal(&lval{base: slot, t: f.t, readonly: true, why: f.ro})
+			}
 			return c.locVal(&lval{base: slot, t: f.t, readonly: x.lv.readonly, why: x.lv.why})
 		}
 		if x.t.kind == kHeader {
-			switch e.name {
+			switch e.Name {
 			case "isValid", "setValid", "setInvalid":
-				return &val{recv: x, method: e.name}
+				return &val{recv: x, method: e.Name}
 			}
 		}
-		c.fail(e.p, "%s has no field %s", x.t, e.name)
+		c.fail(e.P, "%s has no field %s", x.t, e.Name)
 	case x.sym != nil:
-		return &val{sym: x.sym, method: e.name}
+		return &val{sym: x.sym, method: e.Name}
 	}
-	c.fail(e.p, "no member %s here", e.name)
+	c.fail(e.P, "no member %s here", e.Name)
 	return nil
 }
 
-func (c *compiler) slice(sc *scope, e *sliceExpr) *val {
-	x := c.expr(sc, e.x)
+func (c *compiler) slice(sc *scope, e *frontend.SliceExpr) *val {
+	x := c.expr(sc, e.X)
 	if x.t == nil || x.t.kind != kBit {
-		c.fail(e.p, "only bit<W> values can be sliced")
+		c.fail(e.P, "only bit<W> values can be sliced")
 	}
-	hi := c.constInt(sc, e.hi)
-	lo := c.constInt(sc, e.lo)
+	hi := c.constInt(sc, e.Hi)
+	lo := c.constInt(sc, e.Lo)
 	if lo < 0 || hi < lo || hi >= int64(x.t.width) {
-		c.fail(e.p, "slice [%d:%d] out of range for %s", hi, lo, x.t)
+		c.fail(e.P, "slice [%d:%d] out of range for %s", hi, lo, x.t)
 	}
 	w := int(hi - lo + 1)
 	// A slice of a location is itself a location, unless the value is not
@@ -277,12 +290,12 @@ func (c *compiler) fold(v *val, operands ...*val) *val {
 
 // rvalue compiles a scalar expression and converts it to want (nil: keep
 // its type; int constants stay arbitrary-precision).
-func (c *compiler) rvalue(sc *scope, e expr, want *ptype) *val {
+func (c *compiler) rvalue(sc *scope, e frontend.Expr, want *ptype) *val {
 	v := c.expr(sc, e)
-	return c.convert(v, want, e.exprPos())
+	return c.convert(v, want, e.ExprPos())
 }
 
-func (c *compiler) convert(v *val, want *ptype, at pos) *val {
+func (c *compiler) convert(v *val, want *ptype, at frontend.Pos) *val {
 	if v.t == nil || (v.fn == nil && !(v.isConst && v.t.kind == kInt)) {
 		if v.t != nil && !v.t.scalar() && want != nil && v.t == want {
 			return v
@@ -312,7 +325,7 @@ func (c *compiler) convert(v *val, want *ptype, at pos) *val {
 }
 
 // typed makes sure v has a concrete scalar type (not an int constant).
-func (c *compiler) typed(v *val, at pos) *val {
+func (c *compiler) typed(v *val, at frontend.Pos) *val {
 	if v.t == nil || !v.t.scalar() || v.fn == nil {
 		if v.t != nil && v.t.kind == kInt {
 			c.fail(at, "cannot infer the width of integer %s here; write it as <W>w<value> or cast it", v.big)
@@ -322,57 +335,60 @@ func (c *compiler) typed(v *val, at pos) *val {
 	return v
 }
 
-func (c *compiler) binary(sc *scope, e *binExpr) *val {
-	if e.op == "&&&" {
-		c.fail(e.p, "&&& is only allowed in select cases and table entries")
+// binary compiles a binary operation: integer constants fold exactly;
+// otherwise an int constant takes the other operand's type, both sides
+// must have the same type, and arithmetic is modulo 2^W.
+func (c *compiler) binary(sc *scope, e *frontend.BinExpr) *val {
+	if e.Op == "&&&" {
+		c.fail(e.P, "&&& is only allowed in select cases and table entries")
 	}
-	l := c.expr(sc, e.l)
-	r := c.expr(sc, e.r)
+	l := c.expr(sc, e.L)
+	r := c.expr(sc, e.R)
 	if l.t == nil || r.t == nil {
-		c.fail(e.p, "operands of %s must be values", e.op)
+		c.fail(e.P, "operands of %s must be values", e.Op)
 	}
 	// Both arbitrary-precision constants: fold exactly.
 	if l.t.kind == kInt && r.t.kind == kInt {
 		return c.foldInt(e, l.big, r.big)
 	}
-	switch e.op {
+	switch e.Op {
 	case "<<", ">>":
 		if l.t.kind == kInt {
-			c.fail(e.p, "cannot infer the width of %s; write it as <W>w<value>", l.big)
+			c.fail(e.P, "cannot infer the width of %s; write it as <W>w<value>", l.big)
 		}
-		return c.shift(e, c.typed(l, e.l.exprPos()), r)
+		return c.shift(e, c.typed(l, e.L.ExprPos()), r)
 	case "++":
-		l, r = c.typed(l, e.l.exprPos()), c.typed(r, e.r.exprPos())
+		l, r = c.typed(l, e.L.ExprPos()), c.typed(r, e.R.ExprPos())
 		if l.t.kind != kBit || r.t.kind != kBit {
-			c.fail(e.p, "++ needs bit<W> operands, found %s and %s", l.t, r.t)
+			c.fail(e.P, "++ needs bit<W> operands, found %s and %s", l.t, r.t)
 		}
 		w := l.t.width + r.t.width
 		if w > maxWidth {
-			c.fail(e.p, "concatenation is %d bits wide; this target supports up to %d", w, maxWidth)
+			c.fail(e.P, "concatenation is %d bits wide; this target supports up to %d", w, maxWidth)
 		}
 		lf, rf, rw := l.fn, r.fn, uint(r.t.width)
 		return c.fold(&val{t: bitT(w), fn: func(s *pktState) uint64 { return lf(s)<<rw | rf(s) }}, l, r)
 	}
 	// Give an int constant the type of the other side.
 	if l.t.kind == kInt {
-		l = c.convert(l, r.t, e.l.exprPos())
+		l = c.convert(l, r.t, e.L.ExprPos())
 	}
 	if r.t.kind == kInt {
-		r = c.convert(r, l.t, e.r.exprPos())
+		r = c.convert(r, l.t, e.R.ExprPos())
 	}
-	l, r = c.typed(l, e.l.exprPos()), c.typed(r, e.r.exprPos())
+	l, r = c.typed(l, e.L.ExprPos()), c.typed(r, e.R.ExprPos())
 	if l.t != r.t {
-		c.fail(e.p, "type mismatch in %s: %s and %s", e.op, l.t, r.t)
+		c.fail(e.P, "type mismatch in %s: %s and %s", e.Op, l.t, r.t)
 	}
 	t := l.t
 	lf, rf := l.fn, r.fn
 	var v *val
-	switch e.op {
+	switch e.Op {
 	case "&&", "||":
 		if t.kind != kBool {
-			c.fail(e.p, "%s needs bool operands, found %s", e.op, t)
+			c.fail(e.P, "%s needs bool operands, found %s", e.Op, t)
 		}
-		if e.op == "&&" {
+		if e.Op == "&&" {
 			v = &val{t: boolT, fn: func(s *pktState) uint64 {
 				if lf(s) == 0 {
 					return 0
@@ -389,21 +405,21 @@ func (c *compiler) binary(sc *scope, e *binExpr) *val {
 		}
 	case "==", "!=":
 		if !t.scalar() {
-			c.fail(e.p, "%s on %s is not supported", e.op, t)
+			c.fail(e.P, "%s on %s is not supported", e.Op, t)
 		}
-		v = &val{t: boolT, fn: cmpFn(e.op, lf, rf, l, r)}
+		v = &val{t: boolT, fn: cmpFn(e.Op, lf, rf, l, r)}
 	case "<", ">", "<=", ">=":
 		if t.kind != kBit {
-			c.fail(e.p, "%s needs bit<W> operands, found %s", e.op, t)
+			c.fail(e.P, "%s needs bit<W> operands, found %s", e.Op, t)
 		}
-		v = &val{t: boolT, fn: cmpFn(e.op, lf, rf, l, r)}
+		v = &val{t: boolT, fn: cmpFn(e.Op, lf, rf, l, r)}
 	default:
 		if t.kind != kBit {
-			c.fail(e.p, "%s needs bit<W> operands, found %s", e.op, t)
+			c.fail(e.P, "%s needs bit<W> operands, found %s", e.Op, t)
 		}
-		fn := arithFn(e.op, t.width, lf, rf, l, r)
+		fn := arithFn(e.Op, t.width, lf, rf, l, r)
 		if fn == nil {
-			c.fail(e.p, "operator %s is not supported", e.op)
+			c.fail(e.P, "operator %s is not supported", e.Op)
 		}
 		v = &val{t: t, fn: fn}
 	}
@@ -538,16 +554,17 @@ func arithFn(op string, w int, lf, rf exprFn, l, r *val) exprFn {
 	return nil
 }
 
-func (c *compiler) shift(e *binExpr, l, r *val) *val {
+// shift compiles << and >>: a shift by W or more bits yields 0.
+func (c *compiler) shift(e *frontend.BinExpr, l, r *val) *val {
 	if l.t.kind != kBit {
-		c.fail(e.p, "%s needs a bit<W> left operand, found %s", e.op, l.t)
+		c.fail(e.P, "%s needs a bit<W> left operand, found %s", e.Op, l.t)
 	}
 	w := l.t.width
 	m := mask(w)
 	lf := l.fn
 	if r.t.kind == kInt {
 		if r.big.Sign() < 0 {
-			c.fail(e.p, "negative shift amount")
+			c.fail(e.P, "negative shift amount")
 		}
 		n := uint64(64)
 		if r.big.IsUint64() && r.big.Uint64() < 64 {
@@ -556,20 +573,20 @@ func (c *compiler) shift(e *binExpr, l, r *val) *val {
 		var fn exprFn
 		if n >= uint64(w) {
 			fn = func(*pktState) uint64 { return 0 }
-		} else if e.op == "<<" {
+		} else if e.Op == "<<" {
 			fn = func(s *pktState) uint64 { return lf(s) << n & m }
 		} else {
 			fn = func(s *pktState) uint64 { return lf(s) >> n }
 		}
 		return c.fold(&val{t: l.t, fn: fn}, l)
 	}
-	r = c.typed(r, e.r.exprPos())
+	r = c.typed(r, e.R.ExprPos())
 	if r.t.kind != kBit {
-		c.fail(e.p, "shift amount must be bit<W>, found %s", r.t)
+		c.fail(e.P, "shift amount must be bit<W>, found %s", r.t)
 	}
 	rf := r.fn
 	var fn exprFn
-	if e.op == "<<" {
+	if e.Op == "<<" {
 		fn = func(s *pktState) uint64 {
 			n := rf(s)
 			if n >= 64 {
@@ -589,7 +606,8 @@ func (c *compiler) shift(e *binExpr, l, r *val) *val {
 	return c.fold(&val{t: l.t, fn: fn}, l, r)
 }
 
-func (c *compiler) foldInt(e *binExpr, a, b *big.Int) *val {
+// foldInt folds an operation on two arbitrary-precision constants.
+func (c *compiler) foldInt(e *frontend.BinExpr, a, b *big.Int) *val {
 	r := new(big.Int)
 	b2 := func(x bool) *val {
 		if x {
@@ -597,7 +615,7 @@ func (c *compiler) foldInt(e *binExpr, a, b *big.Int) *val {
 		}
 		return constVal(boolT, 0)
 	}
-	switch e.op {
+	switch e.Op {
 	case "+":
 		r.Add(a, b)
 	case "-":
@@ -606,9 +624,9 @@ func (c *compiler) foldInt(e *binExpr, a, b *big.Int) *val {
 		r.Mul(a, b)
 	case "/", "%":
 		if b.Sign() <= 0 || a.Sign() < 0 {
-			c.fail(e.p, "%s needs positive constant operands", e.op)
+			c.fail(e.P, "%s needs positive constant operands", e.Op)
 		}
-		if e.op == "/" {
+		if e.Op == "/" {
 			r.Quo(a, b)
 		} else {
 			r.Rem(a, b)
@@ -621,9 +639,9 @@ func (c *compiler) foldInt(e *binExpr, a, b *big.Int) *val {
 		r.Xor(a, b)
 	case "<<", ">>":
 		if b.Sign() < 0 || b.Cmp(big.NewInt(4096)) > 0 {
-			c.fail(e.p, "shift amount out of range")
+			c.fail(e.P, "shift amount out of range")
 		}
-		if e.op == "<<" {
+		if e.Op == "<<" {
 			r.Lsh(a, uint(b.Int64()))
 		} else {
 			r.Rsh(a, uint(b.Int64()))
@@ -641,55 +659,58 @@ func (c *compiler) foldInt(e *binExpr, a, b *big.Int) *val {
 	case ">=":
 		return b2(a.Cmp(b) >= 0)
 	default:
-		c.fail(e.p, "operator %s is not defined on integers", e.op)
+		c.fail(e.P, "operator %s is not defined on integers", e.Op)
 	}
 	if r.BitLen() > 4096 {
-		c.fail(e.p, "constant too large")
+		c.fail(e.P, "constant too large")
 	}
 	return intConst(r)
 }
 
-func (c *compiler) unary(sc *scope, e *unExpr) *val {
-	x := c.expr(sc, e.x)
+func (c *compiler) unary(sc *scope, e *frontend.UnExpr) *val {
+	x := c.expr(sc, e.X)
 	if x.t == nil {
-		c.fail(e.p, "operand of %s must be a value", e.op)
+		c.fail(e.P, "operand of %s must be a value", e.Op)
 	}
 	if x.t.kind == kInt {
-		switch e.op {
+		switch e.Op {
 		case "-":
 			return intConst(new(big.Int).Neg(x.big))
 		case "~":
-			c.fail(e.p, "cannot infer the width of ~%s; write it as <W>w<value>", x.big)
+			c.fail(e.P, "cannot infer the width of ~%s; write it as <W>w<value>", x.big)
 		}
-		c.fail(e.p, "%s is not defined on integers", e.op)
+		c.fail(e.P, "%s is not defined on integers", e.Op)
 	}
-	x = c.typed(x, e.x.exprPos())
+	x = c.typed(x, e.X.ExprPos())
 	f := x.fn
-	switch e.op {
+	switch e.Op {
 	case "!":
 		if x.t.kind != kBool {
-			c.fail(e.p, "! needs a bool, found %s", x.t)
+			c.fail(e.P, "! needs a bool, found %s", x.t)
 		}
 		return c.fold(&val{t: boolT, fn: func(s *pktState) uint64 { return f(s) ^ 1 }}, x)
 	case "~", "-":
 		if x.t.kind != kBit {
-			c.fail(e.p, "%s needs a bit<W>, found %s", e.op, x.t)
+			c.fail(e.P, "%s needs a bit<W>, found %s", e.Op, x.t)
 		}
 		m := mask(x.t.width)
-		if e.op == "~" {
+		if e.Op == "~" {
 			return c.fold(&val{t: x.t, fn: func(s *pktState) uint64 { return ^f(s) & m }}, x)
 		}
 		return c.fold(&val{t: x.t, fn: func(s *pktState) uint64 { return -f(s) & m }}, x)
 	}
-	c.fail(e.p, "unsupported operator %s", e.op)
+	c.fail(e.P, "unsupported operator %s", e.Op)
 	return nil
 }
 
-func (c *compiler) cast(sc *scope, e *castExpr) *val {
-	to := c.resolveType(sc, e.t)
-	x := c.expr(sc, e.x)
+// cast compiles (T)x between bit<W> widths, bool and bit<1>, and
+// serializable enums and their underlying type; an int constant cast to
+// bit<W> is truncated.
+func (c *compiler) cast(sc *scope, e *frontend.CastExpr) *val {
+	to := c.resolveType(sc, e.T)
+	x := c.expr(sc, e.X)
 	if x.t == nil {
-		c.fail(e.p, "cannot cast this expression")
+		c.fail(e.P, "cannot cast this expression")
 	}
 	if x.t.kind == kInt {
 		switch {
@@ -699,17 +720,17 @@ func (c *compiler) cast(sc *scope, e *castExpr) *val {
 			r := new(big.Int).Mod(x.big, m)
 			return constVal(to, r.Uint64())
 		case to.kind == kBool:
-			c.fail(e.p, "cannot cast an integer to bool")
+			c.fail(e.P, "cannot cast an integer to bool")
 		case to.kind == kEnum && to.width > 0:
 			k, ok := toBits(x.big, to.width)
 			if !ok {
-				c.fail(e.p, "constant does not fit in %s", to)
+				c.fail(e.P, "constant does not fit in %s", to)
 			}
 			return constVal(to, k)
 		}
-		c.fail(e.p, "cannot cast an integer to %s", to)
+		c.fail(e.P, "cannot cast an integer to %s", to)
 	}
-	x = c.typed(x, e.x.exprPos())
+	x = c.typed(x, e.X.ExprPos())
 	f := x.fn
 	switch {
 	case x.t == to:
@@ -722,48 +743,48 @@ func (c *compiler) cast(sc *scope, e *castExpr) *val {
 		return c.fold(&val{t: to, fn: func(s *pktState) uint64 { return f(s) & m }}, x)
 	case to.kind == kBit && x.t.kind == kBool:
 		if to.width != 1 {
-			c.fail(e.p, "bool can only be cast to bit<1>")
+			c.fail(e.P, "bool can only be cast to bit<1>")
 		}
 		return &val{t: to, fn: f, isConst: x.isConst, k: x.k}
 	case to.kind == kBool && x.t.kind == kBit:
 		if x.t.width != 1 {
-			c.fail(e.p, "only bit<1> can be cast to bool")
+			c.fail(e.P, "only bit<1> can be cast to bool")
 		}
 		return &val{t: to, fn: f, isConst: x.isConst, k: x.k}
 	case to.kind == kBit && x.t.kind == kEnum && x.t.width > 0:
 		if to.width != x.t.width {
-			c.fail(e.p, "cannot cast %s (bit<%d>) to %s", x.t, x.t.width, to)
+			c.fail(e.P, "cannot cast %s (bit<%d>) to %s", x.t, x.t.width, to)
 		}
 		return &val{t: to, fn: f, isConst: x.isConst, k: x.k}
 	case to.kind == kEnum && to.width > 0 && x.t.kind == kBit:
 		if to.width != x.t.width {
-			c.fail(e.p, "cannot cast %s to %s (bit<%d>)", x.t, to, to.width)
+			c.fail(e.P, "cannot cast %s to %s (bit<%d>)", x.t, to, to.width)
 		}
 		return &val{t: to, fn: f, isConst: x.isConst, k: x.k}
 	}
-	c.fail(e.p, "cannot cast %s to %s", x.t, to)
+	c.fail(e.P, "cannot cast %s to %s", x.t, to)
 	return nil
 }
 
-func (c *compiler) cond(sc *scope, e *condExpr) *val {
-	cv := c.rvalue(sc, e.c, boolT)
-	a := c.expr(sc, e.then)
-	b := c.expr(sc, e.els)
+func (c *compiler) cond(sc *scope, e *frontend.CondExpr) *val {
+	cv := c.rvalue(sc, e.C, boolT)
+	a := c.expr(sc, e.Then)
+	b := c.expr(sc, e.Els)
 	if a.t == nil || b.t == nil {
-		c.fail(e.p, "?: needs values")
+		c.fail(e.P, "?: needs values")
 	}
 	if a.t.kind == kInt && b.t.kind == kInt {
-		c.fail(e.p, "cannot infer the width of ?: with two integer constants")
+		c.fail(e.P, "cannot infer the width of ?: with two integer constants")
 	}
 	if a.t.kind == kInt {
-		a = c.convert(a, b.t, e.then.exprPos())
+		a = c.convert(a, b.t, e.Then.ExprPos())
 	}
 	if b.t.kind == kInt {
-		b = c.convert(b, a.t, e.els.exprPos())
+		b = c.convert(b, a.t, e.Els.ExprPos())
 	}
-	a, b = c.typed(a, e.then.exprPos()), c.typed(b, e.els.exprPos())
+	a, b = c.typed(a, e.Then.ExprPos()), c.typed(b, e.Els.ExprPos())
 	if a.t != b.t {
-		c.fail(e.p, "type mismatch in ?: %s and %s", a.t, b.t)
+		c.fail(e.P, "type mismatch in ?: %s and %s", a.t, b.t)
 	}
 	cf, af, bf := cv.fn, a.fn, b.fn
 	return c.fold(&val{t: a.t, fn: func(s *pktState) uint64 {

@@ -2,6 +2,7 @@ package target
 
 import (
 	configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
+	"github.com/swordbox/swordbox/p4/target/frontend"
 )
 
 // externC is a register, counter or direct_counter instance.
@@ -21,94 +22,125 @@ type externC struct {
 	outW     int
 	idx      int     // index in the Device's array of its kind
 	table    *tableC // direct_counter, direct_meter: its table
-	anns     []annotation
-	p        pos
+	anns     []frontend.Annotation
+	p        frontend.Pos
+	// tna externs
+	tna    bool        // declared by a tna program (its methods are tna's)
+	layout *cellLayout // Register: how a cell packs its type
+	idxT   *ptype      // Register: the index type (nil: _)
+	init   uint64      // Register, RegisterParam: the initial value
+	ra     *regAction  // RegisterAction
+	crc    *crcSpec    // CRCPolynomial
 }
 
-func (c *compiler) declareExtern(sc *scope, d *instDecl) *externC {
-	if c.inParser {
-		c.fail(d.p, "extern instances in parsers are not supported")
+// declareExtern declares an extern instance of a control: v1model's
+// register, counter, direct_counter, meter, direct_meter, action_profile
+// and action_selector, or in a tna program tna's externs
+// (declareTNAExtern); everything else is refused by name.
+func (c *compiler) declareExtern(sc *scope, d *frontend.InstDecl) *externC {
+	if c.inParser && !(c.tnaT != nil && d.T.Name == "Checksum") {
+		c.fail(d.P, "extern instances in parsers are not supported")
 	}
-	x := &externC{name: c.fqName(d.name, d.anns), anns: d.anns, p: d.p, kind: d.t.name}
+	x := &externC{name: c.fqName(d.Name, d.Anns), anns: d.Anns, p: d.P, kind: d.T.Name}
 	p := c.prog
-	switch d.t.name {
+	if c.tnaT != nil {
+		switch d.T.Name {
+		case "Register", "RegisterAction", "RegisterParam", "Hash", "CRCPolynomial", "Random", "Checksum",
+			"Counter", "DirectCounter", "Meter", "DirectMeter", "DirectRegister", "DirectRegisterAction":
+			return c.declareTNAExtern(sc, d, x)
+		case "register", "counter", "direct_counter", "meter", "direct_meter", "action_profile", "action_selector":
+			c.fail(d.P, "%s is a v1model extern; this program includes <tna.p4>", d.T.Name)
+		}
+		if tnaRefused[d.T.Name] {
+			c.fail(d.P, "tna extern %s is not supported by this target", d.T.Name)
+		}
+	}
+	if len(d.Methods) != 0 {
+		c.fail(d.P, "%s instances have no initializer block", d.T.Name)
+	}
+	for _, a := range d.Args {
+		if na, ok := a.(*frontend.NamedArg); ok {
+			c.fail(na.P, "named arguments are only supported in tna extern instantiations")
+		}
+	}
+	switch d.T.Name {
 	case "register":
-		if len(d.t.args) < 1 || len(d.t.args) > 2 {
-			c.fail(d.p, "register needs a cell type: register<T>(size) or register<T, I>(size)")
+		if len(d.T.Args) < 1 || len(d.T.Args) > 2 {
+			c.fail(d.P, "register needs a cell type: register<T>(size) or register<T, I>(size)")
 		}
-		x.t = c.resolveType(sc, d.t.args[0])
+		x.t = c.resolveType(sc, d.T.Args[0])
 		if x.t.kind != kBit {
-			c.fail(d.p, "register cells must be bit<W>, found %s", x.t)
+			c.fail(d.P, "register cells must be bit<W>, found %s", x.t)
 		}
-		if len(d.t.args) == 2 {
-			if it := c.resolveType(sc, d.t.args[1]); it != bitT(32) {
-				c.fail(d.p, "register index type must be bit<32>, found %s", it)
+		if len(d.T.Args) == 2 {
+			if it := c.resolveType(sc, d.T.Args[1]); it != bitT(32) {
+				c.fail(d.P, "register index type must be bit<32>, found %s", it)
 			}
 		}
-		if len(d.args) != 1 {
-			c.fail(d.p, "register takes one constructor argument (its size)")
+		if len(d.Args) != 1 {
+			c.fail(d.P, "register takes one constructor argument (its size)")
 		}
-		x.size = c.cellsArg(sc, d.args[0])
+		x.size = c.cellsArg(sc, d.Args[0])
 		x.idx = len(p.registers)
 		p.registers = append(p.registers, x)
 	case "counter":
-		if len(d.t.args) != 0 || len(d.args) != 2 {
-			c.fail(d.p, "counter takes (size, CounterType)")
+		if len(d.T.Args) != 0 || len(d.Args) != 2 {
+			c.fail(d.P, "counter takes (size, CounterType)")
 		}
-		x.size = c.cellsArg(sc, d.args[0])
-		x.unit = c.counterUnit(sc, d.args[1])
+		x.size = c.cellsArg(sc, d.Args[0])
+		x.unit = c.counterUnit(sc, d.Args[1])
 		x.idx = len(p.counters)
 		p.counters = append(p.counters, x)
 	case "direct_counter":
-		if len(d.t.args) != 0 || len(d.args) != 1 {
-			c.fail(d.p, "direct_counter takes (CounterType)")
+		if len(d.T.Args) != 0 || len(d.Args) != 1 {
+			c.fail(d.P, "direct_counter takes (CounterType)")
 		}
-		x.unit = c.counterUnit(sc, d.args[0])
+		x.unit = c.counterUnit(sc, d.Args[0])
 		x.idx = len(p.directCounters)
 		p.directCounters = append(p.directCounters, x)
 	case "meter":
-		if len(d.t.args) != 0 || len(d.args) != 2 {
-			c.fail(d.p, "meter takes (size, MeterType)")
+		if len(d.T.Args) != 0 || len(d.Args) != 2 {
+			c.fail(d.P, "meter takes (size, MeterType)")
 		}
-		x.size = c.cellsArg(sc, d.args[0])
-		x.munit = meterUnit(c, sc, d.args[1])
+		x.size = c.cellsArg(sc, d.Args[0])
+		x.munit = meterUnit(c, sc, d.Args[1])
 		x.idx = len(p.meters)
 		p.meters = append(p.meters, x)
 	case "direct_meter":
-		if len(d.t.args) != 1 || len(d.args) != 1 {
-			c.fail(d.p, "direct_meter takes a result type and (MeterType): direct_meter<T>(type)")
+		if len(d.T.Args) != 1 || len(d.Args) != 1 {
+			c.fail(d.P, "direct_meter takes a result type and (MeterType): direct_meter<T>(type)")
 		}
-		x.t = c.resolveType(sc, d.t.args[0])
-		x.munit = meterUnit(c, sc, d.args[0])
+		x.t = c.resolveType(sc, d.T.Args[0])
+		x.munit = meterUnit(c, sc, d.Args[0])
 		x.slot = c.alloc(1)
 		x.idx = len(p.directMeters)
 		p.directMeters = append(p.directMeters, x)
 	case "action_profile", "action_selector":
 		want := 1
-		if d.t.name == "action_selector" {
+		if d.T.Name == "action_selector" {
 			want = 3
 		}
-		if len(d.t.args) != 0 || len(d.args) != want {
-			c.fail(d.p, "%s takes %d constructor arguments", d.t.name, want)
+		if len(d.T.Args) != 0 || len(d.Args) != want {
+			c.fail(d.P, "%s takes %d constructor arguments", d.T.Name, want)
 		}
 		if want == 3 {
 			x.selector = true
-			x.algo = c.algo(sc, d.args[0])
-			x.size = c.sizeArg(sc, d.args[1])
-			w := c.constInt(sc, d.args[2])
+			x.algo = c.algo(sc, d.Args[0])
+			x.size = c.sizeArg(sc, d.Args[1])
+			w := c.constInt(sc, d.Args[2])
 			if w < 1 || w > 64 {
-				c.fail(d.args[2].exprPos(), "action_selector output width %d out of range (1 to 64)", w)
+				c.fail(d.Args[2].ExprPos(), "action_selector output width %d out of range (1 to 64)", w)
 			}
 			x.outW = int(w)
 		} else {
-			x.size = c.sizeArg(sc, d.args[0])
+			x.size = c.sizeArg(sc, d.Args[0])
 		}
 		x.idx = len(p.profiles)
 		p.profiles = append(p.profiles, x)
 	case "Checksum16", "Register":
-		c.fail(d.p, "%s is not supported by this target", d.t.name)
+		c.fail(d.P, "%s is not supported by this target", d.T.Name)
 	default:
-		c.fail(d.p, "unknown extern %s", d.t.name)
+		c.fail(d.P, "unknown extern %s", d.T.Name)
 	}
 	return x
 }
@@ -121,31 +153,31 @@ const (
 	maxTableSize  = 1 << 24
 )
 
-func (c *compiler) sizeArg(sc *scope, e expr) int {
+func (c *compiler) sizeArg(sc *scope, e frontend.Expr) int {
 	n := c.constInt(sc, e)
 	if n < 1 || n > maxTableSize {
-		c.fail(e.exprPos(), "size %d out of range (1 to %d)", n, maxTableSize)
+		c.fail(e.ExprPos(), "size %d out of range (1 to %d)", n, maxTableSize)
 	}
 	return int(n)
 }
 
-func (c *compiler) cellsArg(sc *scope, e expr) int {
+func (c *compiler) cellsArg(sc *scope, e frontend.Expr) int {
 	n := c.constInt(sc, e)
 	if n < 1 || n > maxCells {
-		c.fail(e.exprPos(), "size %d out of range (1 to %d)", n, maxCells)
+		c.fail(e.ExprPos(), "size %d out of range (1 to %d)", n, maxCells)
 	}
 	c.cells += int(n)
 	if c.cells > maxTotalCells {
-		c.fail(e.exprPos(), "registers and counters hold more than %d cells in total", maxTotalCells)
+		c.fail(e.ExprPos(), "registers and counters hold more than %d cells in total", maxTotalCells)
 	}
 	return int(n)
 }
 
-func (c *compiler) counterUnit(sc *scope, e expr) configv1.CounterSpec_Unit {
+func (c *compiler) counterUnit(sc *scope, e frontend.Expr) configv1.CounterSpec_Unit {
 	v := c.expr(sc, e)
 	ct := c.global.m["CounterType"].t
 	if v.t != ct || !v.isConst {
-		c.fail(e.exprPos(), "expected CounterType.packets, .bytes or .packets_and_bytes")
+		c.fail(e.ExprPos(), "expected CounterType.packets, .bytes or .packets_and_bytes")
 	}
 	switch v.k {
 	case 0:
@@ -156,36 +188,39 @@ func (c *compiler) counterUnit(sc *scope, e expr) configv1.CounterSpec_Unit {
 	return configv1.CounterSpec_BOTH
 }
 
-func (c *compiler) externCall(sc *scope, x *externC, method string, e *callExpr) stmtFn {
+func (c *compiler) externCall(sc *scope, x *externC, method string, e *frontend.CallExpr) stmtFn {
 	st := c.externCall0(sc, x, method, e)
 	if x.kind == "register" && method == "read" {
-		res := c.expr(sc, e.args[0])
+		res := c.expr(sc, e.Args[0])
 		return c.dirtying(st, res.lv.base, 1)
 	}
 	return st
 }
 
-func (c *compiler) externCall0(sc *scope, x *externC, method string, e *callExpr) stmtFn {
+// externCall0 compiles a method call on a v1model extern (and tna's
+// Counter and DirectCounter, which share their semantics), specialised
+// for slot and constant operands on the hot paths.
+func (c *compiler) externCall0(sc *scope, x *externC, method string, e *frontend.CallExpr) stmtFn {
 	if c.inParser {
-		c.fail(e.p, "externs cannot be used in parsers")
+		c.fail(e.P, "externs cannot be used in parsers")
 	}
 	idx := x.idx
 	switch x.kind + "." + method {
 	case "register.read":
-		if len(e.args) != 2 {
-			c.fail(e.p, "register.read takes (out result, index)")
+		if len(e.Args) != 2 {
+			c.fail(e.P, "register.read takes (out result, index)")
 		}
-		res := c.expr(sc, e.args[0])
+		res := c.expr(sc, e.Args[0])
 		if res.lv == nil {
-			c.fail(e.args[0].exprPos(), "register.read result must be assignable")
+			c.fail(e.Args[0].ExprPos(), "register.read result must be assignable")
 		}
 		if res.lv.readonly {
-			c.fail(e.args[0].exprPos(), "register.read result: %s", roReason(res.lv))
+			c.fail(e.Args[0].ExprPos(), "register.read result: %s", roReason(res.lv))
 		}
 		if res.t != x.t {
-			c.fail(e.args[0].exprPos(), "type mismatch: register %s holds %s, result is %s", x.name, x.t, res.t)
+			c.fail(e.Args[0].ExprPos(), "type mismatch: register %s holds %s, result is %s", x.name, x.t, res.t)
 		}
-		ixv := c.typed(c.rvalue(sc, e.args[1], bitT(32)), e.args[1].exprPos())
+		ixv := c.typed(c.rvalue(sc, e.Args[1], bitT(32)), e.Args[1].ExprPos())
 		ix := ixv.fn
 		l := res.lv
 		if !l.sliced && ixv.isSlot {
@@ -224,11 +259,11 @@ func (c *compiler) externCall0(sc *scope, x *externC, method string, e *callExpr
 			return flowNext
 		}
 	case "register.write":
-		if len(e.args) != 2 {
-			c.fail(e.p, "register.write takes (index, value)")
+		if len(e.Args) != 2 {
+			c.fail(e.P, "register.write takes (index, value)")
 		}
-		ixv := c.typed(c.rvalue(sc, e.args[0], bitT(32)), e.args[0].exprPos())
-		vv := c.typed(c.rvalue(sc, e.args[1], x.t), e.args[1].exprPos())
+		ixv := c.typed(c.rvalue(sc, e.Args[0], bitT(32)), e.Args[0].ExprPos())
+		vv := c.typed(c.rvalue(sc, e.Args[1], x.t), e.Args[1].ExprPos())
 		ix, v := ixv.fn, vv.fn
 		switch {
 		case ixv.isSlot && vv.isSlot:
@@ -268,10 +303,10 @@ func (c *compiler) externCall0(sc *scope, x *externC, method string, e *callExpr
 			return flowNext
 		}
 	case "counter.count":
-		if len(e.args) != 1 {
-			c.fail(e.p, "counter.count takes (index)")
+		if len(e.Args) != 1 {
+			c.fail(e.P, "counter.count takes (index)")
 		}
-		ixv := c.typed(c.rvalue(sc, e.args[0], bitT(32)), e.args[0].exprPos())
+		ixv := c.typed(c.rvalue(sc, e.Args[0], bitT(32)), e.Args[0].ExprPos())
 		ix := ixv.fn
 		if ixv.isSlot {
 			is := ixv.slot
@@ -279,7 +314,7 @@ func (c *compiler) externCall0(sc *scope, x *externC, method string, e *callExpr
 				ct := &s.dev.counters[idx]
 				if i := s.slots[is]; i < uint64(len(ct.packets)) {
 					ct.packets[i]++
-					ct.bytes[i] += uint64(len(s.pkt))
+					ct.bytes[i] += uint64(len(s.pkt) - s.pre)
 				}
 				return flowNext
 			}
@@ -290,7 +325,7 @@ func (c *compiler) externCall0(sc *scope, x *externC, method string, e *callExpr
 				ct := &s.dev.counters[idx]
 				if k < uint64(len(ct.packets)) {
 					ct.packets[k]++
-					ct.bytes[k] += uint64(len(s.pkt))
+					ct.bytes[k] += uint64(len(s.pkt) - s.pre)
 				}
 				return flowNext
 			}
@@ -300,16 +335,16 @@ func (c *compiler) externCall0(sc *scope, x *externC, method string, e *callExpr
 			i := ix(s)
 			if i < uint64(len(ct.packets)) {
 				ct.packets[i]++
-				ct.bytes[i] += uint64(len(s.pkt))
+				ct.bytes[i] += uint64(len(s.pkt) - s.pre)
 			}
 			return flowNext
 		}
 	case "meter.execute_meter":
-		if len(e.args) != 2 {
-			c.fail(e.p, "meter.execute_meter takes (index, out result)")
+		if len(e.Args) != 2 {
+			c.fail(e.P, "meter.execute_meter takes (index, out result)")
 		}
-		ix := c.typed(c.rvalue(sc, e.args[0], bitT(32)), e.args[0].exprPos()).fn
-		l := c.colorResult(sc, e.args[1], "execute_meter")
+		ix := c.typed(c.rvalue(sc, e.Args[0], bitT(32)), e.Args[0].ExprPos()).fn
+		l := c.colorResult(sc, e.Args[1], "execute_meter")
 		unit := x.munit
 		return c.dirtying(func(s *pktState) flow {
 			cells := s.dev.meters[idx]
@@ -321,23 +356,23 @@ func (c *compiler) externCall0(sc *scope, x *externC, method string, e *callExpr
 			return flowNext
 		}, l.base, 1)
 	case "direct_meter.read":
-		if len(e.args) != 1 {
-			c.fail(e.p, "direct_meter.read takes (out result)")
+		if len(e.Args) != 1 {
+			c.fail(e.P, "direct_meter.read takes (out result)")
 		}
-		l := c.colorResult(sc, e.args[0], "direct_meter.read")
+		l := c.colorResult(sc, e.Args[0], "direct_meter.read")
 		ms := x.slot
 		return c.dirtying(func(s *pktState) flow {
 			storeUint(l, s, s.slots[ms])
 			return flowNext
 		}, l.base, 1)
 	case "direct_counter.count":
-		if len(e.args) != 0 {
-			c.fail(e.p, "direct_counter.count takes no arguments")
+		if len(e.Args) != 0 {
+			c.fail(e.P, "direct_counter.count takes no arguments")
 		}
 		// Direct counters count every hit of their table's entries; the
 		// explicit call v1model allows in an action adds nothing.
 		return func(*pktState) flow { return flowNext }
 	}
-	c.fail(e.p, "%s has no method %s", x.kind, method)
+	c.fail(e.P, "%s has no method %s", x.kind, method)
 	return nil
 }

@@ -24,6 +24,14 @@ func FuzzCompile(f *testing.F) {
 	f.Add(fmt.Sprintf(featureTmpl, tableDecls, "tern.apply(); hdr.h.a = hdr.h.b ++ 4w1 ++ 4w2;"))
 	f.Add(fmt.Sprintf(featureTmpl, "register<bit<32>>(4) r;", "bit<32> v; r.read(v, 1); hash(v, HashAlgorithm.crc16, 32w0, {hdr.h.a}, 32w7);"))
 	f.Add("#define X 5\nconst bit<8> A = X;")
+	f.Add("#if defined(X) || 1 + 2 == 3\n#define Y 1\n#elif 0\n#else\n#endif\nconst bit<8> A = Y;")
+	f.Add(tnaCase{top: "control X(inout h_t h) { apply { h.a = 9; } }",
+		igDecls: `X() x; Register<pair_t, bit<32>>(16, {1, 2}) r;
+    RegisterAction<pair_t, bit<32>, bit<32>>(r) ra = { void apply(inout pair_t v, out bit<32> rv) { rv = v.hi; v.lo = v.lo + 1; } };
+    CRCPolynomial<bit<16>>(16w0x1021, false, false, false, 16w0xffff, 16w0) poly;
+    Hash<bit<16>>(HashAlgorithm_t.CUSTOM, poly) hs; Checksum() ck;`,
+		igBody: "x.apply(hdr.h); hdr.h.d = ra.execute(hdr.h.d); hdr.h.c = hs.get({hdr.h.a}) ^ ck.update({hdr.h});",
+		egBody: "eg_dprsr_md.drop_ctl = (bit<3>)hdr.h.a;"}.src())
 	f.Fuzz(func(t *testing.T, src string) {
 		p, err := Compile("fuzz.p4", []byte(src))
 		if err != nil {
@@ -96,6 +104,25 @@ func FuzzProcess(f *testing.F) {
 		f.Fatal(err)
 	}
 	devs = append(devs, pd)
+	// tna: the l3 router (egress, checksums, CPU port) and tna_custom_hash.
+	l3, err := CompileFile("testdata/tna/l3/l3.p4", CompileOptions{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	ld := NewDevice(l3, Options{CPUPort: 64})
+	if err := ld.WriteTableEntry(p4v1.Update_INSERT, &p4v1.TableEntry{TableId: tableID(f, l3, "Ig.route"),
+		Match: []*p4v1.FieldMatch{lpm(1, []byte{10, 0, 0, 0}, 8)}, Action: act(actionID(f, l3, "Ig.fwd"), []byte{4})}); err != nil {
+		f.Fatal(err)
+	}
+	ch := compileOpenP4Studio(f, "tna_custom_hash")
+	cd := NewDevice(ch, Options{})
+	if err := cd.WriteTableEntry(p4v1.Update_MODIFY, &p4v1.TableEntry{TableId: tableID(f, ch, "SwitchIngress.output_port"), IsDefaultAction: true,
+		Action: act(actionID(f, ch, "SwitchIngress.set_output_port"), []byte{5})}); err != nil {
+		f.Fatal(err)
+	}
+	devs = append(devs, ld, cd)
+	f.Add(uint16(5), l3Frame(f, 64, []byte{10, 2, 3, 4}, "x"))
+	f.Add(uint16(64), []byte{0, 3, 2, 0, 0, 0, 0, 2})
 	for op := byte(0); op <= 15; op++ {
 		f.Add(uint16(1), []byte{op, 1, 0, 0, 0, 0, 0, 0, 0, 0xee})
 		f.Add(uint16(2), []byte{op, 2, 0, 0, 0, 0, 0, 0, 0})

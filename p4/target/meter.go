@@ -3,6 +3,7 @@ package target
 import (
 	configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+	"github.com/swordbox/swordbox/p4/target/frontend"
 	"google.golang.org/grpc/codes"
 )
 
@@ -106,10 +107,10 @@ func checkMeterConfig(c *p4v1.MeterConfig, what string) error {
 	return nil
 }
 
-func meterUnit(c *compiler, sc *scope, e expr) configv1.MeterSpec_Unit {
+func meterUnit(c *compiler, sc *scope, e frontend.Expr) configv1.MeterSpec_Unit {
 	v := c.expr(sc, e)
 	if v.t != c.global.m["MeterType"].t || !v.isConst {
-		c.fail(e.exprPos(), "expected MeterType.packets or MeterType.bytes")
+		c.fail(e.ExprPos(), "expected MeterType.packets or MeterType.bytes")
 	}
 	if v.k == 0 {
 		return configv1.MeterSpec_PACKETS
@@ -122,7 +123,7 @@ func meterSize(s *pktState, u configv1.MeterSpec_Unit) int64 {
 	if u == configv1.MeterSpec_PACKETS {
 		return 1
 	}
-	return int64(len(s.pkt))
+	return int64(len(s.pkt) - s.pre)
 }
 
 func (s *pktState) now() uint64 {
@@ -133,13 +134,13 @@ func (s *pktState) now() uint64 {
 }
 
 // colorResult checks the out argument of execute_meter and read.
-func (c *compiler) colorResult(sc *scope, e expr, what string) *lval {
+func (c *compiler) colorResult(sc *scope, e frontend.Expr, what string) *lval {
 	v := c.expr(sc, e)
 	if v.lv == nil || v.lv.readonly {
-		c.fail(e.exprPos(), "%s: the result must be assignable", what)
+		c.fail(e.ExprPos(), "%s: the result must be assignable", what)
 	}
 	if v.t.kind != kBit || v.t.width < 2 {
-		c.fail(e.exprPos(), "%s: the result must be bit<W> with W >= 2, found %s", what, v.t)
+		c.fail(e.ExprPos(), "%s: the result must be bit<W> with W >= 2, found %s", what, v.t)
 	}
 	return v.lv
 }

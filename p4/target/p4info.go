@@ -1,6 +1,7 @@
 package target
 
 import (
+	"github.com/swordbox/swordbox/p4/target/frontend"
 	"sort"
 	"strconv"
 	"strings"
@@ -36,32 +37,34 @@ func jenkinsHash(s string) uint32 {
 type infoEntity struct {
 	prefix configv1.P4Ids_Prefix
 	name   string
-	anns   []annotation
-	p      pos
+	anns   []frontend.Annotation
+	p      frontend.Pos
 	set    func(uint32)
 }
 
+// assignIDs gives every P4Info entity its ID: explicit @id first, then
+// the prefix and Jenkins hash of the name, probing upwards on collision.
 func (c *compiler) assignIDs(ents []infoEntity) {
 	used := map[uint32]bool{}
 	// explicit @id first
 	for _, e := range ents {
 		for _, a := range e.anns {
-			if a.name != "id" {
+			if a.Name != "id" {
 				continue
 			}
-			if len(a.args) != 1 || a.args[0].kind != tInt || !a.args[0].val.IsUint64() {
-				c.fail(a.p, "@id needs an integer")
+			if len(a.Args) != 1 || a.Args[0].Kind != frontend.TInt || !a.Args[0].Val.IsUint64() {
+				c.fail(a.P, "@id needs an integer")
 			}
-			v := a.args[0].val.Uint64()
+			v := a.Args[0].Val.Uint64()
 			pre := uint64(e.prefix) << 24
 			switch {
 			case v < 1<<24:
 				v |= pre
 			case v>>24 != uint64(e.prefix):
-				c.fail(a.p, "@id %d does not carry the prefix 0x%02x of its entity type", v, e.prefix)
+				c.fail(a.P, "@id %d does not carry the prefix 0x%02x of its entity type", v, e.prefix)
 			}
 			if used[uint32(v)] {
-				c.fail(a.p, "@id %d used twice", v)
+				c.fail(a.P, "@id %d used twice", v)
 			}
 			used[uint32(v)] = true
 			e.set(uint32(v))
@@ -71,7 +74,7 @@ func (c *compiler) assignIDs(ents []infoEntity) {
 	for _, e := range ents {
 		explicit := false
 		for _, a := range e.anns {
-			if a.name == "id" {
+			if a.Name == "id" {
 				explicit = true
 			}
 		}
@@ -117,24 +120,27 @@ func aliases(names []string) map[string]string {
 	return out
 }
 
-func annStrings(anns []annotation, skip ...string) []string {
+func annStrings(anns []frontend.Annotation, skip ...string) []string {
 	var out []string
 outer:
 	for _, a := range anns {
 		for _, s := range skip {
-			if a.name == s {
+			if a.Name == s {
 				continue outer
 			}
 		}
-		if a.body == "" && a.args == nil {
-			out = append(out, "@"+a.name)
+		if a.Body == "" && a.Args == nil {
+			out = append(out, "@"+a.Name)
 		} else {
-			out = append(out, "@"+a.name+"("+a.body+")")
+			out = append(out, "@"+a.Name+"("+a.Body+")")
 		}
 	}
 	return out
 }
 
+// buildP4Info builds the program's P4Info: entities in declaration order,
+// IDs by assignIDs, aliases, match fields and parameters numbered from 1,
+// and the architecture's name ("v1model" or "tna").
 func (c *compiler) buildP4Info() *configv1.P4Info {
 	p := c.prog
 	for _, t := range p.tables {
@@ -157,7 +163,7 @@ func (c *compiler) buildP4Info() *configv1.P4Info {
 	ordered := append([]*actionC(nil), p.actions...)
 	sort.SliceStable(ordered, func(i, j int) bool {
 		a, b := ordered[i].p, ordered[j].p
-		return a.line < b.line || a.line == b.line && a.col < b.col
+		return a.Line < b.Line || a.Line == b.Line && a.Col < b.Col
 	})
 	p.actions = ordered
 	var ents []infoEntity
@@ -207,7 +213,7 @@ func (c *compiler) buildP4Info() *configv1.P4Info {
 		cpmNames = append(cpmNames, name)
 		// p4c hashes the header type's name; the P4Info name is the
 		// annotation's (e.g. packet_in_header_t -> 81826293 "packet_in").
-		ents = append(ents, infoEntity{configv1.P4Ids_CONTROLLER_HEADER, t.name, t.anns, pos{}, func(v uint32) { *id = v }})
+		ents = append(ents, infoEntity{configv1.P4Ids_CONTROLLER_HEADER, t.name, t.anns, frontend.Pos{}, func(v uint32) { *id = v }})
 	}
 	c.assignIDs(ents)
 	var names []string
@@ -219,7 +225,11 @@ func (c *compiler) buildP4Info() *configv1.P4Info {
 	names = append(names, cpmNames...)
 	al := aliases(names)
 
-	info := &configv1.P4Info{PkgInfo: &configv1.PkgInfo{Arch: "v1model"}}
+	arch := "v1model"
+	if p.tna != nil {
+		arch = "tna"
+	}
+	info := &configv1.P4Info{PkgInfo: &configv1.PkgInfo{Arch: arch}}
 	pre := func(id uint32, name string, anns []string) *configv1.Preamble {
 		return &configv1.Preamble{Id: id, Name: name, Alias: al[name], Annotations: anns}
 	}
@@ -299,11 +309,18 @@ func (c *compiler) buildP4Info() *configv1.P4Info {
 		info.ActionProfiles = append(info.ActionProfiles, ap)
 	}
 	for _, x := range p.registers {
-		info.Registers = append(info.Registers, &configv1.Register{Preamble: pre(x.id, x.name, nil),
-			TypeSpec: &configv1.P4DataTypeSpec{TypeSpec: &configv1.P4DataTypeSpec_Bitstring{
-				Bitstring: &configv1.P4BitstringLikeTypeSpec{TypeSpec: &configv1.P4BitstringLikeTypeSpec_Bit{
-					Bit: &configv1.P4BitTypeSpec{Bitwidth: int32(x.t.width)}}}}},
-			Size: int32(x.size)})
+		spec := bitSpec(x.t.width)
+		if x.t.kind == kStruct {
+			// tna's Register<pair, _>: a struct type, as bf-p4c emits it.
+			var names []string
+			var widths []int
+			for _, f := range x.t.fields {
+				names, widths = append(names, f.name), append(widths, widthOf(f.t))
+			}
+			addStructType(info, x.t.name, names, widths)
+			spec = &configv1.P4DataTypeSpec{TypeSpec: &configv1.P4DataTypeSpec_Struct{Struct: &configv1.P4NamedType{Name: x.t.name}}}
+		}
+		info.Registers = append(info.Registers, &configv1.Register{Preamble: pre(x.id, x.name, nil), TypeSpec: spec, Size: int32(x.size)})
 	}
 	for i, t := range cpmTypes {
 		name := cpmNames[i]

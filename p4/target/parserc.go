@@ -1,6 +1,9 @@
 package target
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"github.com/swordbox/swordbox/p4/target/frontend"
+)
 
 // parserC is a compiled parser: states as closures that return the index
 // of the next state.
@@ -45,60 +48,68 @@ func (p *parserC) run(s *pktState) bool {
 	return false
 }
 
-func (c *compiler) compileParser(d *parserDecl, sc *scope) *parserC {
-	c.ctlName = d.name
+func (c *compiler) compileParser(d *frontend.ParserDecl, sc *scope) *parserC {
+	return c.compileParserAs(d, sc, d.Name)
+}
+
+// compileParserAs compiles a parser whose locals are named name.local.
+func (c *compiler) compileParserAs(d *frontend.ParserDecl, sc *scope, name string) *parserC {
+	saveName, saveParser := c.ctlName, c.inParser
+	c.ctlName = name
 	c.inParser = true
-	defer func() { c.inParser = false }()
+	defer func() { c.ctlName, c.inParser = saveName, saveParser }()
 	local := newScope(sc)
-	for _, l := range d.locals {
-		switch l.(type) {
-		case *varDecl, *constDecl:
+	for _, l := range d.Locals {
+		switch l := l.(type) {
+		case *frontend.VarDecl, *frontend.ConstDecl:
+			c.localDecl(local, l)
+		case *frontend.InstDecl:
 			c.localDecl(local, l)
 		default:
-			c.fail(l.declPos(), "only variables and constants can be declared in a parser")
+			c.fail(l.DeclPos(), "only variables, constants and instances can be declared in a parser")
 		}
 	}
 	p := &parserC{start: -1, perr: c.prog.smParserError, timeout: c.prog.errCodes["ParserTimeout"]}
 	index := map[string]int{"accept": stateAccept, "reject": stateReject}
-	for i, st := range d.states {
-		if st.name == "accept" || st.name == "reject" {
-			c.fail(st.p, "state %s is predefined", st.name)
+	for i, st := range d.States {
+		if st.Name == "accept" || st.Name == "reject" {
+			c.fail(st.P, "state %s is predefined", st.Name)
 		}
-		if _, dup := index[st.name]; dup {
-			c.fail(st.p, "state %s declared twice", st.name)
+		if _, dup := index[st.Name]; dup {
+			c.fail(st.P, "state %s declared twice", st.Name)
 		}
-		index[st.name] = i
-		if st.name == "start" {
+		index[st.Name] = i
+		if st.Name == "start" {
 			p.start = i
 		}
 	}
 	if p.start < 0 {
-		c.fail(d.p, "parser %s has no start state", d.name)
+		c.fail(d.P, "parser %s has no start state", d.Name)
 	}
 	noMatch := c.prog.errCodes["NoMatch"]
 	perr := c.prog.smParserError
-	for _, st := range d.states {
+	for _, st := range d.States {
 		ssc := newScope(local)
 		var list []stmtFn
-		for _, s := range st.stmts {
+		for _, s := range st.Stmts {
 			if f := c.stmt(ssc, s); f != nil {
 				list = append(list, f)
 			}
 		}
-		sc := &stateC{name: st.name, body: seq(list)}
-		tr := st.trans
+		sc := &stateC{name: st.Name, body: seq(list)}
+		tr := st.Trans
 		if tr == nil {
-			c.fail(st.p, "state %s has no transition", st.name)
+			c.fail(st.P, "state %s has no transition", st.Name)
 		}
-		target := func(name string, at pos) int {
+		target := func(name string, at frontend.Pos) int {
 			i, ok := index[name]
 			if !ok {
 				c.fail(at, "unknown state %s", name)
 			}
 			return i
 		}
-		if tr.sel == nil {
-			n := target(tr.target, tr.p)
+		if tr.Sel == nil {
+			n := target(tr.Target, tr.P)
 			sc.next = func(*pktState) int { return n }
 		} else {
 			sc.next = c.selectFn(ssc, tr, target, noMatch, perr)
@@ -113,12 +124,15 @@ type selCase struct {
 	next        int
 }
 
-func (c *compiler) selectFn(sc *scope, tr *transition, target func(string, pos) int, noMatch uint64, perr int) func(*pktState) int {
+// selectFn compiles a select transition: the first case whose masked
+// values match wins; none is NoMatch (reject). One slot key with constant
+// cases takes a specialised loop.
+func (c *compiler) selectFn(sc *scope, tr *frontend.Transition, target func(string, frontend.Pos) int, noMatch uint64, perr int) func(*pktState) int {
 	var keys []exprFn
 	var types []*ptype
 	slot0 := -1
-	for i, e := range tr.sel {
-		v := c.typed(c.rvalue(sc, e, nil), e.exprPos())
+	for i, e := range tr.Sel {
+		v := c.typed(c.rvalue(sc, e, nil), e.ExprPos())
 		keys = append(keys, v.fn)
 		types = append(types, v.t)
 		if i == 0 && v.isSlot {
@@ -126,20 +140,20 @@ func (c *compiler) selectFn(sc *scope, tr *transition, target func(string, pos) 
 		}
 	}
 	var cases []selCase
-	for _, cs := range tr.cases {
-		sc2 := selCase{next: target(cs.target, cs.p)}
-		if len(cs.keys) == 1 && len(keys) > 1 {
-			if _, ok := cs.keys[0].(*defaultExpr); ok {
+	for _, cs := range tr.Cases {
+		sc2 := selCase{next: target(cs.Target, cs.P)}
+		if len(cs.Keys) == 1 && len(keys) > 1 {
+			if _, ok := cs.Keys[0].(*frontend.DefaultExpr); ok {
 				sc2.vals = make([]uint64, len(keys))
 				sc2.masks = make([]uint64, len(keys))
 				cases = append(cases, sc2)
 				continue
 			}
 		}
-		if len(cs.keys) != len(keys) {
-			c.fail(cs.p, "select case has %d values, select has %d", len(cs.keys), len(keys))
+		if len(cs.Keys) != len(keys) {
+			c.fail(cs.P, "select case has %d values, select has %d", len(cs.Keys), len(keys))
 		}
-		for i, k := range cs.keys {
+		for i, k := range cs.Keys {
 			v, m := c.keysetValue(sc, k, types[i])
 			sc2.vals = append(sc2.vals, v)
 			sc2.masks = append(sc2.masks, m)
@@ -197,28 +211,29 @@ func (c *compiler) selectFn(sc *scope, tr *transition, target func(string, pos) 
 
 // keysetValue evaluates a constant keyset element: a value, value &&& mask,
 // or default/_ (mask 0). The value is returned already masked.
-func (c *compiler) keysetValue(sc *scope, e expr, t *ptype) (uint64, uint64) {
-	if _, ok := e.(*defaultExpr); ok {
+func (c *compiler) keysetValue(sc *scope, e frontend.Expr, t *ptype) (uint64, uint64) {
+	if _, ok := e.(*frontend.DefaultExpr); ok {
 		return 0, 0
 	}
 	m := mask(widthOf(t))
-	if b, ok := e.(*binExpr); ok && b.op == "&&&" {
-		v := c.rvalue(sc, b.l, t)
-		mv := c.rvalue(sc, b.r, t)
+	if b, ok := e.(*frontend.BinExpr); ok && b.Op == "&&&" {
+		v := c.rvalue(sc, b.L, t)
+		mv := c.rvalue(sc, b.R, t)
 		if !v.isConst || !mv.isConst {
-			c.fail(e.exprPos(), "keyset values must be compile-time constants")
+			c.fail(e.ExprPos(), "keyset values must be compile-time constants")
 		}
 		return v.k & mv.k, mv.k
 	}
 	v := c.rvalue(sc, e, t)
 	if !v.isConst {
-		c.fail(e.exprPos(), "keyset values must be compile-time constants")
+		c.fail(e.ExprPos(), "keyset values must be compile-time constants")
 	}
 	return v.k, m
 }
 
 // Header (de)serialisation. Field values are big-endian bit strings.
 
+// getBits reads w bits at bit offset bitOff of b (big endian).
 func getBits(b []byte, bitOff, w int) uint64 {
 	if bitOff&7 == 0 && w&7 == 0 {
 		i := bitOff >> 3
@@ -253,6 +268,8 @@ func getBits(b []byte, bitOff, w int) uint64 {
 	return v
 }
 
+// putBits writes the w low bits of v at bit offset bitOff of b (big
+// endian), leaving the bits around them unchanged.
 func putBits(b []byte, bitOff, w int, v uint64) {
 	if bitOff&7 == 0 && w&7 == 0 {
 		i := bitOff >> 3
@@ -318,18 +335,34 @@ type codecField struct {
 func codecOf(t *ptype) *headerCodec {
 	h := &headerCodec{bytes: t.bits / 8}
 	for _, f := range t.fields {
-		w := widthOf(f.t)
-		cf := codecField{slot: f.off, bitOff: f.bitOff, w: w, byteIx: f.bitOff >> 3, m: mask(w)}
-		inb := f.bitOff & 7
-		if inb+w <= 64 {
-			cf.fast = true
-			cf.shift = uint(64 - inb - w)
+		if f.t.kind == kWide {
+			// One codec field per slot, the first holding the top bits.
+			bitOff, first := f.bitOff, f.t.width-64*(f.t.size-1)
+			for i := 0; i < f.t.size; i++ {
+				w := 64
+				if i == 0 {
+					w = first
+				}
+				h.fields = append(h.fields, codecFieldAt(f.off+i, bitOff, w))
+				bitOff += w
+			}
+			continue
 		}
-		h.fields = append(h.fields, cf)
+		h.fields = append(h.fields, codecFieldAt(f.off, f.bitOff, widthOf(f.t)))
 	}
 	h.used = h.fields
 	h.allUsed = true
 	return h
+}
+
+func codecFieldAt(slot, bitOff, w int) codecField {
+	cf := codecField{slot: slot, bitOff: bitOff, w: w, byteIx: bitOff >> 3, m: mask(w)}
+	inb := bitOff & 7
+	if inb+w <= 64 {
+		cf.fast = true
+		cf.shift = uint(64 - inb - w)
+	}
+	return cf
 }
 
 // codecFor returns the codec of the header at base. Headers of the
@@ -459,18 +492,26 @@ func packBits(dst []byte, s *pktState, fields []dataField) int {
 	return bw.flush()
 }
 
-func (c *compiler) extract(sc *scope, e *callExpr) stmtFn {
+func (c *compiler) extract(sc *scope, e *frontend.CallExpr) stmtFn {
 	if !c.inParser {
-		c.fail(e.p, "extract is only allowed in parsers")
+		c.fail(e.P, "extract is only allowed in parsers")
 	}
-	if len(e.args) != 1 {
-		c.fail(e.p, "only the one-argument extract(hdr) is supported")
+	if len(e.Args) != 1 {
+		c.fail(e.P, "only the one-argument extract(hdr) is supported")
 	}
-	v := c.expr(sc, e.args[0])
+	v := c.expr(sc, e.Args[0])
 	if v.lv == nil || v.t.kind != kHeader || v.lv.readonly {
-		c.fail(e.args[0].exprPos(), "extract needs a header")
+		c.fail(e.Args[0].ExprPos(), "extract needs a header")
 	}
 	base := v.lv.base
+	if t := c.prog.tna; t != nil {
+		switch {
+		case c.tnaRole == "ingress parser" && base == t.igIntr:
+			t.extractedIgIntr = true
+		case c.tnaRole == "egress parser" && base == t.egIntr:
+			t.extractedEgIntr = true
+		}
+	}
 	h := c.codecFor(v.t, base)
 	perr := c.prog.smParserError
 	tooShort := c.prog.errCodes["PacketTooShort"]
@@ -492,17 +533,17 @@ func (c *compiler) extract(sc *scope, e *callExpr) stmtFn {
 	}
 }
 
-func (c *compiler) emit(sc *scope, e *callExpr) stmtFn {
-	if len(e.args) != 1 {
-		c.fail(e.p, "emit takes one argument")
+func (c *compiler) emit(sc *scope, e *frontend.CallExpr) stmtFn {
+	if len(e.Args) != 1 {
+		c.fail(e.P, "emit takes one argument")
 	}
-	v := c.expr(sc, e.args[0])
+	v := c.expr(sc, e.Args[0])
 	if v.lv == nil || (v.t.kind != kHeader && v.t.kind != kStruct) {
-		c.fail(e.args[0].exprPos(), "emit needs a header or a struct of headers")
+		c.fail(e.Args[0].ExprPos(), "emit needs a header or a struct of headers")
 	}
 	var list []stmtFn
-	var walk func(t *ptype, base int, at pos)
-	walk = func(t *ptype, base int, at pos) {
+	var walk func(t *ptype, base int, at frontend.Pos)
+	walk = func(t *ptype, base int, at frontend.Pos) {
 		if t.kind == kStruct {
 			for _, f := range t.fields {
 				walk(f.t, base+f.off, at)
@@ -532,6 +573,100 @@ func (c *compiler) emit(sc *scope, e *callExpr) stmtFn {
 			return flowNext
 		})
 	}
-	walk(v.t, v.lv.base, e.p)
+	walk(v.t, v.lv.base, e.P)
 	return seq(list)
+}
+
+// advance compiles pkt.advance(bits): the cursor skips bits (a multiple of
+// 8 on this target); past the end of the packet is PacketTooShort.
+func (c *compiler) advance(sc *scope, e *frontend.CallExpr) stmtFn {
+	if !c.inParser {
+		c.fail(e.P, "advance is only allowed in parsers")
+	}
+	if len(e.Args) != 1 {
+		c.fail(e.P, "advance takes (bits)")
+	}
+	v := c.typed(c.rvalue(sc, e.Args[0], bitT(32)), e.Args[0].ExprPos())
+	if t := c.prog.tna; t != nil && c.tnaRole == "ingress parser" {
+		t.consumedMD = true
+	}
+	perr := c.prog.smParserError
+	tooShort := c.prog.errCodes["PacketTooShort"]
+	if v.isConst {
+		if v.k%8 != 0 {
+			c.fail(e.Args[0].ExprPos(), "advance by %d bits: this target advances by whole bytes", v.k)
+		}
+		n := int(v.k / 8)
+		return func(s *pktState) flow {
+			if s.off+n > len(s.pkt) {
+				s.slots[perr] = tooShort
+				return flowReject
+			}
+			s.off += n
+			return flowNext
+		}
+	}
+	f := v.fn
+	return func(s *pktState) flow {
+		bits := f(s)
+		if bits%8 != 0 || uint64(s.off)+bits/8 > uint64(len(s.pkt)) {
+			s.slots[perr] = tooShort
+			return flowReject
+		}
+		s.off += int(bits / 8)
+		return flowNext
+	}
+}
+
+// portMetadataUnpack compiles l = port_metadata_unpack<T>(pkt): the next 64
+// bits (the port metadata, all zero on this target) decoded as T, which
+// must be a header or struct of bit<W> fields of at most 64 bits; the
+// cursor advances by 64 bits.
+func (c *compiler) portMetadataUnpack(sc *scope, l *lval, e *frontend.CallExpr) stmtFn {
+	if !c.inParser {
+		c.fail(e.P, "port_metadata_unpack is only allowed in parsers")
+	}
+	if len(e.Targs) != 1 || len(e.Args) != 1 {
+		c.fail(e.P, "port_metadata_unpack takes <T>(pkt)")
+	}
+	t := c.resolveType(sc, e.Targs[0])
+	if t != l.t || l.sliced {
+		c.fail(e.P, "port_metadata_unpack<%s> assigned to a %s", t, l.t)
+	}
+	if v := c.expr(sc, e.Args[0]); v.sym == nil || v.sym.kind != sPacketIn || v.method != "" {
+		c.fail(e.Args[0].ExprPos(), "port_metadata_unpack takes the packet_in")
+	}
+	if t.kind != kHeader && t.kind != kStruct {
+		c.fail(e.P, "port_metadata_unpack<T>: T must be a header or struct")
+	}
+	bits := 0
+	for _, f := range t.fields {
+		if f.t.kind != kBit {
+			c.fail(e.P, "port_metadata_unpack<%s>: field %s must be bit<W>", t, f.name)
+		}
+		bits += f.t.width
+	}
+	if bits > 64 {
+		c.fail(e.P, "port_metadata_unpack<%s>: %d bits, more than the 64 of the port metadata", t, bits)
+	}
+	if tp := c.prog.tna; tp != nil && c.tnaRole == "ingress parser" {
+		tp.consumedMD = true
+	}
+	base, n := l.base, t.size
+	valid := t.kind == kHeader
+	perr := c.prog.smParserError
+	tooShort := c.prog.errCodes["PacketTooShort"]
+	return c.dirtying(func(s *pktState) flow {
+		if s.off+tnaPortMDBytes > len(s.pkt) {
+			s.slots[perr] = tooShort
+			return flowReject
+		}
+		// The port metadata is all zero: no control plane sets it.
+		clear(s.slots[base : base+n])
+		if valid {
+			s.slots[base] = 1
+		}
+		s.off += tnaPortMDBytes
+		return flowNext
+	}, base, n)
 }

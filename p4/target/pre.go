@@ -3,6 +3,7 @@ package target
 import (
 	"bytes"
 	"fmt"
+	"github.com/swordbox/swordbox/p4/target/frontend"
 	"sort"
 
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
@@ -92,16 +93,16 @@ func (d *Device) reenter(frame []byte, in uint32, instance uint64, keep []int, f
 
 // reentryCall compiles resubmit_preserving_field_list(index) and
 // recirculate_preserving_field_list(index).
-func (c *compiler) reentryCall(sc *scope, e *callExpr, name string) stmtFn {
+func (c *compiler) reentryCall(sc *scope, e *frontend.CallExpr, name string) stmtFn {
 	if c.inParser {
-		c.fail(e.p, "%s cannot be called from a parser", name)
+		c.fail(e.P, "%s cannot be called from a parser", name)
 	}
-	if len(e.args) != 1 {
-		c.fail(e.p, "%s takes 1 argument (the field list index)", name)
+	if len(e.Args) != 1 {
+		c.fail(e.P, "%s takes 1 argument (the field list index)", name)
 	}
-	ix := c.constInt(sc, e.args[0])
+	ix := c.constInt(sc, e.Args[0])
 	if ix < 0 || ix > 255 {
-		c.fail(e.args[0].exprPos(), "field list index %d out of range (0 to 255)", ix)
+		c.fail(e.Args[0].ExprPos(), "field list index %d out of range (0 to 255)", ix)
 	}
 	keep := c.fieldList(uint64(ix))
 	if name == "resubmit_preserving_field_list" {
@@ -188,30 +189,30 @@ func (d *Device) resetMeta(s *pktState, keep []int, from []uint64) {
 
 // cloneCall compiles clone(type, session) and
 // clone_preserving_field_list(type, session, index).
-func (c *compiler) cloneCall(sc *scope, e *callExpr, preserving bool) stmtFn {
+func (c *compiler) cloneCall(sc *scope, e *frontend.CallExpr, preserving bool) stmtFn {
 	name := "clone"
 	want := 2
 	if preserving {
 		name, want = "clone_preserving_field_list", 3
 	}
 	if c.inParser {
-		c.fail(e.p, "%s cannot be called from a parser", name)
+		c.fail(e.P, "%s cannot be called from a parser", name)
 	}
-	if len(e.args) != want {
-		c.fail(e.p, "%s takes %d arguments", name, want)
+	if len(e.Args) != want {
+		c.fail(e.P, "%s takes %d arguments", name, want)
 	}
-	ct := c.expr(sc, e.args[0])
+	ct := c.expr(sc, e.Args[0])
 	if ct.t != c.global.m["CloneType"].t || !ct.isConst {
-		c.fail(e.args[0].exprPos(), "%s: expected CloneType.I2E or CloneType.E2E", name)
+		c.fail(e.Args[0].ExprPos(), "%s: expected CloneType.I2E or CloneType.E2E", name)
 	}
 	e2e := ct.k == 1
-	sv := c.typed(c.rvalue(sc, e.args[1], bitT(32)), e.args[1].exprPos())
+	sv := c.typed(c.rvalue(sc, e.Args[1], bitT(32)), e.Args[1].ExprPos())
 	sess := sv.fn
 	var keep []int
 	if preserving {
-		ix := c.constInt(sc, e.args[2])
+		ix := c.constInt(sc, e.Args[2])
 		if ix < 0 || ix > 255 {
-			c.fail(e.args[2].exprPos(), "field list index %d out of range (0 to 255)", ix)
+			c.fail(e.Args[2].ExprPos(), "field list index %d out of range (0 to 255)", ix)
 		}
 		keep = c.fieldList(uint64(ix))
 	}
@@ -232,11 +233,11 @@ func (c *compiler) fieldList(index uint64) []int {
 	var slots []int
 	for _, f := range p.metaT.fields {
 		for _, a := range f.anns {
-			if a.name != "field_list" {
+			if a.Name != "field_list" {
 				continue
 			}
-			for _, t := range a.args {
-				if t.kind == tInt && t.val != nil && t.val.IsUint64() && t.val.Uint64() == index {
+			for _, t := range a.Args {
+				if t.Kind == frontend.TInt && t.Val != nil && t.Val.IsUint64() && t.Val.Uint64() == index {
 					for i := 0; i < f.t.size; i++ {
 						slots = append(slots, p.metaBase+f.off+i)
 					}

@@ -1,5 +1,7 @@
 package target
 
+import "github.com/swordbox/swordbox/p4/target/frontend"
+
 // controlC is a compiled control: its apply block.
 type controlC struct {
 	name string
@@ -13,48 +15,59 @@ func (ctl *controlC) run(s *pktState) {
 	s.exited = false
 }
 
-func (c *compiler) compileControl(d *controlDecl, sc *scope, what string) *controlC {
+func (c *compiler) compileControl(d *frontend.ControlDecl, sc *scope, what string) *controlC {
 	c.ctlName = ""
-	c.ctlName = c.fqName(d.name, d.anns)
-	if c.ctlName != d.name {
-		c.fail(d.p, "@name on a control is not supported")
+	if c.fqName(d.Name, d.Anns) != d.Name {
+		c.fail(d.P, "@name on a control is not supported")
 	}
+	return c.compileControlAs(d, sc, d.Name)
+}
+
+// compileControlAs compiles a control whose locals are named name.local.
+func (c *compiler) compileControlAs(d *frontend.ControlDecl, sc *scope, name string) *controlC {
+	saveName, saveParser := c.ctlName, c.inParser
+	defer func() { c.ctlName, c.inParser = saveName, saveParser }()
+	c.ctlName = name
 	c.inParser = false
 	local := newScope(sc)
-	for _, l := range d.locals {
+	for _, l := range d.Locals {
 		c.localDecl(local, l)
 	}
-	body := c.block(local, d.body)
-	return &controlC{name: d.name, body: body}
+	body := c.block(local, d.Body)
+	return &controlC{name: d.Name, body: body}
 }
 
 // localDecl declares one control or parser local.
-func (c *compiler) localDecl(sc *scope, d decl) {
+func (c *compiler) localDecl(sc *scope, d frontend.Decl) {
 	switch d := d.(type) {
-	case *varDecl:
-		if d.t == nil {
+	case *frontend.VarDecl:
+		if d.T == nil {
 			return // stray ';'
 		}
 		st := c.varDecl(sc, d)
 		if st != nil {
-			c.fail(d.p, "initialised variables are only supported inside apply blocks, actions and states")
+			c.fail(d.P, "initialised variables are only supported inside apply blocks, actions and states")
 		}
-	case *constDecl:
+	case *frontend.ConstDecl:
 		c.declareConst(sc, d)
-	case *actionDecl:
+	case *frontend.ActionDecl:
 		a := c.declareAction(sc, d)
-		c.defineIn(sc, d.p, d.name, &symbol{kind: sAction, act: a})
-	case *tableDecl:
+		c.defineIn(sc, d.P, d.Name, &symbol{kind: sAction, act: a})
+	case *frontend.TableDecl:
 		if c.inParser {
-			c.fail(d.p, "tables are not allowed in parsers")
+			c.fail(d.P, "tables are not allowed in parsers")
 		}
 		t := c.declareTable(sc, d)
-		c.defineIn(sc, d.p, d.name, &symbol{kind: sTable, tbl: t})
-	case *instDecl:
+		c.defineIn(sc, d.P, d.Name, &symbol{kind: sTable, tbl: t})
+	case *frontend.InstDecl:
+		if blk := c.blocks[d.T.Name]; blk != nil && d.T.Kind == "name" {
+			c.declareSub(sc, d, blk)
+			return
+		}
 		x := c.declareExtern(sc, d)
-		c.defineIn(sc, d.p, d.name, &symbol{kind: sExtern, ext: x})
+		c.defineIn(sc, d.P, d.Name, &symbol{kind: sExtern, ext: x})
 	default:
-		c.fail(d.declPos(), "unsupported local declaration")
+		c.fail(d.DeclPos(), "unsupported local declaration")
 	}
 }
 
@@ -62,19 +75,19 @@ func (c *compiler) localDecl(sc *scope, d decl) {
 // any. Variables without initialiser start at zero for every packet (all
 // slots are cleared before the parser runs), which is what BMv2 does for
 // metadata; P4 leaves them undefined.
-func (c *compiler) varDecl(sc *scope, d *varDecl) stmtFn {
-	t := c.resolveType(sc, d.t)
+func (c *compiler) varDecl(sc *scope, d *frontend.VarDecl) stmtFn {
+	t := c.resolveType(sc, d.T)
 	switch t.kind {
 	case kBit, kBool, kEnum, kError, kHeader, kStruct:
 	default:
-		c.fail(d.p, "variables of type %s are not supported", t)
+		c.fail(d.P, "variables of type %s are not supported", t)
 	}
 	var st stmtFn
 	base := c.alloc(t.size)
-	if d.init != nil {
-		st = c.assign(sc, &lval{base: base, t: t}, d.init, d.p)
+	if d.Init != nil {
+		st = c.assign(sc, &lval{base: base, t: t}, d.Init, d.P)
 	}
-	c.defineIn(sc, d.p, d.name, &symbol{kind: sVar, t: t, base: base})
+	c.defineIn(sc, d.P, d.Name, &symbol{kind: sVar, t: t, base: base})
 	return st
 }
 
@@ -103,10 +116,10 @@ func seq(list []stmtFn) stmtFn {
 	}
 }
 
-func (c *compiler) block(sc *scope, b *blockStmt) stmtFn {
+func (c *compiler) block(sc *scope, b *frontend.BlockStmt) stmtFn {
 	inner := newScope(sc)
 	var list []stmtFn
-	for _, s := range b.stmts {
+	for _, s := range b.Stmts {
 		if st := c.stmt(inner, s); st != nil {
 			list = append(list, st)
 		}
@@ -114,43 +127,55 @@ func (c *compiler) block(sc *scope, b *blockStmt) stmtFn {
 	return seq(list)
 }
 
-func (c *compiler) stmt(sc *scope, s stmt) stmtFn {
+// stmt compiles one statement into a closure that reports how control
+// flows on (next, return/exit, reject).
+func (c *compiler) stmt(sc *scope, s frontend.Stmt) stmtFn {
 	switch s := s.(type) {
-	case *blockStmt:
+	case *frontend.BlockStmt:
 		return c.block(sc, s)
-	case *emptyStmt:
+	case *frontend.EmptyStmt:
 		return nil
-	case *declStmt:
-		switch d := s.d.(type) {
-		case *varDecl:
+	case *frontend.DeclStmt:
+		switch d := s.D.(type) {
+		case *frontend.VarDecl:
 			return c.varDecl(sc, d)
-		case *constDecl:
+		case *frontend.ConstDecl:
 			c.declareConst(sc, d)
 			return nil
 		}
-	case *assignStmt:
-		l := c.expr(sc, s.l)
+	case *frontend.AssignStmt:
+		if call, ok := s.R.(*frontend.CallExpr); ok && c.tnaT != nil {
+			if id, ok := call.Fn.(*frontend.IdentExpr); ok && id.Name == "port_metadata_unpack" && sc.lookup(id.Name) == nil {
+				l := c.expr(sc, s.L)
+				if l.lv == nil || l.lv.readonly {
+					c.fail(s.P, "left side of = is not assignable")
+				}
+				c.mention(l.lv.base, l.t.size)
+				return c.portMetadataUnpack(sc, l.lv, call)
+			}
+		}
+		l := c.expr(sc, s.L)
 		if l.lv == nil {
-			c.fail(s.p, "left side of = is not assignable")
+			c.fail(s.P, "left side of = is not assignable")
 		}
 		if l.lv.readonly {
-			c.fail(s.p, "cannot assign here: %s", roReason(l.lv))
+			c.fail(s.P, "cannot assign here: %s", roReason(l.lv))
 		}
-		return c.assign(sc, l.lv, s.r, s.p)
-	case *callStmt:
-		v := c.call(sc, s.e.(*callExpr))
+		return c.assign(sc, l.lv, s.R, s.P)
+	case *frontend.CallStmt:
+		v := c.call(sc, s.E.(*frontend.CallExpr))
 		if v.st == nil {
-			c.fail(s.p, "call has no effect")
+			c.fail(s.P, "call has no effect")
 		}
 		return v.st
-	case *ifStmt:
-		cond := c.rvalue(sc, s.cond, boolT)
+	case *frontend.IfStmt:
+		cond := c.rvalue(sc, s.Cond, boolT)
 		cf := cond.fn
-		then := c.stmt(sc, s.then)
+		then := c.stmt(sc, s.Then)
 		if then == nil {
 			then = seq(nil)
 		}
-		if s.els == nil {
+		if s.Els == nil {
 			return func(st *pktState) flow {
 				r := cf(st)
 				if st.exited {
@@ -162,7 +187,7 @@ func (c *compiler) stmt(sc *scope, s stmt) stmtFn {
 				return flowNext
 			}
 		}
-		els := c.stmt(sc, s.els)
+		els := c.stmt(sc, s.Els)
 		if els == nil {
 			els = seq(nil)
 		}
@@ -176,28 +201,28 @@ func (c *compiler) stmt(sc *scope, s stmt) stmtFn {
 			}
 			return els(st)
 		}
-	case *switchStmt:
+	case *frontend.SwitchStmt:
 		return c.switchStmt(sc, s)
-	case *returnStmt:
+	case *frontend.ReturnStmt:
 		if c.inParser {
-			c.fail(s.p, "return is not allowed in a parser")
+			c.fail(s.P, "return is not allowed in a parser")
 		}
 		return func(*pktState) flow { return flowReturn }
-	case *exitStmt:
+	case *frontend.ExitStmt:
 		if c.inParser {
-			c.fail(s.p, "exit is not allowed in a parser")
+			c.fail(s.P, "exit is not allowed in a parser")
 		}
 		return func(st *pktState) flow {
 			st.exited = true
 			return flowReturn
 		}
 	}
-	c.fail(s.stmtPos(), "unsupported statement")
+	c.fail(s.StmtPos(), "unsupported statement")
 	return nil
 }
 
 // assign compiles l = r.
-func (c *compiler) assign(sc *scope, l *lval, r expr, at pos) stmtFn {
+func (c *compiler) assign(sc *scope, l *lval, r frontend.Expr, at frontend.Pos) stmtFn {
 	if !l.t.scalar() {
 		rv := c.expr(sc, r)
 		if rv.lv == nil || rv.t != l.t {
@@ -218,7 +243,7 @@ func (c *compiler) assign(sc *scope, l *lval, r expr, at pos) stmtFn {
 		}, dst, n)
 	}
 	v := c.rvalue(sc, r, l.t)
-	v = c.typed(v, r.exprPos())
+	v = c.typed(v, r.ExprPos())
 	return c.dirtying(storeFn(l, v), l.base, 1)
 }
 
@@ -279,10 +304,12 @@ func widthOf(t *ptype) int {
 	return 32
 }
 
-func (c *compiler) switchStmt(sc *scope, s *switchStmt) stmtFn {
-	v := c.expr(sc, s.e)
+// switchStmt compiles switch (t.apply().action_run): case labels without
+// a body fall through to the next; default covers the actions not named.
+func (c *compiler) switchStmt(sc *scope, s *frontend.SwitchStmt) stmtFn {
+	v := c.expr(sc, s.E)
 	if v.applied == nil || v.method != "action_run" {
-		c.fail(s.p, "switch is only supported on table.apply().action_run")
+		c.fail(s.P, "switch is only supported on table.apply().action_run")
 	}
 	tb := v.applied
 	apply := v.st
@@ -292,35 +319,35 @@ func (c *compiler) switchStmt(sc *scope, s *switchStmt) stmtFn {
 	seen := map[string]bool{}
 	var pending []int
 	pendingDefault := false
-	for i, cs := range s.cases {
-		if seen[cs.label] {
-			c.fail(cs.p, "duplicate case %s", cs.label)
+	for i, cs := range s.Cases {
+		if seen[cs.Label] {
+			c.fail(cs.P, "duplicate case %s", cs.Label)
 		}
-		seen[cs.label] = true
-		if cs.label == "default" {
-			if i != len(s.cases)-1 {
-				c.fail(cs.p, "default must be the last case")
+		seen[cs.Label] = true
+		if cs.Label == "default" {
+			if i != len(s.Cases)-1 {
+				c.fail(cs.P, "default must be the last case")
 			}
 			pendingDefault = true
 		} else {
 			idx := -1
 			for j, a := range tb.actions {
-				if a.act.localName == cs.label || a.act.name == cs.label {
+				if a.act.localName == cs.Label || a.act.name == cs.Label {
 					idx = j
 				}
 			}
 			if idx < 0 {
-				c.fail(cs.p, "%s is not an action of table %s", cs.label, tb.name)
+				c.fail(cs.P, "%s is not an action of table %s", cs.Label, tb.name)
 			}
 			pending = append(pending, idx)
 		}
-		if cs.body == nil {
-			if i == len(s.cases)-1 {
-				c.fail(cs.p, "last case needs a body")
+		if cs.Body == nil {
+			if i == len(s.Cases)-1 {
+				c.fail(cs.P, "last case needs a body")
 			}
 			continue
 		}
-		body := c.block(sc, cs.body)
+		body := c.block(sc, cs.Body)
 		for _, j := range pending {
 			bodies[j] = body
 		}
@@ -356,7 +383,7 @@ func (c *compiler) switchStmt(sc *scope, s *switchStmt) stmtFn {
 func (c *compiler) headersIn(base, n int) []int {
 	var ks []int
 	for k, b := range c.prog.hdrBases {
-		size := c.prog.hdrT.fields[k].t.size
+		size := c.prog.hdrSizes[k]
 		if base < b+size && b < base+n {
 			ks = append(ks, k)
 		}
@@ -369,6 +396,15 @@ func (c *compiler) headersIn(base, n int) []int {
 func (c *compiler) dirtying(st stmtFn, base, n int) stmtFn {
 	if st == nil {
 		return nil
+	}
+	for slot, flag := range c.watch {
+		if slot >= base && slot < base+n {
+			inner, f := st, flag
+			st = func(s *pktState) flow {
+				s.slots[f] = 1
+				return inner(s)
+			}
+		}
 	}
 	ks := c.headersIn(base, n)
 	switch len(ks) {

@@ -3,6 +3,7 @@ package target
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/swordbox/swordbox/p4/target/frontend"
 	"math/big"
 	"sort"
 	"strings"
@@ -32,7 +33,7 @@ type keyC struct {
 type tableActionRef struct {
 	act   *actionC
 	scope configv1.ActionRef_Scope
-	anns  []annotation
+	anns  []frontend.Annotation
 }
 
 // tableC is a compiled table.
@@ -51,6 +52,7 @@ type tableC struct {
 	counter   *externC
 	meter     *externC // direct meter
 	prof      *externC // implementation: action profile or selector
+	dreg      *externC // tna: the DirectRegister of registers = ...
 	idle      bool     // support_timeout = true
 	selKeys   []dataField
 	meterSlot int // the colour of the direct meter's last run
@@ -61,8 +63,8 @@ type tableC struct {
 	kind      tableKind
 	lpmKey    int
 	isRange   []bool // per key: a range key (nil when the table has none)
-	anns      []annotation
-	p         pos
+	anns      []frontend.Annotation
+	p         frontend.Pos
 }
 
 // entry is one table entry. vals are already masked; for exact keys the
@@ -89,66 +91,72 @@ type entry struct {
 	// the last hit (the Device's clock, microseconds).
 	idleNs  int64
 	lastHit uint64
+	dreg    uint64 // tna: the DirectRegister cell, xor its initial value (a new entry holds the initial value)
 	seq     uint64 // insertion order (ties between equal priorities)
 }
 
-func (c *compiler) declareTable(sc *scope, d *tableDecl) *tableC {
-	t := &tableC{name: c.fqName(d.name, d.anns), localName: d.name, anns: d.anns, p: d.p, size: 1024, defAI: -1}
+// declareTable compiles a table declaration: keys, actions (NoAction
+// added as @defaultonly when there is no default action), size, entries,
+// direct counters, meters and registers, action profiles, idle timeout,
+// and picks the lookup structure (keyless, exact hash, LPM, or a
+// priority-ordered scan for ternary, range and optional keys).
+func (c *compiler) declareTable(sc *scope, d *frontend.TableDecl) *tableC {
+	t := &tableC{name: c.fqName(d.Name, d.Anns), localName: d.Name, anns: d.Anns, p: d.P, size: 1024, defAI: -1}
 	t.idx = len(c.prog.tables)
 	seen := map[string]bool{}
-	var defProp, entProp *tableProp
-	for i := range d.props {
-		pr := &d.props[i]
-		if seen[pr.name] {
-			c.fail(pr.p, "table property %s given twice", pr.name)
+	var defProp, entProp *frontend.TableProp
+	for i := range d.Props {
+		pr := &d.Props[i]
+		if seen[pr.Name] {
+			c.fail(pr.P, "table property %s given twice", pr.Name)
 		}
-		seen[pr.name] = true
-		switch pr.name {
+		seen[pr.Name] = true
+		switch pr.Name {
 		case "key":
-			for _, k := range pr.keys {
-				v := c.typed(c.rvalue(sc, k.e, nil), k.e.exprPos())
+			for _, k := range pr.Keys {
+				v := c.typed(c.rvalue(sc, k.E, nil), k.E.ExprPos())
 				if v.t.kind != kBit && v.t.kind != kBool {
-					c.fail(k.p, "table key of type %s is not supported (bit<W> or bool)", v.t)
+					c.fail(k.P, "table key of type %s is not supported (bit<W> or bool)", v.t)
 				}
-				switch k.match {
+				switch k.Match {
 				case "exact", "lpm", "ternary", "range", "optional", "selector":
 				default:
-					c.fail(k.p, "unknown match kind %s", k.match)
+					c.fail(k.P, "unknown match kind %s", k.Match)
 				}
-				name := exprString(k.e)
-				for _, a := range k.anns {
-					if a.name == "name" && len(a.args) == 1 && a.args[0].kind == tString {
-						name = a.args[0].text
+				name := exprString(k.E)
+				for _, a := range k.Anns {
+					if a.Name == "name" && len(a.Args) == 1 && a.Args[0].Kind == frontend.TString {
+						name = a.Args[0].Text
 					}
 				}
-				kc := keyC{name: name, fn: v.fn, w: widthOf(v.t), match: k.match, slot: -1}
+				kc := keyC{name: name, fn: v.fn, w: widthOf(v.t), match: k.Match, slot: -1}
 				if v.isSlot {
 					kc.slot = v.slot
 				}
 				t.keys = append(t.keys, kc)
 			}
 		case "actions":
-			for _, ar := range pr.actions {
-				s := sc.lookup(ar.name)
+			for _, ar := range pr.Actions {
+				s := sc.lookup(ar.Name)
 				if s == nil || s.kind != sAction {
-					c.fail(ar.p, "unknown action %s", ar.name)
+					c.fail(ar.P, "unknown action %s", ar.Name)
 				}
-				if len(ar.args) > 0 {
-					c.fail(ar.p, "binding action arguments in the actions list is not supported")
+				if len(ar.Args) > 0 {
+					c.fail(ar.P, "binding action arguments in the actions list is not supported")
 				}
 				for _, p := range s.act.params {
 					if p.dir != "" {
-						c.fail(ar.p, "action %s has directional parameters and cannot be a table action", ar.name)
+						c.fail(ar.P, "action %s has directional parameters and cannot be a table action", ar.Name)
 					}
 				}
 				for _, prev := range t.actions {
 					if prev.act == s.act {
-						c.fail(ar.p, "action %s listed twice", ar.name)
+						c.fail(ar.P, "action %s listed twice", ar.Name)
 					}
 				}
-				ref := tableActionRef{act: s.act, scope: configv1.ActionRef_TABLE_AND_DEFAULT, anns: ar.anns}
-				for _, a := range ar.anns {
-					switch a.name {
+				ref := tableActionRef{act: s.act, scope: configv1.ActionRef_TABLE_AND_DEFAULT, anns: ar.Anns}
+				for _, a := range ar.Anns {
+					switch a.Name {
 					case "defaultonly":
 						ref.scope = configv1.ActionRef_DEFAULT_ONLY
 					case "tableonly":
@@ -160,41 +168,46 @@ func (c *compiler) declareTable(sc *scope, d *tableDecl) *tableC {
 		case "default_action":
 			defProp = pr
 		case "size":
-			t.size = c.sizeArg(sc, pr.val)
+			t.size = c.sizeArg(sc, pr.Val)
 		case "entries":
 			entProp = pr
-			t.isConst = pr.isConst
+			t.isConst = pr.IsConst
 		case "counters":
 			t.counter = c.attachDirect(sc, pr, t, "direct_counter")
 		case "implementation":
-			id, ok := pr.val.(*identExpr)
+			id, ok := pr.Val.(*frontend.IdentExpr)
 			var s *symbol
 			if ok {
-				s = sc.lookup(id.name)
+				s = sc.lookup(id.Name)
 			}
 			if s == nil || s.kind != sExtern || (s.ext.kind != "action_profile" && s.ext.kind != "action_selector") {
-				c.fail(pr.p, "implementation must name an action_profile or action_selector")
+				c.fail(pr.P, "implementation must name an action_profile or action_selector")
 			}
 			if s.ext.table != nil {
-				c.fail(pr.p, "%s %s already serves table %s (shared profiles are not supported)", s.ext.kind, id.name, s.ext.table.name)
+				c.fail(pr.P, "%s %s already serves table %s (shared profiles are not supported)", s.ext.kind, id.Name, s.ext.table.name)
 			}
 			s.ext.table = t
 			t.prof = s.ext
+		case "registers":
+			if c.tnaT == nil {
+				c.fail(pr.P, "table property registers is tna's (DirectRegister)")
+			}
+			t.dreg = c.attachDirect(sc, pr, t, "direct_register")
 		case "meters":
 			t.meter = c.attachDirect(sc, pr, t, "direct_meter")
 			t.meterSlot = t.meter.slot
 		case "support_timeout":
-			v := c.rvalue(sc, pr.val, boolT)
+			v := c.rvalue(sc, pr.Val, boolT)
 			if !v.isConst {
-				c.fail(pr.p, "support_timeout must be a constant")
+				c.fail(pr.P, "support_timeout must be a constant")
 			}
 			t.idle = v.k != 0
 		default:
-			c.fail(pr.p, "table property %s is not supported", pr.name)
+			c.fail(pr.P, "table property %s is not supported", pr.Name)
 		}
 	}
 	if !seen["actions"] {
-		c.fail(d.p, "table %s has no actions property", d.name)
+		c.fail(d.P, "table %s has no actions property", d.Name)
 	}
 	// Selector keys feed the selector's hash; they are not match fields.
 	var matchKeys []keyC
@@ -204,16 +217,16 @@ func (c *compiler) declareTable(sc *scope, d *tableDecl) *tableC {
 			continue
 		}
 		if t.prof == nil || !t.prof.selector {
-			c.fail(d.p, "table %s: selector key %s needs implementation = an action_selector", d.name, k.name)
+			c.fail(d.P, "table %s: selector key %s needs implementation = an action_selector", d.Name, k.name)
 		}
 		t.selKeys = append(t.selKeys, dataField{fn: k.fn, w: k.w, slot: k.slot})
 	}
 	t.keys = matchKeys
 	if t.prof != nil && t.prof.selector && len(t.selKeys) == 0 {
-		c.fail(d.p, "table %s: an action_selector needs selector keys", d.name)
+		c.fail(d.P, "table %s: an action_selector needs selector keys", d.Name)
 	}
 	if t.prof != nil && entProp != nil {
-		c.fail(entProp.p, "table %s: entries of a table with an action profile are not supported", d.name)
+		c.fail(entProp.P, "table %s: entries of a table with an action profile are not supported", d.Name)
 	}
 	// Lookup structure.
 	nl, nt := 0, 0
@@ -244,8 +257,8 @@ func (c *compiler) declareTable(sc *scope, d *tableDecl) *tableC {
 	}
 	// Default action.
 	if defProp != nil {
-		ai, params := c.actionCall(sc, t, defProp.val, true)
-		t.defAI, t.defParams, t.defConst = ai, params, defProp.isConst
+		ai, params := c.actionCall(sc, t, defProp.Val, true)
+		t.defAI, t.defParams, t.defConst = ai, params, defProp.IsConst
 	} else {
 		na := c.global.m["NoAction"].act
 		for i, r := range t.actions {
@@ -259,9 +272,9 @@ func (c *compiler) declareTable(sc *scope, d *tableDecl) *tableC {
 		}
 	}
 	if entProp != nil {
-		for i, en := range entProp.entries {
+		for i, en := range entProp.Entries {
 			e := c.constEntry(sc, t, &en)
-			e.prio = int32(len(entProp.entries) - i)
+			e.prio = int32(len(entProp.Entries) - i)
 			e.seq = uint64(i)
 			if t.kind != tkTernary {
 				e.prio = 0
@@ -269,7 +282,7 @@ func (c *compiler) declareTable(sc *scope, d *tableDecl) *tableC {
 			t.entries = append(t.entries, e)
 		}
 		if len(t.entries) > t.size {
-			c.fail(entProp.p, "table %s has %d entries but size %d", d.name, len(t.entries), t.size)
+			c.fail(entProp.P, "table %s has %d entries but size %d", d.Name, len(t.entries), t.size)
 		}
 	}
 	t.hitSlot = c.alloc(1)
@@ -284,17 +297,17 @@ func (c *compiler) declareTable(sc *scope, d *tableDecl) *tableC {
 
 // attachDirect attaches the direct extern a table property (counters,
 // meters) names to t.
-func (c *compiler) attachDirect(sc *scope, pr *tableProp, t *tableC, kind string) *externC {
-	id, ok := pr.val.(*identExpr)
+func (c *compiler) attachDirect(sc *scope, pr *frontend.TableProp, t *tableC, kind string) *externC {
+	id, ok := pr.Val.(*frontend.IdentExpr)
 	var s *symbol
 	if ok {
-		s = sc.lookup(id.name)
+		s = sc.lookup(id.Name)
 	}
 	if s == nil || s.kind != sExtern || s.ext.kind != kind {
-		c.fail(pr.p, "%s must name a %s", pr.name, kind)
+		c.fail(pr.P, "%s must name a %s", pr.Name, kind)
 	}
 	if s.ext.table != nil {
-		c.fail(pr.p, "%s %s is already attached to table %s", kind, id.name, s.ext.table.name)
+		c.fail(pr.P, "%s %s is already attached to table %s", kind, id.Name, s.ext.table.name)
 	}
 	s.ext.table = t
 	return s.ext
@@ -302,19 +315,19 @@ func (c *compiler) attachDirect(sc *scope, pr *tableProp, t *tableC, kind string
 
 // actionCall resolves an action invocation a(args) of a table (default
 // action or entry) with constant action data.
-func (c *compiler) actionCall(sc *scope, t *tableC, e expr, isDefault bool) (int, []uint64) {
+func (c *compiler) actionCall(sc *scope, t *tableC, e frontend.Expr, isDefault bool) (int, []uint64) {
 	var name string
-	var args []expr
-	at := e.exprPos()
+	var args []frontend.Expr
+	at := e.ExprPos()
 	switch x := e.(type) {
-	case *identExpr:
-		name = x.name
-	case *callExpr:
-		id, ok := x.fn.(*identExpr)
+	case *frontend.IdentExpr:
+		name = x.Name
+	case *frontend.CallExpr:
+		id, ok := x.Fn.(*frontend.IdentExpr)
 		if !ok {
 			c.fail(at, "expected an action call")
 		}
-		name, args = id.name, x.args
+		name, args = id.Name, x.Args
 	default:
 		c.fail(at, "expected an action call")
 	}
@@ -346,17 +359,17 @@ func (c *compiler) actionCall(sc *scope, t *tableC, e expr, isDefault bool) (int
 	for i, p := range dp {
 		v := c.rvalue(sc, args[i], p.t)
 		if !v.isConst {
-			c.fail(args[i].exprPos(), "action data must be a compile-time constant")
+			c.fail(args[i].ExprPos(), "action data must be a compile-time constant")
 		}
 		params = append(params, v.k)
 	}
 	return ai, params
 }
 
-func (c *compiler) constEntry(sc *scope, t *tableC, en *entryAST) *entry {
-	keys := en.keys
+func (c *compiler) constEntry(sc *scope, t *tableC, en *frontend.EntryAST) *entry {
+	keys := en.Keys
 	if len(keys) != len(t.keys) {
-		c.fail(en.p, "entry has %d key values, table %s has %d keys", len(keys), t.localName, len(t.keys))
+		c.fail(en.P, "entry has %d key values, table %s has %d keys", len(keys), t.localName, len(t.keys))
 	}
 	e := &entry{}
 	if t.isRange != nil {
@@ -375,35 +388,35 @@ func (c *compiler) constEntry(sc *scope, t *tableC, en *entryAST) *entry {
 			case mask(k.w):
 				e.his[i], m = v, 0
 			default:
-				c.fail(keys[i].exprPos(), "range key %s needs a value or _", k.name)
+				c.fail(keys[i].ExprPos(), "range key %s needs a value or _", k.name)
 			}
 		case "optional":
 			if m != 0 && m != mask(k.w) {
-				c.fail(keys[i].exprPos(), "optional key %s needs a value or _", k.name)
+				c.fail(keys[i].ExprPos(), "optional key %s needs a value or _", k.name)
 			}
 		case "exact":
 			if m != mask(k.w) {
-				c.fail(keys[i].exprPos(), "exact key %s needs a value", k.name)
+				c.fail(keys[i].ExprPos(), "exact key %s needs a value", k.name)
 			}
 		case "lpm":
 			pl := prefixLen(m, k.w)
 			if pl < 0 {
-				c.fail(keys[i].exprPos(), "lpm key %s: mask is not a prefix", k.name)
+				c.fail(keys[i].ExprPos(), "lpm key %s: mask is not a prefix", k.name)
 			}
 			e.plen = pl
 		}
 		e.vals = append(e.vals, v)
 		e.masks = append(e.masks, m)
 	}
-	e.ai, e.params = c.actionCall(sc, t, actionRefExpr(en.action), false)
+	e.ai, e.params = c.actionCall(sc, t, actionRefExpr(en.Action), false)
 	return e
 }
 
-func actionRefExpr(a actionRefAST) expr {
-	if a.args == nil {
-		return &identExpr{p: a.p, name: a.name}
+func actionRefExpr(a frontend.ActionRefAST) frontend.Expr {
+	if a.Args == nil {
+		return &frontend.IdentExpr{P: a.P, Name: a.Name}
 	}
-	return &callExpr{p: a.p, fn: &identExpr{p: a.p, name: a.name}, args: a.args}
+	return &frontend.CallExpr{P: a.P, Fn: &frontend.IdentExpr{P: a.P, Name: a.Name}, Args: a.Args}
 }
 
 // prefixLen returns the prefix length of mask m over w bits, or -1.
@@ -421,41 +434,41 @@ func prefixMask(pl, w int) uint64 {
 }
 
 // exprString prints a key expression the way p4c names match fields.
-func exprString(e expr) string {
+func exprString(e frontend.Expr) string {
 	switch e := e.(type) {
-	case *identExpr:
-		return e.name
-	case *memberExpr:
-		return exprString(e.x) + "." + e.name
-	case *callExpr:
+	case *frontend.IdentExpr:
+		return e.Name
+	case *frontend.MemberExpr:
+		return exprString(e.X) + "." + e.Name
+	case *frontend.CallExpr:
 		var args []string
-		for _, a := range e.args {
+		for _, a := range e.Args {
 			args = append(args, exprString(a))
 		}
-		return exprString(e.fn) + "(" + strings.Join(args, ", ") + ")"
-	case *sliceExpr:
-		return fmt.Sprintf("%s[%s:%s]", exprString(e.x), exprString(e.hi), exprString(e.lo))
-	case *intExpr:
-		return e.text
-	case *castExpr:
-		return "(" + typeString(e.t) + ")" + exprString(e.x)
-	case *binExpr:
-		return exprString(e.l) + " " + e.op + " " + exprString(e.r)
+		return exprString(e.Fn) + "(" + strings.Join(args, ", ") + ")"
+	case *frontend.SliceExpr:
+		return fmt.Sprintf("%s[%s:%s]", exprString(e.X), exprString(e.Hi), exprString(e.Lo))
+	case *frontend.IntExpr:
+		return e.Text
+	case *frontend.CastExpr:
+		return "(" + typeString(e.T) + ")" + exprString(e.X)
+	case *frontend.BinExpr:
+		return exprString(e.L) + " " + e.Op + " " + exprString(e.R)
 	}
 	return "key"
 }
 
-func typeString(t *typeRef) string {
-	switch t.kind {
+func typeString(t *frontend.TypeRef) string {
+	switch t.Kind {
 	case "bit", "int", "varbit":
-		if ie, ok := t.width.(*intExpr); ok {
-			return fmt.Sprintf("%s<%s>", t.kind, ie.val)
+		if ie, ok := t.Width.(*frontend.IntExpr); ok {
+			return fmt.Sprintf("%s<%s>", t.Kind, ie.Val)
 		}
-		return t.kind
+		return t.Kind
 	case "name":
-		return t.name
+		return t.Name
 	}
-	return t.kind
+	return t.Kind
 }
 
 // Runtime side.
@@ -667,6 +680,7 @@ func (t *tableC) applyFn() stmtFn {
 		}
 	}
 	tc := t
+	dreg := t.dreg
 	// meter runs after the lookup of a table with a direct meter or idle
 	// timeouts (nil otherwise).
 	var meter func(s *pktState, e *entry)
@@ -712,7 +726,7 @@ func (t *tableC) applyFn() stmtFn {
 				}
 			}
 			e.packets++
-			e.bytes += uint64(len(s.pkt))
+			e.bytes += uint64(len(s.pkt) - s.pre)
 		}
 		if meter != nil {
 			meter(s, e)
@@ -722,7 +736,16 @@ func (t *tableC) applyFn() stmtFn {
 		for i, sl := range slots[ai] {
 			s.slots[sl] = params[i]
 		}
-		acts[ai].body(s)
+		if dreg == nil {
+			acts[ai].body(s)
+		} else {
+			s.dcell, s.dcellOf = nil, dreg
+			if e != nil {
+				s.dcell = &e.dreg
+			}
+			acts[ai].body(s)
+			s.dcell, s.dcellOf = nil, nil
+		}
 		if s.exited {
 			return flowReturn
 		}

@@ -2,6 +2,7 @@ package target
 
 import (
 	"fmt"
+	"github.com/swordbox/swordbox/p4/target/frontend"
 	"math/big"
 )
 
@@ -19,6 +20,7 @@ const (
 	kMatchKind
 	kString
 	kVoid
+	kWide // bit<W> with W > 64: header and struct fields only, never computed with
 )
 
 // ptype is a resolved P4 type. Named types (headers, structs, enums, error)
@@ -32,7 +34,7 @@ type ptype struct {
 	bits    int // header: total width in bits
 	members []string
 	values  []uint64 // serializable enum member values
-	anns    []annotation
+	anns    []frontend.Annotation
 }
 
 // pfield is a member of a header or struct. off is the slot offset from
@@ -42,7 +44,8 @@ type pfield struct {
 	t      *ptype
 	off    int
 	bitOff int
-	anns   []annotation
+	anns   []frontend.Annotation
+	ro     string // why the program may not write it ("" = it may)
 }
 
 var (
@@ -64,9 +67,25 @@ const maxWidth = 64
 
 func bitT(w int) *ptype { return bitTs[w] }
 
+// maxWideWidth is the widest bit<W> a header field may have.
+const maxWideWidth = 2048
+
+var wideTs = map[int]*ptype{}
+
+// wideT is bit<w> for w > 64: ceil(w/64) slots, most significant first
+// (the first slot holds the w mod 64 top bits, or 64).
+func wideT(w int) *ptype {
+	if t := wideTs[w]; t != nil {
+		return t
+	}
+	t := &ptype{kind: kWide, width: w, size: (w + 63) / 64}
+	wideTs[w] = t
+	return t
+}
+
 func (t *ptype) String() string {
 	switch t.kind {
-	case kBit:
+	case kBit, kWide:
 		return fmt.Sprintf("bit<%d>", t.width)
 	case kBool:
 		return "bool"
@@ -141,6 +160,7 @@ const (
 	sPacketIn
 	sPacketOut
 	sParserState
+	sSub // an instance of a parser or control
 )
 
 type symbol struct {
@@ -152,6 +172,7 @@ type symbol struct {
 	act      *actionC
 	tbl      *tableC
 	ext      *externC
+	sub      *subInst
 }
 
 type scope struct {

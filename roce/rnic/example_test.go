@@ -49,3 +49,32 @@ func Example() {
 	fmt.Println(n, wcs[0].Op, wcs[0].Status, wcs[0].Orig, binary.LittleEndian.Uint64(mem.Bytes()))
 	// Output: 1 FETCH_ADD SUCCESS 40 42
 }
+
+// A device's clock is the only source of time and waits for the code that
+// runs on it: a CQ wait bounded in the clock's time, a pause, and a
+// wake-up between two goroutines. On a software RNIC it is the wall clock.
+func ExampleDevice_Clock() {
+	a, _ := netio.Pipe()
+	dev, _ := rnic.New(a, rnic.Config{MAC: [6]byte{2, 0, 0, 0, 0, 1}, IP: [4]byte{10, 0, 0, 1}})
+	defer dev.Close()
+	var clk verbs.Clock = dev.Clock()
+
+	cq, _ := dev.CreateCQ(16)
+	ctx, cancel := clk.WithTimeout(context.Background(), time.Millisecond)
+	defer cancel()
+	var wcs [4]verbs.WC
+	_, err := cq.Wait(ctx, wcs[:]) // nothing completes
+	fmt.Println(err)
+
+	t0 := clk.Now()
+	_ = clk.Sleep(context.Background(), time.Millisecond)
+	fmt.Println(clk.Now()-t0 >= time.Millisecond)
+
+	ev := clk.NewEvent()
+	go ev.Set()
+	fmt.Println(ev.Wait(context.Background()))
+	// Output:
+	// context deadline exceeded
+	// true
+	// <nil>
+}

@@ -223,6 +223,9 @@ func NewCellRack(ctx context.Context, spec testbed.CellSpec, setup testbed.CellS
 	if spec.ClientHosts > 200 {
 		return nil, fmt.Errorf("netns: %d client hosts: at most 200", spec.ClientHosts)
 	}
+	if spec.SwitchArch != "" && spec.SwitchArch != testbed.ArchV1Model {
+		return nil, fmt.Errorf("netns: switch architecture %s: the namespace rack runs the v1model program only", spec.SwitchArch)
+	}
 	steer, tracked := setup.Steering, setup.Tracked
 
 	r := &cellRack{opts: opts, id: fmt.Sprintf("%s-%d", opts.Prefix, rackSeq.Add(1)), spec: spec}

@@ -1,4 +1,4 @@
-package middlebox
+package mbbench
 
 import "golang.org/x/sys/unix"
 

@@ -1,9 +1,10 @@
-package middlebox
+package mbbench
 
 import (
 	"fmt"
 	"math/rand/v2"
 
+	"github.com/swordbox/swordbox/middlebox"
 	"github.com/swordbox/swordbox/roce"
 )
 
@@ -25,6 +26,11 @@ type MixConfig struct {
 	// (Config.SkipICRCCheck), as behind a NIC that checks the FCS.
 	SkipICRCCheck bool
 }
+
+// DefaultMix is the mix the benchmarks and tests replay: 16 clients, 60 %
+// CMP_SWAP, 20 % READs, one server ACK per 8 requests (the defaults of
+// `swordbox middlebox bench` too).
+var DefaultMix = MixConfig{Clients: 16, CASPct: 60, ReadPct: 20, Coalesce: 8, Seed: 1}
 
 // Mix generates the frames of a MixConfig, batch after batch, consistent
 // with the engine's state (PSNs continue from batch to batch).
@@ -75,18 +81,27 @@ func NewMix(cfg MixConfig) (*Mix, error) {
 // EngineConfig returns the engine configuration the mix is meant for:
 // everything to the server remapped, the lock word tracked (known to be 0),
 // every connection preloaded.
-func (m *Mix) EngineConfig() Config {
+func (m *Mix) EngineConfig() middlebox.Config {
 	ip := fmt.Sprintf("%d.%d.%d.%d", m.srvIP[0], m.srvIP[1], m.srvIP[2], m.srvIP[3])
-	cfg := Config{Servers: []ServerConfig{{IP: ip, Remap: []Range{{}}, CASToWrite: []Range{{Lo: MixLockVA, Hi: MixLockVA + 8}}}},
-		Words: []WordConfig{{VA: MixLockVA, Value: 0}}, PMTU: 4096, SkipICRCCheck: m.cfg.SkipICRCCheck}
+	cfg := middlebox.Config{Servers: []middlebox.ServerConfig{{IP: ip, Remap: []middlebox.Range{{}}, CASToWrite: []middlebox.Range{{Lo: MixLockVA, Hi: MixLockVA + 8}}}},
+		Words: []middlebox.WordConfig{{VA: MixLockVA, Value: 0}}, PMTU: 4096, SkipICRCCheck: m.cfg.SkipICRCCheck}
 	for _, h := range m.clients {
-		cfg.Conns = append(cfg.Conns, ConnConfig{
+		cfg.Conns = append(cfg.Conns, middlebox.ConnConfig{
 			ClientIP: fmt.Sprintf("%d.%d.%d.%d", h.ip[0], h.ip[1], h.ip[2], h.ip[3]), ServerIP: ip,
 			ClientMAC: macString(h.mac), ServerMAC: macString(m.srvMAC), ClientPort: h.port, ServerPort: 4791,
 			ClientQP: h.cliQP, ServerQP: h.srvQP, PSN: h.psn, PSNKnown: true,
 		})
 	}
 	return cfg
+}
+
+// SideOf says which side a frame of the mix arrives on: the server side
+// when its IPv4 source is the mix's memory server, else the client side.
+func (m *Mix) SideOf(f []byte) middlebox.Side {
+	if len(f) >= 30 && f[12] == 0x08 && f[13] == 0 && [4]byte(f[26:30]) == m.srvIP {
+		return middlebox.ServerSide
+	}
+	return middlebox.ClientSide
 }
 
 func macString(b [6]byte) string {
@@ -96,19 +111,19 @@ func macString(b [6]byte) string {
 // Trace is a batch of recorded frames with the side each arrives on.
 type Trace struct {
 	Frames [][]byte
-	Sides  []Side
+	Sides  []middlebox.Side
 	arena  []byte
 	used   int
 }
 
 // NewTrace returns a trace with room for n frames.
 func NewTrace(n int) *Trace {
-	return &Trace{Frames: make([][]byte, 0, n), Sides: make([]Side, 0, n), arena: make([]byte, n*96)}
+	return &Trace{Frames: make([][]byte, 0, n), Sides: make([]middlebox.Side, 0, n), arena: make([]byte, n*96)}
 }
 
 func (t *Trace) reset() { t.Frames, t.Sides, t.used = t.Frames[:0], t.Sides[:0], 0 }
 
-func (t *Trace) add(s Side, f *roce.Fields) {
+func (t *Trace) add(s middlebox.Side, f *roce.Fields) {
 	n := roce.FrameLen(f)
 	if t.used+n > len(t.arena) {
 		t.arena = make([]byte, 2*len(t.arena)+n)
@@ -152,7 +167,7 @@ func (m *Mix) Fill(t *Trace, n int) {
 				l := 8 * (1 + m.rng.IntN(8))
 				f.Opcode, f.VA, f.DMALen, f.Payload = roce.OpRCWriteOnly, 0x40000+uint64(i)*64, uint32(l), pay[:l]
 			}
-			t.add(ClientSide, &f)
+			t.add(middlebox.ClientSide, &f)
 			h.psn = (h.psn + 1) & roce.MaxPSN
 			m.last = m.outPSN
 			m.outPSN = (m.outPSN + 1) & roce.MaxPSN
@@ -165,12 +180,12 @@ func (m *Mix) Fill(t *Trace, n int) {
 		for _, p := range m.reads {
 			m.msn++
 			r.Opcode, r.PSN, r.MSN, r.Payload = roce.OpRCReadResponseOnly, p, m.msn&roce.MaxMSN, pay[:64]
-			t.add(ServerSide, &r)
+			t.add(middlebox.ServerSide, &r)
 		}
 		if len(m.reads) == 0 || m.reads[len(m.reads)-1] != m.last {
 			m.msn += uint32(m.cfg.Coalesce - len(m.reads))
 			r.Opcode, r.PSN, r.MSN, r.Payload = roce.OpRCAcknowledge, m.last, m.msn&roce.MaxMSN, nil
-			t.add(ServerSide, &r)
+			t.add(middlebox.ServerSide, &r)
 		}
 		m.reads = m.reads[:0]
 	}

@@ -1,17 +1,19 @@
-package middlebox
+package mbbench
 
 import (
 	"runtime"
 	"slices"
 	"testing"
+
+	"github.com/swordbox/swordbox/middlebox"
 )
 
 // mixRun replays batches of a Mix through an engine.
 type mixRun struct {
 	m    *Mix
-	e    *Engine
+	e    *middlebox.Engine
 	tr   *Trace
-	out  *Out
+	out  *middlebox.Out
 	i    int
 	outN int // frames emitted, up to the last Reset of out
 }
@@ -21,11 +23,11 @@ func newMixRun(tb testing.TB, cfg MixConfig, batch int) *mixRun {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	e, err := New(m.EngineConfig())
+	e, err := middlebox.New(m.EngineConfig())
 	if err != nil {
 		tb.Fatal(err)
 	}
-	r := &mixRun{m: m, e: e, tr: NewTrace(batch), out: NewOut(1024, 1<<17)}
+	r := &mixRun{m: m, e: e, tr: NewTrace(batch), out: middlebox.NewOut(1024, 1<<17)}
 	m.Fill(r.tr, batch)
 	return r
 }
@@ -51,16 +53,14 @@ func (r *mixRun) refill(n int) {
 	r.i = 0
 }
 
-var benchMix = MixConfig{Clients: 16, CASPct: 60, ReadPct: 20, Coalesce: 8, Seed: 1}
-
 // BenchmarkEngineMix measures the engine alone on the recorded mix: every
 // request remapped onto one shared connection (PSN, MACs, IPs, port, QP
 // rewritten, IPv4 checksum and ICRC recomputed), CMP_SWAP replaced by WRITE,
 // server ACKs de-coalesced into per-client ACKs and ATOMIC ACKs, READ
 // responses mapped back. One op is one frame into the engine.
 func BenchmarkEngineMix(b *testing.B) {
-	b.Run("icrc-check", func(b *testing.B) { benchEngineMix(b, benchMix) })
-	m := benchMix
+	b.Run("icrc-check", func(b *testing.B) { benchEngineMix(b, DefaultMix) })
+	m := DefaultMix
 	m.SkipICRCCheck = true
 	b.Run("no-icrc-check", func(b *testing.B) { benchEngineMix(b, m) })
 }
@@ -108,7 +108,7 @@ func benchEngineMix(b *testing.B, mix MixConfig) {
 
 // The steady state allocates nothing.
 func TestEngineMixZeroAllocs(t *testing.T) {
-	r := newMixRun(t, benchMix, 1<<14)
+	r := newMixRun(t, DefaultMix, 1<<14)
 	for r.step() { // warm up
 	}
 	r.refill(1 << 14)

@@ -1,10 +1,12 @@
-package middlebox
+package mbbench
 
 import (
 	"fmt"
 	"runtime"
 	"sync"
 	"time"
+
+	"github.com/swordbox/swordbox/middlebox"
 )
 
 // BenchResult is one benchmark measurement: per core, the frames the
@@ -50,12 +52,12 @@ func BenchEngine(mix MixConfig, cores int, dur time.Duration) (BenchResult, erro
 		if err != nil {
 			return err
 		}
-		e, err := New(m.EngineConfig())
+		e, err := middlebox.New(m.EngineConfig())
 		if err != nil {
 			return err
 		}
 		const batch = 1 << 15
-		tr, out := NewTrace(batch), NewOut(1024, 1<<17)
+		tr, out := NewTrace(batch), middlebox.NewOut(1024, 1<<17)
 		var busy time.Duration
 		var cpu int64
 		var in, outN uint64

@@ -1,12 +1,9 @@
 //go:build dpdk
 
-package middlebox
+package mbbench
 
 import (
 	"bytes"
-	"context"
-	"encoding/binary"
-	"fmt"
 	"os"
 	"runtime"
 	"strconv"
@@ -14,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/swordbox/swordbox/middlebox"
 	"github.com/swordbox/swordbox/netio/dpdk"
 )
 
@@ -23,7 +21,7 @@ func TestBenchDPDKRing(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("DPDK without hugepages needs root here")
 	}
-	res, err := BenchDPDK(DPDKBenchConfig{Mix: benchMix, Cores: 1, Duration: benchDPDKDur(), Ring: true})
+	res, err := BenchDPDK(DPDKBenchConfig{Mix: DefaultMix, Cores: 1, Duration: benchDPDKDur(), Ring: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,18 +76,17 @@ func dpdkThread(tb testing.TB, lcore bool) (done func()) {
 // back to the pool.
 func TestDPDKLoopMatchesEngine(t *testing.T) {
 	defer dpdkThread(t, true)()
-	for _, burst := range []int{1, 7, dpdkBurst, 64} {
-		r, err := newRingBench(DPDKBenchConfig{Mix: benchMix, Cores: 1}, 0, "net_ring0", "net_ring1")
+	for _, burst := range []int{1, 7, 32, 64} {
+		r, err := newRingBench(DPDKBenchConfig{Mix: DefaultMix, Cores: 1}, 0, "net_ring0", "net_ring1", burst)
 		if err != nil {
 			t.Fatal(err)
 		}
-		r.d.burst = burst
-		r.d.b.SetSink(nil) // the test reads the output ring itself
-		ref, err := New(r.mix.EngineConfig())
+		r.b.SetSink(nil) // the test reads the output ring itself
+		ref, err := middlebox.New(r.mix.EngineConfig())
 		if err != nil {
 			t.Fatal(err)
 		}
-		out := NewOut(4096, 1<<18)
+		out := middlebox.NewOut(4096, 1<<18)
 		tr := NewTrace(256)
 		ms := make([]*dpdk.Mbuf, 1024)
 		var frames int
@@ -106,9 +103,9 @@ func TestDPDKLoopMatchesEngine(t *testing.T) {
 					want = append(want, bytes.Clone(o))
 				}
 			}
-			for r.d.poll(0) {
+			for r.d.Poll(0) {
 			}
-			r.d.flush()
+			r.d.Flush()
 			var got [][]byte
 			for n := r.outp.RxBurst(0, ms); n > 0; n = r.outp.RxBurst(0, ms) {
 				for _, m := range ms[:n] {
@@ -126,9 +123,9 @@ func TestDPDKLoopMatchesEngine(t *testing.T) {
 			}
 			frames += len(got)
 		}
-		if c := r.eng.Counters(); c.TotalDrops() != 0 || r.d.noMbuf != 0 || frames == 0 || r.d.spareN == 0 || r.d.spareN == r.d.genN {
+		if c, st := r.eng.Counters(), r.d.Stats(); c.TotalDrops() != 0 || st.NoMbuf != 0 || frames == 0 || st.Spare == 0 || st.Spare == st.Generated {
 			t.Fatalf("burst %d: %d frames, %d generated (%d in consumed inputs' mbufs), no-mbuf %d, %s",
-				burst, frames, r.d.genN, r.d.spareN, r.d.noMbuf, c.String())
+				burst, frames, st.Generated, st.Spare, st.NoMbuf, c.String())
 		}
 		if err := r.close(); err != nil {
 			t.Fatalf("burst %d: %v", burst, err)
@@ -140,11 +137,11 @@ func TestDPDKLoopMatchesEngine(t *testing.T) {
 // the frames around it go through.
 func TestDPDKLoopDropsChained(t *testing.T) {
 	defer dpdkThread(t, false)()
-	r, err := newRingBench(DPDKBenchConfig{Mix: benchMix, Cores: 1}, 0, "net_ring0", "net_ring1")
+	r, err := newRingBench(DPDKBenchConfig{Mix: DefaultMix, Cores: 1}, 0, "net_ring0", "net_ring1", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.d.b.SetSink(nil)
+	r.b.SetSink(nil)
 	tr := NewTrace(8)
 	r.mix.Fill(tr, 8)
 	ms := make([]*dpdk.Mbuf, 64)
@@ -164,114 +161,20 @@ func TestDPDKLoopDropsChained(t *testing.T) {
 	if k := r.in.TxBurst(0, ms[:len(tr.Frames)]); k != len(tr.Frames) {
 		t.Fatalf("inject: %d of %d", k, len(tr.Frames))
 	}
-	for r.d.poll(0) {
+	for r.d.Poll(0) {
 	}
-	r.d.flush()
+	r.d.Flush()
 	out := 0
 	for k := r.outp.RxBurst(0, ms); k > 0; k = r.outp.RxBurst(0, ms) {
 		out += k
 		dpdk.FreeBulk(ms[:k])
 	}
-	if r.d.chained != 1 || r.d.frames != uint64(len(tr.Frames)) || out == 0 {
-		t.Fatalf("chained %d, frames %d, %d out", r.d.chained, r.d.frames, out)
+	if st := r.d.Stats(); st.Chained != 1 || st.Frames != uint64(len(tr.Frames)) || out == 0 {
+		t.Fatalf("chained %d, frames %d, %d out", st.Chained, st.Frames, out)
 	}
 	if err := r.close(); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// RunDPDK between net_ring0 (client side) and net_ring1 (server side),
-// both loopbacks: non-RoCE frames pass to the other side, come back as that
-// side's input, and so bounce between the two rings for as long as the
-// loop runs. When it stops, every frame is in one of the rings exactly
-// once, unchanged (what was queued at the end was flushed), and both sides
-// received and sent.
-func TestRunDPDKConservesFrames(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("DPDK without hugepages needs root here")
-	}
-	eal := benchEAL(1, benchVdevs(1))
-	if err := dpdk.Init(eal); err != nil {
-		t.Fatal(err)
-	}
-	m, err := NewMix(benchMix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := NewSharded(m.EngineConfig(), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, burst := range []int{-1, maxDPDKBurst + 1} {
-		if err := RunDPDK(context.Background(), s, DPDKConfig{EAL: eal, ClientPort: "net_ring0", ServerPort: "net_ring1", Burst: burst}); err == nil {
-			t.Fatalf("burst %d accepted", burst)
-		}
-	}
-	pool, err := dpdk.NewMempool(fmt.Sprintf("runtest%d-%d", os.Getpid(), poolSeq.Add(1)), 1023, 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Free()
-	const n = 300
-	want := map[string]bool{}
-	ms := make([]*dpdk.Mbuf, 1024)
-	if err := pool.AllocBulk(ms[:n]); err != nil {
-		t.Fatal(err)
-	}
-	for i, mb := range ms[:n] {
-		f := make([]byte, 60+i%40)
-		copy(f, []byte{2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x88, 0xb5}) // not IPv4: passed through
-		binary.BigEndian.PutUint32(f[14:], uint32(i))
-		want[string(f)] = true
-		if err := mb.SetData(f); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cp, err := dpdk.OpenPort("net_ring0", dpdk.PortConfig{Pool: pool})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if k := cp.TxBurst(0, ms[:n]); k != n {
-		t.Fatalf("inject: %d of %d", k, n)
-	}
-	cp.Close()
-
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- RunDPDK(ctx, s, DPDKConfig{EAL: eal, ClientPort: "net_ring0", ServerPort: "net_ring1", Burst: 7})
-	}()
-	time.Sleep(100 * time.Millisecond)
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	got := 0
-	for _, name := range []string{"net_ring0", "net_ring1"} {
-		p, err := dpdk.OpenPort(name, dpdk.PortConfig{Pool: pool})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for k := p.RxBurst(0, ms); k > 0; k = p.RxBurst(0, ms) {
-			for _, mb := range ms[:k] {
-				if !want[string(mb.Data())] {
-					t.Errorf("%s: unexpected or duplicate frame %x", name, mb.Data())
-				}
-				delete(want, string(mb.Data()))
-				got++
-			}
-			dpdk.FreeBulk(ms[:k])
-		}
-		p.Close()
-	}
-	c := s.Counters()
-	if got != n || len(want) != 0 || c.TotalDrops() != 0 || c.RxClient <= n || c.RxServer <= n {
-		t.Fatalf("%d of %d frames back, %d missing; %s", got, n, len(want), c.String())
-	}
-	if a := pool.Available(); a != 1023 {
-		t.Fatalf("%d of 1023 mbufs back in the test's pool", a)
-	}
-	t.Logf("%s", c.String())
 }
 
 // counterValue returns the number after "key=" in a counters string.
@@ -315,7 +218,7 @@ func BenchmarkDPDKLoop(b *testing.B) {
 
 func benchDPDKLoop(b *testing.B, loopOnly bool) {
 	defer dpdkThread(b, true)()
-	r, err := newRingBench(DPDKBenchConfig{Mix: benchMix, Cores: 1}, 0, "net_ring0", "net_ring1")
+	r, err := newRingBench(DPDKBenchConfig{Mix: DefaultMix, Cores: 1}, 0, "net_ring0", "net_ring1", 0)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -331,7 +234,7 @@ func benchDPDKLoop(b *testing.B, loopOnly bool) {
 	}
 	for range 8 { // calibration: the engine's load for the loop-only forwarder
 		load()
-		r.pass(false)
+		r.pass(false, false)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -340,12 +243,12 @@ func benchDPDKLoop(b *testing.B, loopOnly bool) {
 		b.StopTimer()
 		load()
 		b.StartTimer()
-		n, w, c := r.pass(loopOnly)
+		n, w, c := r.pass(loopOnly, false)
 		frames, wall, cpu = frames+int64(n), wall+w, cpu+c
 	}
 	b.StopTimer()
 	c := r.eng.Counters()
-	if drops := c.TotalDrops() + r.d.noMbuf + r.d.b.NoMbuf() + r.d.b.TxDropped(); drops != 0 {
+	if drops := c.TotalDrops() + r.d.Stats().NoMbuf + r.b.NoMbuf() + r.b.TxDropped(); drops != 0 {
 		b.Fatalf("%d drops: %s", drops, c.String())
 	}
 	b.ReportMetric(float64(frames)/(float64(wall)/1e9)/1e6, "Mpps")

@@ -1,7 +1,8 @@
-package target
+package frontend
 
 import (
 	"fmt"
+	"math/big"
 	"strings"
 )
 
@@ -10,7 +11,7 @@ import (
 // relational operators bind more loosely than the bitwise ones.
 type parser struct {
 	file  string
-	toks  []token
+	toks  []Token
 	i     int
 	types map[string]bool // type names declared so far (for casts)
 }
@@ -18,8 +19,9 @@ type parser struct {
 // maxDepth bounds nesting so that hostile input cannot exhaust the stack.
 const maxDepth = 200
 
-func parseProgram(file string, src []byte) (prog *program, err error) {
-	toks, err := lex(file, src)
+func ParseProgram(file string, src []byte, opts *Options) (prog *Program, err error) {
+	ctx := &lexCtx{opts: opts}
+	toks, err := lexWith(file, src, ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -29,42 +31,45 @@ func parseProgram(file string, src []byte) (prog *program, err error) {
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			if e, ok := r.(*srcError); ok {
+			if e, ok := r.(*SrcError); ok {
 				prog, err = nil, e
 				return
 			}
 			panic(r)
 		}
 	}()
-	prog = &program{}
-	for p.peek().kind != tEOF {
+	prog = &Program{Tna: ctx.tna}
+	for p.peek().Kind != TEOF {
 		d := p.topDecl()
 		if d == nil {
 			continue
 		}
-		prog.decls = append(prog.decls, d)
+		prog.Decls = append(prog.Decls, d)
 	}
 	return prog, nil
 }
 
 // builtinTypeNames are the types of core.p4 and v1model.p4.
 var builtinTypeNames = []string{"packet_in", "packet_out", "standard_metadata_t", "CounterType", "MeterType",
-	"HashAlgorithm", "register", "counter", "direct_counter", "meter", "direct_meter", "CloneType", "V1Switch"}
+	"HashAlgorithm", "register", "counter", "direct_counter", "meter", "direct_meter", "CloneType", "V1Switch",
+	// tna.p4's externs and packages (its types are declared by the prelude).
+	"Register", "RegisterAction", "RegisterParam", "DirectRegister", "DirectRegisterAction", "Hash", "CRCPolynomial",
+	"Counter", "DirectCounter", "Meter", "DirectMeter", "Random", "Checksum", "Lpf", "DirectLpf", "Pipeline", "Switch"}
 
-func (p *parser) fail(at pos, format string, args ...any) {
-	panic(&srcError{file: p.file, p: at, msg: fmt.Sprintf(format, args...)})
+func (p *parser) fail(at Pos, format string, args ...any) {
+	panic(&SrcError{File: p.file, P: at, Msg: fmt.Sprintf(format, args...)})
 }
 
-func (p *parser) peek() token { return p.toks[p.i] }
-func (p *parser) peekN(n int) token {
+func (p *parser) peek() Token { return p.toks[p.i] }
+func (p *parser) peekN(n int) Token {
 	if p.i+n < len(p.toks) {
 		return p.toks[p.i+n]
 	}
 	return p.toks[len(p.toks)-1]
 }
-func (p *parser) nextTok() token {
+func (p *parser) nextTok() Token {
 	t := p.toks[p.i]
-	if t.kind != tEOF {
+	if t.Kind != TEOF {
 		p.i++
 	}
 	return t
@@ -72,7 +77,7 @@ func (p *parser) nextTok() token {
 
 func (p *parser) is(text string) bool {
 	t := p.peek()
-	return (t.kind == tPunct || t.kind == tIdent) && t.text == text
+	return (t.Kind == TPunct || t.Kind == TIdent) && t.Text == text
 }
 
 func (p *parser) accept(text string) bool {
@@ -83,7 +88,7 @@ func (p *parser) accept(text string) bool {
 	return false
 }
 
-func (p *parser) expect(text string) token {
+func (p *parser) expect(text string) Token {
 	t := p.peek()
 	if !p.is(text) {
 		p.fail(t.p, "expected %q, found %s", text, describe(t))
@@ -91,14 +96,14 @@ func (p *parser) expect(text string) token {
 	return p.nextTok()
 }
 
-func describe(t token) string {
-	switch t.kind {
-	case tEOF:
+func describe(t Token) string {
+	switch t.Kind {
+	case TEOF:
 		return "end of file"
-	case tString:
-		return fmt.Sprintf("string %q", t.text)
+	case TString:
+		return fmt.Sprintf("string %q", t.Text)
 	}
-	return fmt.Sprintf("%q", t.text)
+	return fmt.Sprintf("%q", t.Text)
 }
 
 var keywords = map[string]bool{
@@ -110,60 +115,60 @@ var keywords = map[string]bool{
 	"varbit": true, "void": true, "entries": true, "actions": true, "string": true, "value_set": true, "list": true,
 }
 
-func (p *parser) ident() token {
+func (p *parser) ident() Token {
 	t := p.peek()
-	if t.kind != tIdent {
+	if t.Kind != TIdent {
 		p.fail(t.p, "expected a name, found %s", describe(t))
 	}
 	// a few keywords may be used as names (P4's "nonTypeName")
-	switch t.text {
+	switch t.Text {
 	case "apply", "key", "actions", "state", "entries", "type", "priority":
 	default:
-		if keywords[t.text] {
-			p.fail(t.p, "expected a name, found keyword %q", t.text)
+		if keywords[t.Text] {
+			p.fail(t.p, "expected a name, found keyword %q", t.Text)
 		}
 	}
 	return p.nextTok()
 }
 
-func (p *parser) annotations() []annotation {
-	var out []annotation
+func (p *parser) annotations() []Annotation {
+	var out []Annotation
 	for p.is("@") {
 		at := p.nextTok()
 		name := p.nextTok()
-		if name.kind != tIdent {
+		if name.Kind != TIdent {
 			p.fail(name.p, "expected annotation name")
 		}
-		a := annotation{name: name.text, p: at.p}
+		a := Annotation{Name: name.Text, P: at.p}
 		if p.is("(") && p.peek().adj {
 			p.nextTok()
 			depth := 1
 			var sb strings.Builder
 			for depth > 0 {
 				t := p.nextTok()
-				if t.kind == tEOF {
+				if t.Kind == TEOF {
 					p.fail(at.p, "unterminated annotation")
 				}
-				if t.kind == tPunct && t.text == "(" {
+				if t.Kind == TPunct && t.Text == "(" {
 					depth++
 				}
-				if t.kind == tPunct && t.text == ")" {
+				if t.Kind == TPunct && t.Text == ")" {
 					depth--
 					if depth == 0 {
 						break
 					}
 				}
-				a.args = append(a.args, t)
+				a.Args = append(a.Args, t)
 				if sb.Len() > 0 && !t.adj {
 					sb.WriteByte(' ')
 				}
-				if t.kind == tString {
-					sb.WriteString(`"` + t.text + `"`)
+				if t.Kind == TString {
+					sb.WriteString(`"` + t.Text + `"`)
 				} else {
-					sb.WriteString(t.text)
+					sb.WriteString(t.Text)
 				}
 			}
-			a.body = sb.String()
+			a.Body = sb.String()
 		} else if p.is("[") {
 			p.fail(at.p, "structured annotations are not supported")
 		}
@@ -172,51 +177,52 @@ func (p *parser) annotations() []annotation {
 	return out
 }
 
-func (p *parser) topDecl() decl {
+// topDecl parses one top-level declaration (nil for a stray ;).
+func (p *parser) topDecl() Decl {
 	anns := p.annotations()
 	t := p.peek()
-	if t.kind == tPunct && t.text == ";" {
+	if t.Kind == TPunct && t.Text == ";" {
 		p.nextTok()
 		return nil
 	}
-	if t.kind != tIdent {
+	if t.Kind != TIdent {
 		p.fail(t.p, "expected a declaration, found %s", describe(t))
 	}
-	switch t.text {
+	switch t.Text {
 	case "header", "header_union":
 		p.nextTok()
 		name := p.ident()
-		p.types[name.text] = true
-		d := &headerDecl{p: t.p, name: name.text, anns: anns, union: t.text == "header_union"}
-		d.fields = p.fieldList()
+		p.types[name.Text] = true
+		d := &HeaderDecl{P: t.p, Name: name.Text, Anns: anns, Union: t.Text == "header_union"}
+		d.Fields = p.fieldList()
 		return d
 	case "struct":
 		p.nextTok()
 		name := p.ident()
-		p.types[name.text] = true
-		return &structDecl{p: t.p, name: name.text, fields: p.fieldList(), anns: anns}
+		p.types[name.Text] = true
+		return &StructDecl{P: t.p, Name: name.Text, Fields: p.fieldList(), Anns: anns}
 	case "typedef", "type":
 		for _, a := range anns {
-			if a.name == "p4runtime_translation" {
-				p.fail(a.p, "@p4runtime_translation is not supported")
+			if a.Name == "p4runtime_translation" {
+				p.fail(a.P, "@p4runtime_translation is not supported")
 			}
 		}
 		p.nextTok()
 		tr := p.typeRef()
 		name := p.ident()
 		p.expect(";")
-		p.types[name.text] = true
-		return &typedefDecl{p: t.p, name: name.text, t: tr}
+		p.types[name.Text] = true
+		return &TypedefDecl{P: t.p, Name: name.Text, T: tr}
 	case "const":
 		return p.constDecl()
 	case "enum":
 		return p.enumDecl()
 	case "error", "match_kind":
 		p.nextTok()
-		d := &errorDecl{p: t.p, kind: t.text}
+		d := &ErrorDecl{P: t.p, Kind: t.Text}
 		p.expect("{")
 		for !p.is("}") {
-			d.members = append(d.members, p.ident().text)
+			d.Members = append(d.Members, p.ident().Text)
 			if !p.accept(",") {
 				break
 			}
@@ -230,7 +236,7 @@ func (p *parser) topDecl() decl {
 	case "action":
 		return p.actionDecl(anns)
 	case "extern", "package":
-		p.fail(t.p, "%s declarations are not supported (the v1model externs are built in)", t.text)
+		p.fail(t.p, "%s declarations are not supported (the v1model externs are built in)", t.Text)
 	}
 	// instantiation or function declaration
 	tr := p.typeRef()
@@ -238,51 +244,51 @@ func (p *parser) topDecl() decl {
 		args := p.args()
 		name := p.ident()
 		p.expect(";")
-		return &instDecl{p: t.p, t: tr, args: args, name: name.text, anns: anns}
+		return &InstDecl{P: t.p, T: tr, Args: args, Name: name.Text, Anns: anns}
 	}
 	p.fail(t.p, "unsupported top-level declaration starting with %s", describe(t))
 	return nil
 }
 
-func (p *parser) fieldList() []field {
+func (p *parser) fieldList() []Field {
 	p.expect("{")
-	var out []field
+	var out []Field
 	for !p.is("}") {
 		anns := p.annotations()
 		at := p.peek().p
 		tr := p.typeRef()
 		name := p.ident()
 		p.expect(";")
-		out = append(out, field{p: at, name: name.text, t: tr, anns: anns})
+		out = append(out, Field{P: at, Name: name.Text, T: tr, Anns: anns})
 	}
 	p.expect("}")
 	return out
 }
 
-func (p *parser) constDecl() *constDecl {
+func (p *parser) constDecl() *ConstDecl {
 	t := p.expect("const")
 	tr := p.typeRef()
 	name := p.ident()
 	p.expect("=")
 	v := p.expr()
 	p.expect(";")
-	return &constDecl{p: t.p, t: tr, name: name.text, val: v}
+	return &ConstDecl{P: t.p, T: tr, Name: name.Text, Val: v}
 }
 
-func (p *parser) enumDecl() *enumDecl {
+func (p *parser) enumDecl() *EnumDecl {
 	t := p.expect("enum")
-	d := &enumDecl{p: t.p}
+	d := &EnumDecl{P: t.p}
 	if p.is("bit") || p.is("int") {
-		d.under = p.typeRef()
+		d.Under = p.typeRef()
 	}
-	d.name = p.ident().text
-	p.types[d.name] = true
+	d.Name = p.ident().Text
+	p.types[d.Name] = true
 	p.expect("{")
 	for !p.is("}") {
-		d.members = append(d.members, p.ident().text)
-		if d.under != nil {
+		d.Members = append(d.Members, p.ident().Text)
+		if d.Under != nil {
 			p.expect("=")
-			d.values = append(d.values, p.expr())
+			d.Values = append(d.Values, p.expr())
 		}
 		if !p.accept(",") {
 			break
@@ -292,53 +298,59 @@ func (p *parser) enumDecl() *enumDecl {
 	return d
 }
 
-func (p *parser) typeRef() *typeRef {
+// typeRef parses a type as written: bit<W>, int<W>, varbit<W>, bool,
+// error, void, string, _ (a don't-care type argument) or a name with
+// optional type arguments.
+func (p *parser) typeRef() *TypeRef {
 	t := p.peek()
-	if t.kind != tIdent {
+	if t.Kind != TIdent {
 		p.fail(t.p, "expected a type, found %s", describe(t))
 	}
-	var tr *typeRef
-	switch t.text {
+	var tr *TypeRef
+	switch t.Text {
 	case "bit", "int", "varbit":
 		p.nextTok()
-		tr = &typeRef{p: t.p, kind: t.text}
+		tr = &TypeRef{P: t.p, Kind: t.Text}
 		if p.accept("<") {
 			w := p.peek()
 			switch {
-			case w.kind == tInt:
+			case w.Kind == TInt:
 				p.nextTok()
-				tr.width = &intExpr{p: w.p, val: w.val, width: w.width, text: w.text}
-			case w.kind == tIdent:
+				tr.Width = &IntExpr{P: w.p, Val: w.Val, Width: w.width, Text: w.Text}
+			case w.Kind == TIdent:
 				p.nextTok()
-				tr.width = &identExpr{p: w.p, name: w.text}
-			case w.kind == tPunct && w.text == "(":
+				tr.Width = &IdentExpr{P: w.p, Name: w.Text}
+			case w.Kind == TPunct && w.Text == "(":
 				p.nextTok()
-				tr.width = p.expr()
+				tr.Width = p.expr()
 				p.expect(")")
 			default:
 				p.fail(w.p, "expected a width")
 			}
 			p.expect(">")
-		} else if t.text == "bit" {
-			tr.width = &intExpr{p: t.p, val: bigOne(), text: "1"}
+		} else if t.Text == "bit" {
+			tr.Width = &IntExpr{P: t.p, Val: big.NewInt(1), Text: "1"}
 		} else {
-			p.fail(t.p, "%s needs a width", t.text)
+			p.fail(t.p, "%s needs a width", t.Text)
 		}
 	case "bool", "error", "void", "string":
 		p.nextTok()
-		tr = &typeRef{p: t.p, kind: t.text}
+		tr = &TypeRef{P: t.p, Kind: t.Text}
 	case "tuple", "list":
-		p.fail(t.p, "%s types are not supported", t.text)
+		p.fail(t.p, "%s types are not supported", t.Text)
+	case "_":
+		p.nextTok()
+		tr = &TypeRef{P: t.p, Kind: "dontcare"}
 	default:
-		if keywords[t.text] {
-			p.fail(t.p, "expected a type, found keyword %q", t.text)
+		if keywords[t.Text] {
+			p.fail(t.p, "expected a type, found keyword %q", t.Text)
 		}
 		p.nextTok()
-		tr = &typeRef{p: t.p, kind: "name", name: t.text}
+		tr = &TypeRef{P: t.p, Kind: "name", Name: t.Text}
 		if p.is("<") {
 			p.nextTok()
 			for {
-				tr.args = append(tr.args, p.typeRef())
+				tr.Args = append(tr.Args, p.typeRef())
 				if !p.accept(",") {
 					break
 				}
@@ -352,22 +364,22 @@ func (p *parser) typeRef() *typeRef {
 	return tr
 }
 
-func (p *parser) params() []param {
+func (p *parser) params() []Param {
 	p.expect("(")
-	var out []param
+	var out []Param
 	for !p.is(")") {
 		anns := p.annotations()
 		at := p.peek().p
 		dir := ""
 		if p.is("in") || p.is("out") || p.is("inout") {
-			dir = p.nextTok().text
+			dir = p.nextTok().Text
 		}
 		tr := p.typeRef()
 		name := p.ident()
 		if p.is("=") {
 			p.fail(name.p, "default parameter values are not supported")
 		}
-		out = append(out, param{p: at, dir: dir, t: tr, name: name.text, anns: anns})
+		out = append(out, Param{P: at, Dir: dir, T: tr, Name: name.Text, anns: anns})
 		if !p.accept(",") {
 			break
 		}
@@ -376,12 +388,18 @@ func (p *parser) params() []param {
 	return out
 }
 
-func (p *parser) args() []expr {
+func (p *parser) args() []Expr {
 	p.expect("(")
-	var out []expr
+	var out []Expr
 	for !p.is(")") {
-		if p.peek().kind == tIdent && p.peekN(1).kind == tPunct && p.peekN(1).text == "=" {
-			p.fail(p.peek().p, "named arguments are not supported")
+		if p.peek().Kind == TIdent && p.peekN(1).Kind == TPunct && p.peekN(1).Text == "=" {
+			n := p.nextTok()
+			p.nextTok()
+			out = append(out, &NamedArg{P: n.p, Name: n.Text, E: p.expr()})
+			if !p.accept(",") {
+				break
+			}
+			continue
 		}
 		if p.is("_") {
 			p.fail(p.peek().p, "don't-care arguments are not supported")
@@ -398,7 +416,7 @@ func (p *parser) args() []expr {
 // declHeader parses the head of a parser or control declaration, `KIND
 // name(params) {`, refusing what the target does not run: type parameters,
 // constructor parameters and type-only declarations.
-func (p *parser) declHeader(kind string) (keyword, name token, params []param) {
+func (p *parser) declHeader(kind string) (keyword, name Token, params []Param) {
 	keyword = p.expect(kind)
 	name = p.ident()
 	if p.is("<") {
@@ -415,40 +433,40 @@ func (p *parser) declHeader(kind string) (keyword, name token, params []param) {
 	return keyword, name, params
 }
 
-func (p *parser) parserDecl(anns []annotation) *parserDecl {
+func (p *parser) parserDecl(anns []Annotation) *ParserDecl {
 	t, name, params := p.declHeader("parser")
-	d := &parserDecl{p: t.p, name: name.text, anns: anns, params: params}
+	d := &ParserDecl{P: t.p, Name: name.Text, anns: anns, Params: params}
 	for !p.is("}") {
 		p.annotations() // annotations on parser states are accepted and ignored
 		if p.is("state") {
 			st := p.nextTok()
 			sname := p.ident()
-			ps := &parserState{p: st.p, name: sname.text}
+			ps := &ParserState{P: st.p, Name: sname.Text}
 			p.expect("{")
 			for !p.is("}") && !p.is("transition") {
-				ps.stmts = append(ps.stmts, p.stmt(0))
+				ps.Stmts = append(ps.Stmts, p.stmt(0))
 			}
 			if p.is("transition") {
-				ps.trans = p.transition()
+				ps.Trans = p.transition()
 			}
 			p.expect("}")
-			d.states = append(d.states, ps)
+			d.States = append(d.States, ps)
 			continue
 		}
-		d.locals = append(d.locals, p.localDecl())
+		d.Locals = append(d.Locals, p.localDecl())
 	}
 	p.expect("}")
 	return d
 }
 
-func (p *parser) transition() *transition {
+func (p *parser) transition() *Transition {
 	t := p.expect("transition")
-	tr := &transition{p: t.p}
+	tr := &Transition{P: t.p}
 	if p.is("select") {
 		p.nextTok()
 		p.expect("(")
 		for !p.is(")") {
-			tr.sel = append(tr.sel, p.expr())
+			tr.Sel = append(tr.Sel, p.expr())
 			if !p.accept(",") {
 				break
 			}
@@ -461,51 +479,51 @@ func (p *parser) transition() *transition {
 			p.expect(":")
 			target := p.ident()
 			p.expect(";")
-			tr.cases = append(tr.cases, selectCase{p: at, keys: keys, target: target.text})
+			tr.Cases = append(tr.Cases, SelectCase{P: at, Keys: keys, Target: target.Text})
 		}
 		p.expect("}")
 		p.accept(";")
 		return tr
 	}
-	tr.target = p.ident().text
+	tr.Target = p.ident().Text
 	p.expect(";")
 	return tr
 }
 
 // keyset parses a select case label or a table entry key: a single keyset
 // element or a parenthesised tuple of them.
-func (p *parser) keyset() []expr {
+func (p *parser) keyset() []Expr {
 	if p.is("(") {
 		save := p.i
 		p.nextTok()
-		var elems []expr
+		var elems []Expr
 		for {
 			elems = append(elems, p.keysetElem())
 			if !p.accept(",") {
 				break
 			}
 		}
-		if p.is(")") && (len(elems) > 1 || p.peekN(1).kind == tPunct && p.peekN(1).text == ":") {
+		if p.is(")") && (len(elems) > 1 || p.peekN(1).Kind == TPunct && p.peekN(1).Text == ":") {
 			p.nextTok()
 			return elems
 		}
 		// a parenthesised expression that continues (e.g. (a) + b)
 		p.i = save
 	}
-	return []expr{p.keysetElem()}
+	return []Expr{p.keysetElem()}
 }
 
-func (p *parser) keysetElem() expr {
+func (p *parser) keysetElem() Expr {
 	t := p.peek()
 	if p.is("default") || p.is("_") {
 		p.nextTok()
-		return &defaultExpr{p: t.p}
+		return &DefaultExpr{P: t.p}
 	}
 	e := p.expr()
 	if p.is("&&&") {
 		op := p.nextTok()
 		m := p.expr()
-		return &binExpr{p: op.p, op: "&&&", l: e, r: m}
+		return &BinExpr{P: op.p, Op: "&&&", L: e, R: m}
 	}
 	if p.is("..") {
 		p.fail(p.peek().p, "range keysets are not supported")
@@ -513,23 +531,23 @@ func (p *parser) keysetElem() expr {
 	return e
 }
 
-func (p *parser) controlDecl(anns []annotation) *controlDecl {
+func (p *parser) controlDecl(anns []Annotation) *ControlDecl {
 	t, name, params := p.declHeader("control")
-	d := &controlDecl{p: t.p, name: name.text, anns: anns, params: params}
+	d := &ControlDecl{P: t.p, Name: name.Text, Anns: anns, Params: params}
 	for !p.is("apply") {
 		if p.is("}") {
-			p.fail(p.peek().p, "control %s has no apply block", name.text)
+			p.fail(p.peek().p, "control %s has no apply block", name.Text)
 		}
-		d.locals = append(d.locals, p.localDecl())
+		d.Locals = append(d.Locals, p.localDecl())
 	}
 	p.expect("apply")
-	d.body = p.block(0)
+	d.Body = p.block(0)
 	p.expect("}")
 	return d
 }
 
 // localDecl parses a declaration inside a parser or control body.
-func (p *parser) localDecl() decl {
+func (p *parser) localDecl() Decl {
 	anns := p.annotations()
 	t := p.peek()
 	switch {
@@ -543,49 +561,74 @@ func (p *parser) localDecl() decl {
 		p.fail(t.p, "value_set is not supported")
 	case p.is(";"):
 		p.nextTok()
-		return &varDecl{p: t.p} // filtered by the checker (empty)
+		return &VarDecl{P: t.p} // filtered by the checker (empty)
 	}
 	tr := p.typeRef()
 	if p.is("(") {
 		args := p.args()
 		name := p.ident()
+		d := &InstDecl{P: t.p, T: tr, Args: args, Name: name.Text, Anns: anns}
+		if p.is("=") || p.is("{") {
+			p.accept("=")
+			d.Methods = p.initializerBlock()
+		}
 		p.expect(";")
-		return &instDecl{p: t.p, t: tr, args: args, name: name.text, anns: anns}
+		return d
 	}
 	name := p.ident()
-	d := &varDecl{p: t.p, t: tr, name: name.text}
+	d := &VarDecl{P: t.p, T: tr, Name: name.Text}
 	if p.accept("=") {
-		d.init = p.expr()
+		d.Init = p.expr()
 	}
 	p.expect(";")
 	return d
 }
 
-func (p *parser) actionDecl(anns []annotation) *actionDecl {
+// initializerBlock parses the methods of an instantiation's initializer,
+// { RET name(params) { ... } ... }.
+func (p *parser) initializerBlock() []*MethodDecl {
+	p.expect("{")
+	var ms []*MethodDecl
+	for !p.is("}") {
+		p.annotations()
+		at := p.peek().p
+		ret := p.typeRef()
+		name := p.ident()
+		m := &MethodDecl{P: at, Ret: ret, Name: name.Text, Params: p.params()}
+		m.Body = p.block(0)
+		ms = append(ms, m)
+	}
+	p.expect("}")
+	return ms
+}
+
+func (p *parser) actionDecl(anns []Annotation) *ActionDecl {
 	t := p.expect("action")
 	name := p.ident()
-	d := &actionDecl{p: t.p, name: name.text, anns: anns}
-	d.params = p.params()
-	d.body = p.block(0)
+	d := &ActionDecl{P: t.p, Name: name.Text, Anns: anns}
+	d.Params = p.params()
+	d.Body = p.block(0)
 	return d
 }
 
-func (p *parser) tableDecl(anns []annotation) *tableDecl {
+// tableDecl parses a table: its key, actions, entries and the other
+// properties (as expressions).
+func (p *parser) tableDecl(anns []Annotation) *TableDecl {
 	t := p.expect("table")
 	name := p.ident()
-	d := &tableDecl{p: t.p, name: name.text, anns: anns}
+	d := &TableDecl{P: t.p, Name: name.Text, Anns: anns}
 	p.expect("{")
 	for !p.is("}") {
 		p.annotations()
 		at := p.peek()
-		prop := tableProp{p: at.p}
+		prop := TableProp{P: at.p}
 		if p.accept("const") {
-			prop.isConst = true
+			prop.IsConst = true
 		}
 		pn := p.ident()
-		prop.name = pn.text
+		prop.Name = pn.Text
 		p.expect("=")
-		switch pn.text {
+		switch pn.Text {
 		case "key":
 			p.expect("{")
 			for !p.is("}") {
@@ -595,7 +638,7 @@ func (p *parser) tableDecl(anns []annotation) *tableDecl {
 				mk := p.ident()
 				kanns := p.annotations()
 				p.expect(";")
-				prop.keys = append(prop.keys, keyElem{p: kp, e: e, match: mk.text, anns: kanns})
+				prop.Keys = append(prop.Keys, KeyElem{P: kp, E: e, Match: mk.Text, Anns: kanns})
 			}
 			p.expect("}")
 			p.accept(";")
@@ -605,12 +648,12 @@ func (p *parser) tableDecl(anns []annotation) *tableDecl {
 				aanns := p.annotations()
 				ap := p.peek().p
 				an := p.ident()
-				ar := actionRefAST{p: ap, name: an.text, anns: aanns}
+				ar := ActionRefAST{P: ap, Name: an.Text, Anns: aanns}
 				if p.is("(") {
-					ar.args = p.args()
+					ar.Args = p.args()
 				}
 				p.expect(";")
-				prop.actions = append(prop.actions, ar)
+				prop.Actions = append(prop.Actions, ar)
 			}
 			p.expect("}")
 			p.accept(";")
@@ -626,36 +669,36 @@ func (p *parser) tableDecl(anns []annotation) *tableDecl {
 				aanns := p.annotations()
 				ap := p.peek().p
 				an := p.ident()
-				ar := actionRefAST{p: ap, name: an.text, anns: aanns}
+				ar := ActionRefAST{P: ap, Name: an.Text, Anns: aanns}
 				if p.is("(") {
-					ar.args = p.args()
+					ar.Args = p.args()
 				}
 				p.expect(";")
-				prop.entries = append(prop.entries, entryAST{p: ep, keys: keys, action: ar})
+				prop.Entries = append(prop.Entries, EntryAST{P: ep, Keys: keys, Action: ar})
 			}
 			p.expect("}")
 			p.accept(";")
 		default:
-			prop.val = p.expr()
+			prop.Val = p.expr()
 			p.expect(";")
 		}
-		d.props = append(d.props, prop)
+		d.Props = append(d.Props, prop)
 	}
 	p.expect("}")
 	return d
 }
 
-func (p *parser) block(depth int) *blockStmt {
+func (p *parser) block(depth int) *BlockStmt {
 	if depth > maxDepth {
 		p.fail(p.peek().p, "nesting too deep")
 	}
 	t := p.expect("{")
-	b := &blockStmt{p: t.p}
+	b := &BlockStmt{p: t.p}
 	for !p.is("}") {
-		if p.peek().kind == tEOF {
+		if p.peek().Kind == TEOF {
 			p.fail(t.p, "unterminated block")
 		}
-		b.stmts = append(b.stmts, p.stmt(depth+1))
+		b.Stmts = append(b.Stmts, p.stmt(depth+1))
 	}
 	p.expect("}")
 	return b
@@ -663,24 +706,25 @@ func (p *parser) block(depth int) *blockStmt {
 
 func (p *parser) isTypeStart() bool {
 	t := p.peek()
-	if t.kind != tIdent {
+	if t.Kind != TIdent {
 		return false
 	}
-	switch t.text {
+	switch t.Text {
 	case "bit", "int", "varbit", "bool":
 		return true
 	}
 	n := p.peekN(1)
-	if n.kind == tIdent && !keywords[t.text] {
+	if n.Kind == TIdent && !keywords[t.Text] {
 		return true // T name
 	}
-	if p.types[t.text] && n.kind == tPunct && n.text == "<" {
+	if p.types[t.Text] && n.Kind == TPunct && n.Text == "<" {
 		return true
 	}
 	return false
 }
 
-func (p *parser) stmt(depth int) stmt {
+// stmt parses a statement; depth bounds nesting against hostile input.
+func (p *parser) stmt(depth int) Stmt {
 	if depth > maxDepth {
 		p.fail(p.peek().p, "nesting too deep")
 	}
@@ -691,15 +735,15 @@ func (p *parser) stmt(depth int) stmt {
 		return p.block(depth + 1)
 	case p.is(";"):
 		p.nextTok()
-		return &emptyStmt{p: t.p}
+		return &EmptyStmt{p: t.p}
 	case p.is("if"):
 		p.nextTok()
 		p.expect("(")
 		c := p.expr()
 		p.expect(")")
-		s := &ifStmt{p: t.p, cond: c, then: p.stmt(depth + 1)}
+		s := &IfStmt{p: t.p, Cond: c, Then: p.stmt(depth + 1)}
 		if p.accept("else") {
-			s.els = p.stmt(depth + 1)
+			s.Els = p.stmt(depth + 1)
 		}
 		return s
 	case p.is("return"):
@@ -708,17 +752,17 @@ func (p *parser) stmt(depth int) stmt {
 			p.fail(t.p, "return with a value is not supported")
 		}
 		p.expect(";")
-		return &returnStmt{p: t.p}
+		return &ReturnStmt{P: t.p}
 	case p.is("exit"):
 		p.nextTok()
 		p.expect(";")
-		return &exitStmt{p: t.p}
+		return &ExitStmt{P: t.p}
 	case p.is("switch"):
 		p.nextTok()
 		p.expect("(")
 		e := p.expr()
 		p.expect(")")
-		s := &switchStmt{p: t.p, e: e}
+		s := &SwitchStmt{P: t.p, E: e}
 		p.expect("{")
 		for !p.is("}") {
 			cp := p.peek()
@@ -726,50 +770,50 @@ func (p *parser) stmt(depth int) stmt {
 			if p.accept("default") {
 				label = "default"
 			} else {
-				label = p.ident().text
+				label = p.ident().Text
 			}
 			p.expect(":")
-			c := switchCase{p: cp.p, label: label}
+			c := SwitchCase{P: cp.p, Label: label}
 			if p.is("{") {
-				c.body = p.block(depth + 1)
+				c.Body = p.block(depth + 1)
 			}
-			s.cases = append(s.cases, c)
+			s.Cases = append(s.Cases, c)
 		}
 		p.expect("}")
 		return s
 	case p.is("const"):
-		return &declStmt{p: t.p, d: p.constDecl()}
+		return &DeclStmt{p: t.p, D: p.constDecl()}
 	case p.is("transition"):
 		p.fail(t.p, "transition must be the last statement of a state")
 	}
 	if p.isTypeStart() {
 		tr := p.typeRef()
 		name := p.ident()
-		d := &varDecl{p: t.p, t: tr, name: name.text}
+		d := &VarDecl{P: t.p, T: tr, Name: name.Text}
 		if p.accept("=") {
-			d.init = p.expr()
+			d.Init = p.expr()
 		}
 		p.expect(";")
-		return &declStmt{p: t.p, d: d}
+		return &DeclStmt{p: t.p, D: d}
 	}
 	e := p.expr()
 	if p.is("=") {
 		eq := p.nextTok()
 		r := p.expr()
 		p.expect(";")
-		return &assignStmt{p: eq.p, l: e, r: r}
+		return &AssignStmt{P: eq.p, L: e, R: r}
 	}
 	p.expect(";")
-	if _, ok := e.(*callExpr); !ok {
+	if _, ok := e.(*CallExpr); !ok {
 		p.fail(t.p, "expression statement must be a call")
 	}
-	return &callStmt{p: t.p, e: e}
+	return &CallStmt{P: t.p, E: e}
 }
 
 // Expressions, by p4c precedence (lowest first).
-func (p *parser) expr() expr { return p.exprDepth(0) }
+func (p *parser) expr() Expr { return p.exprDepth(0) }
 
-func (p *parser) exprDepth(depth int) expr {
+func (p *parser) exprDepth(depth int) Expr {
 	if depth > maxDepth {
 		p.fail(p.peek().p, "expression nesting too deep")
 	}
@@ -779,7 +823,7 @@ func (p *parser) exprDepth(depth int) expr {
 		a := p.exprDepth(depth + 1)
 		p.expect(":")
 		b := p.exprDepth(depth + 1)
-		return &condExpr{p: q.p, c: c, then: a, els: b}
+		return &CondExpr{P: q.p, C: c, Then: a, Els: b}
 	}
 	return c
 }
@@ -799,21 +843,21 @@ var precLevels = [][]string{
 
 // binOp reports the binary operator at the cursor for level, consuming it.
 // ">>" is two adjacent '>' tokens.
-func (p *parser) binOp(level int) (string, pos, bool) {
+func (p *parser) binOp(level int) (string, Pos, bool) {
 	t := p.peek()
-	if t.kind != tPunct {
+	if t.Kind != TPunct {
 		return "", t.p, false
 	}
 	for _, op := range precLevels[level] {
 		if op == ">>" {
-			if t.text == ">" && p.peekN(1).kind == tPunct && p.peekN(1).text == ">" && p.peekN(1).adj {
+			if t.Text == ">" && p.peekN(1).Kind == TPunct && p.peekN(1).Text == ">" && p.peekN(1).adj {
 				p.i += 2
 				return ">>", t.p, true
 			}
 			continue
 		}
-		if t.text == op {
-			if op == ">" && p.peekN(1).kind == tPunct && p.peekN(1).text == ">" && p.peekN(1).adj {
+		if t.Text == op {
+			if op == ">" && p.peekN(1).Kind == TPunct && p.peekN(1).Text == ">" && p.peekN(1).adj {
 				continue // it is a shift, handled at its level
 			}
 			p.i++
@@ -823,7 +867,7 @@ func (p *parser) binOp(level int) (string, pos, bool) {
 	return "", t.p, false
 }
 
-func (p *parser) binary(level, depth int) expr {
+func (p *parser) binary(level, depth int) Expr {
 	if level == len(precLevels) {
 		return p.unary(depth)
 	}
@@ -834,34 +878,34 @@ func (p *parser) binary(level, depth int) expr {
 			return l
 		}
 		r := p.binary(level+1, depth)
-		l = &binExpr{p: at, op: op, l: l, r: r}
+		l = &BinExpr{P: at, Op: op, L: l, R: r}
 	}
 }
 
-func (p *parser) unary(depth int) expr {
+func (p *parser) unary(depth int) Expr {
 	if depth > maxDepth {
 		p.fail(p.peek().p, "expression nesting too deep")
 	}
 	t := p.peek()
-	if t.kind == tPunct {
-		switch t.text {
+	if t.Kind == TPunct {
+		switch t.Text {
 		case "!", "~", "-", "+":
 			p.nextTok()
 			x := p.unary(depth + 1)
-			if t.text == "+" {
+			if t.Text == "+" {
 				return x
 			}
-			return &unExpr{p: t.p, op: t.text, x: x}
+			return &UnExpr{P: t.p, Op: t.Text, X: x}
 		case "(":
 			// cast?
 			n := p.peekN(1)
-			if n.kind == tIdent && (n.text == "bit" || n.text == "int" || n.text == "bool" || n.text == "varbit" ||
-				(p.types[n.text] && p.peekN(2).kind == tPunct && (p.peekN(2).text == ")" || p.peekN(2).text == "<"))) {
+			if n.Kind == TIdent && (n.Text == "bit" || n.Text == "int" || n.Text == "bool" || n.Text == "varbit" ||
+				(p.types[n.Text] && p.peekN(2).Kind == TPunct && (p.peekN(2).Text == ")" || p.peekN(2).Text == "<"))) {
 				p.nextTok()
 				tr := p.typeRef()
 				p.expect(")")
 				x := p.unary(depth + 1)
-				return &castExpr{p: t.p, t: tr, x: x}
+				return &CastExpr{P: t.p, T: tr, X: x}
 			}
 		}
 	}
@@ -870,12 +914,14 @@ func (p *parser) unary(depth int) expr {
 
 // isGenericFunc reports whether e names a function called with type
 // arguments (digest<T>(...)).
-func isGenericFunc(e expr) bool {
-	id, ok := e.(*identExpr)
-	return ok && id.name == "digest"
+func isGenericFunc(e Expr) bool {
+	id, ok := e.(*IdentExpr)
+	return ok && (id.Name == "digest" || id.Name == "port_metadata_unpack")
 }
 
-func (p *parser) postfix(depth int) expr {
+// postfix parses member access, calls (also generic ones), slices and
+// indexes after a primary expression.
+func (p *parser) postfix(depth int) Expr {
 	e := p.primary(depth)
 	for {
 		t := p.peek()
@@ -883,13 +929,13 @@ func (p *parser) postfix(depth int) expr {
 		case p.is("."):
 			p.nextTok()
 			name := p.nextTok()
-			if name.kind != tIdent {
+			if name.Kind != TIdent {
 				p.fail(name.p, "expected a member name")
 			}
-			e = &memberExpr{p: name.p, x: e, name: name.text}
-			if name.text == "lookahead" && p.is("<") {
+			e = &MemberExpr{P: name.p, X: e, Name: name.Text}
+			if name.Text == "lookahead" && p.is("<") {
 				p.nextTok()
-				var targs []*typeRef
+				var targs []*TypeRef
 				for {
 					targs = append(targs, p.typeRef())
 					if !p.accept(",") {
@@ -898,26 +944,27 @@ func (p *parser) postfix(depth int) expr {
 				}
 				p.expect(">")
 				args := p.args()
-				e = &callExpr{p: name.p, fn: e, targs: targs, args: args}
+				e = &CallExpr{P: name.p, Fn: e, Targs: targs, Args: args}
 			}
 		case p.is("<") && isGenericFunc(e):
-			// digest<T>(...): v1model's one generic free function.
+			// digest<T>(...) (v1model) and port_metadata_unpack<T>(pkt)
+			// (tna): the generic free functions.
 			p.nextTok()
 			tr := p.typeRef()
 			p.expect(">")
-			e = &callExpr{p: t.p, fn: e, targs: []*typeRef{tr}, args: p.args()}
+			e = &CallExpr{P: t.p, Fn: e, Targs: []*TypeRef{tr}, Args: p.args()}
 		case p.is("("):
-			e = &callExpr{p: t.p, fn: e, args: p.args()}
+			e = &CallExpr{P: t.p, Fn: e, Args: p.args()}
 		case p.is("["):
 			p.nextTok()
 			hi := p.exprDepth(depth + 1)
 			if p.accept(":") {
 				lo := p.exprDepth(depth + 1)
 				p.expect("]")
-				e = &sliceExpr{p: t.p, x: e, hi: hi, lo: lo}
+				e = &SliceExpr{P: t.p, X: e, Hi: hi, Lo: lo}
 			} else {
 				p.expect("]")
-				e = &indexExpr{p: t.p, x: e, idx: hi}
+				e = &IndexExpr{P: t.p, x: e, idx: hi}
 			}
 		default:
 			return e
@@ -925,33 +972,34 @@ func (p *parser) postfix(depth int) expr {
 	}
 }
 
-func (p *parser) primary(depth int) expr {
+// primary parses literals, names, parenthesised expressions and lists.
+func (p *parser) primary(depth int) Expr {
 	t := p.peek()
-	switch t.kind {
-	case tInt:
+	switch t.Kind {
+	case TInt:
 		p.nextTok()
-		return &intExpr{p: t.p, val: t.val, width: t.width, signed: t.signed, text: t.text}
-	case tString:
+		return &IntExpr{P: t.p, Val: t.Val, Width: t.width, Signed: t.signed, Text: t.Text}
+	case TString:
 		p.nextTok()
-		return &stringExpr{p: t.p, val: t.text}
-	case tIdent:
-		switch t.text {
+		return &StringExpr{p: t.p, val: t.Text}
+	case TIdent:
+		switch t.Text {
 		case "true", "false":
 			p.nextTok()
-			return &boolExpr{p: t.p, val: t.text == "true"}
+			return &BoolExpr{p: t.p, Val: t.Text == "true"}
 		case "error":
 			p.nextTok()
-			return &identExpr{p: t.p, name: "error"}
+			return &IdentExpr{P: t.p, Name: "error"}
 		case "bit", "int", "bool", "varbit":
-			return &typeExpr{p: t.p, t: p.typeRef()}
+			return &TypeExpr{P: t.p, t: p.typeRef()}
 		}
-		if keywords[t.text] && t.text != "apply" && t.text != "key" && t.text != "type" {
-			p.fail(t.p, "unexpected keyword %q in expression", t.text)
+		if keywords[t.Text] && t.Text != "apply" && t.Text != "key" && t.Text != "type" {
+			p.fail(t.p, "unexpected keyword %q in expression", t.Text)
 		}
 		p.nextTok()
-		return &identExpr{p: t.p, name: t.text}
-	case tPunct:
-		switch t.text {
+		return &IdentExpr{P: t.p, Name: t.Text}
+	case TPunct:
+		switch t.Text {
 		case "(":
 			p.nextTok()
 			e := p.exprDepth(depth + 1)
@@ -959,9 +1007,9 @@ func (p *parser) primary(depth int) expr {
 			return e
 		case "{":
 			p.nextTok()
-			l := &listExpr{p: t.p}
+			l := &ListExpr{P: t.p}
 			for !p.is("}") {
-				l.elems = append(l.elems, p.exprDepth(depth+1))
+				l.Elems = append(l.Elems, p.exprDepth(depth+1))
 				if !p.accept(",") {
 					break
 				}
@@ -971,7 +1019,7 @@ func (p *parser) primary(depth int) expr {
 		case ".":
 			p.nextTok()
 			n := p.ident()
-			return &identExpr{p: t.p, name: n.text, dot: true}
+			return &IdentExpr{P: t.p, Name: n.Text, Dot: true}
 		}
 	}
 	p.fail(t.p, "unexpected %s in expression", describe(t))

@@ -1,0 +1,1133 @@
+/*
+ * p4/tna/swordbox.p4: SwordBox steering for Clover on Tofino (P4_16, TNA).
+ *
+ * The same program as p4/swordbox.p4 (v1model), rule for rule: the contract
+ * is docs/swordbox-p4.md ("Semantics", "Why each rule"), the controller
+ * (ctrl) is the same, and it finds every table, register and counter below
+ * by the same P4Info names. A differential test (p4/ptf/tna_diff_test.go)
+ * runs both programs on the Go target under the same table entries and
+ * checks that they forward the same frames and hold the same state.
+ *
+ * Where the Tofino version differs from the v1model one, and why:
+ *
+ *   - Ingress only (as the paper's program, section 5.1): every decision is
+ *     taken in the ingress pipeline and the packet bypasses egress
+ *     (ig_tm_md.bypass_egress). The egress parser, control and deparser
+ *     exist because TNA's Pipeline needs them; they never see a packet.
+ *   - Stateful ALUs: a Tofino register lives in one stage and is read and
+ *     written by one RegisterAction per packet. Where the v1model program
+ *     reads a register and writes it later in the same packet, this one
+ *     folds the two into one RegisterAction (for example the CAS record's
+ *     PSN: return the old value, store the new one). Each register is
+ *     touched by at most one RegisterAction.execute per packet (the
+ *     differential tests check it: the target counts a second access in
+ *     Stats.RegisterReaccesses); registers have several RegisterActions,
+ *     one per path (ACK, CAS, READ).
+ *   - Register widths: Tofino cells are 8, 16 or 32 bits, or a 64-bit pair
+ *     of 32-bit halves. 64-bit quantities the data plane compares (VAs) stay
+ *     split into _hi/_lo registers as in the v1model program; 64-bit values
+ *     it only stores and returns (keys, the CAS's compare and swap) use
+ *     64-bit pair cells; the 48-bit ones (MAC addresses, timestamps) use
+ *     64-bit cells too (no 48-bit cell exists). Their P4Info bitwidth is
+ *     therefore 64 where the v1model program says 48; the controller reads
+ *     them as numbers and does not care.
+ *   - Time: TNA's clock is the parser's global_tstamp in NANOSECONDS
+ *     (48 bits); v1model's ingress_global_timestamp counts microseconds.
+ *     The controller writes tail_ttl in microseconds (the contract), so the
+ *     program multiplies it by 1000 with shifts (x*1000 = x<<10 - x<<4 -
+ *     x<<3; Tofino has no multiplier) and compares ages in nanoseconds.
+ *     tail_ts and cas_out_ts hold nanoseconds here. The controller treats
+ *     cas_out_ts as an opaque part of a record's identity (ctrl/repair.go).
+ *     The 48-bit nanosecond clock wraps after 2^48 ns (78 hours): a tail
+ *     left untouched that long could look fresh again for tail_ttl; the
+ *     v1model clock wraps after 2^48 us (8.9 years).
+ *   - Hashes: one Hash extern per use (a Tofino hash unit takes one field
+ *     list). A Hash<bit<W>> of CRC32 keeps the low W bits of the CRC, which
+ *     is crc32 mod 2^W: the v1model program's hash(..., crc32, 0, ..., 2^W).
+ *   - The forward table's direct counter counts in every action
+ *     (TNA counts a DirectCounter only when an action calls count()).
+ *   - Forwarding and drops through the TNA intrinsic metadata: the unicast
+ *     egress port (ig_tm_md.ucast_egress_port) and the deparser's drop
+ *     control (ig_dprsr_md.drop_ctl).
+ *   - Metadata is cleared explicitly at the top of ingress (Tofino does not
+ *     promise zeroed metadata; v1model does).
+ *
+ * What a hardware build (bf-p4c) still needs, and this file does not do:
+ *
+ *   - The stats counter is counted at up to five places in one packet (for
+ *     example a CAS: requests seen, link taken over, linking CAS, steered,
+ *     ambiguous). A Tofino counter lives in one stage and counts once per
+ *     packet, so a hardware build needs one counter per stage, which the
+ *     controller would then sum; ctrl reads one counter named stats.
+ *   - Stage order. The confirmation at the ATOMIC ACK reads the CAS record
+ *     (link_*, cas_out_*) and then updates the key's tail (tail_*); a
+ *     request reads the tail to steer and then writes the CAS record as
+ *     forwarded. No single ordering of the registers over the stages serves
+ *     both paths: one of them needs a second pass (a resubmit carrying the
+ *     record, or a recirculation) on hardware. This target runs the program
+ *     in one pass, one packet at a time, like the v1model program.
+ *
+ * The ICRC is not recomputed and the IPv4 header is never changed, exactly
+ * as in the v1model program (docs/swordbox-p4.md, rule 9).
+ */
+#include <core.p4>
+#include <tna.p4>
+
+/* The port PacketIns leave by and PacketOuts come in on. 255 is the software
+ * rack's (p4rt.DefaultCPUPort). On a Tofino it is the PCIe CPU port of the
+ * model (64 on a 2-pipe Tofino 1, 192 on a 4-pipe one): build with
+ * -DSWORDBOX_CPU_PORT=<port> (bf-p4c takes -D as cpp does). */
+#ifndef SWORDBOX_CPU_PORT
+#define SWORDBOX_CPU_PORT 255
+#endif
+const PortId_t CPU_PORT = SWORDBOX_CPU_PORT;
+
+const bit<16> ETHERTYPE_IPV4 = 0x0800;
+const bit<8>  IPPROTO_UDP    = 17;
+const bit<16> ROCE_UDP_PORT  = 4791;
+
+/* BTH opcodes of the RC transport. */
+const bit<8> OP_WRITE_FIRST     = 0x06;
+const bit<8> OP_WRITE_ONLY      = 0x0A;
+const bit<8> OP_READ_REQUEST    = 0x0C;
+const bit<8> OP_ACKNOWLEDGE     = 0x11;
+const bit<8> OP_ATOMIC_ACK      = 0x12;
+const bit<8> OP_COMPARE_SWAP    = 0x13;
+const bit<8> OP_FETCH_ADD       = 0x14;
+
+/* Register and table sizes (the same as the v1model program's). */
+const bit<32> KEY_SLOTS  = 4096;   /* tracked Clover keys (slot given by the controller) */
+const bit<32> NODE_SLOTS = 65536;  /* node map: crc32(node LH) -> VA, key, version */
+const bit<32> ADDR_SLOTS = 65536;  /* address map for READ steering: crc32(VA) -> key */
+const bit<32> LINK_SLOTS = 8192;   /* CAS in flight: crc32(client IP, server IP, PSN) */
+
+typedef bit<16> key_slot_t;        /* as the controller's track(slot) gives it */
+typedef bit<16> map_slot_t;        /* node and address map slots: 16 bits of crc32 */
+typedef bit<13> link_slot_t;       /* CAS records: 13 bits of crc32 */
+
+/* steer_mode register values (bit 0: write steering, bit 1: read steering). */
+const bit<8> MODE_WRITE = 1;
+const bit<8> MODE_READ  = 2;
+
+/* Indices of the stats counter (docs/swordbox-p4.md, "Counters"). */
+const bit<32> STAT_ROCE            = 0;
+const bit<32> STAT_NODE_WRITES     = 1;
+const bit<32> STAT_CAS             = 2;
+const bit<32> STAT_CAS_STEERED     = 3;
+const bit<32> STAT_READS           = 4;
+const bit<32> STAT_READS_STEERED   = 5;
+const bit<32> STAT_READ_MISSES     = 6;
+const bit<32> STAT_RETRANSMITS     = 7;
+const bit<32> STAT_ACKS_CLEARED    = 8;
+const bit<32> STAT_LINK_TAKEOVER   = 9;
+const bit<32> STAT_TAIL_DROPPED    = 10;
+const bit<32> STAT_LINK_UNRESOLVED = 11;
+const bit<32> STAT_TAIL_CONFIRMED  = 12;
+const bit<32> STAT_TAIL_EXPIRED    = 13;
+const bit<32> STAT_CONFIRM_STALE   = 14;
+const bit<32> STAT_LINK_AMBIGUOUS  = 15;
+const bit<32> STAT_COUNT          = 16;
+
+/* The delete mark in a next pointer (docs/clover-layout.md). */
+const bit<32> LH_DELETED = 0xFFFFFFFF;
+
+typedef bit<48> mac_t;
+typedef bit<32> ip4_t;
+
+@controller_header("packet_in")
+header packet_in_t {
+    bit<9> ingress_port;
+    bit<7> _pad;
+}
+
+@controller_header("packet_out")
+header packet_out_t {
+    bit<9> egress_port;
+    bit<7> _pad;
+}
+
+header ethernet_t {
+    mac_t   dst_addr;
+    mac_t   src_addr;
+    bit<16> ether_type;
+}
+
+header ipv4_t {
+    bit<4>  version;
+    bit<4>  ihl;
+    bit<8>  diffserv;
+    bit<16> total_len;
+    bit<16> identification;
+    bit<3>  flags;
+    bit<13> frag_offset;
+    bit<8>  ttl;
+    bit<8>  protocol;
+    bit<16> hdr_checksum;
+    ip4_t   src_addr;
+    ip4_t   dst_addr;
+}
+
+header udp_t {
+    bit<16> src_port;
+    bit<16> dst_port;
+    bit<16> length;
+    bit<16> checksum;
+}
+
+/* InfiniBand Base Transport Header, 12 bytes. */
+header bth_t {
+    bit<8>  opcode;
+    bit<1>  solicited;
+    bit<1>  mig_req;
+    bit<2>  pad_count;
+    bit<4>  tver;
+    bit<16> pkey;
+    bit<1>  fecn;
+    bit<1>  becn;
+    bit<6>  resv6;
+    bit<24> dst_qp;
+    bit<1>  ack_req;
+    bit<7>  resv7;
+    bit<24> psn;
+}
+
+/* RDMA Extended Transport Header (WRITE_FIRST/ONLY, READ_REQUEST), 16 bytes. */
+header reth_t {
+    bit<64> va;
+    bit<32> rkey;
+    bit<32> dma_len;
+}
+
+/* Atomic Extended Transport Header (COMPARE_SWAP, FETCH_ADD), 28 bytes. */
+header atomic_eth_t {
+    bit<64> va;
+    bit<32> rkey;
+    bit<64> swap;
+    bit<64> compare;
+}
+
+/* ACK Extended Transport Header, 4 bytes. */
+header aeth_t {
+    bit<8>  syndrome;
+    bit<24> msn;
+}
+
+/* Atomic ACK Extended Transport Header, 8 bytes. */
+header atomic_ack_eth_t {
+    bit<64> orig;
+}
+
+/*
+ * The first 24 bytes of a Clover node WRITE payload (docs/clover-layout.md),
+ * little-endian, so parsed byte by byte. Entry version = header word bits
+ * 18..11 = hw2[2:0] ++ hw1[7:3].
+ */
+header clover_node_t {
+    bit<8>  hw0;
+    bit<8>  hw1;
+    bit<8>  hw2;
+    bit<8>  hw3;
+    bit<32> hw_high;
+    bit<8>  key0;
+    bit<8>  key1;
+    bit<8>  key2;
+    bit<8>  key3;
+    bit<8>  key4;
+    bit<8>  key5;
+    bit<8>  key6;
+    bit<8>  key7;
+    bit<8>  self0;
+    bit<8>  self1;
+    bit<8>  self2;
+    bit<8>  self3;
+    bit<32> self_high;
+}
+
+struct headers_t {
+    packet_in_t      packet_in;
+    packet_out_t     packet_out;
+    ethernet_t       ethernet;
+    ipv4_t           ipv4;
+    udp_t            udp;
+    bth_t            bth;
+    reth_t           reth;
+    atomic_eth_t     atomic_eth;
+    aeth_t           aeth;
+    atomic_ack_eth_t atomic_ack;
+    clover_node_t    node;
+}
+
+struct metadata_t {
+    bit<8>     mode;
+    bit<32>    node_size;
+    bit<64>    ttl_us;      /* tail_ttl as the controller wrote it */
+    bit<64>    ttl_ns;      /* the same in nanoseconds */
+    bit<48>    now;         /* global_tstamp, nanoseconds */
+    bit<64>    clover_key;
+    bit<1>     key_known;   /* clover_key names a learned node's key */
+    bit<1>     tracked;
+    key_slot_t key_slot;
+    /* the key's cached tail */
+    bit<8>     tail_valid;
+    bit<64>    tail_key;
+    bit<32>    tail_va_hi;
+    bit<32>    tail_va_lo;
+    bit<8>     tail_ver;
+    bit<32>    tail_dst_ip;
+    bit<48>    tail_ts;
+    bit<48>    tail_age;
+    bit<1>     tail_fresh;
+    /* the node a linking CAS links (from its swap value and the node map) */
+    bit<32>    new_lh;
+    bit<8>     new_ver;
+    map_slot_t node_slot;
+    bit<32>    node_lh;
+    bit<8>     node_ver;
+    bit<32>    node_va_hi;
+    bit<32>    node_va_lo;
+    /* the address map */
+    map_slot_t addr_slot;
+    bit<32>    addr_va_hi;
+    bit<32>    addr_va_lo;
+    /* the CAS record (in flight until its ATOMIC ACK) */
+    link_slot_t link_slot;
+    bit<32>    psn;         /* the BTH PSN, widened as the record holds it */
+    bit<1>     link_match;  /* the record has this packet's client, server and PSN */
+    bit<8>     link_valid;
+    bit<32>    link_psn;
+    bit<32>    link_cip;
+    bit<32>    link_mip;
+    bit<32>    orig_va_hi;  /* the VA a recorded CAS was sent with */
+    bit<32>    orig_va_lo;
+    bit<32>    link_lh;
+    bit<8>     link_tracked;
+    bit<64>    link_key;
+    bit<64>    link_cmp;
+    bit<64>    link_va;
+    bit<48>    link_ts;
+    bit<1>     retrans;
+    bit<1>     ambiguous;
+    bit<1>     linking;
+    /* the confirmation at the ATOMIC ACK */
+    bit<8>     key_differs;
+    bit<8>     confirmed;
+    bit<1>     drop_tail;
+}
+
+/* Egress never sees a packet (bypass_egress); TNA still wants its types. */
+struct egress_headers_t {}
+struct egress_metadata_t {}
+
+parser SwordboxIngressParser(packet_in packet,
+                             out headers_t hdr,
+                             out metadata_t meta,
+                             out ingress_intrinsic_metadata_t ig_intr_md) {
+    state start {
+        packet.extract(ig_intr_md);
+        packet.advance(PORT_METADATA_SIZE);
+        transition select(ig_intr_md.ingress_port) {
+            CPU_PORT: parse_packet_out;
+            default: parse_ethernet;
+        }
+    }
+
+    state parse_packet_out {
+        packet.extract(hdr.packet_out);
+        transition parse_ethernet;
+    }
+
+    state parse_ethernet {
+        packet.extract(hdr.ethernet);
+        transition select(hdr.ethernet.ether_type) {
+            ETHERTYPE_IPV4: parse_ipv4;
+            default: accept;
+        }
+    }
+
+    state parse_ipv4 {
+        packet.extract(hdr.ipv4);
+        transition select(hdr.ipv4.ihl, hdr.ipv4.protocol) {
+            (4w5, IPPROTO_UDP): parse_udp;
+            default: accept;
+        }
+    }
+
+    state parse_udp {
+        packet.extract(hdr.udp);
+        transition select(hdr.udp.dst_port) {
+            ROCE_UDP_PORT: parse_bth;
+            default: accept;
+        }
+    }
+
+    state parse_bth {
+        packet.extract(hdr.bth);
+        transition select(hdr.bth.opcode) {
+            OP_WRITE_FIRST: parse_write_reth;
+            OP_WRITE_ONLY: parse_write_reth;
+            OP_READ_REQUEST: parse_reth;
+            OP_COMPARE_SWAP: parse_atomic_eth;
+            OP_FETCH_ADD: parse_atomic_eth;
+            OP_ACKNOWLEDGE: parse_aeth;
+            OP_ATOMIC_ACK: parse_atomic_ack;
+            default: accept;
+        }
+    }
+
+    state parse_reth {
+        packet.extract(hdr.reth);
+        transition accept;
+    }
+
+    /* A WRITE shorter than a node prefix (24 bytes) carries no node. */
+    state parse_write_reth {
+        packet.extract(hdr.reth);
+        transition select(hdr.reth.dma_len) {
+            32w0 &&& 32w0xFFFFFFF0: accept;
+            32w16 &&& 32w0xFFFFFFF8: accept;
+            default: parse_node;
+        }
+    }
+
+    state parse_node {
+        packet.extract(hdr.node);
+        transition accept;
+    }
+
+    state parse_atomic_eth {
+        packet.extract(hdr.atomic_eth);
+        transition accept;
+    }
+
+    state parse_aeth {
+        packet.extract(hdr.aeth);
+        transition accept;
+    }
+
+    state parse_atomic_ack {
+        packet.extract(hdr.aeth);
+        packet.extract(hdr.atomic_ack);
+        transition accept;
+    }
+}
+
+control SwordboxIngress(inout headers_t hdr,
+                        inout metadata_t meta,
+                        in ingress_intrinsic_metadata_t ig_intr_md,
+                        in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,
+                        inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
+                        inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
+
+    /* ---- steering configuration (written by the controller, index 0) ---- */
+    Register<bit<8>, bit<1>>(1)  steer_mode;  /* 0 off, 1 write, 2 read, 3 write and read */
+    Register<bit<32>, bit<1>>(1) node_size;   /* DMA length of a node WRITE/READ: 24 + object size */
+    Register<bit<64>, bit<1>>(1) tail_ttl;    /* microseconds a confirmed tail may be steered to */
+
+    RegisterAction<bit<8>, bit<1>, bit<8>>(steer_mode) steer_mode_read = {
+        void apply(inout bit<8> value, out bit<8> rv) { rv = value; }
+    };
+    RegisterAction<bit<32>, bit<1>, bit<32>>(node_size) node_size_read = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; }
+    };
+    RegisterAction<bit<64>, bit<1>, bit<64>>(tail_ttl) tail_ttl_read = {
+        void apply(inout bit<64> value, out bit<64> rv) { rv = value; }
+    };
+
+    /* ---- per tracked key (index: the slot given by tracked_keys) ---- */
+    Register<bit<8>, key_slot_t>(KEY_SLOTS)  tail_valid;
+    Register<bit<64>, key_slot_t>(KEY_SLOTS) tail_key;     /* the key whose tail this is */
+    Register<bit<32>, key_slot_t>(KEY_SLOTS) tail_va_hi;   /* cached tail VA, high and low 32 bits */
+    Register<bit<32>, key_slot_t>(KEY_SLOTS) tail_va_lo;
+    Register<bit<8>, key_slot_t>(KEY_SLOTS)  tail_ver;     /* the tail's entry version */
+    Register<bit<32>, key_slot_t>(KEY_SLOTS) tail_dst_ip;  /* memory node holding the tail */
+    Register<bit<64>, key_slot_t>(KEY_SLOTS) tail_ts;      /* ns: when the CAS that linked it was forwarded */
+
+    /* Requests read the tail. */
+    RegisterAction<bit<8>, key_slot_t, bit<8>>(tail_valid) tail_valid_read = {
+        void apply(inout bit<8> value, out bit<8> rv) { rv = value; }
+    };
+    RegisterAction<bit<64>, key_slot_t, bit<64>>(tail_key) tail_key_read = {
+        void apply(inout bit<64> value, out bit<64> rv) { rv = value; }
+    };
+    RegisterAction<bit<32>, key_slot_t, bit<32>>(tail_va_hi) tail_va_hi_read = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; }
+    };
+    RegisterAction<bit<32>, key_slot_t, bit<32>>(tail_va_lo) tail_va_lo_read = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; }
+    };
+    RegisterAction<bit<8>, key_slot_t, bit<8>>(tail_ver) tail_ver_read = {
+        void apply(inout bit<8> value, out bit<8> rv) { rv = value; }
+    };
+    RegisterAction<bit<32>, key_slot_t, bit<32>>(tail_dst_ip) tail_dst_ip_read = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; }
+    };
+    RegisterAction<bit<64>, key_slot_t, bit<64>>(tail_ts) tail_ts_read = {
+        void apply(inout bit<64> value, out bit<64> rv) { rv = value; }
+    };
+
+    /* A successful link's ACK: the key is written in any case (when it is
+     * the cached key already, that changes nothing) and the register says
+     * whether it was another key. */
+    RegisterAction<bit<64>, key_slot_t, bit<8>>(tail_key) tail_key_confirm = {
+        void apply(inout bit<64> value, out bit<8> differs) {
+            if (value == meta.link_key) {
+                differs = 0;
+            } else {
+                differs = 1;
+            }
+            value = meta.link_key;
+        }
+    };
+    /* ... then the tail's time decides: a confirmation of another key's
+     * tail, or of a link forwarded no earlier than the cached tail's (48-bit
+     * wrap-around arithmetic, as the v1model program), is applied. */
+    RegisterAction<bit<64>, key_slot_t, bit<8>>(tail_ts) tail_ts_confirm = {
+        void apply(inout bit<64> value, out bit<8> applied) {
+            if (meta.key_differs == 1 || ((meta.link_ts - value[47:0]) & 48w0x800000000000) == 0) {
+                value = (bit<64>)meta.link_ts;
+                applied = 1;
+            } else {
+                applied = 0;
+            }
+        }
+    };
+    /* ... and the rest of the tail follows when it was applied; a failed
+     * CAS aimed at the tail drops it. */
+    RegisterAction<bit<32>, key_slot_t, bit<32>>(tail_va_hi) tail_va_hi_confirm = {
+        void apply(inout bit<32> value, out bit<32> rv) {
+            rv = value;
+            if (meta.confirmed == 1) {
+                value = meta.node_va_hi;
+            }
+        }
+    };
+    RegisterAction<bit<32>, key_slot_t, bit<32>>(tail_va_lo) tail_va_lo_confirm = {
+        void apply(inout bit<32> value, out bit<32> rv) {
+            rv = value;
+            if (meta.confirmed == 1) {
+                value = meta.node_va_lo;
+            }
+        }
+    };
+    RegisterAction<bit<8>, key_slot_t, bit<8>>(tail_ver) tail_ver_write = {
+        void apply(inout bit<8> value) { value = meta.node_ver; }
+    };
+    RegisterAction<bit<32>, key_slot_t, bit<32>>(tail_dst_ip) tail_dst_ip_write = {
+        void apply(inout bit<32> value) { value = hdr.ipv4.src_addr; }
+    };
+    RegisterAction<bit<8>, key_slot_t, bit<8>>(tail_valid) tail_valid_ack = {
+        void apply(inout bit<8> value, out bit<8> rv) {
+            rv = value;
+            if (meta.confirmed == 1) {
+                value = 1;
+            } else if (meta.drop_tail == 1) {
+                value = 0;
+            }
+        }
+    };
+
+    /* ---- node map: where each recently written node lives (index: crc32(LH)) ---- */
+    Register<bit<32>, map_slot_t>(NODE_SLOTS) node_lh;
+    Register<bit<8>, map_slot_t>(NODE_SLOTS)  node_ver;
+    Register<bit<32>, map_slot_t>(NODE_SLOTS) node_va_hi;
+    Register<bit<32>, map_slot_t>(NODE_SLOTS) node_va_lo;
+    Register<bit<64>, map_slot_t>(NODE_SLOTS) node_key;
+
+    RegisterAction<bit<32>, map_slot_t, bit<32>>(node_lh) node_lh_write = {
+        void apply(inout bit<32> value) { value = meta.node_lh; }
+    };
+    RegisterAction<bit<8>, map_slot_t, bit<8>>(node_ver) node_ver_write = {
+        void apply(inout bit<8> value) { value = meta.node_ver; }
+    };
+    RegisterAction<bit<32>, map_slot_t, bit<32>>(node_va_hi) node_va_hi_write = {
+        void apply(inout bit<32> value) { value = hdr.reth.va[63:32]; }
+    };
+    RegisterAction<bit<32>, map_slot_t, bit<32>>(node_va_lo) node_va_lo_write = {
+        void apply(inout bit<32> value) { value = hdr.reth.va[31:0]; }
+    };
+    RegisterAction<bit<64>, map_slot_t, bit<64>>(node_key) node_key_write = {
+        void apply(inout bit<64> value) { value = meta.clover_key; }
+    };
+    RegisterAction<bit<32>, map_slot_t, bit<32>>(node_lh) node_lh_read = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; }
+    };
+    RegisterAction<bit<8>, map_slot_t, bit<8>>(node_ver) node_ver_read = {
+        void apply(inout bit<8> value, out bit<8> rv) { rv = value; }
+    };
+    RegisterAction<bit<32>, map_slot_t, bit<32>>(node_va_hi) node_va_hi_read = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; }
+    };
+    RegisterAction<bit<32>, map_slot_t, bit<32>>(node_va_lo) node_va_lo_read = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; }
+    };
+    RegisterAction<bit<64>, map_slot_t, bit<64>>(node_key) node_key_read = {
+        void apply(inout bit<64> value, out bit<64> rv) { rv = value; }
+    };
+
+    /* ---- address map for READ steering (index: crc32(VA)) ---- */
+    Register<bit<32>, map_slot_t>(ADDR_SLOTS) addr_va_hi;
+    Register<bit<32>, map_slot_t>(ADDR_SLOTS) addr_va_lo;
+    Register<bit<64>, map_slot_t>(ADDR_SLOTS) addr_key;
+
+    RegisterAction<bit<32>, map_slot_t, bit<32>>(addr_va_hi) addr_va_hi_write = {
+        void apply(inout bit<32> value) { value = hdr.reth.va[63:32]; }
+    };
+    RegisterAction<bit<32>, map_slot_t, bit<32>>(addr_va_lo) addr_va_lo_write = {
+        void apply(inout bit<32> value) { value = hdr.reth.va[31:0]; }
+    };
+    RegisterAction<bit<64>, map_slot_t, bit<64>>(addr_key) addr_key_write = {
+        void apply(inout bit<64> value) { value = meta.clover_key; }
+    };
+    RegisterAction<bit<32>, map_slot_t, bit<32>>(addr_va_hi) addr_va_hi_read = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; }
+    };
+    RegisterAction<bit<32>, map_slot_t, bit<32>>(addr_va_lo) addr_va_lo_read = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; }
+    };
+    RegisterAction<bit<64>, map_slot_t, bit<64>>(addr_key) addr_key_read = {
+        void apply(inout bit<64> value, out bit<64> rv) { rv = value; }
+    };
+
+    /* ---- CAS in flight (index: crc32(client IP, server IP, PSN)) ---- */
+    Register<bit<32>, link_slot_t>(LINK_SLOTS) link_orig_va_hi;  /* VA as the client sent it */
+    Register<bit<32>, link_slot_t>(LINK_SLOTS) link_orig_va_lo;
+    Register<bit<32>, link_slot_t>(LINK_SLOTS) link_lh;          /* the new node's LH (swap bits 59..28) */
+    Register<bit<8>, link_slot_t>(LINK_SLOTS)  link_tracked;     /* 1: a linking CAS of a tracked key */
+    Register<bit<32>, link_slot_t>(LINK_SLOTS) link_key_slot;
+    Register<bit<64>, link_slot_t>(LINK_SLOTS) link_key;
+    Register<bit<32>, link_slot_t>(LINK_SLOTS) link_va_hi;       /* the new node's VA (the tail it makes) */
+    Register<bit<32>, link_slot_t>(LINK_SLOTS) link_va_lo;
+    Register<bit<8>, link_slot_t>(LINK_SLOTS)  link_ver;         /* the new node's entry version */
+    Register<bit<8>, link_slot_t>(LINK_SLOTS)  cas_out_valid;
+    Register<bit<64>, link_slot_t>(LINK_SLOTS) cas_out_src_mac;
+    Register<bit<64>, link_slot_t>(LINK_SLOTS) cas_out_dst_mac;
+    Register<bit<32>, link_slot_t>(LINK_SLOTS) cas_out_src_ip;
+    Register<bit<32>, link_slot_t>(LINK_SLOTS) cas_out_dst_ip;
+    Register<bit<16>, link_slot_t>(LINK_SLOTS) cas_out_udp_sport;
+    Register<bit<32>, link_slot_t>(LINK_SLOTS) cas_out_dst_qp;
+    Register<bit<32>, link_slot_t>(LINK_SLOTS) cas_out_psn;
+    Register<bit<16>, link_slot_t>(LINK_SLOTS) cas_out_pkey;
+    Register<bit<64>, link_slot_t>(LINK_SLOTS) cas_out_va;       /* as forwarded (after steering) */
+    Register<bit<32>, link_slot_t>(LINK_SLOTS) cas_out_rkey;
+    Register<bit<64>, link_slot_t>(LINK_SLOTS) cas_out_swap;
+    Register<bit<64>, link_slot_t>(LINK_SLOTS) cas_out_compare;
+    Register<bit<64>, link_slot_t>(LINK_SLOTS) cas_out_ts;       /* global_tstamp (ns) when forwarded */
+
+    /* A CAS: the record's client, server and PSN, and the VA and LH it was
+     * sent with, are returned and replaced by this CAS's in the same step.
+     * When they match (a retransmission) the write stores what was there;
+     * otherwise this CAS takes the record over, which it would do anyway. */
+    RegisterAction<bit<32>, link_slot_t, bit<32>>(cas_out_psn) cas_out_psn_swap = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; value = meta.psn; }
+    };
+    RegisterAction<bit<32>, link_slot_t, bit<32>>(cas_out_src_ip) cas_out_src_ip_swap = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; value = hdr.ipv4.src_addr; }
+    };
+    RegisterAction<bit<32>, link_slot_t, bit<32>>(cas_out_dst_ip) cas_out_dst_ip_swap = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; value = hdr.ipv4.dst_addr; }
+    };
+    RegisterAction<bit<32>, link_slot_t, bit<32>>(link_orig_va_hi) link_orig_va_hi_swap = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; value = hdr.atomic_eth.va[63:32]; }
+    };
+    RegisterAction<bit<32>, link_slot_t, bit<32>>(link_orig_va_lo) link_orig_va_lo_swap = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; value = hdr.atomic_eth.va[31:0]; }
+    };
+    RegisterAction<bit<32>, link_slot_t, bit<32>>(link_lh) link_lh_swap = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; value = meta.new_lh; }
+    };
+    /* A CAS that is not a retransmission marks the record in flight. */
+    RegisterAction<bit<8>, link_slot_t, bit<8>>(cas_out_valid) cas_out_valid_cas = {
+        void apply(inout bit<8> value, out bit<8> rv) {
+            rv = value;
+            if (meta.retrans == 0) {
+                value = 1;
+            }
+        }
+    };
+    /* An ATOMIC ACK with the record's client, server and PSN clears it. */
+    RegisterAction<bit<8>, link_slot_t, bit<8>>(cas_out_valid) cas_out_valid_ack = {
+        void apply(inout bit<8> value, out bit<8> rv) {
+            rv = value;
+            if (meta.link_match == 1) {
+                value = 0;
+            }
+        }
+    };
+    /* The ACK reads the client, server and PSN of the record. */
+    RegisterAction<bit<32>, link_slot_t, bit<32>>(cas_out_psn) cas_out_psn_read = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; }
+    };
+    RegisterAction<bit<32>, link_slot_t, bit<32>>(cas_out_src_ip) cas_out_src_ip_read = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; }
+    };
+    RegisterAction<bit<32>, link_slot_t, bit<32>>(cas_out_dst_ip) cas_out_dst_ip_read = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; }
+    };
+
+    /* The record as forwarded: written by a new CAS (after steering), read
+     * by a retransmission (to forward it as the first copy) and by the ACK. */
+    RegisterAction<bit<64>, link_slot_t, bit<64>>(cas_out_va) cas_out_va_write = {
+        void apply(inout bit<64> value) { value = hdr.atomic_eth.va; }
+    };
+    RegisterAction<bit<64>, link_slot_t, bit<64>>(cas_out_va) cas_out_va_read = {
+        void apply(inout bit<64> value, out bit<64> rv) { rv = value; }
+    };
+    RegisterAction<bit<64>, link_slot_t, bit<64>>(cas_out_compare) cas_out_compare_write = {
+        void apply(inout bit<64> value) { value = hdr.atomic_eth.compare; }
+    };
+    RegisterAction<bit<64>, link_slot_t, bit<64>>(cas_out_compare) cas_out_compare_read = {
+        void apply(inout bit<64> value, out bit<64> rv) { rv = value; }
+    };
+    RegisterAction<bit<64>, link_slot_t, bit<64>>(cas_out_swap) cas_out_swap_write = {
+        void apply(inout bit<64> value) { value = hdr.atomic_eth.swap; }
+    };
+    RegisterAction<bit<64>, link_slot_t, bit<64>>(cas_out_swap) cas_out_swap_read = {
+        void apply(inout bit<64> value, out bit<64> rv) { rv = value; }
+    };
+    RegisterAction<bit<64>, link_slot_t, bit<64>>(cas_out_src_mac) cas_out_src_mac_write = {
+        void apply(inout bit<64> value) { value = (bit<64>)hdr.ethernet.src_addr; }
+    };
+    RegisterAction<bit<64>, link_slot_t, bit<64>>(cas_out_dst_mac) cas_out_dst_mac_write = {
+        void apply(inout bit<64> value) { value = (bit<64>)hdr.ethernet.dst_addr; }
+    };
+    RegisterAction<bit<16>, link_slot_t, bit<16>>(cas_out_udp_sport) cas_out_udp_sport_write = {
+        void apply(inout bit<16> value) { value = hdr.udp.src_port; }
+    };
+    RegisterAction<bit<32>, link_slot_t, bit<32>>(cas_out_dst_qp) cas_out_dst_qp_write = {
+        void apply(inout bit<32> value) { value = (bit<32>)hdr.bth.dst_qp; }
+    };
+    RegisterAction<bit<16>, link_slot_t, bit<16>>(cas_out_pkey) cas_out_pkey_write = {
+        void apply(inout bit<16> value) { value = hdr.bth.pkey; }
+    };
+    RegisterAction<bit<32>, link_slot_t, bit<32>>(cas_out_rkey) cas_out_rkey_write = {
+        void apply(inout bit<32> value) { value = hdr.atomic_eth.rkey; }
+    };
+    RegisterAction<bit<64>, link_slot_t, bit<64>>(cas_out_ts) cas_out_ts_write = {
+        void apply(inout bit<64> value) { value = (bit<64>)meta.now; }
+    };
+    RegisterAction<bit<64>, link_slot_t, bit<64>>(cas_out_ts) cas_out_ts_read = {
+        void apply(inout bit<64> value, out bit<64> rv) { rv = value; }
+    };
+    RegisterAction<bit<8>, link_slot_t, bit<8>>(link_tracked) link_tracked_write = {
+        void apply(inout bit<8> value) { value = (bit<8>)meta.linking; }
+    };
+    RegisterAction<bit<8>, link_slot_t, bit<8>>(link_tracked) link_tracked_read = {
+        void apply(inout bit<8> value, out bit<8> rv) { rv = value; }
+    };
+    RegisterAction<bit<32>, link_slot_t, bit<32>>(link_key_slot) link_key_slot_write = {
+        void apply(inout bit<32> value) { value = (bit<32>)meta.key_slot; }
+    };
+    RegisterAction<bit<32>, link_slot_t, bit<32>>(link_key_slot) link_key_slot_read = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; }
+    };
+    RegisterAction<bit<64>, link_slot_t, bit<64>>(link_key) link_key_write = {
+        void apply(inout bit<64> value) { value = meta.clover_key; }
+    };
+    RegisterAction<bit<64>, link_slot_t, bit<64>>(link_key) link_key_read = {
+        void apply(inout bit<64> value, out bit<64> rv) { rv = value; }
+    };
+    RegisterAction<bit<32>, link_slot_t, bit<32>>(link_va_hi) link_va_hi_write = {
+        void apply(inout bit<32> value) { value = meta.node_va_hi; }
+    };
+    RegisterAction<bit<32>, link_slot_t, bit<32>>(link_va_hi) link_va_hi_read = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; }
+    };
+    RegisterAction<bit<32>, link_slot_t, bit<32>>(link_va_lo) link_va_lo_write = {
+        void apply(inout bit<32> value) { value = meta.node_va_lo; }
+    };
+    RegisterAction<bit<32>, link_slot_t, bit<32>>(link_va_lo) link_va_lo_read = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; }
+    };
+    RegisterAction<bit<8>, link_slot_t, bit<8>>(link_ver) link_ver_write = {
+        void apply(inout bit<8> value) { value = meta.new_ver; }
+    };
+    RegisterAction<bit<8>, link_slot_t, bit<8>>(link_ver) link_ver_read = {
+        void apply(inout bit<8> value, out bit<8> rv) { rv = value; }
+    };
+
+    /* ---- hashes: one unit per field list ---- */
+    Hash<link_slot_t>(HashAlgorithm_t.CRC32) link_hash_cas;   /* client, server, PSN of a CAS */
+    Hash<link_slot_t>(HashAlgorithm_t.CRC32) link_hash_ack;   /* the same, reversed, of its ACK */
+    Hash<map_slot_t>(HashAlgorithm_t.CRC32)  node_hash_write; /* a node WRITE's own LH */
+    Hash<map_slot_t>(HashAlgorithm_t.CRC32)  node_hash_cas;   /* the LH a CAS links */
+    Hash<map_slot_t>(HashAlgorithm_t.CRC32)  addr_hash_write; /* a node WRITE's VA */
+    Hash<map_slot_t>(HashAlgorithm_t.CRC32)  addr_hash_read;  /* a READ's VA */
+
+    /* ---- counters ---- */
+    Counter<bit<64>, bit<32>>(STAT_COUNT, CounterType_t.PACKETS) stats;
+    Counter<bit<64>, bit<32>>(KEY_SLOTS, CounterType_t.PACKETS) key_cas_steered;
+    Counter<bit<64>, bit<32>>(KEY_SLOTS, CounterType_t.PACKETS) key_reads_steered;
+    Counter<bit<64>, bit<32>>(KEY_SLOTS, CounterType_t.PACKETS) key_read_misses;
+    Counter<bit<64>, bit<32>>(KEY_SLOTS, CounterType_t.PACKETS) key_retransmits;
+    DirectCounter<bit<64>>(CounterType_t.PACKETS_AND_BYTES) forward_counter;
+
+    action drop() {
+        ig_dprsr_md.drop_ctl = 1;
+        forward_counter.count();
+    }
+
+    action set_egress(PortId_t port) {
+        ig_tm_md.ucast_egress_port = port;
+        forward_counter.count();
+    }
+
+    action send_to_cpu() {
+        ig_tm_md.ucast_egress_port = CPU_PORT;
+        forward_counter.count();
+    }
+
+    table forward {
+        key = {
+            hdr.ethernet.dst_addr: exact;
+        }
+        actions = {
+            set_egress;
+            send_to_cpu;
+            drop;
+        }
+        default_action = drop();
+        counters = forward_counter;
+        size = 1024;
+    }
+
+    action track(bit<16> slot) {
+        meta.tracked = 1;
+        meta.key_slot = slot;
+    }
+
+    table tracked_keys {
+        key = {
+            meta.clover_key: exact;
+        }
+        actions = {
+            track;
+            NoAction;
+        }
+        default_action = NoAction();
+        size = 4096;
+    }
+
+    apply {
+        meta.key_known = 0;
+        meta.tracked = 0;
+        meta.key_slot = 0;
+        meta.clover_key = 0;
+        meta.node_va_hi = 0;
+        meta.node_va_lo = 0;
+        meta.new_lh = 0;
+        meta.new_ver = 0;
+        meta.link_match = 0;
+        meta.retrans = 0;
+        meta.ambiguous = 0;
+        meta.linking = 0;
+        meta.tail_fresh = 0;
+        meta.confirmed = 0;
+        meta.drop_tail = 0;
+
+        if (hdr.packet_out.isValid()) {
+            /* PacketOut: sent as is to the port the controller chose; never steered. */
+            ig_tm_md.ucast_egress_port = (PortId_t)hdr.packet_out.egress_port;
+            hdr.packet_out.setInvalid();
+        } else {
+            forward.apply();
+
+            if (hdr.bth.isValid()) {
+                meta.mode = steer_mode_read.execute(0);
+                meta.node_size = node_size_read.execute(0);
+                meta.ttl_us = tail_ttl_read.execute(0);
+                /* x * 1000 = x * 1024 - x * 16 - x * 8 */
+                meta.ttl_ns = (meta.ttl_us << 10) - (meta.ttl_us << 4) - (meta.ttl_us << 3);
+                meta.now = ig_prsr_md.global_tstamp;
+            }
+
+            /* ATOMIC ACK: the outcome of the CAS it answers. */
+            if (hdr.atomic_ack.isValid()) {
+                meta.link_slot = link_hash_ack.get({ hdr.ipv4.dst_addr, hdr.ipv4.src_addr, hdr.bth.psn });
+                meta.link_psn = cas_out_psn_read.execute(meta.link_slot);
+                meta.link_cip = cas_out_src_ip_read.execute(meta.link_slot);
+                meta.link_mip = cas_out_dst_ip_read.execute(meta.link_slot);
+                if (meta.link_psn == (bit<32>)hdr.bth.psn &&
+                    meta.link_cip == hdr.ipv4.dst_addr && meta.link_mip == hdr.ipv4.src_addr) {
+                    meta.link_match = 1;
+                }
+                meta.link_valid = cas_out_valid_ack.execute(meta.link_slot);
+                if (meta.link_valid == 1 && meta.link_match == 1) {
+                    stats.count(STAT_ACKS_CLEARED);
+                    meta.link_tracked = link_tracked_read.execute(meta.link_slot);
+                    if (meta.link_tracked == 1) {
+                        meta.key_slot = (key_slot_t)link_key_slot_read.execute(meta.link_slot);
+                        meta.link_key = link_key_read.execute(meta.link_slot);
+                        meta.link_cmp = cas_out_compare_read.execute(meta.link_slot);
+                        meta.link_ts = (bit<48>)cas_out_ts_read.execute(meta.link_slot);
+                        if (hdr.atomic_ack.orig == meta.link_cmp) {
+                            /* The CAS succeeded: its node is linked after a node that was
+                             * the tail, so it is now the tail. A confirmation older than
+                             * the cached tail (ACKs of two links reordered) is not applied. */
+                            meta.key_differs = tail_key_confirm.execute(meta.key_slot);
+                            meta.confirmed = tail_ts_confirm.execute(meta.key_slot);
+                            if (meta.confirmed == 1) {
+                                meta.node_va_hi = link_va_hi_read.execute(meta.link_slot);
+                                meta.node_va_lo = link_va_lo_read.execute(meta.link_slot);
+                                meta.node_ver = link_ver_read.execute(meta.link_slot);
+                                tail_va_hi_confirm.execute(meta.key_slot);
+                                tail_va_lo_confirm.execute(meta.key_slot);
+                                tail_ver_write.execute(meta.key_slot);
+                                tail_dst_ip_write.execute(meta.key_slot);
+                                tail_valid_ack.execute(meta.key_slot);
+                                stats.count(STAT_TAIL_CONFIRMED);
+                            } else {
+                                stats.count(STAT_CONFIRM_STALE);
+                            }
+                        } else {
+                            /* The CAS failed. If it was aimed at the cached tail, that
+                             * tail has a successor the switch did not learn: forget it. */
+                            meta.link_va = cas_out_va_read.execute(meta.link_slot);
+                            meta.tail_key = tail_key_read.execute(meta.key_slot);
+                            meta.tail_va_hi = tail_va_hi_confirm.execute(meta.key_slot);
+                            meta.tail_va_lo = tail_va_lo_confirm.execute(meta.key_slot);
+                            if (meta.tail_key == meta.link_key &&
+                                meta.tail_va_hi == meta.link_va[63:32] && meta.tail_va_lo == meta.link_va[31:0]) {
+                                meta.drop_tail = 1;
+                                meta.tail_valid = tail_valid_ack.execute(meta.key_slot);
+                                if (meta.tail_valid == 1) {
+                                    stats.count(STAT_TAIL_DROPPED);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+
+            /* Requests (SEND, WRITE, READ, atomics) while steering is on. */
+            if (hdr.bth.isValid() && meta.mode != 0 &&
+                (hdr.bth.opcode <= OP_READ_REQUEST || hdr.bth.opcode == OP_COMPARE_SWAP ||
+                 hdr.bth.opcode == OP_FETCH_ADD)) {
+                stats.count(STAT_ROCE);
+
+                if (hdr.node.isValid() && hdr.reth.dma_len == meta.node_size) {
+                    /* Node WRITE: learn where the node lives, by its handle and by its VA,
+                     * tracked key or not. */
+                    meta.clover_key = hdr.node.key7 ++ hdr.node.key6 ++ hdr.node.key5 ++ hdr.node.key4 ++
+                                      hdr.node.key3 ++ hdr.node.key2 ++ hdr.node.key1 ++ hdr.node.key0;
+                    meta.node_lh = hdr.node.self3 ++ hdr.node.self2 ++ hdr.node.self1 ++ hdr.node.self0;
+                    meta.node_ver = hdr.node.hw2[2:0] ++ hdr.node.hw1[7:3];
+                    meta.node_slot = node_hash_write.get({ meta.node_lh });
+                    node_lh_write.execute(meta.node_slot);
+                    node_ver_write.execute(meta.node_slot);
+                    node_va_hi_write.execute(meta.node_slot);
+                    node_va_lo_write.execute(meta.node_slot);
+                    node_key_write.execute(meta.node_slot);
+                    meta.addr_slot = addr_hash_write.get({ hdr.reth.va });
+                    addr_va_hi_write.execute(meta.addr_slot);
+                    addr_va_lo_write.execute(meta.addr_slot);
+                    addr_key_write.execute(meta.addr_slot);
+                    stats.count(STAT_NODE_WRITES);
+                } else if (hdr.bth.opcode == OP_COMPARE_SWAP) {
+                    meta.new_lh = hdr.atomic_eth.swap[59:28];
+                    meta.new_ver = hdr.atomic_eth.swap[26:19];
+                    meta.psn = (bit<32>)hdr.bth.psn;
+                    meta.link_slot = link_hash_cas.get({ hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.bth.psn });
+                    meta.link_psn = cas_out_psn_swap.execute(meta.link_slot);
+                    meta.link_cip = cas_out_src_ip_swap.execute(meta.link_slot);
+                    meta.link_mip = cas_out_dst_ip_swap.execute(meta.link_slot);
+                    meta.orig_va_hi = link_orig_va_hi_swap.execute(meta.link_slot);
+                    meta.orig_va_lo = link_orig_va_lo_swap.execute(meta.link_slot);
+                    meta.link_lh = link_lh_swap.execute(meta.link_slot);
+                    /* The record at this slot has this CAS's client, server and PSN (valid,
+                     * or cleared by its ACK): with the same VA and new node as the client
+                     * sent them it is a retransmission; otherwise another queue pair of
+                     * the same host used the same PSN, and this CAS confirms nothing. */
+                    if (meta.link_psn == meta.psn &&
+                        meta.link_cip == hdr.ipv4.src_addr && meta.link_mip == hdr.ipv4.dst_addr) {
+                        if (meta.orig_va_hi == hdr.atomic_eth.va[63:32] && meta.orig_va_lo == hdr.atomic_eth.va[31:0] &&
+                            meta.link_lh == meta.new_lh) {
+                            meta.retrans = 1;
+                        } else {
+                            meta.ambiguous = 1;
+                        }
+                    }
+                    meta.link_valid = cas_out_valid_cas.execute(meta.link_slot);
+                    if (meta.retrans == 1) {
+                        /* Forwarded exactly as the first copy. */
+                        hdr.atomic_eth.va = cas_out_va_read.execute(meta.link_slot);
+                        hdr.atomic_eth.compare = cas_out_compare_read.execute(meta.link_slot);
+                        hdr.atomic_eth.swap = cas_out_swap_read.execute(meta.link_slot);
+                        stats.count(STAT_RETRANSMITS);
+                        meta.link_tracked = link_tracked_read.execute(meta.link_slot);
+                        if (meta.link_tracked == 1) {
+                            meta.key_slot = (key_slot_t)link_key_slot_read.execute(meta.link_slot);
+                            key_retransmits.count((bit<32>)meta.key_slot);
+                        }
+                    } else {
+                        if (meta.link_valid == 1) {
+                            stats.count(STAT_LINK_TAKEOVER);
+                        }
+                        /* A linking CAS: compare is a tail word and swap names a node. */
+                        if (hdr.atomic_eth.compare[63:19] == 0 && meta.new_lh != 0 &&
+                            meta.new_lh != LH_DELETED) {
+                            meta.linking = 1;
+                            stats.count(STAT_CAS);
+                            meta.node_slot = node_hash_cas.get({ meta.new_lh });
+                            meta.node_lh = node_lh_read.execute(meta.node_slot);
+                            meta.node_ver = node_ver_read.execute(meta.node_slot);
+                            if (meta.node_lh == meta.new_lh && meta.node_ver == meta.new_ver) {
+                                meta.clover_key = node_key_read.execute(meta.node_slot);
+                                meta.node_va_hi = node_va_hi_read.execute(meta.node_slot);
+                                meta.node_va_lo = node_va_lo_read.execute(meta.node_slot);
+                                meta.key_known = 1;
+                            } else {
+                                stats.count(STAT_LINK_UNRESOLVED);
+                            }
+                        }
+                    }
+                } else if (hdr.bth.opcode == OP_READ_REQUEST && hdr.reth.dma_len == meta.node_size &&
+                           (meta.mode & MODE_READ) != 0) {
+                    stats.count(STAT_READS);
+                    meta.addr_slot = addr_hash_read.get({ hdr.reth.va });
+                    meta.addr_va_hi = addr_va_hi_read.execute(meta.addr_slot);
+                    meta.addr_va_lo = addr_va_lo_read.execute(meta.addr_slot);
+                    if (meta.addr_va_hi == hdr.reth.va[63:32] && meta.addr_va_lo == hdr.reth.va[31:0]) {
+                        meta.clover_key = addr_key_read.execute(meta.addr_slot);
+                        meta.key_known = 1;
+                    }
+                }
+
+                /* One lookup of the key for both steering paths, then one read of its
+                 * tail, and the age in nanoseconds. */
+                if (meta.key_known == 1) {
+                    tracked_keys.apply();
+                }
+                if (meta.tracked == 1) {
+                    meta.tail_valid = tail_valid_read.execute(meta.key_slot);
+                    meta.tail_key = tail_key_read.execute(meta.key_slot);
+                    meta.tail_va_hi = tail_va_hi_read.execute(meta.key_slot);
+                    meta.tail_va_lo = tail_va_lo_read.execute(meta.key_slot);
+                    meta.tail_ver = tail_ver_read.execute(meta.key_slot);
+                    meta.tail_dst_ip = tail_dst_ip_read.execute(meta.key_slot);
+                    meta.tail_ts = (bit<48>)tail_ts_read.execute(meta.key_slot);
+                    meta.tail_age = meta.now - meta.tail_ts;
+                    if (meta.tail_valid == 1 && meta.tail_key == meta.clover_key &&
+                        meta.tail_dst_ip == hdr.ipv4.dst_addr && (bit<64>)meta.tail_age < meta.ttl_ns) {
+                        meta.tail_fresh = 1;
+                    }
+                }
+
+                if (hdr.bth.opcode == OP_COMPARE_SWAP && meta.retrans == 0) {
+                    /* A linking CAS of a tracked key aimed elsewhere than its tail. */
+                    if (meta.tracked == 1 && meta.tail_valid == 1 && meta.tail_key == meta.clover_key &&
+                        meta.tail_dst_ip == hdr.ipv4.dst_addr &&
+                        (meta.tail_va_hi != hdr.atomic_eth.va[63:32] || meta.tail_va_lo != hdr.atomic_eth.va[31:0])) {
+                        if (meta.tail_fresh == 0) {
+                            stats.count(STAT_TAIL_EXPIRED);
+                        } else if ((meta.mode & MODE_WRITE) != 0) {
+                            /* Stale CAS: steer it to the confirmed tail; the tail's entry
+                             * version goes into bits 18..11 of compare and swap. */
+                            hdr.atomic_eth.va = meta.tail_va_hi ++ meta.tail_va_lo;
+                            hdr.atomic_eth.compare[18:11] = meta.tail_ver;
+                            hdr.atomic_eth.swap[18:11] = meta.tail_ver;
+                            key_cas_steered.count((bit<32>)meta.key_slot);
+                            stats.count(STAT_CAS_STEERED);
+                        }
+                    }
+                    /* The record: only a linking CAS of a tracked key confirms a tail. */
+                    meta.linking = meta.linking & meta.tracked;
+                    if (meta.ambiguous == 1) {
+                        meta.linking = 0;
+                        stats.count(STAT_LINK_AMBIGUOUS);
+                    }
+                    cas_out_src_mac_write.execute(meta.link_slot);
+                    cas_out_dst_mac_write.execute(meta.link_slot);
+                    cas_out_udp_sport_write.execute(meta.link_slot);
+                    cas_out_dst_qp_write.execute(meta.link_slot);
+                    cas_out_pkey_write.execute(meta.link_slot);
+                    cas_out_va_write.execute(meta.link_slot);
+                    cas_out_rkey_write.execute(meta.link_slot);
+                    cas_out_swap_write.execute(meta.link_slot);
+                    cas_out_compare_write.execute(meta.link_slot);
+                    cas_out_ts_write.execute(meta.link_slot);
+                    link_tracked_write.execute(meta.link_slot);
+                    link_key_slot_write.execute(meta.link_slot);
+                    link_key_write.execute(meta.link_slot);
+                    link_va_hi_write.execute(meta.link_slot);
+                    link_va_lo_write.execute(meta.link_slot);
+                    link_ver_write.execute(meta.link_slot);
+                } else if (hdr.bth.opcode == OP_READ_REQUEST && hdr.reth.dma_len == meta.node_size &&
+                           (meta.mode & MODE_READ) != 0) {
+                    if (meta.tail_fresh == 1) {
+                        if (meta.tail_va_hi != hdr.reth.va[63:32] || meta.tail_va_lo != hdr.reth.va[31:0]) {
+                            hdr.reth.va = meta.tail_va_hi ++ meta.tail_va_lo;
+                            key_reads_steered.count((bit<32>)meta.key_slot);
+                            stats.count(STAT_READS_STEERED);
+                        }
+                    } else {
+                        stats.count(STAT_READ_MISSES);
+                        if (meta.tracked == 1) {
+                            key_read_misses.count((bit<32>)meta.key_slot);
+                        }
+                    }
+                }
+            }
+
+            if (ig_tm_md.ucast_egress_port == CPU_PORT) {
+                hdr.packet_in.setValid();
+                hdr.packet_in.ingress_port = ig_intr_md.ingress_port;
+                hdr.packet_in._pad = 0;
+            }
+        }
+        /* Ingress only: the packet goes from the traffic manager to its port. */
+        ig_tm_md.bypass_egress = 1;
+    }
+}
+
+control SwordboxIngressDeparser(packet_out packet,
+                                inout headers_t hdr,
+                                in metadata_t meta,
+                                in ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
+    apply {
+        packet.emit(hdr.packet_in);
+        packet.emit(hdr.ethernet);
+        packet.emit(hdr.ipv4);
+        packet.emit(hdr.udp);
+        packet.emit(hdr.bth);
+        packet.emit(hdr.reth);
+        packet.emit(hdr.atomic_eth);
+        packet.emit(hdr.aeth);
+        packet.emit(hdr.atomic_ack);
+        packet.emit(hdr.node);
+    }
+}
+
+parser SwordboxEgressParser(packet_in packet,
+                            out egress_headers_t hdr,
+                            out egress_metadata_t meta,
+                            out egress_intrinsic_metadata_t eg_intr_md) {
+    state start {
+        packet.extract(eg_intr_md);
+        transition accept;
+    }
+}
+
+control SwordboxEgress(inout egress_headers_t hdr,
+                       inout egress_metadata_t meta,
+                       in egress_intrinsic_metadata_t eg_intr_md,
+                       in egress_intrinsic_metadata_from_parser_t eg_prsr_md,
+                       inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
+                       inout egress_intrinsic_metadata_for_output_port_t eg_oport_md) {
+    apply { }
+}
+
+control SwordboxEgressDeparser(packet_out packet,
+                               inout egress_headers_t hdr,
+                               in egress_metadata_t meta,
+                               in egress_intrinsic_metadata_for_deparser_t eg_dprsr_md) {
+    apply { }
+}
+
+Pipeline(SwordboxIngressParser(),
+         SwordboxIngress(),
+         SwordboxIngressDeparser(),
+         SwordboxEgressParser(),
+         SwordboxEgress(),
+         SwordboxEgressDeparser()) pipe;
+
+Switch(pipe) main;

@@ -1,0 +1,16 @@
+// Package deploy holds the tests of the deploy scripts beside it (bmv2.sh,
+// tofino.sh, tofino-devconfig.sh, dpdk-host.sh, rack-host.sh; lib.sh is
+// their shared part). The scripts put swordbox on a real rack: a BMv2 or
+// Tofino switch with the controller pointed at it, a DPDK host running the
+// middlebox, memory nodes and Clover hosts; docs/deploy.md walks through
+// them. This machine has no switch, no SDE and no NIC to bind, so the tests
+// run every script's dry run (the plan: every command and every file it
+// would write, nothing run) and hold the plan to the real swordbox binary:
+// every swordbox command of a plan names a subcommand and flags that
+// `swordbox <command> --help` lists, the controller's command loads the rack
+// file and builds its plan against the committed P4Info, the middlebox's
+// generated config file passes the middlebox's own validation, and the
+// memory node's command runs. A renamed flag or a changed range breaks them.
+//
+// It owns no Go code besides the tests: the scripts are the product.
+package deploy
