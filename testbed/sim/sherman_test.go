@@ -105,10 +105,5 @@ func shermanRun(t *testing.T, seed uint64) (int, uint64) {
 // unchanged under the scheduler; the tree is whole, and one seed gives the
 // same run twice.
 func TestShermanInVirtualTime(t *testing.T) {
-	n1, e1 := shermanRun(t, 5)
-	n2, e2 := shermanRun(t, 5)
-	if n1 < 100 || n1 != n2 || e1 != e2 {
-		t.Fatalf("runs: %d inserts / %d events, then %d / %d", n1, e1, n2, e2)
-	}
-	t.Logf("%d inserts, %d events in 1ms of virtual time", n1, e1)
+	twice(t, "inserts", 100, 5, shermanRun)
 }

@@ -110,10 +110,5 @@ func swarmRun(t *testing.T, seed uint64) (int, uint64) {
 // scheduler, their history is linearizable, and one seed gives the same
 // run twice.
 func TestSwarmInVirtualTime(t *testing.T) {
-	n1, e1 := swarmRun(t, 3)
-	n2, e2 := swarmRun(t, 3)
-	if n1 < 200 || n1 != n2 || e1 != e2 {
-		t.Fatalf("runs: %d ops / %d events, then %d / %d", n1, e1, n2, e2)
-	}
-	t.Logf("%d operations, %d events in 500us of virtual time", n1, e1)
+	twice(t, "operations", 200, 3, swarmRun)
 }
