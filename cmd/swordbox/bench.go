@@ -44,6 +44,11 @@ type benchConfig struct {
 	Netns       bool          `mapstructure:"netns"`
 	NoProgress  bool          `mapstructure:"no-progress"`
 
+	// The virtual-time rack (bench_virtual.go).
+	Clock           string        `mapstructure:"clock"`
+	VirtualDuration time.Duration `mapstructure:"virtual-duration"`
+	VirtualWarmup   time.Duration `mapstructure:"virtual-warmup"`
+
 	// Sherman's own settings (bench_sherman.go).
 	Sherman shermanBenchConfig `mapstructure:",squash"`
 }
@@ -106,6 +111,9 @@ Scenarios:
 	f.Bool("json", false, "print the cells as a JSON array on stdout instead of the table")
 	f.Bool("netns", false, "run every host as its own process in its own network namespace, joined by veth pairs (root; see docs/netns.md)")
 	f.Bool("no-progress", false, "show no progress on stderr (else a bar on a terminal, one line per finished cell otherwise)")
+	f.String("clock", clockWall, "wall: the software rack in real time; virtual: the virtual-time rack (testbed/sim, docs/sim.md), every time simulated, Clover and cas-mux, plus the threads scenario (Figure 5)")
+	f.Duration("virtual-duration", 2*time.Millisecond, "with --clock virtual: measured virtual time per cell (--duration is wall time)")
+	f.Duration("virtual-warmup", 2*time.Millisecond, "with --clock virtual: unmeasured virtual time per cell")
 	return c
 }
 
@@ -122,6 +130,8 @@ func benchSettings() *settingTable {
 		durSpan("warmup", 0, time.Hour),
 		intSpan("memory-workers", 0, 64),
 		durSpan("read-timeout", time.Millisecond, 10*time.Second).orZero("Clover's default, 50ms"),
+		durSpan("virtual-duration", 100*time.Microsecond, time.Second),
+		durSpan("virtual-warmup", 0, time.Second),
 	).withSpans(shermanSpans()...).withCheck(func(cfg any) error {
 		c := cfg.(*benchConfig)
 		// Other systems default --client-hosts themselves and check it then.
@@ -142,6 +152,13 @@ func runBench(cmd *cobra.Command, _ []string) error {
 	var cfg benchConfig
 	if err := loadConfig(cmd, "bench", &cfg); err != nil {
 		return err
+	}
+	switch cfg.Clock {
+	case clockWall:
+	case clockVirtual:
+		return runBenchVirtual(cmd, cfg)
+	default:
+		return fmt.Errorf("bench: --clock %q: want %s or %s", cfg.Clock, clockWall, clockVirtual)
 	}
 	switch cfg.System {
 	case "clover":

@@ -123,6 +123,9 @@ type Options struct {
 	Burst int
 	// Logf, if set, receives one line per notable event (pipeline changes).
 	Logf func(format string, args ...any)
+	// Now, if set, is the data plane's clock (target.Options.Now:
+	// microseconds) for every pipeline committed; nil: wall clock.
+	Now func() uint64
 }
 
 // Stats are the data plane's counters.
@@ -303,7 +306,7 @@ func isBMv2JSON(b []byte) bool {
 // commit installs p with fresh runtime state (empty tables, zero registers
 // and counters), between two frames.
 func (s *Server) commit(p *pipeline) {
-	dev := target.NewDevice(p.prog, target.Options{CPUPort: s.cpuPort})
+	dev := target.NewDevice(p.prog, target.Options{CPUPort: s.cpuPort, Now: s.opts.Now})
 	s.mu.Lock()
 	s.pipe, s.dev, s.saved = p, dev, nil
 	s.dg = newDigests(p.info)
@@ -352,6 +355,23 @@ func (s *Server) portLoop(id uint32, p netio.Port) {
 		}
 		s.mu.Unlock()
 	}
+}
+
+// Process runs one frame that arrived on port through the committed
+// pipeline, synchronously, as a port loop does: for a caller that drives the
+// data plane itself (testbed/sim, in virtual time) instead of Start. Output
+// frames go to the ports' Send before it returns. It reports false when no
+// pipeline is committed (the frame is counted as dropped).
+func (s *Server) Process(port uint32, frame []byte) bool {
+	s.stats.rx.Add(1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dev == nil {
+		s.stats.noPipe.Add(1)
+		return false
+	}
+	s.dev.Process(port, frame, s.emitFn)
+	return true
 }
 
 // digestTick is how often the digest loop takes the data plane's digest

@@ -128,6 +128,7 @@ type Device struct {
 	mrs    mrTable
 	timing *timingModel
 	epoch  time.Time
+	clock  func() int64 // virtual time in ns (NewVirtual); nil: since epoch
 
 	qpMu sync.Mutex
 	qps  atomic.Pointer[[]*QP]
@@ -216,7 +217,12 @@ func (d *Device) IP() [4]byte { return d.cfg.IP }
 // Name returns the device's name.
 func (d *Device) Name() string { return d.cfg.Name }
 
-func (d *Device) now() int64 { return int64(time.Since(d.epoch)) }
+func (d *Device) now() int64 {
+	if d.clock != nil {
+		return d.clock()
+	}
+	return int64(time.Since(d.epoch))
+}
 
 // Close stops the device's loops and closes its port. QPs still holding
 // work are moved to ERR.

@@ -19,6 +19,9 @@
 // push completions. Goroutines live only
 // in the thin loops of device.go: one receive loop per device, optional
 // responder workers, and one timer loop that drives retransmission timers.
+// NewVirtual (virtual.go) is the other shell: no goroutines, the engines
+// driven by a discrete-event simulation (testbed/sim) in virtual time, with
+// the timing model of every verb in VirtualTiming (timing.go).
 //
 // # Decisions where the IBA and the papers leave room
 //

@@ -138,3 +138,100 @@ func TestTimingCredit(t *testing.T) {
 		t.Fatalf("%d atomics ran on credit, want about 1000 (1ms at 1M/s)", free)
 	}
 }
+
+// TestVirtualTimingConstants checks the virtual-time model against its
+// constants: n requests offered at once are executed one service interval
+// of the binding resource apart, and responses leave after the memory
+// access of their verb.
+func TestVirtualTimingConstants(t *testing.T) {
+	cx := VirtualConnectX5()
+	ps := func(rate float64) float64 { return 1e12 / rate }
+	for _, tc := range []struct {
+		name     string
+		op       vop
+		dm       bool
+		qps      int  // requests spread over this many QPs
+		sameWord bool // atomics on one word
+		interval float64
+		out      time.Duration
+	}{
+		{"WRITE one QP", vopPosted, false, 1, false, ps(CX5QPMsgRate), 0},
+		{"WRITE many QPs", vopPosted, false, 1000, false, ps(CX5MsgRate), 0},
+		{"READ host", vopRead, false, 1000, false, ps(CX5MsgRate), CX5PCIeRTT},
+		{"READ device memory", vopRead, true, 1000, false, ps(CX5MsgRate), CX5DMLatency},
+		{"CAS one word host", vopAtomic, false, 1000, true, ps(CX5CASSameAddrHost), CX5PCIeRTT},
+		{"CAS one word device memory", vopAtomic, true, 1000, true, ps(CX5CASSameAddrDM), CX5DMLatency},
+		{"CAS one QP, many words", vopAtomic, false, 1, false, ps(CX5AtomicsPerQP), CX5PCIeRTT},
+		{"CAS many QPs and words", vopAtomic, false, 1000, false, ps(CX5AtomicsAggregate), CX5PCIeRTT},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newVClock(cx)
+			const n = 1000
+			var first, last int64
+			for i := 0; i < n; i++ {
+				va := uint64(0x1000)
+				if !tc.sameWord {
+					va += uint64(i) * 64
+				}
+				exec, out := c.request(0, i%tc.qps, tc.op, tc.dm, 7, va, 8)
+				if out != int64(tc.out) {
+					t.Fatalf("response delay %d ns, want %v", out, tc.out)
+				}
+				if i == 0 {
+					first = exec
+				}
+				last = exec
+			}
+			if first != int64(CX5ProcLatency) {
+				t.Errorf("first executed at %d ns, want ProcLatency %v", first, CX5ProcLatency)
+			}
+			got := float64(last-first) * 1000 / (n - 1)
+			if d := got/tc.interval - 1; d > 0.002 || d < -0.002 {
+				t.Errorf("interval %.1f ps, want %.1f", got, tc.interval)
+			}
+		})
+	}
+	t.Run("requester", func(t *testing.T) {
+		c := newVClock(cx)
+		if at := c.transmit(1000); at != 1000+int64(CX5TxLatency) {
+			t.Errorf("posted at 1000, leaves at %d, want %d", at, 1000+int64(CX5TxLatency))
+		}
+		var at int64
+		for i := 0; i < 1000; i++ {
+			at = c.transmit(1000)
+		}
+		if want := 1000 + int64(CX5TxLatency) + int64(1000*ps(CX5MsgRate)/1000); at < want-1 || at > want+1 {
+			t.Errorf("1001st packet leaves at %d, want %d (one per 1/MsgRate)", at, want)
+		}
+		if e := c.response(5000); e != 5000+int64(CX5RxLatency) {
+			t.Errorf("response at 5000 processed at %d, want %d", e, 5000+int64(CX5RxLatency))
+		}
+	})
+}
+
+// TestVirtualAtomicsStallAccess: a READ covering a word with atomics
+// queued executes only after the last of them; a READ of other words, or
+// with the stall off, does not wait.
+func TestVirtualAtomicsStallAccess(t *testing.T) {
+	for _, stall := range []bool{true, false} {
+		cx := VirtualConnectX5()
+		cx.AtomicsStallAccess = stall
+		cx.MsgRate = 0 // only the atomic units queue
+		c := newVClock(cx)
+		var last int64
+		for i := 0; i < 10; i++ {
+			last, _ = c.request(0, i, vopAtomic, false, 7, 0x1008, 8)
+		}
+		over, _ := c.request(0, 20, vopRead, false, 7, 0x1000, 64)
+		other, _ := c.request(0, 21, vopRead, false, 7, 0x2000, 64)
+		wantOver := int64(CX5ProcLatency)
+		if stall {
+			// The last CAS starts at ProcLatency + 9 intervals and holds
+			// the word one more.
+			wantOver = last + 334 // 1/3 Mops, rounded up to the ns
+		}
+		if over < wantOver-1 || over > wantOver+1 || other != int64(CX5ProcLatency) {
+			t.Errorf("stall %v: READ over the word at %d (want %d), elsewhere at %d (want %d)", stall, over, wantOver, other, int64(CX5ProcLatency))
+		}
+	}
+}

@@ -1,0 +1,86 @@
+package sim
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/swordbox/swordbox/testbed/kvmodel"
+)
+
+// TestCloverLinearizableVirtual: Clover's clients on the virtual-time
+// rack, the real switch program steering reads and writes (and, for the
+// baseline, off), 16 threads on 8 hot keys, half of the operations puts,
+// 1 ms of virtual time: the history, timed in virtual time, is
+// linearizable (porcupine, per-key registers).
+func TestCloverLinearizableVirtual(t *testing.T) {
+	for _, steering := range []string{"off", "read-write"} {
+		t.Run(steering, func(t *testing.T) {
+			const keys, threads = 8, 16
+			cr, err := NewCloverRack(context.Background(), CloverConfig{Rack: Config{Seed: 9}, Steering: steering,
+				Threads: threads, ClientHosts: 4, Keys: keys})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cr.Close()
+			sim := cr.R.Sim
+			zero := make([]byte, cr.cfg.ValueSize)
+			load := cr.S.Go("load", func(ctx context.Context) error {
+				for i := 0; i < keys; i++ {
+					if err := cr.Clients[0].Create(ctx, cr.Workload().RecordKey(int64(i)), zero); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err := cr.phase(time.Second, []*Proc{load}); err != nil {
+				t.Fatal(err)
+			}
+			rng := sim.Rand()
+			end := sim.Now() + int64(time.Millisecond)
+			var hist []porcupine.Operation
+			var procs []*Proc
+			for th, c := range cr.Clients {
+				procs = append(procs, cr.S.Go(fmt.Sprintf("lin%d", th), func(ctx context.Context) error {
+					val, buf := make([]byte, cr.cfg.ValueSize), make([]byte, cr.cfg.ValueSize)
+					for seq := uint64(1); sim.Now() < end; seq++ {
+						key := cr.Workload().RecordKey(int64(rng.IntN(keys)))
+						call := sim.Now()
+						var o kvmodel.Op
+						if rng.IntN(2) == 0 {
+							v := uint64(th+1)<<32 | seq
+							binary.LittleEndian.PutUint64(val, v)
+							if err := c.Put(ctx, key, val); err != nil {
+								return fmt.Errorf("put: %w", err)
+							}
+							o = kvmodel.Op{Key: key, Put: true, Value: v}
+						} else {
+							if err := c.Get(ctx, key, buf); err != nil {
+								return fmt.Errorf("get: %w", err)
+							}
+							o = kvmodel.Op{Key: key, Value: binary.LittleEndian.Uint64(buf)}
+						}
+						hist = append(hist, porcupine.Operation{ClientId: th, Input: o, Output: o, Call: call, Return: sim.Now()})
+					}
+					return nil
+				}))
+			}
+			if err := cr.phase(time.Second, procs); err != nil {
+				t.Fatal(err)
+			}
+			m := cr.Metrics()
+			model := kvmodel.Register(func(input, _ any) kvmodel.Op { return input.(kvmodel.Op) })
+			if !porcupine.CheckOperations(model, hist) {
+				t.Fatalf("steering %s: history of %d operations is not linearizable", steering, len(hist))
+			}
+			if len(hist) < 500 || steering != "off" && m.ReadsSteered == 0 {
+				t.Fatalf("%d operations, %d steered reads", len(hist), m.ReadsSteered)
+			}
+			t.Logf("steering %s: %d operations linearizable; CAS %d, failed %d, steered reads %d", steering, len(hist), m.CAS, m.CASFailures, m.ReadsSteered)
+		})
+	}
+}
