@@ -17,13 +17,16 @@
 //     (VERIFY_AND_COMMIT) only if the switch has none or a different P4Info;
 //     a backup taking over from a dead primary therefore keeps the switch's
 //     soft state (cached tails, outstanding CAS) instead of wiping it.
-//   - On becoming primary it reconciles the forward table and the
-//     configuration registers with the configuration (inserting, modifying
+//   - On becoming primary it reconciles the forward table and the config
+//     table's default entry with the configuration (inserting, modifying
 //     and deleting: it owns them), and adopts the tracked-keys table it finds
 //     under hot-key steering (fixed tracked keys are reconciled like forward).
 //   - Repair goes only towards a configured memory node (by destination IP)
 //     and, when that node lists regions, only for a VA inside one: anything
 //     else is counted as refused, never sent.
+//   - A server that implements no register access (PI's, in BMv2 and
+//     bf_switchd) turns repair off and skips the slot reset below, each
+//     logged once; the controller keeps running and steering (RepairStep).
 //   - A slot given to another key has its cached tail reset (tail_valid 0)
 //     after the old key's entry is deleted and before the new one is inserted:
 //     three writes, in that order, because P4Runtime does not order the
@@ -241,7 +244,7 @@ func (c *Controller) loops(ctx context.Context) {
 
 // TakeCharge makes the switch match the configuration: it pushes the
 // pipeline if the switch runs none or another one, then reconciles the
-// forward table, the configuration registers and the tracked-keys table.
+// forward table, the config table's default entry and the tracked-keys table.
 // The controller must be primary.
 func (c *Controller) TakeCharge(ctx context.Context) error {
 	have, err := c.Client.GetP4Info(ctx)
