@@ -88,9 +88,10 @@ type LinOptions struct {
 	UntilReuse time.Duration
 	// ResetAt, when > 0, resets the switch at that point of the operation
 	// phase: every register of the program (enumerated from the P4Info) is
-	// written to zero through P4Runtime, as after a switch restart, and the
+	// written to zero and the config table's default entry restored to the
+	// program's through P4Runtime, as after a switch restart, and the
 	// controller then takes charge again as it does when a switch comes
-	// back (its configuration registers and tables are reconciled).
+	// back (its configuration and tables are reconciled).
 	ResetAt time.Duration
 	// CheckTimeout bounds porcupine's check of one key (default 30s; keys
 	// are checked on GOMAXPROCS goroutines); a key whose check times out is
