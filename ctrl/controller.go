@@ -17,13 +17,16 @@
 //     (VERIFY_AND_COMMIT) only if the switch has none or a different P4Info;
 //     a backup taking over from a dead primary therefore keeps the switch's
 //     soft state (cached tails, outstanding CAS) instead of wiping it.
-//   - On becoming primary it reconciles the forward table and the
-//     configuration registers with the configuration (inserting, modifying
+//   - On becoming primary it reconciles the forward table and the config
+//     table's default entry with the configuration (inserting, modifying
 //     and deleting: it owns them), and adopts the tracked-keys table it finds
 //     under hot-key steering (fixed tracked keys are reconciled like forward).
 //   - Repair goes only towards a configured memory node (by destination IP)
 //     and, when that node lists regions, only for a VA inside one: anything
 //     else is counted as refused, never sent.
+//   - A server that implements no register access (PI's, in BMv2 and
+//     bf_switchd) turns repair off and skips the slot reset below, each
+//     logged once; the controller keeps running and steering (RepairStep).
 //   - A slot given to another key has its cached tail reset (tail_valid 0)
 //     after the old key's entry is deleted and before the new one is inserted:
 //     three writes, in that order, because P4Runtime does not order the
@@ -70,6 +73,12 @@ type Controller struct {
 	frame   [128]byte
 
 	inCharge atomic.Bool // primary and the switch reconciled: the loops run
+	// repairOff: the server answered the outstanding-CAS read with
+	// UNIMPLEMENTED (PI's P4Runtime server reads no registers), so repair
+	// is off for the life of the controller. resetOff: the same for the
+	// register write that resets a reused slot's cached tail.
+	repairOff atomic.Bool
+	resetOff  atomic.Bool
 }
 
 // Options are the parts of a Controller that are not configuration.
@@ -165,6 +174,10 @@ func (c *Controller) Tracked() map[uint64]uint16 {
 	return out
 }
 
+// RepairOff reports whether CAS repair is off because the switch's
+// P4Runtime server does not implement register reads.
+func (c *Controller) RepairOff() bool { return c.repairOff.Load() }
+
 // InCharge reports whether Run has taken charge of the switch (it is
 // primary and reconciled the configuration) and runs the loops.
 func (c *Controller) InCharge() bool { return c.inCharge.Load() }
@@ -231,7 +244,7 @@ func (c *Controller) loops(ctx context.Context) {
 
 // TakeCharge makes the switch match the configuration: it pushes the
 // pipeline if the switch runs none or another one, then reconciles the
-// forward table, the configuration registers and the tracked-keys table.
+// forward table, the config table's default entry and the tracked-keys table.
 // The controller must be primary.
 func (c *Controller) TakeCharge(ctx context.Context) error {
 	have, err := c.Client.GetP4Info(ctx)
@@ -255,12 +268,8 @@ func (c *Controller) TakeCharge(ctx context.Context) error {
 	if err := c.write(ctx, tForward, Reconcile(fwd, c.plan.Forward)); err != nil {
 		return err
 	}
-	// Configuration registers.
-	var regUps []*p4.Update
-	for _, e := range c.plan.Registers {
-		regUps = append(regUps, p4rtc.Modify(&p4.Entity{Entity: &p4.Entity_RegisterEntry{RegisterEntry: e}}))
-	}
-	if err := c.write(ctx, "registers", regUps); err != nil {
+	// Configuration: the config table's default entry.
+	if err := c.write(ctx, tConfig, []*p4.Update{p4rtc.Modify(p4rtc.TableEntity(c.plan.Config))}); err != nil {
 		return err
 	}
 	// Tracked keys.
@@ -532,9 +541,27 @@ func (c *Controller) repairTarget(o *Outstanding) (uint32, error) {
 // RepairStep is one poll of CAS repair: read the outstanding CAS, feed the
 // tracker, retransmit the due ones as PacketOut towards their memory node.
 // It returns how many it sent.
+//
+// A server that answers the read with UNIMPLEMENTED (PI's, in BMv2's
+// simple_switch_grpc and in bf_switchd, implements no register reads)
+// turns repair off: logged once, exported as the repair_enabled metric,
+// and every later step returns at once. Steering stays correct without
+// repair (the switch caches only confirmed tails, docs/swordbox-p4.md);
+// repair only speeds up a client whose CAS was lost.
 func (c *Controller) RepairStep(ctx context.Context) (int, error) {
+	if c.repairOff.Load() {
+		return 0, nil
+	}
 	snap, err := c.ReadOutstanding(ctx)
 	if err != nil {
+		if p4rtc.IsUnimplemented(err) {
+			if c.repairOff.CompareAndSwap(false, true) {
+				c.Metrics.RepairEnabled.Set(0)
+				c.Log.Warn("repair needs register reads, which this P4Runtime server does not implement; steering continues, repair is off",
+					"switch", c.Rack.Switch, "err", err)
+			}
+			return 0, nil
+		}
 		return 0, err
 	}
 	now := c.now()
@@ -678,8 +705,19 @@ func (c *Controller) applyTrackedLocked(ctx context.Context, want map[uint64]uin
 	for k := range sp.Delete {
 		delete(c.tracked, k)
 	}
+	if c.resetOff.Load() {
+		reset = nil
+	}
 	if err := c.write(ctx, rTailValid, reset); err != nil {
-		return err
+		if !p4rtc.IsUnimplemented(err) {
+			return err
+		}
+		// The reset is a second guard: the program steers a slot's cached
+		// tail only to requests of the key in tail_key.
+		if c.resetOff.CompareAndSwap(false, true) {
+			c.Log.Warn("resetting a reused slot's cached tail needs register writes, which this P4Runtime server does not implement; "+
+				"the program's tail_key check still keeps the old key's tail from the new key", "switch", c.Rack.Switch, "err", err)
+		}
 	}
 	// Baselines of the reused slots, read while no key maps to them (their
 	// counters are frozen): the new owner's first period is measured exactly.

@@ -55,14 +55,8 @@ func TestPipelinePushThenEveryEntryReadable(t *testing.T) {
 	if !reflect.DeepEqual(tracked, map[uint64]uint16{3: 0, 7: 1, 1 << 40: 2}) {
 		t.Fatalf("tracked keys read back: %v", tracked)
 	}
-	for name, want := range map[string]uint64{rSteerMode: 3, rNodeSize: nodeSize, rTailTTL: uint64(time.Minute / time.Microsecond)} {
-		v, err := c.ReadRegister(ctx, name, []int64{0})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if v[0] != want {
-			t.Fatalf("%s = %d, want %d", name, v[0], want)
-		}
+	if cfg := readConfig(t, c); !reflect.DeepEqual(cfg, map[string]uint64{pMode: 3, pNodeSize: nodeSize, pTailTTL: uint64(time.Minute / time.Microsecond)}) {
+		t.Fatalf("config default entry read back: %v", cfg)
 	}
 	// A second controller life (same P4Info) pushes nothing and writes nothing new.
 	before := testCounterSum(t, c.Metrics.EntriesInstalled)
@@ -72,9 +66,27 @@ func TestPipelinePushThenEveryEntryReadable(t *testing.T) {
 	if r.srv.Stats().PipelineCommit != 1 {
 		t.Fatal("pipeline pushed again over the same P4Info")
 	}
-	if after := testCounterSum(t, c.Metrics.EntriesInstalled); after-before != 3 { // the three config registers are always rewritten
-		t.Fatalf("re-taking charge wrote %v entries, want only the 3 registers", after-before)
+	if after := testCounterSum(t, c.Metrics.EntriesInstalled); after-before != 1 { // the config default entry is always rewritten
+		t.Fatalf("re-taking charge wrote %v entries, want only the config default entry", after-before)
 	}
+}
+
+// readConfig reads the config table's default entry from the switch and
+// returns set_config's parameters by name.
+func readConfig(t testing.TB, c *Controller) map[string]uint64 {
+	t.Helper()
+	tb, err := c.Schema.Table(tConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ents, err := c.Client.Read(context.Background(), p4rtc.TableEntity(&p4.TableEntry{TableId: tb.GetPreamble().GetId(), IsDefaultAction: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ents) != 1 {
+		t.Fatalf("config default entry: %d entities", len(ents))
+	}
+	return configParams(t, c.Schema, ents[0].GetTableEntry())
 }
 
 // steeredCASDropped drives the rig to the paper's broken-chain situation:

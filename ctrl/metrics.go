@@ -20,6 +20,7 @@ type Metrics struct {
 	RPCErrors        *prometheus.CounterVec // by operation
 	Role             prometheus.Gauge       // 0 disconnected, 1 backup, 2 primary
 	InCharge         prometheus.Gauge       // 1 while primary with the switch reconciled
+	RepairEnabled    prometheus.Gauge       // 0 once the server refused register reads (Controller.RepairOff)
 	TrackedKeys      prometheus.Gauge
 	HotKeyChanges    prometheus.Counter
 	SwitchCounter    *prometheus.GaugeVec // mirrored switch counters, by counter and index
@@ -32,7 +33,7 @@ func NewMetrics() *Metrics {
 	m := &Metrics{Registry: prometheus.NewRegistry()}
 	ns := "swordbox_ctrl"
 	m.EntriesInstalled = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "entries_installed_total",
-		Help: "Table entries and register cells written (insert or modify), by table or register."}, []string{"table"})
+		Help: "Table entries (the config default entry included) and register cells written (insert or modify), by table or register."}, []string{"table"})
 	m.EntriesDeleted = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "entries_deleted_total",
 		Help: "Table entries deleted, by table."}, []string{"table"})
 	m.RepairsSent = prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "repairs_sent_total",
@@ -49,6 +50,9 @@ func NewMetrics() *Metrics {
 		Help: "Arbitration role: 0 disconnected, 1 backup, 2 primary."})
 	m.InCharge = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "in_charge",
 		Help: "1 while this controller is primary and has reconciled the switch (its loops run)."})
+	m.RepairEnabled = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "repair_enabled",
+		Help: "1 while CAS repair runs; 0 once the switch's P4Runtime server answered the register read with UNIMPLEMENTED (PI-based servers: BMv2, bf_switchd)."})
+	m.RepairEnabled.Set(1)
 	m.TrackedKeys = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "tracked_keys",
 		Help: "Keys in the tracked-keys table."})
 	m.HotKeyChanges = prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "hot_key_changes_total",
@@ -61,7 +65,7 @@ func NewMetrics() *Metrics {
 		Help:    "Time from the first poll that saw an outstanding CAS to its retransmission.",
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)})
 	m.Registry.MustRegister(m.EntriesInstalled, m.EntriesDeleted, m.RepairsSent, m.RepairsRefused,
-		m.RepairsAbandoned, m.Outstanding, m.RPCErrors, m.Role, m.InCharge, m.TrackedKeys, m.HotKeyChanges,
+		m.RepairsAbandoned, m.Outstanding, m.RPCErrors, m.Role, m.InCharge, m.RepairEnabled, m.TrackedKeys, m.HotKeyChanges,
 		m.SwitchCounter, m.KeyActivity, m.RepairLatency)
 	return m
 }

@@ -13,9 +13,11 @@ const (
 	aTrack        = "track"
 	fCloverKey    = "meta.clover_key"
 	pSlot         = "slot"
-	rSteerMode    = "steer_mode"
-	rNodeSize     = "node_size"
-	rTailTTL      = "tail_ttl"
+	tConfig       = "config"
+	aSetConfig    = "set_config"
+	pMode         = "mode"
+	pNodeSize     = "node_size"
+	pTailTTL      = "tail_ttl"
 	mEgressPort   = "egress_port" // field of the packet_out controller header
 	cStats        = "stats"
 	cKeyCAS       = "key_cas_steered"
@@ -39,7 +41,8 @@ const (
 	rCASTimestamp = "cas_out_ts"
 )
 
-// Steering mode register values (bit 0 write steering, bit 1 read steering).
+// Steering modes, set_config's mode parameter (bit 0 write steering, bit 1
+// read steering).
 const (
 	modeWrite = 1
 	modeRead  = 2

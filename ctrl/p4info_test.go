@@ -28,10 +28,13 @@ func testP4Info(t testing.TB) *p4cfg.P4Info {
 				MatchFields: []*p4cfg.MatchField{{Id: 1, Name: "hdr.ethernet.dst_addr", Bitwidth: 48, Match: exact}}},
 			{Preamble: pre("tracked_keys"), Size: 4096,
 				MatchFields: []*p4cfg.MatchField{{Id: 1, Name: "meta.clover_key", Bitwidth: 64, Match: exact}}},
+			{Preamble: pre("config"), Size: 1},
 		},
 		Actions: []*p4cfg.Action{
 			{Preamble: pre("set_egress"), Params: []*p4cfg.Action_Param{{Id: 1, Name: "port", Bitwidth: 9}}},
 			{Preamble: pre("track"), Params: []*p4cfg.Action_Param{{Id: 1, Name: "slot", Bitwidth: 16}}},
+			{Preamble: pre("set_config"), Params: []*p4cfg.Action_Param{
+				{Id: 1, Name: "mode", Bitwidth: 8}, {Id: 2, Name: "node_size", Bitwidth: 32}, {Id: 3, Name: "tail_ttl", Bitwidth: 48}}},
 		},
 		ControllerPacketMetadata: []*p4cfg.ControllerPacketMetadata{{
 			Preamble: &p4cfg.Preamble{Id: 99, Name: "packet_out", Alias: "packet_out"},
@@ -43,7 +46,7 @@ func testP4Info(t testing.TB) *p4cfg.P4Info {
 		w    int32
 		size int32
 	}{
-		{"steer_mode", 8, 1}, {"node_size", 32, 1}, {"tail_ttl", 48, 1}, {"tail_valid", 8, 4096},
+		{"tail_valid", 8, 4096},
 		{"cas_out_valid", 8, 8192}, {"cas_out_src_mac", 48, 8192}, {"cas_out_dst_mac", 48, 8192},
 		{"cas_out_src_ip", 32, 8192}, {"cas_out_dst_ip", 32, 8192}, {"cas_out_udp_sport", 16, 8192},
 		{"cas_out_dst_qp", 32, 8192}, {"cas_out_psn", 32, 8192}, {"cas_out_pkey", 16, 8192},

@@ -16,8 +16,11 @@ import (
 // checked against its width, every capacity checked) before anything is
 // written: a plan that cannot be built writes nothing.
 type Plan struct {
-	Forward   []*p4.TableEntry    // one per host: dst MAC -> port
-	Registers []*p4.RegisterEntry // steer_mode, node_size and tail_ttl
+	Forward []*p4.TableEntry // one per host: dst MAC -> port
+	// Config is the config table's default entry, set_config(mode,
+	// node_size, tail_ttl), written with a MODIFY (P4Runtime's only update
+	// of a default entry).
+	Config *p4.TableEntry
 	// Tracked is the initial tracked-keys table (key -> slot): the fixed
 	// tracked-keys list, or empty under hot-key steering.
 	Tracked map[uint64]uint16
@@ -43,17 +46,13 @@ func BuildPlan(r *rack.Rack, s *p4rtc.Schema) (*Plan, error) {
 	case rack.SteerReadWrite:
 		mode = modeWrite | modeRead
 	}
-	for _, reg := range []struct {
-		name  string
-		value uint64
-	}{{rSteerMode, mode}, {rNodeSize, uint64(rack.NodeOverhead + r.ObjectSize)},
-		{rTailTTL, uint64(r.TailTTL / time.Microsecond)}} {
-		e, err := registerCell(s, reg.name, 0, reg.value)
-		if err != nil {
-			return nil, err
-		}
-		p.Registers = append(p.Registers, e)
+	cfg, err := s.TableEntry(tConfig, nil, aSetConfig, p4rtc.P(pMode, mode),
+		p4rtc.P(pNodeSize, uint64(rack.NodeOverhead+r.ObjectSize)), p4rtc.P(pTailTTL, uint64(r.TailTTL/time.Microsecond)))
+	if err != nil {
+		return nil, err
 	}
+	cfg.IsDefaultAction = true
+	p.Config = cfg
 
 	t, err := s.Table(tTrackedKeys)
 	if err != nil {

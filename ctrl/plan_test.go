@@ -1,9 +1,12 @@
 package ctrl
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	p4 "github.com/p4lang/p4runtime/go/p4/v1"
 
 	"github.com/swordbox/swordbox/ctrl/p4rtc"
 	"github.com/swordbox/swordbox/ctrl/rack"
@@ -43,29 +46,48 @@ func TestBuildPlan(t *testing.T) {
 	if len(p.Forward) != 3 || p.KeySlots != 4096 {
 		t.Fatalf("forward %d entries, %d key slots", len(p.Forward), p.KeySlots)
 	}
-	if v := p.Registers[0].GetData().GetBitstring(); len(v) != 1 || v[0] != 3 {
-		t.Fatalf("steer_mode %x, want 3", v)
+	cfg := configParams(t, s, p.Config)
+	if !reflect.DeepEqual(cfg, map[string]uint64{"mode": 3, "node_size": 88, "tail_ttl": 7000}) {
+		t.Fatalf("set_config %v, want mode 3, node_size 24+64, tail_ttl 7000 (7ms in microseconds)", cfg)
 	}
-	if len(p.Registers) != 3 {
-		t.Fatalf("%d configuration registers, want steer_mode, node_size and tail_ttl", len(p.Registers))
-	}
-	if v, _ := p4rtc.ToUint(p.Registers[1].GetData().GetBitstring()); v != 88 {
-		t.Fatalf("node_size %d, want 24+64", v)
-	}
-	if v, _ := p4rtc.ToUint(p.Registers[2].GetData().GetBitstring()); v != 7000 {
-		t.Fatalf("tail_ttl %d, want 7000 (7ms in microseconds)", v)
-	}
-	// The default tail-ttl (25ms) is written in microseconds.
-	d, err := BuildPlan(testRack(t, nil), s)
+	// The default tail-ttl (25ms) is set in microseconds; steering off is mode 0.
+	d, err := BuildPlan(testRack(t, func(c *rack.Config) { c.Steering = rack.SteerOff }), s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v, _ := p4rtc.ToUint(d.Registers[2].GetData().GetBitstring()); v != 25000 {
-		t.Fatalf("default tail_ttl %d, want 25000", v)
+	if cfg := configParams(t, s, d.Config); cfg["tail_ttl"] != 25000 || cfg["mode"] != 0 {
+		t.Fatalf("default set_config %v, want tail_ttl 25000, mode 0", cfg)
 	}
 	if p.Tracked[5] != 0 || p.Tracked[7] != 2 {
 		t.Fatalf("tracked %v", p.Tracked)
 	}
+}
+
+// configParams checks that e is the config table's default entry calling
+// set_config and returns its parameters by name.
+func configParams(t testing.TB, s *p4rtc.Schema, e *p4.TableEntry) map[string]uint64 {
+	t.Helper()
+	tb, err := s.Table(tConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := s.Action(aSetConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.GetTableId() != tb.GetPreamble().GetId() || !e.GetIsDefaultAction() || len(e.GetMatch()) != 0 ||
+		e.GetAction().GetAction().GetActionId() != a.GetPreamble().GetId() {
+		t.Fatalf("config entry %v: want the default entry of %s calling %s", e, tConfig, aSetConfig)
+	}
+	out := map[string]uint64{}
+	for _, p := range e.GetAction().GetAction().GetParams() {
+		for _, ap := range a.GetParams() {
+			if ap.GetId() == p.GetParamId() {
+				out[ap.GetName()], _ = p4rtc.ToUint(p.GetValue())
+			}
+		}
+	}
+	return out
 }
 
 func TestBuildPlanRefusesBeforeWriting(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	p4cfg "github.com/p4lang/p4runtime/go/p4/config/v1"
+	p4 "github.com/p4lang/p4runtime/go/p4/v1"
 	"google.golang.org/grpc"
 
 	"github.com/swordbox/swordbox/ctrl/p4rtc"
@@ -153,6 +154,13 @@ func swordboxP4(t testing.TB) ([]byte, *p4cfg.P4Info) {
 // cliTimeout is the client's retransmission timeout.
 func newRig(t testing.TB, cliTimeout time.Duration) *rig {
 	t.Helper()
+	return newRigWith(t, cliTimeout, nil)
+}
+
+// newRigWith is newRig with the P4Runtime service wrapped by wrap (nil:
+// the server as is).
+func newRigWith(t testing.TB, cliTimeout time.Duration, wrap func(p4.P4RuntimeServer) p4.P4RuntimeServer) *rig {
+	t.Helper()
 	r := &rig{t: t}
 	r.src, r.info = swordboxP4(t)
 
@@ -166,7 +174,11 @@ func newRig(t testing.TB, cliTimeout time.Duration) *rig {
 		t.Fatal(err)
 	}
 	gs := grpc.NewServer()
-	r.srv.Register(gs)
+	var svc p4.P4RuntimeServer = r.srv
+	if wrap != nil {
+		svc = wrap(svc)
+	}
+	p4.RegisterP4RuntimeServer(gs, svc)
 	r.srv.Start()
 	go gs.Serve(lis)
 	r.addr = lis.Addr().String()

@@ -20,8 +20,9 @@ type Reader interface {
 
 // Show writes a human-readable dump of a live switch to w: what is
 // "tables", "registers" or "counters"; names restricts it to some objects
-// (full names or aliases), all of them when empty. Registers and counters
-// print only their non-zero cells.
+// (full names or aliases), all of them when empty. Tables print their
+// entries and their default entry; registers and counters print only
+// their non-zero cells.
 func Show(ctx context.Context, r Reader, s *p4rtc.Schema, what string, names []string, w io.Writer) error {
 	var all []string
 	switch what {
@@ -53,7 +54,18 @@ func Show(ctx context.Context, r Reader, s *p4rtc.Schema, what string, names []s
 		}
 		ents, err := r.Read(ctx, q)
 		if err != nil {
+			if what == "registers" && p4rtc.IsUnimplemented(err) {
+				return fmt.Errorf("register %s: this P4Runtime server does not implement register reads (PI-based servers: BMv2, bf_switchd): %w", name, err)
+			}
 			return err
+		}
+		if what == "tables" {
+			// The default entry is read only when asked for by itself.
+			d, err := r.Read(ctx, p4rtc.TableEntity(&p4.TableEntry{TableId: q.GetTableEntry().GetTableId(), IsDefaultAction: true}))
+			if err != nil {
+				return err
+			}
+			ents = append(ents, d...)
 		}
 		switch what {
 		case "tables":
@@ -90,6 +102,11 @@ func showTable(s *p4rtc.Schema, name string, ents []*p4.Entity, w io.Writer) {
 	fmt.Fprintf(w, "%s: %d entries\n", t.GetPreamble().GetName(), len(lines))
 	for _, l := range lines {
 		fmt.Fprintln(w, l)
+	}
+	for _, e := range ents {
+		if te := e.GetTableEntry(); te.GetIsDefaultAction() && te.GetAction() != nil {
+			fmt.Fprintf(w, "  default%s\n", formatEntry(s, t, te))
+		}
 	}
 }
 

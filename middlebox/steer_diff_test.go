@@ -23,7 +23,7 @@ import (
 // the software steerer (steer.go) and through p4/swordbox.p4 executed by
 // the Go v1model target (p4/target) with a clock the test sets, configured
 // through the target's P4Runtime entity API as the controller does
-// (forward, tracked_keys, steer_mode, node_size, tail_ttl). Every request
+// (forward, tracked_keys, and the config table's set_config). Every request
 // frame out of both must be the same bytes (the ICRC excluded: the engine
 // recomputes it, the switch does not); after every frame the stats
 // counter must equal the steerer's stats, and periodically the cached
@@ -125,9 +125,7 @@ func newSteerRig(t testing.TB, cfg SteerConfig, hosts []dHost, withP4 bool) *ste
 	if ttl == 0 {
 		ttl = DefaultTailTTL
 	}
-	r.setRegister("steer_mode", steerModeBits(cfg.Mode))
-	r.setRegister("node_size", uint64(cfg.NodeSize))
-	r.setRegister("tail_ttl", uint64(ttl/time.Microsecond))
+	r.setConfig(steerModeBits(cfg.Mode), uint64(cfg.NodeSize), uint64(ttl/time.Microsecond))
 	return r
 }
 
@@ -180,11 +178,18 @@ func (r *steerRig) insert(table string, match []byte, action string, param uint6
 	}
 }
 
-func (r *steerRig) setRegister(name string, v uint64) {
+// setConfig sets the config table's default action, set_config(mode,
+// node_size, tail_ttl), as the controller does.
+func (r *steerRig) setConfig(mode, nodeSize, ttl uint64) {
 	r.t.Helper()
-	if err := r.dev.WriteRegisterEntry(&p4v1.RegisterEntry{RegisterId: r.id("register", name), Index: &p4v1.Index{Index: 0},
-		Data: &p4v1.P4Data{Data: &p4v1.P4Data_Bitstring{Bitstring: p4rtc.Uint(v)}}}); err != nil {
-		r.t.Fatalf("write %s: %v", name, err)
+	e, err := r.schema.TableEntry("SwordboxIngress.config", nil, "SwordboxIngress.set_config",
+		p4rtc.P("mode", mode), p4rtc.P("node_size", nodeSize), p4rtc.P("tail_ttl", ttl))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	e.IsDefaultAction = true
+	if err := r.dev.WriteTableEntry(p4v1.Update_MODIFY, e); err != nil {
+		r.t.Fatalf("set config: %v", err)
 	}
 }
 

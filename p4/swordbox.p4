@@ -53,7 +53,7 @@ const bit<32> NODE_SLOTS = 65536;  /* node map: crc32(node LH) -> VA, key, versi
 const bit<32> ADDR_SLOTS = 65536;  /* address map for READ steering: crc32(VA) -> key */
 const bit<32> LINK_SLOTS = 8192;   /* CAS in flight: crc32(client IP, server IP, PSN) */
 
-/* steer_mode register values (bit 0: write steering, bit 1: read steering). */
+/* Steering modes, the config table's mode parameter (bit 0: write steering, bit 1: read steering). */
 const bit<8> MODE_WRITE = 1;
 const bit<8> MODE_READ  = 2;
 
@@ -364,11 +364,6 @@ control SwordboxIngress(inout headers_t hdr,
                         inout metadata_t meta,
                         inout standard_metadata_t standard_metadata) {
 
-    /* ---- steering configuration (written by the controller) ---- */
-    register<bit<8>>(1)  steer_mode;  /* 0 off, 1 write, 2 read, 3 write and read */
-    register<bit<32>>(1) node_size;   /* DMA length of a node WRITE/READ: 24 + object size */
-    register<bit<48>>(1) tail_ttl;    /* microseconds a confirmed tail may be steered to; below T_r/2 */
-
     /* ---- per tracked key (index: the slot given by tracked_keys) ---- */
     register<bit<8>>(KEY_SLOTS)  tail_valid;
     register<bit<64>>(KEY_SLOTS) tail_key;     /* the key whose tail this is (slots are reassigned) */
@@ -452,6 +447,31 @@ control SwordboxIngress(inout headers_t hdr,
         size = 1024;
     }
 
+    /*
+     * Steering configuration: one keyless table whose default entry the
+     * controller sets with a P4Runtime MODIFY (is_default_action = true).
+     * A table rather than registers because PI's P4Runtime server (BMv2's
+     * simple_switch_grpc, bf_switchd) implements no register writes, while
+     * every P4Runtime server modifies a table's default entry. The default
+     * keeps steering off, so a switch nobody configured only forwards.
+     *   mode:      0 off, 1 write, 2 read, 3 write and read
+     *   node_size: DMA length of a node WRITE/READ: 24 + object size
+     *   tail_ttl:  microseconds a confirmed tail may be steered to; below T_r/2
+     */
+    action set_config(bit<8> mode, bit<32> node_size, bit<48> tail_ttl) {
+        meta.mode = mode;
+        meta.node_size = node_size;
+        meta.ttl = tail_ttl;
+    }
+
+    table config {
+        actions = {
+            set_config;
+        }
+        default_action = set_config(0, 0, 0);
+        size = 1;
+    }
+
     action track(bit<16> slot) {
         meta.tracked = 1;
         meta.key_slot = (bit<32>)slot;
@@ -521,9 +541,7 @@ control SwordboxIngress(inout headers_t hdr,
             forward.apply();
 
             if (hdr.bth.isValid()) {
-                steer_mode.read(meta.mode, 0);
-                node_size.read(meta.node_size, 0);
-                tail_ttl.read(meta.ttl, 0);
+                config.apply();
                 meta.now = standard_metadata.ingress_global_timestamp;
             }
 

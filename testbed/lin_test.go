@@ -212,8 +212,11 @@ func TestLinRackSlotReuse(t *testing.T) {
 }
 
 // TestLinRackSwitchReset: 64 hot keys; halfway through the run every
-// register of the switch's program is zeroed (a switch restart loses its
-// soft state) and the controller takes charge again.
+// register of the switch's program is zeroed and the config table's
+// default entry restored to the program's (a switch restart loses its soft
+// state and its configuration) and the controller takes charge again.
+// With steering off the program keeps no state: only the configuration
+// is reset.
 func TestLinRackSwitchReset(t *testing.T) {
 	for _, mode := range linModes {
 		t.Run(mode, func(t *testing.T) {
@@ -227,8 +230,12 @@ func TestLinRackSwitchReset(t *testing.T) {
 				t.Fatalf("the reset did not run")
 			case r.Err != nil:
 				t.Errorf("reset: %v", r.Err)
-			case r.Registers == 0 || r.NonzeroBefore == 0:
+			case r.Registers == 0 || (mode != SteerOff && r.NonzeroBefore == 0):
 				t.Errorf("reset: %d registers, %d nonzero cells before it: nothing to reset", r.Registers, r.NonzeroBefore)
+			case r.ModeAfter != 0:
+				t.Errorf("reset: config mode %d after it, want the program's default 0", r.ModeAfter)
+			case mode != SteerOff && r.ModeBefore == 0:
+				t.Errorf("reset: config mode 0 before it with steering %s", mode)
 			case r.NonzeroAfter*10 > r.NonzeroBefore:
 				t.Errorf("reset: %d nonzero register cells before, %d after: the registers were not zeroed", r.NonzeroBefore, r.NonzeroAfter)
 			case mode != SteerOff && r.After[StatCASSteered] == 0:

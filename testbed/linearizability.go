@@ -88,9 +88,10 @@ type LinOptions struct {
 	UntilReuse time.Duration
 	// ResetAt, when > 0, resets the switch at that point of the operation
 	// phase: every register of the program (enumerated from the P4Info) is
-	// written to zero through P4Runtime, as after a switch restart, and the
+	// written to zero and the config table's default entry restored to the
+	// program's through P4Runtime, as after a switch restart, and the
 	// controller then takes charge again as it does when a switch comes
-	// back (its configuration registers and tables are reconciled).
+	// back (its configuration and tables are reconciled).
 	ResetAt time.Duration
 	// CheckTimeout bounds porcupine's check of one key (default 30s; keys
 	// are checked on GOMAXPROCS goroutines); a key whose check times out is
@@ -162,6 +163,10 @@ type LinReset struct {
 	// Nonzero register cells just before the reset and just after it
 	// (before the controller took charge again).
 	NonzeroBefore, NonzeroAfter int
+	// ModeBefore and ModeAfter are the config table's steering mode just
+	// before the reset and just after it (the program's default, 0, once
+	// the default entry is restored).
+	ModeBefore, ModeAfter uint64
 	// Stats are SwordboxIngress.stats just before the reset (absolute);
 	// After is what they counted from then to the end of the run.
 	Stats, After map[int64]uint64
@@ -203,8 +208,8 @@ func (r *LinResult) String() string {
 	s += fmt.Sprintf("; MS: slots %d carved %d free %d retired %d deferred %d forced %d wrapped %d retires %d unknown-pred %d",
 		r.NodeSlots, r.MS.Carved, r.MS.Free, r.MS.Retired, r.MS.Deferred, r.MS.ForcedReclaims, r.MS.Wrapped, r.MS.Retires, r.MS.UnknownPredecessor)
 	if r.Reset != nil {
-		s += fmt.Sprintf("; reset at %v: %d registers, nonzero cells %d -> %d, steered after it: %d CAS %d READs, err %v",
-			r.Reset.At.Round(time.Millisecond), r.Reset.Registers, r.Reset.NonzeroBefore, r.Reset.NonzeroAfter,
+		s += fmt.Sprintf("; reset at %v: %d registers, nonzero cells %d -> %d, config mode %d -> %d, steered after it: %d CAS %d READs, err %v",
+			r.Reset.At.Round(time.Millisecond), r.Reset.Registers, r.Reset.NonzeroBefore, r.Reset.NonzeroAfter, r.Reset.ModeBefore, r.Reset.ModeAfter,
 			r.Reset.After[StatCASSteered], r.Reset.After[StatReadsSteered], r.Reset.Err)
 	}
 	return s
@@ -611,7 +616,8 @@ func runOps(ctx context.Context, cr *CloverRack, o LinOptions, start time.Time, 
 
 // resetSwitch writes zero to every cell of every register of the switch's
 // program (one wildcard MODIFY per register, enumerated from the P4Info),
-// reads the registers back, and has the controller take charge again, as
+// restores the config table's default entry to the program's (steering
+// off), reads both back, and has the controller take charge again, as
 // after a switch restart.
 func resetSwitch(ctx context.Context, cr *CloverRack, at time.Duration) *LinReset {
 	r := &LinReset{At: at}
@@ -627,10 +633,19 @@ func resetSwitch(ctx context.Context, cr *CloverRack, at time.Duration) *LinRese
 		r.Err = err
 		return r
 	}
+	if r.ModeBefore, r.Err = configMode(ctx, cr.Ctrl.Client, s); r.Err != nil {
+		return r
+	}
 	if r.Err = ZeroRegisters(ctx, cr.Ctrl.Client, s); r.Err != nil {
 		return r
 	}
+	if r.Err = RestoreConfig(ctx, cr.Ctrl.Client, s); r.Err != nil {
+		return r
+	}
 	if r.NonzeroAfter, r.Err = NonzeroRegisterCells(ctx, cr.Ctrl.Client, s); r.Err != nil {
+		return r
+	}
+	if r.ModeAfter, r.Err = configMode(ctx, cr.Ctrl.Client, s); r.Err != nil {
 		return r
 	}
 	if err := cr.Ctrl.TakeCharge(ctx); err != nil {
@@ -660,6 +675,21 @@ func ZeroRegisters(ctx context.Context, c *p4rtc.Client, s *p4rtc.Schema) error 
 	}
 	if err := c.Write(ctx, ups); err != nil {
 		return fmt.Errorf("testbed: zero the switch's registers: %w", err)
+	}
+	return nil
+}
+
+// RestoreConfig restores the config table's default entry to the
+// program's default action (a MODIFY of the default entry without action,
+// P4Runtime's reset of a default entry): steering off, as on a restarted
+// switch.
+func RestoreConfig(ctx context.Context, c *p4rtc.Client, s *p4rtc.Schema) error {
+	t, err := s.Table("SwordboxIngress.config")
+	if err != nil {
+		return err
+	}
+	if err := c.Write(ctx, []*p4.Update{p4rtc.Modify(p4rtc.TableEntity(&p4.TableEntry{TableId: t.GetPreamble().GetId(), IsDefaultAction: true}))}); err != nil {
+		return fmt.Errorf("testbed: restore the config table's default entry: %w", err)
 	}
 	return nil
 }

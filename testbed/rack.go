@@ -22,6 +22,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	p4 "github.com/p4lang/p4runtime/go/p4/v1"
 	"google.golang.org/grpc"
 
 	"github.com/swordbox/swordbox/ctrl"
@@ -313,8 +314,8 @@ func (r *Rack) waitProgrammed(ctx context.Context, prog *target.Program) error {
 	}
 }
 
-// SteerModeValue is the value of swordbox.p4's steer_mode register for a
-// controller steering setting (docs/swordbox-p4.md).
+// SteerModeValue is the mode parameter of swordbox.p4's config table
+// (set_config) for a controller steering setting (docs/swordbox-p4.md).
 func SteerModeValue(steering string) (uint64, error) {
 	switch steering {
 	case SteerOff:
@@ -331,7 +332,7 @@ func SteerModeValue(steering string) (uint64, error) {
 
 // SwitchProgrammed reads a switch running swordbox.p4 through the observer
 // client obs and reports nil once it holds at least members forward
-// entries, the steer_mode register for steering and at least tracked
+// entries, the config table's default entry with the steering mode and at least tracked
 // tracked keys: what the controller installs when it takes charge. It
 // reads once; callers poll.
 func SwitchProgrammed(ctx context.Context, obs *p4rtc.Client, schema *p4rtc.Schema, steering string, members, tracked int) error {
@@ -352,23 +353,12 @@ func SwitchProgrammed(ctx context.Context, obs *p4rtc.Client, schema *p4rtc.Sche
 	} else if n < members {
 		return fmt.Errorf("%d of %d forward entries", n, members)
 	}
-	re, err := schema.RegisterRead("SwordboxIngress.steer_mode", 0)
-	if err != nil {
-		return err
-	}
-	regs, err := obs.Read(ctx, re)
-	if err != nil {
-		return err
-	}
-	if len(regs) != 1 {
-		return fmt.Errorf("steer_mode: %d entries", len(regs))
-	}
-	v, err := p4rtc.ToUint(regs[0].GetRegisterEntry().GetData().GetBitstring())
+	v, err := configMode(ctx, obs, schema)
 	if err != nil {
 		return err
 	}
 	if v != wantMode {
-		return fmt.Errorf("steer_mode %d, want %d", v, wantMode)
+		return fmt.Errorf("config mode %d, want %d", v, wantMode)
 	}
 	if tracked > 0 {
 		if n, err := count("SwordboxIngress.tracked_keys"); err != nil {
@@ -378,6 +368,41 @@ func SwitchProgrammed(ctx context.Context, obs *p4rtc.Client, schema *p4rtc.Sche
 		}
 	}
 	return nil
+}
+
+// configMode reads the mode parameter of the config table's default entry.
+func configMode(ctx context.Context, obs *p4rtc.Client, schema *p4rtc.Schema) (uint64, error) {
+	t, err := schema.Table("SwordboxIngress.config")
+	if err != nil {
+		return 0, err
+	}
+	a, err := schema.Action("SwordboxIngress.set_config")
+	if err != nil {
+		return 0, err
+	}
+	var modeID uint32
+	for _, p := range a.GetParams() {
+		if p.GetName() == "mode" {
+			modeID = p.GetId()
+		}
+	}
+	ents, err := obs.Read(ctx, p4rtc.TableEntity(&p4.TableEntry{TableId: t.GetPreamble().GetId(), IsDefaultAction: true}))
+	if err != nil {
+		return 0, err
+	}
+	if len(ents) != 1 {
+		return 0, fmt.Errorf("config default entry: %d entries", len(ents))
+	}
+	act := ents[0].GetTableEntry().GetAction().GetAction()
+	if act.GetActionId() != a.GetPreamble().GetId() {
+		return 0, fmt.Errorf("config default action %d, want set_config", act.GetActionId())
+	}
+	for _, p := range act.GetParams() {
+		if p.GetParamId() == modeID {
+			return p4rtc.ToUint(p.GetValue())
+		}
+	}
+	return 0, fmt.Errorf("config default entry without the mode parameter")
 }
 
 // ConnectToMemory creates a QP on host h connected to a new QP on the memory

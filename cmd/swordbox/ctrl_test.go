@@ -222,11 +222,18 @@ func TestCtrlRunProgramsTheSwitchAndShowReadsIt(t *testing.T) {
 			t.Errorf("show tables lacks %q:\n%s", want, out)
 		}
 	}
-	out, err = runCtrl(t, context.Background(), "show", "registers", "--switch", addr, "steer_mode", "node_size")
+	out, err = runCtrl(t, context.Background(), "show", "tables", "--switch", addr, "config")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, "steer_mode: 1 of 1 cells non-zero\n  [0] 0x01") || !strings.Contains(out, "[0] 0x48") {
+	if !strings.Contains(out, "SwordboxIngress.config: 0 entries\n  default -> SwordboxIngress.set_config(mode=0x01, node_size=0x48, tail_ttl=") {
+		t.Errorf("show tables config:\n%s", out)
+	}
+	out, err = runCtrl(t, context.Background(), "show", "registers", "--switch", addr, "tail_valid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "tail_valid: 0 of 4096 cells non-zero") {
 		t.Errorf("show registers:\n%s", out)
 	}
 	if _, err := runCtrl(t, context.Background(), "show", "widgets", "--switch", addr); err == nil {

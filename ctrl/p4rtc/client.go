@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -455,23 +456,64 @@ func (c *Client) Write(ctx context.Context, updates []*p4.Update) error {
 	return nil
 }
 
-// writeError expands the per-update details P4Runtime servers attach to a
-// failed Write (p4.v1.Error in the status details).
+// WriteError is a failed Write batch: the batch's status code and every
+// failed update, from the per-update details P4Runtime servers attach
+// (p4.v1.Error in the status details).
+type WriteError struct {
+	Code    codes.Code
+	Updates []UpdateError
+}
+
+// UpdateError is one failed update of a Write, by its index in the
+// updates given to Client.Write.
+type UpdateError struct {
+	Index   int
+	Code    codes.Code
+	Message string
+}
+
+func (e *WriteError) Error() string {
+	msgs := make([]string, len(e.Updates))
+	for i, u := range e.Updates {
+		msgs[i] = fmt.Sprintf("update %d: %s: %s", u.Index, code.Code(u.Code), u.Message)
+	}
+	return fmt.Sprintf("%s: %s", e.Code, strings.Join(msgs, "\n"))
+}
+
+// writeError expands the per-update details of a failed Write; an error
+// without them is returned as is.
 func writeError(err error, offset int) error {
 	st, ok := status.FromError(err)
 	if !ok {
 		return err
 	}
-	var msgs []error
+	we := &WriteError{Code: st.Code()}
 	for i, d := range st.Details() {
 		if pe, ok := d.(*p4.Error); ok && pe.GetCanonicalCode() != int32(code.Code_OK) {
-			msgs = append(msgs, fmt.Errorf("update %d: %s: %s", offset+i, code.Code(pe.GetCanonicalCode()), pe.GetMessage()))
+			we.Updates = append(we.Updates, UpdateError{Index: offset + i, Code: codes.Code(pe.GetCanonicalCode()), Message: pe.GetMessage()})
 		}
 	}
-	if len(msgs) == 0 {
+	if len(we.Updates) == 0 {
 		return err
 	}
-	return fmt.Errorf("%s: %w", st.Code(), errors.Join(msgs...))
+	return we
+}
+
+// IsUnimplemented reports whether err says the server does not implement
+// what was asked: a Read or Write answered UNIMPLEMENTED, or a Write whose
+// every failed update is UNIMPLEMENTED (PI's server answers a batch with
+// UNKNOWN and the per-update codes in the details).
+func IsUnimplemented(err error) bool {
+	var we *WriteError
+	if errors.As(err, &we) {
+		for _, u := range we.Updates {
+			if u.Code != codes.Unimplemented {
+				return false
+			}
+		}
+		return true
+	}
+	return status.Code(err) == codes.Unimplemented
 }
 
 // Read returns every entity matching the given (possibly wildcard) entities.

@@ -244,7 +244,7 @@ func TestObserverReadsWithoutArbitrating(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, _ := NewSchema(info)
-	q, _ := s.RegisterRead("steer_mode", -1)
+	q, _ := s.RegisterRead("tail_valid", 0)
 	if ents, err := o.Read(context.Background(), q); err != nil || len(ents) != 1 {
 		t.Fatalf("observer read: %d entities, %v", len(ents), err)
 	}

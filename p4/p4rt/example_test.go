@@ -49,5 +49,5 @@ func ExampleServer() {
 	fmt.Println("tables:", len(cfg.GetConfig().GetP4Info().GetTables()))
 	// Output:
 	// P4Runtime 1.5.0
-	// tables: 2
+	// tables: 3
 }

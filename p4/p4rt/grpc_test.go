@@ -459,10 +459,10 @@ func TestWriteErrorsAndRead(t *testing.T) {
 		update(p4v1.Update_DELETE, e.forwardEntry(0x0200000000ff, 1)), // absent
 		update(p4v1.Update_MODIFY, e.forwardEntry(0x0200000000fe, 1)), // absent
 		&p4v1.Update{Type: p4v1.Update_INSERT, Entity: &p4v1.Entity{Entity: &p4v1.Entity_RegisterEntry{RegisterEntry: &p4v1.RegisterEntry{
-			RegisterId: e.registerID("SwordboxIngress.steer_mode"), Index: &p4v1.Index{Index: 0}, Data: &p4v1.P4Data{Data: &p4v1.P4Data_Bitstring{Bitstring: []byte{1}}},
+			RegisterId: e.registerID("SwordboxIngress.tail_valid"), Index: &p4v1.Index{Index: 0}, Data: &p4v1.P4Data{Data: &p4v1.P4Data_Bitstring{Bitstring: []byte{1}}},
 		}}}}, // registers are only modified
 		&p4v1.Update{Type: p4v1.Update_MODIFY, Entity: &p4v1.Entity{Entity: &p4v1.Entity_RegisterEntry{RegisterEntry: &p4v1.RegisterEntry{
-			RegisterId: e.registerID("SwordboxIngress.steer_mode"), Index: &p4v1.Index{Index: 0}, Data: &p4v1.P4Data{Data: &p4v1.P4Data_Bitstring{Bitstring: []byte{3}}},
+			RegisterId: e.registerID("SwordboxIngress.tail_valid"), Index: &p4v1.Index{Index: 0}, Data: &p4v1.P4Data{Data: &p4v1.P4Data_Bitstring{Bitstring: []byte{3}}},
 		}}}}, // fine
 		&p4v1.Update{Type: p4v1.Update_INSERT, Entity: &p4v1.Entity{Entity: &p4v1.Entity_ValueSetEntry{ValueSetEntry: &p4v1.ValueSetEntry{}}}},
 	)
@@ -509,7 +509,7 @@ func TestWriteErrorsAndRead(t *testing.T) {
 		t.Errorf("single read = %v, %v", es, err)
 	}
 	es, err = e.read(&p4v1.Entity{Entity: &p4v1.Entity_RegisterEntry{RegisterEntry: &p4v1.RegisterEntry{
-		RegisterId: e.registerID("SwordboxIngress.steer_mode"), Index: &p4v1.Index{Index: 0}}}})
+		RegisterId: e.registerID("SwordboxIngress.tail_valid"), Index: &p4v1.Index{Index: 0}}}})
 	if err != nil || len(es) != 1 || !bytes.Equal(es[0].GetRegisterEntry().GetData().GetBitstring(), []byte{3}) {
 		t.Errorf("register read = %v, %v", es, err)
 	}

@@ -57,10 +57,7 @@ func steerDeviceClock(tb testing.TB, mode uint64, now func() uint64) *target.Dev
 			ActionId: n.actionID(tr), Params: []*p4v1.Action_Param{{ParamId: n.paramID(tr, "slot"), Value: enc(keySlot)}},
 		}}},
 	}))
-	for name, v := range map[string]uint64{"node_size": nodeSize, "steer_mode": mode, "tail_ttl": freshTTL} {
-		must(dev.WriteRegisterEntry(&p4v1.RegisterEntry{RegisterId: n.registerID(name), Index: &p4v1.Index{Index: 0},
-			Data: &p4v1.P4Data{Data: &p4v1.P4Data_Bitstring{Bitstring: enc(v)}}}))
-	}
+	must(dev.WriteTableEntry(p4v1.Update_MODIFY, n.configEntry(steerConfig{mode: mode, nodeSize: nodeSize, ttl: freshTTL})))
 	return dev
 }
 
@@ -142,8 +139,8 @@ func cpuTime() time.Duration {
 func BenchmarkSwitchDataPlane(b *testing.B) {
 	r := newRigReaders(b, false, 1, 3)
 	r.forward(memnode.mac, 3)
-	r.setRegister("node_size", 0, nodeSize)
-	r.setRegister("steer_mode", 0, modeWrite|modeRead)
+	r.setConfig("node_size", nodeSize)
+	r.setConfig("mode", modeWrite|modeRead)
 	r.track(hotKey, keySlot)
 	const conns, window = 64, 256
 	frames := make([][]byte, 0, 2*conns)

@@ -213,9 +213,9 @@ func programSteer(r *rig, mode uint64) *rig {
 	for _, h := range []host{clientA, clientB, memnode, clientC} {
 		r.forward(h.mac, h.port)
 	}
-	r.setRegister("node_size", 0, nodeSize)
-	r.setRegister("tail_ttl", 0, freshTTL)
-	r.setRegister("steer_mode", 0, mode)
+	r.setConfig("node_size", nodeSize)
+	r.setConfig("tail_ttl", freshTTL)
+	r.setConfig("mode", mode)
 	r.track(hotKey, keySlot)
 	return r
 }

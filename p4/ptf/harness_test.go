@@ -37,6 +37,7 @@ type rig struct {
 	rx     map[uint32]chan []byte
 	pktIn  chan *p4v1.PacketIn
 	srv    *p4rt.Server
+	cfg    steerConfig // the config table's default action as last set
 	// twin runs the same test on p4/tna/swordbox.p4 and checks that it
 	// sees the same frames and state (tna_diff_test.go); nil otherwise.
 	twin *twin
@@ -327,6 +328,47 @@ func (r *rig) track(key uint64, slot uint16) {
 			ActionId: r.actionID(a), Params: []*p4v1.Action_Param{{ParamId: r.paramID(a, "slot"), Value: enc(uint64(slot))}},
 		}}},
 	}}}})
+}
+
+// steerConfig is the argument of the config table's default action
+// set_config(mode, node_size, tail_ttl).
+type steerConfig struct{ mode, nodeSize, ttl uint64 }
+
+// with returns c with the set_config parameter param set to v.
+func (c steerConfig) with(tb testing.TB, param string, v uint64) steerConfig {
+	tb.Helper()
+	switch param {
+	case "mode":
+		c.mode = v
+	case "node_size":
+		c.nodeSize = v
+	case "tail_ttl":
+		c.ttl = v
+	default:
+		tb.Fatalf("set_config has no parameter %s", param)
+	}
+	return c
+}
+
+// configEntry is the config table's default entry with set_config(c), as
+// the controller modifies it.
+func (n *names) configEntry(c steerConfig) *p4v1.TableEntry {
+	n.t.Helper()
+	a := prefix + "set_config"
+	return &p4v1.TableEntry{TableId: n.tableID(prefix + "config"), IsDefaultAction: true,
+		Action: &p4v1.TableAction{Type: &p4v1.TableAction_Action{Action: &p4v1.Action{ActionId: n.actionID(a), Params: []*p4v1.Action_Param{
+			{ParamId: n.paramID(a, "mode"), Value: enc(c.mode)},
+			{ParamId: n.paramID(a, "node_size"), Value: enc(c.nodeSize)},
+			{ParamId: n.paramID(a, "tail_ttl"), Value: enc(c.ttl)},
+		}}}}}
+}
+
+// setConfig sets one parameter of the config table's default action,
+// keeping the others as last set.
+func (r *rig) setConfig(param string, v uint64) {
+	r.t.Helper()
+	r.cfg = r.cfg.with(r.t, param, v)
+	r.write(&p4v1.Update{Type: p4v1.Update_MODIFY, Entity: &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: r.configEntry(r.cfg)}}})
 }
 
 func (r *rig) setRegister(name string, index int64, v uint64) {

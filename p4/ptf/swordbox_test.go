@@ -44,7 +44,7 @@ func TestNodeWriteLearned(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newSteerRig(t, tc.mode)
-			r.setRegister("node_size", 0, tc.nodeSize)
+			r.setConfig("node_size", tc.nodeSize)
 			in := writeOf(t, qpA, 100, tc.op, tc.n.va, tc.payload)
 			r.expectSame(1, 3, in, "node WRITE") // learning never changes the frame
 			nodes, addrs := r.registerNonZero("node_lh"), r.registerNonZero("addr_key")
@@ -603,7 +603,7 @@ func TestTailTTL(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newSteerRig(t, modeBoth)
-			r.setRegister("tail_ttl", 0, tc.ttl)
+			r.setConfig("tail_ttl", tc.ttl)
 			r.chain()
 			pause()
 			r.staleCASAndRead(tc.fresh, tc.fresh)
@@ -659,7 +659,7 @@ func TestReadSteering(t *testing.T) {
 			}},
 		{name: "tail on another memory node", q: mem2, va: nA1.va, length: nodeSize, mode: modeBoth, miss: true, keyMiss: true, counted: true},
 		{name: "tail expired", q: qpC, va: nA1.va, length: nodeSize, mode: modeBoth, miss: true, keyMiss: true, counted: true,
-			setup: func(r *rig) { r.setRegister("tail_ttl", 0, 1); pause() }},
+			setup: func(r *rig) { r.setConfig("tail_ttl", 1); pause() }},
 		{name: "READ of another length", q: qpC, va: nA1.va, length: nodeSize - 8, mode: modeBoth},
 		{name: "read steering off", q: qpC, va: nA1.va, length: nodeSize, mode: modeWrite},
 	} {
@@ -873,8 +873,7 @@ func TestTailTTLBoundary(t *testing.T) {
 	_, info := loadProgram(t)
 	n := &names{t: t, info: info}
 	const ttl = 100
-	if err := dev.WriteRegisterEntry(&p4v1.RegisterEntry{RegisterId: n.registerID("tail_ttl"), Index: &p4v1.Index{Index: 0},
-		Data: &p4v1.P4Data{Data: &p4v1.P4Data_Bitstring{Bitstring: enc(ttl)}}}); err != nil {
+	if err := dev.WriteTableEntry(p4v1.Update_MODIFY, n.configEntry(steerConfig{mode: modeBoth, nodeSize: nodeSize, ttl: ttl})); err != nil {
 		t.Fatal(err)
 	}
 	process := func(at uint64, port uint32, frame []byte) roce.Packet {

@@ -25,6 +25,7 @@ type devPair struct {
 	n       *names
 	x       *translator
 	frames  int
+	cfg     steerConfig // the config table's default action as last set
 }
 
 func newDevPair(tb testing.TB) *devPair {
@@ -71,6 +72,14 @@ func (d *devPair) write(ut p4v1.Update_Type, e *p4v1.Entity) {
 	}
 }
 
+// setConfig sets one parameter of the config table's default action on
+// both devices, keeping the others as last set.
+func (d *devPair) setConfig(param string, v uint64) {
+	d.tb.Helper()
+	d.cfg = d.cfg.with(d.tb, param, v)
+	d.write(p4v1.Update_MODIFY, &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: d.n.configEntry(d.cfg)}})
+}
+
 func (d *devPair) setRegister(name string, index int64, v uint64) {
 	d.tb.Helper()
 	d.write(p4v1.Update_MODIFY, &p4v1.Entity{Entity: &p4v1.Entity_RegisterEntry{RegisterEntry: &p4v1.RegisterEntry{
@@ -108,9 +117,9 @@ func (d *devPair) steer(mode uint64) {
 	for _, h := range []host{clientA, clientB, memnode, clientC} {
 		d.forward(h.mac, h.port)
 	}
-	d.setRegister("node_size", 0, nodeSize)
-	d.setRegister("tail_ttl", 0, freshTTL)
-	d.setRegister("steer_mode", 0, mode)
+	d.setConfig("node_size", nodeSize)
+	d.setConfig("tail_ttl", freshTTL)
+	d.setConfig("mode", mode)
 	d.write(p4v1.Update_INSERT, d.trackEntry(hotKey, keySlot))
 }
 
@@ -215,7 +224,7 @@ func TestTNADifferentialClock(t *testing.T) {
 		d := newDevPair(t)
 		d.steer(modeBoth)
 		const ttl, fwd = 100, 1000
-		d.setRegister("tail_ttl", 0, ttl)
+		d.setConfig("tail_ttl", ttl)
 		d.process(fwd, 1, nodeWrite(t, qpA, 100, nA1, valueSize))
 		d.process(fwd, 1, link(t, qpA, 101, nT0.va, nT0.ev, nA1))
 		d.process(fwd+5*ttl, 3, atomicAck(t, qpA, 101, hw(0, 0, nT0.ev)))
@@ -265,7 +274,7 @@ func randomTraffic(t *testing.T, seed uint64, steps int) {
 	rng := rand.New(rand.NewPCG(seed, 0x7e57))
 	d.steer(modeBoth)
 	const ttl = 400
-	d.setRegister("tail_ttl", 0, ttl)
+	d.setConfig("tail_ttl", ttl)
 	d.write(p4v1.Update_INSERT, d.trackEntry(otherKey, keySlot+1))
 	// Two memory nodes (memnode and clientC's port as a second one), four
 	// QPs to the first (two of client A's host) and one to the second.
@@ -352,7 +361,7 @@ func randomTraffic(t *testing.T, seed uint64, steps int) {
 			}
 			d.process(now, p4rt.DefaultCPUPort, out)
 		case op < 97:
-			d.setRegister("steer_mode", 0, uint64(rng.IntN(4)))
+			d.setConfig("mode", uint64(rng.IntN(4)))
 		case op < 98: // the controller reassigns a slot
 			d.setRegister("tail_valid", int64(keySlot+rng.IntN(2)), 0)
 		case op < 99:

@@ -116,9 +116,9 @@ func TestTNADifferentialRackTrace(t *testing.T) {
 		}
 		d.write(p4v1.Update_INSERT, d.trackEntry(k, slot))
 	}
-	d.setRegister("node_size", 0, cfg.NodeSize)
-	d.setRegister("tail_ttl", 0, cfg.TailTTLus)
-	d.setRegister("steer_mode", 0, cfg.SteerMode)
+	d.setConfig("node_size", cfg.NodeSize)
+	d.setConfig("tail_ttl", cfg.TailTTLus)
+	d.setConfig("mode", cfg.SteerMode)
 	for i, f := range frames {
 		d.process(1000+f.at, f.port, f.frame)
 		if i == len(frames)/2 {

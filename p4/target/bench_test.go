@@ -108,14 +108,10 @@ func BenchmarkSwordboxCAS(b *testing.B) {
 	}); err != nil {
 		b.Fatal(err)
 	}
-	for _, r := range []struct {
-		name string
-		v    byte
-	}{{"SwordboxIngress.steer_mode", 3}, {"SwordboxIngress.node_size", 144}} {
-		if err := d.WriteRegisterEntry(&p4v1.RegisterEntry{RegisterId: registerID(b, p, r.name), Index: &p4v1.Index{Index: 0},
-			Data: &p4v1.P4Data{Data: &p4v1.P4Data_Bitstring{Bitstring: []byte{r.v}}}}); err != nil {
-			b.Fatal(err)
-		}
+	// config: set_config(mode 3, node_size 144, tail_ttl 0).
+	if err := d.WriteTableEntry(p4v1.Update_MODIFY, &p4v1.TableEntry{TableId: tableID(b, p, "SwordboxIngress.config"), IsDefaultAction: true,
+		Action: act(actionID(b, p, "SwordboxIngress.set_config"), []byte{3}, []byte{144}, []byte{0})}); err != nil {
+		b.Fatal(err)
 	}
 	frame := swordboxCASFrame(b, 1, 0x7f0000001000)
 	n := 0

@@ -66,11 +66,10 @@ func FuzzProcess(f *testing.F) {
 	if _, err := os.Stat("../swordbox.p4"); err == nil {
 		sb := mustCompileFile(f, "../swordbox.p4")
 		sd := NewDevice(sb, Options{CPUPort: 255})
-		for _, r := range []string{"SwordboxIngress.steer_mode"} {
-			if err := sd.WriteRegisterEntry(&p4v1.RegisterEntry{RegisterId: registerID(f, sb, r), Index: &p4v1.Index{Index: 0},
-				Data: &p4v1.P4Data{Data: &p4v1.P4Data_Bitstring{Bitstring: []byte{3}}}}); err != nil {
-				f.Fatal(err)
-			}
+		// config: set_config(mode 3, node_size 0, tail_ttl 0).
+		if err := sd.WriteTableEntry(p4v1.Update_MODIFY, &p4v1.TableEntry{TableId: tableID(f, sb, "SwordboxIngress.config"), IsDefaultAction: true,
+			Action: act(actionID(f, sb, "SwordboxIngress.set_config"), []byte{3}, []byte{0}, []byte{0})}); err != nil {
+			f.Fatal(err)
 		}
 		devs = append(devs, sd)
 		f.Add(uint16(1), swordboxCASFrame(f, 7, 0x7f0000001000))

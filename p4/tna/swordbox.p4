@@ -33,7 +33,7 @@
  *     them as numbers and does not care.
  *   - Time: TNA's clock is the parser's global_tstamp in NANOSECONDS
  *     (48 bits); v1model's ingress_global_timestamp counts microseconds.
- *     The controller writes tail_ttl in microseconds (the contract), so the
+ *     The controller sets tail_ttl in microseconds (the contract), so the
  *     program multiplies it by 1000 with shifts (x*1000 = x<<10 - x<<4 -
  *     x<<3; Tofino has no multiplier) and compares ages in nanoseconds.
  *     tail_ts and cas_out_ts hold nanoseconds here. The controller treats
@@ -105,7 +105,7 @@ typedef bit<16> key_slot_t;        /* as the controller's track(slot) gives it *
 typedef bit<16> map_slot_t;        /* node and address map slots: 16 bits of crc32 */
 typedef bit<13> link_slot_t;       /* CAS records: 13 bits of crc32 */
 
-/* steer_mode register values (bit 0: write steering, bit 1: read steering). */
+/* Steering modes, the config table's mode parameter (bit 0: write steering, bit 1: read steering). */
 const bit<8> MODE_WRITE = 1;
 const bit<8> MODE_READ  = 2;
 
@@ -260,7 +260,7 @@ struct headers_t {
 struct metadata_t {
     bit<8>     mode;
     bit<32>    node_size;
-    bit<64>    ttl_us;      /* tail_ttl as the controller wrote it */
+    bit<64>    ttl_us;      /* tail_ttl as the controller set it */
     bit<64>    ttl_ns;      /* the same in nanoseconds */
     bit<48>    now;         /* global_tstamp, nanoseconds */
     bit<64>    clover_key;
@@ -417,21 +417,6 @@ control SwordboxIngress(inout headers_t hdr,
                         in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,
                         inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
                         inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
-
-    /* ---- steering configuration (written by the controller, index 0) ---- */
-    Register<bit<8>, bit<1>>(1)  steer_mode;  /* 0 off, 1 write, 2 read, 3 write and read */
-    Register<bit<32>, bit<1>>(1) node_size;   /* DMA length of a node WRITE/READ: 24 + object size */
-    Register<bit<64>, bit<1>>(1) tail_ttl;    /* microseconds a confirmed tail may be steered to */
-
-    RegisterAction<bit<8>, bit<1>, bit<8>>(steer_mode) steer_mode_read = {
-        void apply(inout bit<8> value, out bit<8> rv) { rv = value; }
-    };
-    RegisterAction<bit<32>, bit<1>, bit<32>>(node_size) node_size_read = {
-        void apply(inout bit<32> value, out bit<32> rv) { rv = value; }
-    };
-    RegisterAction<bit<64>, bit<1>, bit<64>>(tail_ttl) tail_ttl_read = {
-        void apply(inout bit<64> value, out bit<64> rv) { rv = value; }
-    };
 
     /* ---- per tracked key (index: the slot given by tracked_keys) ---- */
     Register<bit<8>, key_slot_t>(KEY_SLOTS)  tail_valid;
@@ -790,6 +775,29 @@ control SwordboxIngress(inout headers_t hdr,
         size = 1024;
     }
 
+    /*
+     * Steering configuration: one keyless table whose default entry the
+     * controller sets with a P4Runtime MODIFY (is_default_action = true),
+     * as in the v1model program (PI's P4Runtime server in bf_switchd
+     * implements no register writes). The default keeps steering off.
+     *   mode:      0 off, 1 write, 2 read, 3 write and read
+     *   node_size: DMA length of a node WRITE/READ: 24 + object size
+     *   tail_ttl:  microseconds a confirmed tail may be steered to
+     */
+    action set_config(bit<8> mode, bit<32> node_size, bit<48> tail_ttl) {
+        meta.mode = mode;
+        meta.node_size = node_size;
+        meta.ttl_us = (bit<64>)tail_ttl;
+    }
+
+    table config {
+        actions = {
+            set_config;
+        }
+        default_action = set_config(0, 0, 0);
+        size = 1;
+    }
+
     action track(bit<16> slot) {
         meta.tracked = 1;
         meta.key_slot = slot;
@@ -832,9 +840,7 @@ control SwordboxIngress(inout headers_t hdr,
             forward.apply();
 
             if (hdr.bth.isValid()) {
-                meta.mode = steer_mode_read.execute(0);
-                meta.node_size = node_size_read.execute(0);
-                meta.ttl_us = tail_ttl_read.execute(0);
+                config.apply();
                 /* x * 1000 = x * 1024 - x * 16 - x * 8 */
                 meta.ttl_ns = (meta.ttl_us << 10) - (meta.ttl_us << 4) - (meta.ttl_us << 3);
                 meta.now = ig_prsr_md.global_tstamp;

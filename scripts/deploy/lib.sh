@@ -352,10 +352,10 @@ sb_default_bin() {
 # sb_ctrl_up SERVER REPLACE WAIT BIN SWITCH DEVICE_ID ARGS...: start
 # `BIN ctrl run --switch SWITCH --device-id DEVICE_ID ARGS...` as the daemon
 # ctrl (REPLACE 1: stop the one this script started before), wait up to WAIT
-# seconds until it is in charge, then list the switch's tables. SERVER names
-# the switch's P4Runtime server for messages. A controller that logs "take
-# charge" instead (PI's P4Runtime servers refuse its register writes) is a
-# failure that names the cause.
+# seconds until it is in charge, then list the switch's tables (the config
+# table's default entry holds the steering mode). SERVER names the switch's
+# P4Runtime server for messages. A controller that logs "take charge"
+# instead could not program the switch: a failure, with its error.
 sb_ctrl_up() {
 	local server=$1 replace=$2 wait=$3 bin=$4 sw=$5 devid=$6
 	shift 6
@@ -364,13 +364,13 @@ sb_ctrl_up() {
 		sb_stop ctrl # a controller this script started before: replaced
 	fi
 	sb_daemon ctrl "$log" "$bin" ctrl run --switch "$sw" --device-id "$devid" "$@"
-	sb_note "$server's P4Runtime server is PI's, which refuses RegisterEntry writes and reads: the controller then logs 'take charge' with 'Register writes are not supported yet' after installing the forward table (docs/deploy.md, 'Registers over P4Runtime')"
 	sb_wait_log ctrl "$log" 'in charge|msg="take charge"' "$wait" "is $server up, and the rack file right?"
 	if [[ $SB_DRY == 0 ]] && ! grep -q 'in charge' "$log"; then
 		grep 'take charge' "$log" | tail -n 1 >&2
-		sb_fail "the controller could not take charge (forwarding entries are installed; steering is not): see docs/deploy.md, 'Registers over P4Runtime'"
+		sb_fail "the controller could not take charge: see the error above and $log"
 	fi
-	sb_note "check: the switch's tables as the controller left them"
+	sb_note "$server's P4Runtime server is PI's, which implements no register reads or writes: steering is configured through the config table and works; CAS repair needs register reads, so the controller logs 'repair is off' once and keeps steering (docs/deploy.md, 'Registers over P4Runtime')"
+	sb_note "check: the switch's tables as the controller left them (config's default entry: set_config with the steering mode)"
 	sb_run "$bin" ctrl show tables --switch "$sw" --device-id "$devid"
 }
 

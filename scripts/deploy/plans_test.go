@@ -92,6 +92,7 @@ func TestBMv2Plan(t *testing.T) {
 		}
 	}
 	findCall(t, calls, "ctrl", "show", "tables")
+	wantPINote(t, p, "simple_switch_grpc")
 
 	// The controller's command as planned loads the rack file and builds
 	// its plan against the committed P4Info (the names p4c's P4Info
@@ -101,6 +102,21 @@ func TestBMv2Plan(t *testing.T) {
 	args = setFlag(args, "--switch", freeAddr(t))
 	args = setFlag(args, "--metrics", freeAddr(t))
 	runUntil(t, args, "swordbox ctrl: switch")
+}
+
+// wantPINote checks that the plan says what a PI-based P4Runtime server
+// (server) means for the controller: steering configured through the
+// config table, repair off; and no longer that configuration fails.
+func wantPINote(t *testing.T, p plan, server string) {
+	t.Helper()
+	all := strings.Join(p.comments, "\n")
+	if !strings.Contains(all, server+"'s P4Runtime server is PI's") || !strings.Contains(all, "steering is configured through the config table and works") ||
+		!strings.Contains(all, "'repair is off'") {
+		t.Errorf("the plan does not say that steering works and repair is off on %s:\n%s", server, all)
+	}
+	if strings.Contains(all, "Register writes are not supported yet") || strings.Contains(all, "steering is not") {
+		t.Errorf("the plan still says configuration fails on %s:\n%s", server, all)
+	}
 }
 
 func TestTofinoPlan(t *testing.T) {
@@ -156,6 +172,7 @@ func TestTofinoPlan(t *testing.T) {
 			t.Errorf("ctrl run %s %q, want %q", flag, got, want)
 		}
 	}
+	wantPINote(t, p, "bf_switchd")
 }
 
 // TestTofinoDevconfig packs small stand-ins for the compiler's outputs and

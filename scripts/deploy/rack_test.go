@@ -137,7 +137,9 @@ func TestOneHostRack(t *testing.T) {
 	events := map[string]int{}
 	var res struct {
 		Ops, Errors uint64
-		CAS         uint64 `json:"CAS"`
+		Metrics     struct {
+			CAS uint64 `json:"CAS"`
+		} `json:"metrics"` // netns.ClientResult's clover.Metrics
 	}
 	f, err := os.Open(filepath.Join(run, "clients-0.jsonl"))
 	if err != nil {
@@ -166,14 +168,14 @@ func TestOneHostRack(t *testing.T) {
 			t.Errorf("event %s seen %d times in clients-0.jsonl, want 1 (events %v)", e, events[e], events)
 		}
 	}
-	if res.Ops == 0 || res.Errors != 0 || res.CAS == 0 {
-		t.Errorf("the client host measured ops %d, errors %d, CAS %d: want ops and CAS, no errors", res.Ops, res.Errors, res.CAS)
+	if res.Ops == 0 || res.Errors != 0 || res.Metrics.CAS == 0 {
+		t.Errorf("the client host measured ops %d, errors %d, CAS %d: want ops and CAS, no errors", res.Ops, res.Errors, res.Metrics.CAS)
 	}
 	counters, err := exec.Command(bin, "ctrl", "show", "counters", "--switch", grpc, "stats").CombinedOutput()
 	if err != nil {
 		t.Fatalf("ctrl show counters: %v\n%s", err, counters)
 	}
-	t.Logf("client host: %d ops, %d CAS in 1s; the switch's stats:\n%s", res.Ops, res.CAS, counters)
+	t.Logf("client host: %d ops, %d CAS in 1s; the switch's stats:\n%s", res.Ops, res.Metrics.CAS, counters)
 	// Write steering was configured through the rack file: the switch
 	// saw the tracked keys' linking CAS (stats[2], STAT_CAS) and confirmed
 	// tails at their ACKs (stats[12], STAT_TAIL_CONFIRMED).
