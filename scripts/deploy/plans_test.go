@@ -122,7 +122,7 @@ func wantPINote(t *testing.T, p plan, server string) {
 func TestTofinoPlan(t *testing.T) {
 	build := filepath.Join(t.TempDir(), "build")
 	p := dryRun(t, "tofino.sh", "--port", "1/0", "--port", "2/0:25G:FC", "--port", "3/-:40G:NONE", "--autoneg", "off",
-		"--build-dir", build, "--steering", "write")
+		"--build-dir", build, "--steering", "write", "--cpu-port", "192")
 	if _, err := os.Stat(build); !os.IsNotExist(err) {
 		t.Errorf("the dry run created %s (err %v): it must run nothing", build, err)
 	}
@@ -142,6 +142,9 @@ func TestTofinoPlan(t *testing.T) {
 	p4info := filepath.Join(build, "swordbox.p4info.txt")
 	if want := "-DP4FLAGS=--p4runtime-files " + p4info + " --p4runtime-force-std-externs"; !slices.Contains(cm, want) {
 		t.Errorf("cmake: no %s in %q", want, cm)
+	}
+	if want := "-DP4PPFLAGS=-DSWORDBOX_CPU_PORT=192"; !slices.Contains(cm, want) {
+		t.Errorf("cmake: no %s in %q (the program's CPU port, for PacketIn/Out)", want, cm)
 	}
 	p.has(t, "make", "-C", build, "swordbox")
 	out := filepath.Join(build, "swordbox/tofino")
@@ -326,12 +329,14 @@ func TestRefusals(t *testing.T) {
 		{"bmv2.sh", append(slices.Clone(bm), "--steering", "sideways"), "--steering sideways: want one of off write read-write"},
 		{"bmv2.sh", []string{"--port", "1=veth1"}, "--rack docs/examples/rack.yaml: a host is on port 2, which no --port gives"},
 		{"bmv2.sh", append(slices.Clone(bm), "--wait", "0"), "--wait 0: out of range 1..600"},
-		{"tofino.sh", []string{"--port", "70/0"}, "--port 70/0: front-panel port 70: out of range 1..65"},
-		{"tofino.sh", []string{"--port", "1/9"}, "--port 1/9: channel 9: out of range 0..7"},
-		{"tofino.sh", []string{"--port", "1/0:7G"}, "--port 1/0:7G: speed 7G: want one of"},
-		{"tofino.sh", []string{"--port", "1/0", "--fec", "XX"}, "--fec XX: want one of NONE FC RS"},
-		{"tofino.sh", []string{"--port", "1/0", "--hugepages", "10"}, "--hugepages 10: out of range 64..65536"},
-		{"tofino.sh", []string{"--port", "1/0", "--device-id", "300"}, "--device-id 300: out of range 0..255"},
+		{"tofino.sh", []string{"--cpu-port", "192", "--port", "70/0"}, "--port 70/0: front-panel port 70: out of range 1..65"},
+		{"tofino.sh", []string{"--cpu-port", "192", "--port", "1/9"}, "--port 1/9: channel 9: out of range 0..7"},
+		{"tofino.sh", []string{"--cpu-port", "192", "--port", "1/0:7G"}, "--port 1/0:7G: speed 7G: want one of"},
+		{"tofino.sh", []string{"--cpu-port", "192", "--port", "1/0", "--fec", "XX"}, "--fec XX: want one of NONE FC RS"},
+		{"tofino.sh", []string{"--cpu-port", "192", "--port", "1/0", "--hugepages", "10"}, "--hugepages 10: out of range 64..65536"},
+		{"tofino.sh", []string{"--cpu-port", "192", "--port", "1/0", "--device-id", "300"}, "--device-id 300: out of range 0..255"},
+		{"tofino.sh", []string{"--port", "1/0"}, "--cpu-port: required to build the program"},
+		{"tofino.sh", []string{"--port", "1/0", "--cpu-port", "512"}, "--cpu-port 512: out of range 0..511"},
 		{"dpdk-host.sh", append(slices.Clone(dp), "--ring-size", "1000"), "--ring-size 1000: want a power of two in 64..1048576"},
 		{"dpdk-host.sh", append(slices.Clone(dp), "--burst", "513"), "--burst 513: out of range 1..512"},
 		{"dpdk-host.sh", append(slices.Clone(dp), "--lcore", "100000"), "--lcore 100000: out of range 0.."},

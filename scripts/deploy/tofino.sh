@@ -58,6 +58,11 @@ Options (numbers are checked; a value out of range is refused):
   --device-id N          P4Runtime device id, 0..255 (default 0: the first ASIC)
   --hugepages N          2 MiB pages for the driver's DMA, 64..65536 (default 196, the SDE's)
   --election-id N        the controller's election id, 1..1000000000 (default 10)
+  --cpu-port N           device port of the chip's PCIe CPU port, 0..511, required unless
+                         --ctrl-only: 192 on a 2-pipe Tofino (Wedge100BF-32X), 320 on a
+                         4-pipe one (Wedge100BF-65X), 64 (the CPU Ethernet port) on the
+                         Tofino model; compiled in as -DSWORDBOX_CPU_PORT (PacketIn/Out,
+                         which the controller's CAS repair uses)
   --steering MODE        off | write | read-write (default write)
   --metrics HOST:PORT    the controller's Prometheus address (default 127.0.0.1:9464)
   --swordbox FILE        a built swordbox binary (default: go build into the build dir)
@@ -75,7 +80,7 @@ EOF
 
 ports=() speed=100G fec=RS autoneg=off p4=p4/tna/swordbox.p4 name=swordbox pipe=pipe arch=tofino
 build=build/tofino rundir="" skipconf="" rack=docs/examples/rack.yaml p4rt=0.0.0.0:9559 sw=""
-devid=0 huge=196 election=10 steering=write metrics=127.0.0.1:9464 bin="" wait=120 nokdrv=0 noctrl=0 ctrlonly=0 stop=0
+devid=0 cpu="" huge=196 election=10 steering=write metrics=127.0.0.1:9464 bin="" wait=120 nokdrv=0 noctrl=0 ctrlonly=0 stop=0
 while (($#)); do
 	case $1 in
 	--port) sb_value "$1" $#; ports+=("$2"); shift ;;
@@ -95,6 +100,7 @@ while (($#)); do
 	--device-id) sb_value "$1" $#; devid=$2; shift ;;
 	--hugepages) sb_value "$1" $#; huge=$2; shift ;;
 	--election-id) sb_value "$1" $#; election=$2; shift ;;
+	--cpu-port) sb_value "$1" $#; cpu=$2; shift ;;
 	--steering) sb_value "$1" $#; steering=$2; shift ;;
 	--metrics) sb_value "$1" $#; metrics=$2; shift ;;
 	--swordbox) sb_value "$1" $#; bin=$2; shift ;;
@@ -131,6 +137,10 @@ sb_oneof --steering "$steering" off write read-write
 sb_int --device-id "$devid" 0 255
 sb_int --hugepages "$huge" 64 65536
 sb_int --election-id "$election" 1 1000000000
+if ((ctrlonly == 0)); then
+	[[ -n $cpu ]] || sb_die "--cpu-port: required to build the program (192 on a 2-pipe Tofino, 320 on a 4-pipe one, 64 on the Tofino model; see --help)"
+	sb_int --cpu-port "$cpu" 0 511
+fi
 sb_int --wait "$wait" 1 600
 sb_hostport --p4rt-addr "$p4rt"
 sb_hostport --metrics "$metrics"
@@ -223,7 +233,8 @@ else
 	sb_run cmake -S "$sde/p4studio" -B "$build" \
 		-DCMAKE_INSTALL_PREFIX="$inst" -DCMAKE_MODULE_PATH="$sde/cmake" \
 		-DP4_NAME="$name" -DP4_PATH="$abs_p4" -DP4_LANG=p4-16 -DTOFINO="$tof" -DTOFINO2="$tof2" \
-		"-DP4FLAGS=--p4runtime-files $(absolute "$p4info") --p4runtime-force-std-externs"
+		"-DP4FLAGS=--p4runtime-files $(absolute "$p4info") --p4runtime-force-std-externs" \
+		"-DP4PPFLAGS=-DSWORDBOX_CPU_PORT=$((10#$cpu))"
 	sb_run make -C "$build" "$name"
 	sb_note "2. the device config: $devcfg (tofino.bin, context.json, bf-rt.json of pipeline $pipe)"
 	bin_name=tofino.bin
