@@ -744,6 +744,7 @@ func (e *Engine) answerForgotten(now int64, ci int32, psn roce.PSN, p *roce.Pack
 		e.emitAck(out, c, psn, roce.ACKSyndrome(roce.CreditInvalid), c.msn)
 	}
 	e.c.RetransmitsAnswered++
+	e.c.ForgottenAnswered++
 }
 
 // reissueRead sends a completed READ whose map entry is gone (see

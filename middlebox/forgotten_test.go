@@ -70,7 +70,7 @@ func TestDuplicateAnsweredAfterRingWrap(t *testing.T) {
 	r.checkToServer(r.one(ClientSide, f), 0, roce.OpRCWriteOnly, s)
 	serverAck(2, roce.OpRCAcknowledge, p)
 	c := r.e.Counters()
-	if c.RetransmitsAnswered != 2 || c.ReadsReissued != 1 || c.Drops[DropStaleRetransmit] != 0 {
+	if c.RetransmitsAnswered != 2 || c.ForgottenAnswered != 2 || c.ReadsReissued != 1 || c.Drops[DropStaleRetransmit] != 0 {
 		t.Fatalf("counters: %s", c.String())
 	}
 	if got := r.e.conns[1].fcount; got != 0 {
