@@ -55,6 +55,8 @@ type Counters struct {
 	Replayed            uint64 // requests resent by the middlebox from its own copies (NAKReplay)
 	ReplayLost          uint64 // copies a replay skipped: overwritten in the replay log (the client resends)
 	RetransmitsAnswered uint64 // retransmissions of completed operations answered by the middlebox
+	ForgottenAnswered   uint64 // of those, answered after their map entries were reused (answerForgotten)
+	ReadsReissued       uint64 // completed READs sent to the server again: their map entries were gone (reissueRead)
 	RetransmitsAbsorbed uint64 // retransmissions of operations the server acknowledged, still waiting in order
 	CASToWrite          uint64 // CMP_SWAP replaced by WRITE
 	FAToWrite           uint64 // FETCH_ADD replaced by WRITE
@@ -107,6 +109,8 @@ func (c *Counters) Map() map[string]uint64 {
 	add("replayed", c.Replayed)
 	add("replay-lost", c.ReplayLost)
 	add("retransmits-answered", c.RetransmitsAnswered)
+	add("forgotten-answered", c.ForgottenAnswered)
+	add("reads-reissued", c.ReadsReissued)
 	add("retransmits-absorbed", c.RetransmitsAbsorbed)
 	add("cas-to-write", c.CASToWrite)
 	add("fa-to-write", c.FAToWrite)
@@ -164,6 +168,8 @@ func (c *Counters) Add(o *Counters) {
 	c.Retransmits += o.Retransmits
 	c.Replayed += o.Replayed
 	c.RetransmitsAnswered += o.RetransmitsAnswered
+	c.ForgottenAnswered += o.ForgottenAnswered
+	c.ReadsReissued += o.ReadsReissued
 	c.RetransmitsAbsorbed += o.RetransmitsAbsorbed
 	c.CASToWrite += o.CASToWrite
 	c.FAToWrite += o.FAToWrite

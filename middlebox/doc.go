@@ -82,7 +82,14 @@
 //     with the recorded value): a server answers a duplicate WRITE with a
 //     cumulative ACK for its newest PSN, which on a shared connection may
 //     belong to another client. One the server has acknowledged but that
-//     waits for an earlier operation of its client is absorbed.
+//     waits for an earlier operation of its client is absorbed. A client
+//     whose answer was lost backs off and may resend after its entry has
+//     been reused (a shared ring turns over in about a hundred
+//     milliseconds of lock traffic); the duplicate is still answered, as a
+//     responder answers every duplicate (answerForgotten): a WRITE or SEND
+//     with an ACK, an atomic from the client's last 16 answered atomics, a
+//     READ by sending it to the server again (its response goes back as a
+//     duplicate and acknowledges nothing).
 //   - Server NAK PSN sequence error (a request was lost between middlebox
 //     and server): everything before its PSN is acknowledged; then, with
 //     NAKRecovery "replay" (default), the engine resends its own copies of

@@ -639,13 +639,13 @@ func (e *Engine) retransmit(now int64, ci int32, psn roce.PSN, p *roce.Packet, o
 	c := &e.conns[ci]
 	ref := c.inRing[uint32(psn)&uint32(len(c.inRing)-1)]
 	if ref.out < 0 || int(ref.out) >= len(e.conns) {
-		e.c.Drops[DropStaleRetransmit]++
+		e.answerForgotten(now, ci, psn, p, out)
 		return
 	}
 	o := &e.conns[ref.out]
 	en := o.slot(ref.outPSN)
 	if !en.valid || en.client != ci || en.inPSN != psn || en.outPSN != ref.outPSN {
-		e.c.Drops[DropStaleRetransmit]++
+		e.answerForgotten(now, ci, psn, p, out)
 		return
 	}
 	// Answered here, not by the server: a duplicate of an operation already
@@ -705,6 +705,112 @@ func (e *Engine) retransmit(now int64, ci int32, psn roce.PSN, p *roce.Packet, o
 		}
 		e.replayFrom(ref.out, next, now, out)
 	}
+}
+
+// answerForgotten answers a client's retransmission (PSN psn, packet p)
+// whose map entry has been reused since. Entries are only reused once
+// done, so the operation is complete, and it was acknowledged to the
+// client when it precedes the client's oldest outstanding operation; its
+// answer was lost, and the client's retransmission timer, backing off
+// exponentially, outlasted the outgoing ring. A responder answers every
+// duplicate request and never drops one silently (IBA 9.7.5, duplicate
+// requests; rxe duplicate_request): a SEND or WRITE packet with an ACK at
+// its PSN, an atomic with the original value it returned, which the
+// engine keeps for the client's last answered atomics as a responder keeps
+// its last max_rd_atomic results (conn.atomics), and a READ by executing it
+// again (reissueRead). An atomic no longer remembered, and an operation
+// still outstanding, are dropped (DropStaleRetransmit). Dropping the
+// duplicate silently would leave the client retrying until RETRY_EXC_ERR.
+func (e *Engine) answerForgotten(now int64, ci int32, psn roce.PSN, p *roce.Packet, out *Out) {
+	c := &e.conns[ci]
+	if !c.ready() || c.fcount > 0 && psn.Sub(e.conns[c.outConn].slot(c.fifoHead()).inPSN) >= 0 {
+		e.c.Drops[DropStaleRetransmit]++
+		return
+	}
+	switch classify(p.Opcode) {
+	case opRead:
+		if !e.reissueRead(now, ci, psn, p, out) {
+			e.c.Drops[DropStaleRetransmit]++
+		}
+		return
+	case opAtomic:
+		orig, ok := c.answeredAtomic(psn)
+		if !ok {
+			e.c.Drops[DropStaleRetransmit]++
+			return
+		}
+		e.emitAtomicAck(out, c, psn, orig, c.msn)
+	default:
+		e.emitAck(out, c, psn, roce.ACKSyndrome(roce.CreditInvalid), c.msn)
+	}
+	e.c.RetransmitsAnswered++
+	e.c.ForgottenAnswered++
+}
+
+// reissueRead sends a completed READ whose map entry is gone (see
+// answerForgotten) to the server again, as a new request on the connection
+// the client's operations travel on (its original one when none are
+// outstanding), the way a responder executes a duplicate READ again (IBA
+// 9.7.5, duplicate requests). Its entries are in no client's FIFO
+// (entry.reread): its response goes to the client as a duplicate response,
+// it acknowledges nothing to the client, and it completes with its last
+// response packet or when the server acknowledges a later PSN. It reports
+// false when the READ does not fit (the client's next retransmission tries
+// again).
+func (e *Engine) reissueRead(now int64, ci int32, psn roce.PSN, p *roce.Packet, out *Out) bool {
+	c := &e.conns[ci]
+	if p.RETH == nil {
+		return false
+	}
+	home := ci
+	if ref := c.inRing[uint32(psn)&uint32(len(c.inRing)-1)]; ref.out >= 0 && int(ref.out) < len(e.conns) {
+		home = ref.out
+	}
+	if c.fcount > 0 {
+		home = c.outConn
+	}
+	o := &e.conns[home]
+	if !o.outKnown {
+		return false
+	}
+	npkts := uint32(1)
+	if l := p.RETH.DMALen(); l > e.pmtu {
+		npkts = (l + e.pmtu - 1) / e.pmtu
+	}
+	if npkts > uint32(len(o.ring)/2) || npkts > uint32(len(c.inRing)/2) {
+		return false
+	}
+	for i := uint32(0); i < npkts; i++ {
+		if s := o.slot(o.outNext + roce.PSN(i)); s.valid && !s.done {
+			e.c.Drops[DropRingFull]++
+			return false
+		}
+	}
+	outPSN := o.outNext
+	first := o.slot(outPSN)
+	*first = entry{client: ci, inPSN: psn, outPSN: outPSN, valid: true, word: -1, msgEnd: true, kind: kRead, npkts: npkts, reread: true}
+	for i := uint32(1); i < npkts; i++ {
+		op := outPSN.Add(int(i))
+		*o.slot(op) = entry{client: ci, inPSN: psn.Add(int(i)), outPSN: op, valid: true, word: -1, kind: kReadCont, npkts: i}
+		c.inRing[(uint32(psn)+i)&uint32(len(c.inRing)-1)] = inRef{out: home, outPSN: op}
+	}
+	c.inRing[uint32(psn)&uint32(len(c.inRing)-1)] = inRef{out: home, outPSN: outPSN}
+	o.outNext = outPSN.Add(int(npkts))
+	var bad uint32 // the ICRC error to carry (icrc.go); with verification, the frame is intact
+	if !e.verify {
+		bad = icrcErrOf(p)
+	}
+	if e.steer != nil {
+		e.steer.request(now, p)
+	}
+	if home != ci {
+		retargetRequest(p.Frame, p.L3Off, p.L4Off, p.BTHOff, o)
+	}
+	p.BTH.SetPSN(uint32(outPSN))
+	finish(p, bad)
+	e.forward(o, first, p.Frame, out)
+	e.c.ReadsReissued++
+	return true
 }
 
 // replayFrom resends, in order, the middlebox's copies of the requests on

@@ -150,10 +150,15 @@ func (e *Engine) ackRange(oi int32, upto roce.PSN) bool {
 	for q := o.ackedTo.Add(1); ; q = q.Add(1) {
 		en := o.slot(q)
 		if en.valid && en.outPSN == q && !en.done {
-			if en.kind == kPlain || en.kind == kAtomicConv {
+			switch {
+			case en.reread:
+				e.complete(o, en) // answers nobody: the client has its answer or will resend
+			case en.kind == kPlain || en.kind == kAtomicConv:
 				en.srvAcked = true
+				e.touch(en.client)
+			default:
+				e.touch(en.client)
 			}
-			e.touch(en.client)
 		}
 		if q == upto {
 			break
@@ -228,6 +233,7 @@ func (e *Engine) flush(ci int32, out *Out) {
 				}
 				c.msn = (c.msn + 1) & roce.MaxMSN
 				e.emitAtomicAck(out, c, en.inPSN, en.prior, c.msn)
+				c.rememberAtomic(en.inPSN, en.prior)
 				pend = false
 			default:
 				break loop
@@ -416,21 +422,26 @@ func (e *Engine) readResp(oi int32, psn roce.PSN, op roce.Opcode, f []byte, icrc
 	ci := en.client
 	c := &e.conns[ci]
 	last := op == roce.OpRCReadResponseLast || op == roce.OpRCReadResponseOnly
-	if !rd.done {
+	switch {
+	case !rd.done && !rd.reread:
 		e.ackRange(oi, first.Add(-1))
 		e.flushTouched(out)
 		if c.fcount == 0 || c.fifoHead() != first || c.outConn != oi {
 			e.c.Drops[DropRespBlocked]++
 			return
 		}
-	} else {
+	case !rd.done: // a READ sent again (reissueRead): a duplicate response
+		e.ackRange(oi, first.Add(-1))
+		e.flushTouched(out)
+		e.c.DupResponses++
+	default:
 		e.c.DupResponses++
 	}
 	if psn.Sub(o.ackedTo) > 0 {
 		o.ackedTo = psn
 	}
 	msn := c.msn
-	completes := last && !rd.done && psn == first.Add(int(rd.npkts)-1)
+	completes := last && !rd.done && !rd.reread && psn == first.Add(int(rd.npkts)-1)
 	if completes {
 		msn = (msn + 1) & roce.MaxMSN
 	}
@@ -473,6 +484,9 @@ func (e *Engine) readResp(oi int32, psn roce.PSN, op roce.Opcode, f []byte, icrc
 		e.complete(o, rd)
 		c.fifoPop()
 		e.flush(ci, out)
+	}
+	if rd.reread && last && !rd.done && psn == first.Add(int(rd.npkts)-1) {
+		e.complete(o, rd)
 	}
 }
 

@@ -46,6 +46,7 @@ type entry struct {
 	respSeen bool   // kAtomicPass: the ATOMIC ACK arrived
 	fa       bool   // the atomic is a FETCH_ADD
 	foreign  bool   // counted in servers[fsrv].foreign
+	reread   bool   // kRead: a completed READ sent again (reissueRead), in no client's FIFO
 	flen     uint16 // NAKReplay: length of the request's copy in the replay log (0: none)
 
 	fpos    uint64 // NAKReplay: the copy's position in the owning connection's replayLog
@@ -101,10 +102,44 @@ type conn struct {
 	rmask    uint32
 	log      *replayLog // NAKReplay, shared connections only: copies of the requests sent
 
+	// atomics are the client's last answered atomics (its PSN, the
+	// original value returned), newest at atomicNext-1: the answers to
+	// duplicates whose map entries are gone (answerForgotten).
+	atomics    [clientAtomics]answeredAtomic
+	atomicNext uint8
+
 	tmpl       ackTemplate
 	lastSeen   int64
 	lastReplay int64 // when the middlebox last replayed this connection's requests
 	replaying  bool
+}
+
+// clientAtomics is how many answered atomics a client connection
+// remembers: a requester has at most max_rd_atomic READs and atomics
+// outstanding (16 on common RNICs, and roce/rnic's default).
+const clientAtomics = 16
+
+type answeredAtomic struct {
+	psn  roce.PSN
+	orig uint64
+	ok   bool
+}
+
+// rememberAtomic notes the answer sent for the client's atomic at psn.
+func (c *conn) rememberAtomic(psn roce.PSN, orig uint64) {
+	c.atomics[c.atomicNext%clientAtomics] = answeredAtomic{psn: psn, orig: orig, ok: true}
+	c.atomicNext = (c.atomicNext + 1) % clientAtomics
+}
+
+// answeredAtomic returns the original value answered to the client's
+// atomic at psn, if it is among the remembered ones.
+func (c *conn) answeredAtomic(psn roce.PSN) (uint64, bool) {
+	for i := range c.atomics {
+		if a := &c.atomics[i]; a.ok && a.psn == psn {
+			return a.orig, true
+		}
+	}
+	return 0, false
 }
 
 func (c *conn) ready() bool { return c.bound && c.macKnown && c.outKnown }

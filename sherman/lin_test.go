@@ -190,7 +190,24 @@ func TestLinearizableHotKeys(t *testing.T) {
 				if faulty {
 					cfg.Faults = faults
 				}
+				if *mboxTraceDir != "" {
+					tr := &mboxTracer{start: time.Now()}
+					cfg.MboxTap = tr.tap
+					t.Cleanup(func() { tr.dump(t, *mboxTraceDir) })
+				}
 				r := newRack(t, cfg)
+				if *mboxTraceDir != "" {
+					t.Cleanup(func() {
+						if t.Failed() {
+							for i, h := range r.Hosts {
+								t.Logf("host %d: %+v", i, h.Stats())
+							}
+							for i, m := range r.Memory {
+								t.Logf("memory %d: %+v", i, m.Stats())
+							}
+						}
+					})
+				}
 				hist, fresh := runHot(t, r, 4, ops, 0.3, 3)
 				checkLinearizable(t, hist)
 				kv, st, err := r.Check()

@@ -57,6 +57,11 @@ type ShermanConfig struct {
 	// RNICTimeout is every RNIC's local ACK timeout (default 50ms).
 	RNICTimeout  time.Duration
 	NoIndexCache bool
+	// MboxTap, if set, sees every frame the middlebox receives (sent
+	// false) and sends (sent true) on each side (0 clients, 1 memory
+	// nodes), and (side 2) every frame a client host receives and sends:
+	// test instrumentation.
+	MboxTap func(side int, sent bool, frame []byte)
 }
 
 // ShermanRack is Sherman running on a software rack.
@@ -148,7 +153,11 @@ func NewShermanRack(ctx context.Context, cfg ShermanConfig) (_ *ShermanRack, err
 		if err != nil {
 			return nil, err
 		}
-		d, err := rnic.New(devPort, rnic.Config{Name: name, MAC: HostMAC(member), IP: HostIP(member), Timeout: cfg.RNICTimeout, Timing: timing})
+		var dp netio.Port = devPort
+		if side == 0 && cfg.MboxTap != nil {
+			dp = &mboxTapPort{Port: devPort, side: 2, tap: cfg.MboxTap} // a client host's own view
+		}
+		d, err := rnic.New(dp, rnic.Config{Name: name, MAC: HostMAC(member), IP: HostIP(member), Timeout: cfg.RNICTimeout, Timing: timing})
 		if err != nil {
 			return nil, err
 		}
@@ -274,6 +283,9 @@ func NewShermanRack(ctx context.Context, cfg ShermanConfig) (_ *ShermanRack, err
 	lctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	loop := &middlebox.Loop{S: r.Mbox, Ports: [2]netio.Port{r.mbPorts[0], r.mbPorts[1]}}
+	if cfg.MboxTap != nil {
+		loop.Ports = [2]netio.Port{&mboxTapPort{Port: r.mbPorts[0], side: 0, tap: cfg.MboxTap}, &mboxTapPort{Port: r.mbPorts[1], side: 1, tap: cfg.MboxTap}}
+	}
 	r.wg.Add(1)
 	go func() { defer r.wg.Done(); _ = loop.Run(lctx) }()
 	for _, d := range r.Dirs {
@@ -386,4 +398,27 @@ func (r *ShermanRack) Close() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// mboxTapPort shows every frame received and sent through a middlebox port
+// to tap (ShermanConfig.MboxTap).
+type mboxTapPort struct {
+	netio.Port
+	side int
+	tap  func(side int, sent bool, frame []byte)
+}
+
+func (p *mboxTapPort) Recv(bufs [][]byte) (int, error) {
+	n, err := p.Port.Recv(bufs)
+	for _, f := range bufs[:n] {
+		p.tap(p.side, false, f)
+	}
+	return n, err
+}
+
+func (p *mboxTapPort) Send(frames [][]byte) (int, error) {
+	for _, f := range frames {
+		p.tap(p.side, true, f)
+	}
+	return p.Port.Send(frames)
 }
