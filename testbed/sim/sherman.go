@@ -436,6 +436,8 @@ func RunShermanSuite(ctx context.Context, c testbed.ShermanSuiteConfig, progress
 		}
 	}
 	return run, runCells(ctx, run, len(specs), progress,
-		func(i int) string { return fmt.Sprintf("%s threads=%d %s", specs[i].Workload(), specs[i].Threads, specs[i].Mode) },
+		func(i int) string {
+			return fmt.Sprintf("%s threads=%d %s", specs[i].Workload(), specs[i].Threads, specs[i].Mode)
+		},
 		func(i int) (report.Cell, error) { return RunShermanCell(ctx, specs[i]) })
 }
