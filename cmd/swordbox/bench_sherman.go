@@ -94,16 +94,17 @@ func runBenchShermanVirtual(cmd *cobra.Command, cfg benchConfig) error {
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
-	// The estimate: about 15 s of wall time per 1,000 thread-milliseconds
-	// of virtual time, plus the load (docs/sherman.md, "Virtual time").
+	// The estimate: about 2 s of wall time per 1,000 thread-milliseconds
+	// of virtual time, plus 30 us per key for the load (measured here:
+	// docs/sherman.md, "Virtual time").
 	threads := 0
 	for _, s := range specs {
 		threads += s.Threads
 	}
 	per := time.Duration(0)
 	if len(specs) > 0 {
-		per = time.Duration(float64(threads)/float64(len(specs))*(suite.Duration+suite.Warmup).Seconds()*15*float64(time.Second)) +
-			time.Duration(suite.KeySpace)*40*time.Microsecond
+		per = time.Duration(float64(threads)/float64(len(specs))*(suite.Duration+suite.Warmup).Seconds()*2*float64(time.Second)) +
+			time.Duration(suite.KeySpace)*30*time.Microsecond
 	}
 	wall := cfg
 	wall.Duration, wall.Warmup = 0, 0
