@@ -96,7 +96,7 @@ func RunShermanCell(ctx context.Context, spec testbed.ShermanCellSpec) (report.C
 	if err != nil {
 		return cell, err
 	}
-	memSize := shermanMemory(spec.KeySpace)
+	memSize := testbed.ShermanMemory(spec.KeySpace)
 	data, err := mem.Device().Register(make([]byte, memSize), verbs.AccessAll)
 	if err != nil {
 		return cell, err
@@ -394,15 +394,6 @@ func procErr(sch *Sched) error {
 		}
 	}
 	return nil
-}
-
-// shermanMemory sizes the memory node's data region for a key space as
-// the wall-clock bench does: leaves half full after splits (27 keys per
-// KiB), a chunk per thread besides.
-func shermanMemory(keySpace int) int {
-	need := (keySpace/27+1)*sherman.PageSize*2 + 256*sherman.DefaultChunkSize
-	mb := (need + (1<<20 - 1)) >> 20
-	return mb << 20
 }
 
 // RunShermanSuite runs the cells of c (testbed.ShermanSuiteConfig.Cells,
