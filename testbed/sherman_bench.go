@@ -137,7 +137,7 @@ func RunShermanCell(ctx context.Context, spec ShermanCellSpec) (report.Cell, err
 		zipf = z
 	}
 	r, err := NewShermanRack(ctx, ShermanConfig{Mode: spec.Mode, MemoryNodes: spec.MemoryNodes, ClientHosts: spec.ClientHosts,
-		Threads: spec.Threads, Timing: spec.Timing, MemorySize: shermanMemory(spec.KeySpace)})
+		Threads: spec.Threads, Timing: spec.Timing, MemorySize: ShermanMemory(spec.KeySpace)})
 	if err != nil {
 		return cell, err
 	}
@@ -305,9 +305,9 @@ func metricsDiff(a, b sherman.Metrics) sherman.Metrics {
 		LeafSplits: a.LeafSplits - b.LeafSplits}
 }
 
-// shermanMemory sizes a memory node's data region for a key space: leaves
+// ShermanMemory sizes a memory node's data region for a key space: leaves
 // half full after splits (27 keys per KiB), a chunk per thread besides.
-func shermanMemory(keySpace int) int {
+func ShermanMemory(keySpace int) int {
 	need := (keySpace/27+1)*sherman.PageSize*2 + 256*sherman.DefaultChunkSize
 	mb := (need + (1<<20 - 1)) >> 20
 	return mb << 20

@@ -111,7 +111,7 @@ Scenarios:
 	f.Bool("json", false, "print the cells as a JSON array on stdout instead of the table")
 	f.Bool("netns", false, "run every host as its own process in its own network namespace, joined by veth pairs (root; see docs/netns.md)")
 	f.Bool("no-progress", false, "show no progress on stderr (else a bar on a terminal, one line per finished cell otherwise)")
-	f.String("clock", clockWall, "wall: the software rack in real time; virtual: the virtual-time rack (testbed/sim, docs/sim.md), every time simulated, Clover and cas-mux, plus the threads scenario (Figure 5)")
+	f.String("clock", clockWall, "wall: the software rack in real time; virtual: the virtual-time rack (testbed/sim, docs/sim.md), every time simulated, Clover and cas-mux, plus the threads scenario (Figure 5), and --system sherman")
 	f.Duration("virtual-duration", 2*time.Millisecond, "with --clock virtual: measured virtual time per cell (--duration is wall time)")
 	f.Duration("virtual-warmup", 2*time.Millisecond, "with --clock virtual: unmeasured virtual time per cell")
 	return c

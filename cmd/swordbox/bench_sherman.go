@@ -13,6 +13,7 @@ import (
 
 	"github.com/swordbox/swordbox/testbed"
 	"github.com/swordbox/swordbox/testbed/report"
+	"github.com/swordbox/swordbox/testbed/sim"
 )
 
 // shermanDefaultTiming is the memory nodes' timing model when --timing is
@@ -61,6 +62,55 @@ func runBenchSherman(cmd *cobra.Command, cfg benchConfig) error {
 	return runSuiteCLI(cmd, cfg, "bench", testbed.ScenarioSherman, len(specs), 3*time.Second,
 		func(ctx context.Context, progress func(i, n int, label string)) (*report.Run, error) {
 			return testbed.RunShermanSuite(ctx, suite, progress)
+		})
+}
+
+// shermanVirtualTiming is the memory node's timing model with --clock
+// virtual when --timing is not given: the ConnectX-5 caps as they are
+// (the wall-clock rack divides them because it is slower than a NIC;
+// virtual time is not), as for the virtual cas-mux scenario.
+const shermanVirtualTiming = "cx5"
+
+// runBenchShermanVirtual is `swordbox bench --system sherman --clock
+// virtual`: the same cells on the virtual-time rack (testbed/sim), one
+// memory node, --virtual-duration and --virtual-warmup per cell.
+func runBenchShermanVirtual(cmd *cobra.Command, cfg benchConfig) error {
+	if cfg.Sherman.MemoryNodes != 1 {
+		return fmt.Errorf("bench: --memory-nodes %d: --clock virtual runs Sherman on one memory node", cfg.Sherman.MemoryNodes)
+	}
+	if cfg.MemWorkers != 0 {
+		return fmt.Errorf("bench: --memory-workers %d: the virtual-time rack has none (the NIC model orders requests); drop it", cfg.MemWorkers)
+	}
+	v := cfg
+	if v.Timing == "" {
+		v.Timing = shermanVirtualTiming
+	}
+	v.Duration, v.Warmup = cfg.VirtualDuration, cfg.VirtualWarmup
+	suite, err := shermanSuite(cmd, v, cfg.Sherman)
+	if err != nil {
+		return err
+	}
+	specs, err := suite.Cells()
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	// The estimate: about 2 s of wall time per 1,000 thread-milliseconds
+	// of virtual time, plus 30 us per key for the load (measured here:
+	// docs/sherman.md, "Virtual time").
+	threads := 0
+	for _, s := range specs {
+		threads += s.Threads
+	}
+	per := time.Duration(0)
+	if len(specs) > 0 {
+		per = time.Duration(float64(threads)/float64(len(specs))*(suite.Duration+suite.Warmup).Seconds()*2*float64(time.Second)) +
+			time.Duration(suite.KeySpace)*30*time.Microsecond
+	}
+	wall := cfg
+	wall.Duration, wall.Warmup = 0, 0
+	return runSuiteCLI(cmd, wall, "bench --clock virtual", testbed.ScenarioSherman, len(specs), per,
+		func(ctx context.Context, progress func(i, n int, label string)) (*report.Run, error) {
+			return sim.RunShermanSuite(ctx, suite, progress)
 		})
 }
 

@@ -61,3 +61,53 @@ func TestBenchShermanRefusesBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchShermanVirtual: --system sherman --clock virtual runs the cells
+// on the virtual-time rack with the tree checked after each, one seed
+// gives the same output twice, and the combinations the rack cannot run
+// are refused by name.
+func TestBenchShermanVirtual(t *testing.T) {
+	run := func() string {
+		out, errOut, err := runBenchCmd(t, "--system", "sherman", "--clock", "virtual", "--read-ratios", "50", "--dists", "zipf",
+			"--sweep", "4", "--modes", "plain,cas-to-write", "--key-space", "512", "--client-hosts", "2",
+			"--virtual-duration", "200us", "--virtual-warmup", "100us", "--json", "--no-progress", "--results", "")
+		if err != nil {
+			t.Fatalf("bench: %v\n%s", err, errOut)
+		}
+		return out
+	}
+	out := run()
+	var cells []map[string]any
+	if err := json.Unmarshal([]byte(out), &cells); err != nil {
+		t.Fatalf("stdout is not a JSON array: %v\n%s", err, out)
+	}
+	if len(cells) != 2 || cells[0]["mode"] != "plain" || cells[1]["mode"] != "cas-to-write" {
+		t.Fatalf("cells: %v", cells)
+	}
+	for i, c := range cells {
+		if ops, _ := c["ops"].(float64); ops <= 0 {
+			t.Errorf("cell %d: ops %v", i, c["ops"])
+		}
+		if note, _ := c["note"].(string); !strings.Contains(note, "invariants hold") {
+			t.Errorf("cell %d: note %q", i, note)
+		}
+	}
+	if again := run(); again != out {
+		t.Errorf("one seed, two outputs:\n%s\n%s", out, again)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--memory-nodes", "2"}, "--memory-nodes"},
+		{[]string{"--memory-workers", "2"}, "--memory-workers"},
+		{[]string{"--netns"}, "--netns"},
+		{[]string{"--sweep", "0"}, "--sweep"},
+		{[]string{"--timing", "cx9"}, "--timing"},
+	} {
+		_, _, err := runBenchCmd(t, append([]string{"--system", "sherman", "--clock", "virtual", "--no-progress", "--results", ""}, tc.args...)...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: err %v, want one containing %q", tc.args, err, tc.want)
+		}
+	}
+}

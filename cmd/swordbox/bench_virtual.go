@@ -23,8 +23,11 @@ const (
 // (testbed/sim), every time in them simulated; --virtual-duration and
 // --virtual-warmup are the measured and unmeasured virtual time per cell.
 func runBenchVirtual(cmd *cobra.Command, cfg benchConfig) error {
+	if cfg.System == "sherman" {
+		return runBenchShermanVirtual(cmd, cfg)
+	}
 	if cfg.System != "" && cfg.System != "clover" {
-		return fmt.Errorf("bench: --clock virtual runs Clover only (--system %s runs on the wall clock)", cfg.System)
+		return fmt.Errorf("bench: --clock virtual runs Clover and Sherman (--system %s runs on the wall clock)", cfg.System)
 	}
 	if cfg.Netns {
 		return fmt.Errorf("bench: --clock virtual and --netns: the namespace rack runs on the wall clock; drop one")

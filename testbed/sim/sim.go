@@ -15,6 +15,7 @@
 // Clover's metadata server and clients on the rack (CloverRack, RunClover);
 // the middlebox engine as a node with per-core service time and the lock
 // benchmark through it (Middlebox, RunCASMux: SwordBox Figure 10);
+// Sherman's benchmark cells through it (RunShermanCell, RunShermanSuite);
 // and the rack as a benchmark cell's rack (NewCellRack, RunSuite, the
 // threads scenario) for testbed's one cell runner. It does not own any
 // protocol: frames are real RoCEv2 frames built and parsed by roce,
