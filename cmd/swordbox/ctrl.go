@@ -102,7 +102,7 @@ serves Prometheus metrics on --metrics.`,
 	f.String("metrics", d.Metrics, "serve Prometheus /metrics on this address (empty: off)")
 	f.String("steering", d.Steering, "off | write | read-write")
 	f.Int("object-size", d.ObjectSize, "Clover object size in bytes, 1..4072 (a node is 24 + size)")
-	f.Duration("tail-ttl", d.TailTTL, "how long a confirmed tail may be steered to after the CAS that linked it; keep it below half of Clover's T_r")
+	f.Duration("tail-ttl", d.TailTTL, "how long a confirmed tail may be steered to after the CAS that linked it")
 	f.Int("hot-keys", d.HotKeys, "keep the hottest N keys tracked (instead of tracked-keys)")
 	f.String("hot-key-range", d.HotKeyRange, "candidate keys of hot-key steering, lo-hi")
 	f.Int("hot-key-probes", d.HotKeyProbes, "candidate keys probed per hot-keys period")

@@ -527,3 +527,28 @@ func waitUp(t *testing.T, p *swordboxProc, where, ready string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestBenchDocsRanges checks that docs/bench.md's ranges table gives every
+// range of the bench section as the validation layer enforces it.
+func TestBenchDocsRanges(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/bench.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]string{}
+	for _, l := range strings.Split(string(doc), "\n") {
+		if cells := strings.Split(l, "|"); len(cells) == 4 && strings.HasPrefix(strings.TrimSpace(cells[1]), "`--") {
+			rows[strings.Trim(strings.TrimSpace(cells[1]), "`")] = cells[2]
+		}
+	}
+	for _, s := range settings["bench"].spans {
+		row, ok := rows["--"+s.key]
+		if !ok {
+			t.Errorf("docs/bench.md has no range row for --%s (%s)", s.key, s.rangeText())
+			continue
+		}
+		if r := s.format(s.lo) + ".." + s.format(s.hi); !strings.Contains(row, r) {
+			t.Errorf("docs/bench.md: --%s is %q, the layer enforces %s", s.key, strings.TrimSpace(row), s.rangeText())
+		}
+	}
+}
