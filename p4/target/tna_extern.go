@@ -645,15 +645,17 @@ func tnaColor(v uint64) uint64 {
 // trailing odd byte padded with zero), or of their complements.
 func onesSum(b []byte, complement bool) uint64 {
 	var sum uint64
-	for i := 0; i < len(b); i += 2 {
-		w := uint64(b[i]) << 8
-		if i+1 < len(b) {
-			w |= uint64(b[i+1])
-		}
-		if complement {
-			w ^= 0xffff
-		}
-		sum += w
+	for i := 0; i+1 < len(b); i += 2 {
+		sum += uint64(b[i])<<8 | uint64(b[i+1])
+	}
+	words := uint64(len(b) / 2)
+	if len(b)%2 == 1 {
+		sum += uint64(b[len(b)-1]) << 8
+		words++
+	}
+	if complement {
+		// The sum of the words' complements, 0xffff - w each.
+		sum = words*0xffff - sum
 	}
 	return sum
 }
