@@ -414,18 +414,10 @@ func crc32IEEE(b []byte) uint64 {
 	return uint64(^crc)
 }
 
+// csum16 is the Internet checksum of b (RFC 1071): the complement of its
+// folded ones' complement sum.
 func csum16(b []byte) uint64 {
-	var sum uint32
-	for i := 0; i+1 < len(b); i += 2 {
-		sum += uint32(b[i])<<8 | uint32(b[i+1])
-	}
-	if len(b)%2 == 1 {
-		sum += uint32(b[len(b)-1]) << 8
-	}
-	for sum>>16 != 0 {
-		sum = sum&0xffff + sum>>16
-	}
-	return uint64(^uint16(sum))
+	return ^foldSum(onesSum(b, false)) & 0xffff
 }
 
 func identity(b []byte) uint64 {

@@ -186,23 +186,18 @@ func (c *compiler) declareTNAExtern(sc *scope, d *frontend.InstDecl, x *externC)
 	case "RegisterAction":
 		nargs(3)
 		args := c.ctorArgs(d, []string{"reg"}, 1)
-		id, ok := args[0].(*frontend.IdentExpr)
-		var s *symbol
-		if ok {
-			s = sc.lookup(id.Name)
-		}
-		if s == nil || s.kind != sExtern || s.ext.kind != "register" || !s.ext.tna {
+		reg, name := c.externArg(sc, args[0])
+		if reg == nil || reg.kind != "register" || !reg.tna {
 			c.fail(args[0].ExprPos(), "RegisterAction needs a Register instance")
 		}
-		reg := s.ext
 		t := c.resolveType(sc, targs[0])
 		if t != reg.t {
-			c.fail(targs[0].P, "RegisterAction value type %s differs from register %s's %s", t, id.Name, reg.t)
+			c.fail(targs[0].P, "RegisterAction value type %s differs from register %s's %s", t, name, reg.t)
 		}
 		if targs[1].Kind != "dontcare" {
 			it := c.resolveType(sc, targs[1])
 			if reg.idxT != nil && it != reg.idxT {
-				c.fail(targs[1].P, "RegisterAction index type %s differs from register %s's %s", it, id.Name, reg.idxT)
+				c.fail(targs[1].P, "RegisterAction index type %s differs from register %s's %s", it, name, reg.idxT)
 			}
 		}
 		u := c.resolveType(sc, targs[2])
@@ -222,23 +217,19 @@ func (c *compiler) declareTNAExtern(sc *scope, d *frontend.InstDecl, x *externC)
 	case "DirectRegisterAction":
 		nargs(2)
 		args := c.ctorArgs(d, []string{"reg"}, 1)
-		id, ok := args[0].(*frontend.IdentExpr)
-		var s *symbol
-		if ok {
-			s = sc.lookup(id.Name)
-		}
-		if s == nil || s.kind != sExtern || s.ext.kind != "direct_register" {
+		reg, name := c.externArg(sc, args[0])
+		if reg == nil || reg.kind != "direct_register" {
 			c.fail(args[0].ExprPos(), "DirectRegisterAction needs a DirectRegister instance")
 		}
 		t := c.resolveType(sc, targs[0])
-		if t != s.ext.t {
-			c.fail(targs[0].P, "DirectRegisterAction value type %s differs from direct register %s's %s", t, id.Name, s.ext.t)
+		if t != reg.t {
+			c.fail(targs[0].P, "DirectRegisterAction value type %s differs from direct register %s's %s", t, name, reg.t)
 		}
 		u := c.resolveType(sc, targs[1])
 		if u.kind != kBit && u.kind != kBool {
 			c.fail(targs[1].P, "DirectRegisterAction return type must be bit<W> or bool, found %s", u)
 		}
-		x.ra = c.registerAction(sc, d, s.ext, t, u)
+		x.ra = c.registerAction(sc, d, reg, t, u)
 	case "Hash":
 		nargs(1)
 		w := c.resolveType(sc, targs[0])
@@ -378,21 +369,32 @@ var (
 	crc64Spec = newCRC(64, 0x42f0e1eba9ea3693, false, 0, 0)
 )
 
+// externArg resolves a constructor argument that names an extern instance
+// (a Register for a RegisterAction, a CRCPolynomial for a Hash). It returns
+// nil when the argument is not a plain name bound to an extern instance.
+func (c *compiler) externArg(sc *scope, e frontend.Expr) (*externC, string) {
+	id, ok := e.(*frontend.IdentExpr)
+	if !ok {
+		return nil, ""
+	}
+	s := sc.lookup(id.Name)
+	if s == nil || s.kind != sExtern {
+		return nil, id.Name
+	}
+	return s.ext, id.Name
+}
+
 func (c *compiler) tnaHashAlgo(sc *scope, algo, poly frontend.Expr) func([]byte) uint64 {
 	a := c.tnaEnum(sc, algo, "HashAlgorithm_t")
 	if poly != nil {
 		if a != tnaCustom {
 			c.fail(poly.ExprPos(), "a CRCPolynomial goes with HashAlgorithm_t.CUSTOM")
 		}
-		id, ok := poly.(*frontend.IdentExpr)
-		var s *symbol
-		if ok {
-			s = sc.lookup(id.Name)
-		}
-		if s == nil || s.kind != sExtern || s.ext.crc == nil {
+		crc, _ := c.externArg(sc, poly)
+		if crc == nil || crc.crc == nil {
 			c.fail(poly.ExprPos(), "expected a CRCPolynomial instance")
 		}
-		return s.ext.crc.sum
+		return crc.crc.sum
 	}
 	switch a {
 	case tnaIdentity:
@@ -643,15 +645,17 @@ func tnaColor(v uint64) uint64 {
 // trailing odd byte padded with zero), or of their complements.
 func onesSum(b []byte, complement bool) uint64 {
 	var sum uint64
-	for i := 0; i < len(b); i += 2 {
-		w := uint64(b[i]) << 8
-		if i+1 < len(b) {
-			w |= uint64(b[i+1])
-		}
-		if complement {
-			w ^= 0xffff
-		}
-		sum += w
+	for i := 0; i+1 < len(b); i += 2 {
+		sum += uint64(b[i])<<8 | uint64(b[i+1])
+	}
+	words := uint64(len(b) / 2)
+	if len(b)%2 == 1 {
+		sum += uint64(b[len(b)-1]) << 8
+		words++
+	}
+	if complement {
+		// The sum of the words' complements, 0xffff - w each.
+		sum = words*0xffff - sum
 	}
 	return sum
 }
