@@ -225,13 +225,15 @@ func (d *Device) ReadActionProfileMembers(filter *p4v1.ActionProfileMember, fn f
 			m := p.members[id]
 			out = append(out, &p4v1.ActionProfileMember{ActionProfileId: p.c.id, MemberId: id, Action: proto.Clone(m.action).(*p4v1.Action)})
 		}
-		if filter.GetMemberId() != 0 && len(out) == 0 {
-			return errf(codes.NotFound, "action profile %s: member %d does not exist", p.c.name, filter.GetMemberId())
-		}
 		return nil
 	})
 	if err != nil {
 		return err
+	}
+	// A named member that no profile read holds: with action_profile_id 0
+	// it may be in any profile, so the check waits for all of them.
+	if filter.GetMemberId() != 0 && len(out) == 0 {
+		return errf(codes.NotFound, "action profile %s: member %d does not exist", d.profileName(filter.GetActionProfileId()), filter.GetMemberId())
 	}
 	return each(out, fn)
 }
@@ -248,13 +250,13 @@ func (d *Device) ReadActionProfileGroups(filter *p4v1.ActionProfileGroup, fn fun
 			}
 			out = append(out, pg)
 		}
-		if filter.GetGroupId() != 0 && len(out) == 0 {
-			return errf(codes.NotFound, "action selector %s: group %d does not exist", p.c.name, filter.GetGroupId())
-		}
 		return nil
 	})
 	if err != nil {
 		return err
+	}
+	if filter.GetGroupId() != 0 && len(out) == 0 {
+		return errf(codes.NotFound, "action selector %s: group %d does not exist", d.profileName(filter.GetActionProfileId()), filter.GetGroupId())
 	}
 	return each(out, fn)
 }
@@ -277,6 +279,20 @@ func (d *Device) eachProfile(id uint32, fn func(*profRT) error) error {
 		}
 	}
 	return nil
+}
+
+// profileName names the profile a read filter selects: its P4Info name,
+// or "(any)" for action_profile_id 0.
+func (d *Device) profileName(id uint32) string {
+	if id == 0 {
+		return "(any)"
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if p, err := d.profByID(id); err == nil {
+		return p.c.name
+	}
+	return fmt.Sprint(id)
 }
 
 // indirectAction resolves the action of an entry of an indirect table: a
