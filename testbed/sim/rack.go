@@ -216,14 +216,11 @@ func (r *Rack) program(ctx context.Context, prog *target.Program) error {
 		rc.RepairPeriod, rc.RepairThreshold = cfg.RepairPeriod, cfg.RepairThreshold
 	}
 	for i := 0; i < cfg.MemoryNodes+cfg.Hosts; i++ {
-		mac, ip := testbed.HostMAC(i), testbed.HostIP(i)
 		name := fmt.Sprintf("host%d", i-cfg.MemoryNodes+1)
 		if i < cfg.MemoryNodes {
 			name = fmt.Sprintf("mem%d", i)
 		}
-		rc.Hosts = append(rc.Hosts, rack.Host{Name: name, Port: 1 + i,
-			MAC: fmt.Sprintf("%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]),
-			IP:  fmt.Sprintf("%d.%d.%d.%d", ip[0], ip[1], ip[2], ip[3])})
+		rc.Hosts = append(rc.Hosts, testbed.RackHost(name, 1+i, i))
 	}
 	for i, mr := range r.MemoryMR {
 		rm := mr.Remote()
