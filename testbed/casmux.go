@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"net"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -93,10 +94,6 @@ func RunCASMux(ctx context.Context, spec CASMuxSpec) (report.Cell, error) {
 	}
 	var clients []client
 	var conns []middlebox.ConnConfig
-	ipStr := func(a [4]byte) string { return netip.AddrFrom4(a).String() }
-	macStr := func(m [6]byte) string {
-		return fmt.Sprintf("%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5])
-	}
 	for i := 0; i < spec.QPs; i++ {
 		cq := cli.NewCQ(16)
 		q, err := cli.NewQP(verbs.QPConfig{SendCQ: cq, RecvCQ: cq})
@@ -116,17 +113,9 @@ func RunCASMux(ctx context.Context, spec CASMuxSpec) (report.Cell, error) {
 			return cell, err
 		}
 		clients = append(clients, client{q, cq, buf})
-		conns = append(conns, middlebox.ConnConfig{ClientIP: ipStr(cliIP), ServerIP: ipStr(srvIP), ClientMAC: macStr(cliMAC), ServerMAC: macStr(srvMAC),
-			ClientPort: 0xC000 | uint16(q.QPN()&0x3fff), ServerPort: 0xC000 | uint16(s.QPN()&0x3fff),
-			ClientQP: q.QPN(), ServerQP: s.QPN(), PSN: psn, PSNKnown: true})
+		conns = append(conns, MiddleboxConn(cliMAC, srvMAC, cliIP, srvIP, q, s, psn))
 	}
-	mcfg := middlebox.Config{Servers: []middlebox.ServerConfig{{IP: ipStr(srvIP)}}, Conns: conns, PMTU: 1024}
-	if conv {
-		mcfg.Servers[0].Remap = []middlebox.Range{{Lo: lock, Hi: lock + 8}}
-		mcfg.Servers[0].CASToWrite = []middlebox.Range{{Lo: lock, Hi: lock + 8}}
-		mcfg.Words = []middlebox.WordConfig{{VA: lock, Value: 0}}
-	}
-	sh, err := middlebox.NewSharded(mcfg, 1)
+	sh, err := middlebox.NewSharded(CASMuxConfig(srvIP, conns, lock, conv), 1)
 	if err != nil {
 		return cell, fmt.Errorf("testbed: cas-mux: middlebox: %w", err)
 	}
@@ -244,4 +233,28 @@ func RunCASMux(ctx context.Context, spec CASMuxSpec) (report.Cell, error) {
 	c := sh.Counters()
 	cell.Steering = map[string]uint64{"cas_to_write": c.CASToWrite, "remapped": c.Remapped}
 	return cell, nil
+}
+
+// MiddleboxConn describes the connection of client QP q (on the host at
+// cliMAC, cliIP) to server QP s (at srvMAC, srvIP), starting at psn, as the
+// middlebox's configuration wants it. The UDP ports are the ones rnic picks
+// for a QP: 0xC000 | the low 14 bits of its QPN.
+func MiddleboxConn(cliMAC, srvMAC [6]byte, cliIP, srvIP [4]byte, q, s *rnic.QP, psn uint32) middlebox.ConnConfig {
+	return middlebox.ConnConfig{ClientIP: netip.AddrFrom4(cliIP).String(), ServerIP: netip.AddrFrom4(srvIP).String(),
+		ClientMAC: net.HardwareAddr(cliMAC[:]).String(), ServerMAC: net.HardwareAddr(srvMAC[:]).String(),
+		ClientPort: 0xC000 | uint16(q.QPN()&0x3fff), ServerPort: 0xC000 | uint16(s.QPN()&0x3fff),
+		ClientQP: q.QPN(), ServerQP: s.QPN(), PSN: psn, PSNKnown: true}
+}
+
+// CASMuxConfig is the middlebox configuration of a cas-mux cell: conns to
+// the one memory node at srvIP and, with conv, the 8-byte lock word at lock
+// remapped and its CMP_SWAPs turned into WRITEs.
+func CASMuxConfig(srvIP [4]byte, conns []middlebox.ConnConfig, lock uint64, conv bool) middlebox.Config {
+	mcfg := middlebox.Config{Servers: []middlebox.ServerConfig{{IP: netip.AddrFrom4(srvIP).String()}}, Conns: conns, PMTU: 1024}
+	if conv {
+		mcfg.Servers[0].Remap = []middlebox.Range{{Lo: lock, Hi: lock + 8}}
+		mcfg.Servers[0].CASToWrite = []middlebox.Range{{Lo: lock, Hi: lock + 8}}
+		mcfg.Words = []middlebox.WordConfig{{VA: lock, Value: 0}}
+	}
+	return mcfg
 }

@@ -156,6 +156,14 @@ func NewCloverRack(ctx context.Context, cfg CloverConfig) (_ *CloverRack, err er
 	return cr, nil
 }
 
+// FillValue fills val with the printable bytes a loaded record of key
+// holds, so that a reader can tell one key's value from another's.
+func FillValue(val []byte, key uint64) {
+	for j := range val {
+		val[j] = byte(32 + (int(key)+j)%95)
+	}
+}
+
 // Load creates every record of the workload (key w.RecordKey(i) for i <
 // Keys) with a value of the configured size, spread over the clients.
 func (cr *CloverRack) Load(ctx context.Context, w *ycsb.Workload) error {
@@ -169,9 +177,7 @@ func (cr *CloverRack) Load(ctx context.Context, w *ycsb.Workload) error {
 			val := make([]byte, cr.cfg.ValueSize)
 			for i := c; i < cr.cfg.Keys; i += n {
 				key := w.RecordKey(int64(i))
-				for j := range val {
-					val[j] = byte(32 + (int(key)+j)%95)
-				}
+				FillValue(val, key)
 				if err := cr.Clients[c].Create(ctx, key, val); err != nil && !errors.Is(err, clover.ErrExists) {
 					errs[c] = fmt.Errorf("testbed: load key %d: %w", key, err)
 					return

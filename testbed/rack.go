@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -124,6 +125,13 @@ type Rack struct {
 // node, member i>0 is Hosts[i-1].
 func HostMAC(i int) [6]byte { return [6]byte{0x02, 0, 0, 0, byte(i >> 8), byte(i + 1)} }
 func HostIP(i int) [4]byte  { return [4]byte{10, 0, byte(i >> 8), byte(i + 1)} }
+
+// RackHost is the controller's entry for rack member i (addresses
+// HostMAC(i), HostIP(i)) named name on switch port port.
+func RackHost(name string, port, i int) rack.Host {
+	mac, ip := HostMAC(i), HostIP(i)
+	return rack.Host{Name: name, Port: port, MAC: net.HardwareAddr(mac[:]).String(), IP: netip.AddrFrom4(ip).String()}
+}
 
 // NewRack builds and starts a rack and returns once the controller has
 // programmed the switch (forwarding, steering mode, size filter, tracked
@@ -252,14 +260,11 @@ func NewRack(ctx context.Context, cfg Config) (_ *Rack, err error) {
 	rc.RepairPeriod = cfg.RepairPeriod
 	rc.RepairThreshold = cfg.RepairThreshold
 	for i := 0; i <= cfg.Hosts; i++ {
-		mac, ip := HostMAC(i), HostIP(i)
 		name := fmt.Sprintf("host%d", i)
 		if i == 0 {
 			name = "mem0"
 		}
-		rc.Hosts = append(rc.Hosts, rack.Host{Name: name, Port: MemoryPort + i,
-			MAC: fmt.Sprintf("%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]),
-			IP:  fmt.Sprintf("%d.%d.%d.%d", ip[0], ip[1], ip[2], ip[3])})
+		rc.Hosts = append(rc.Hosts, RackHost(name, MemoryPort+i, i))
 	}
 	mr := r.MemoryMR.Remote()
 	rc.MemoryNodes = []rack.MemoryNode{{Host: "mem0", Regions: []rack.Region{{

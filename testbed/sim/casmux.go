@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"net/netip"
 	"time"
 
 	"github.com/swordbox/swordbox/middlebox"
@@ -108,7 +107,7 @@ func RunCASMux(ctx context.Context, spec testbed.CASMuxSpec, seed uint64) (repor
 	if spec.Timing != nil {
 		nic.Timing = *spec.Timing
 	}
-	cliMAC, srvMAC, cliIP, srvIP := MemberMAC(1), MemberMAC(0), MemberIP(1), MemberIP(0)
+	cliMAC, srvMAC, cliIP, srvIP := testbed.HostMAC(1), testbed.HostMAC(0), testbed.HostIP(1), testbed.HostIP(0)
 	cli, err := NewHost(s, rnic.Config{Name: "client", MAC: cliMAC, IP: cliIP, Timeout: 500 * time.Millisecond}, nic)
 	if err != nil {
 		return cell, err
@@ -124,10 +123,6 @@ func RunCASMux(ctx context.Context, spec testbed.CASMuxSpec, seed uint64) (repor
 	lock := mr.Addr()
 	sch := NewSched(s)
 	scq := srv.Device().NewCQ(64)
-	ipStr := func(a [4]byte) string { return netip.AddrFrom4(a).String() }
-	macStr := func(m [6]byte) string {
-		return fmt.Sprintf("%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5])
-	}
 	type client struct {
 		q   *rnic.QP
 		cq  *CQ
@@ -154,17 +149,9 @@ func RunCASMux(ctx context.Context, spec testbed.CASMuxSpec, seed uint64) (repor
 			return cell, err
 		}
 		clients = append(clients, client{q, cq, buf})
-		conns = append(conns, middlebox.ConnConfig{ClientIP: ipStr(cliIP), ServerIP: ipStr(srvIP), ClientMAC: macStr(cliMAC), ServerMAC: macStr(srvMAC),
-			ClientPort: 0xC000 | uint16(q.QPN()&0x3fff), ServerPort: 0xC000 | uint16(sq.QPN()&0x3fff),
-			ClientQP: q.QPN(), ServerQP: sq.QPN(), PSN: psn, PSNKnown: true})
+		conns = append(conns, testbed.MiddleboxConn(cliMAC, srvMAC, cliIP, srvIP, q, sq, psn))
 	}
-	mcfg := middlebox.Config{Servers: []middlebox.ServerConfig{{IP: ipStr(srvIP)}}, Conns: conns, PMTU: 1024}
-	if conv {
-		mcfg.Servers[0].Remap = []middlebox.Range{{Lo: lock, Hi: lock + 8}}
-		mcfg.Servers[0].CASToWrite = []middlebox.Range{{Lo: lock, Hi: lock + 8}}
-		mcfg.Words = []middlebox.WordConfig{{VA: lock, Value: 0}}
-	}
-	mb, err := NewMiddlebox(s, mcfg, cores)
+	mb, err := NewMiddlebox(s, testbed.CASMuxConfig(srvIP, conns, lock, conv), cores)
 	if err != nil {
 		return cell, err
 	}

@@ -292,9 +292,7 @@ func (cr *CloverRack) Load(w *ycsb.Workload) error {
 			val := make([]byte, cr.cfg.ValueSize)
 			for i := c; i < cr.cfg.Keys; i += n {
 				key := w.RecordKey(int64(i))
-				for j := range val {
-					val[j] = byte(32 + (int(key)+j)%95)
-				}
+				testbed.FillValue(val, key)
 				if err := cr.Clients[c].Create(ctx, key, val); err != nil && !errors.Is(err, clover.ErrExists) {
 					return fmt.Errorf("sim: clover: load key %d: %w", key, err)
 				}

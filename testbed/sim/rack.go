@@ -16,6 +16,7 @@ import (
 	"github.com/swordbox/swordbox/p4/target"
 	"github.com/swordbox/swordbox/roce/rnic"
 	"github.com/swordbox/swordbox/roce/verbs"
+	"github.com/swordbox/swordbox/testbed"
 )
 
 // Config describes a virtual-time rack: one switch, MemoryNodes memory
@@ -74,11 +75,6 @@ type Rack struct {
 	psn     uint32
 	repairs int
 }
-
-// MemberMAC and MemberIP are a rack member's addresses (member 0 is the
-// first memory node).
-func MemberMAC(i int) [6]byte { return [6]byte{0x02, 0, 0, 0, byte(i >> 8), byte(i + 1)} }
-func MemberIP(i int) [4]byte  { return [4]byte{10, 0, byte(i >> 8), byte(i + 1)} }
 
 // NewRack builds a rack at virtual time 0 and has the controller program
 // the switch over gRPC on loopback (pipeline, forwarding, steering,
@@ -143,7 +139,7 @@ func NewRack(ctx context.Context, cfg Config) (_ *Rack, err error) {
 	}
 	for i := 0; i < members; i++ {
 		name := fmt.Sprintf("host%d", i-cfg.MemoryNodes+1)
-		rc := rnic.Config{Name: name, MAC: MemberMAC(i), IP: MemberIP(i), Timeout: cfg.RNICTimeout}
+		rc := rnic.Config{Name: name, MAC: testbed.HostMAC(i), IP: testbed.HostIP(i), Timeout: cfg.RNICTimeout}
 		if i < cfg.MemoryNodes {
 			// Behind a steering switch memory nodes run with ICRC
 			// checking off, as in the paper.
@@ -220,14 +216,11 @@ func (r *Rack) program(ctx context.Context, prog *target.Program) error {
 		rc.RepairPeriod, rc.RepairThreshold = cfg.RepairPeriod, cfg.RepairThreshold
 	}
 	for i := 0; i < cfg.MemoryNodes+cfg.Hosts; i++ {
-		mac, ip := MemberMAC(i), MemberIP(i)
 		name := fmt.Sprintf("host%d", i-cfg.MemoryNodes+1)
 		if i < cfg.MemoryNodes {
 			name = fmt.Sprintf("mem%d", i)
 		}
-		rc.Hosts = append(rc.Hosts, rack.Host{Name: name, Port: 1 + i,
-			MAC: fmt.Sprintf("%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]),
-			IP:  fmt.Sprintf("%d.%d.%d.%d", ip[0], ip[1], ip[2], ip[3])})
+		rc.Hosts = append(rc.Hosts, testbed.RackHost(name, 1+i, i))
 	}
 	for i, mr := range r.MemoryMR {
 		rm := mr.Remote()

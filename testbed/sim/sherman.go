@@ -92,7 +92,7 @@ func RunShermanCell(ctx context.Context, spec testbed.ShermanCellSpec) (report.C
 		memNIC.Timing = *spec.Timing
 	}
 	const timeout = 500 * time.Millisecond
-	mem, err := NewHost(s, rnic.Config{Name: "mem0", MAC: MemberMAC(0), IP: MemberIP(0), Timeout: timeout}, memNIC)
+	mem, err := NewHost(s, rnic.Config{Name: "mem0", MAC: testbed.HostMAC(0), IP: testbed.HostIP(0), Timeout: timeout}, memNIC)
 	if err != nil {
 		return cell, err
 	}
@@ -114,17 +114,13 @@ func RunShermanCell(ctx context.Context, spec testbed.ShermanCellSpec) (report.C
 	var cns []*Host
 	var shs []*sherman.Host
 	for j := 0; j < hosts; j++ {
-		h, err := NewHost(s, rnic.Config{Name: fmt.Sprintf("cn%d", j), MAC: MemberMAC(100 + j), IP: MemberIP(100 + j), Timeout: timeout}, nic)
+		h, err := NewHost(s, rnic.Config{Name: fmt.Sprintf("cn%d", j), MAC: testbed.HostMAC(100 + j), IP: testbed.HostIP(100 + j), Timeout: timeout}, nic)
 		if err != nil {
 			return cell, err
 		}
 		cns = append(cns, h)
 		shs = append(shs, sherman.NewHost(sherman.HostConfig{ID: uint16(j + 1), MemoryNodes: 1,
 			HierarchicalLocks: spec.Mode == testbed.ShermanHierarchical}))
-	}
-	ipStr := func(a [4]byte) string { return netip.AddrFrom4(a).String() }
-	macStr := func(m [6]byte) string {
-		return fmt.Sprintf("%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5])
 	}
 	var conns []middlebox.ConnConfig
 	pair := func(h int, cq *rnic.CQ, scq *rnic.CQ, psn uint32) (*rnic.QP, *rnic.QP, error) {
@@ -139,10 +135,7 @@ func RunShermanCell(ctx context.Context, spec testbed.ShermanCellSpec) (report.C
 		if err := rnic.Connect(q, sq, psn, psn^0x5a5a5); err != nil {
 			return nil, nil, err
 		}
-		conns = append(conns, middlebox.ConnConfig{ClientIP: ipStr(MemberIP(100 + h)), ServerIP: ipStr(MemberIP(0)),
-			ClientMAC: macStr(MemberMAC(100 + h)), ServerMAC: macStr(MemberMAC(0)),
-			ClientPort: 0xC000 | uint16(q.QPN()&0x3fff), ServerPort: 0xC000 | uint16(sq.QPN()&0x3fff),
-			ClientQP: q.QPN(), ServerQP: sq.QPN(), PSN: psn, PSNKnown: true})
+		conns = append(conns, testbed.MiddleboxConn(testbed.HostMAC(100+h), testbed.HostMAC(0), testbed.HostIP(100+h), testbed.HostIP(0), q, sq, psn))
 		return q, sq, nil
 	}
 	type thread struct {
@@ -168,7 +161,7 @@ func RunShermanCell(ctx context.Context, spec testbed.ShermanCellSpec) (report.C
 		ths = append(ths, thread{h, cq, []sherman.MemoryNodeConn{{QP: dq, RPC: rq, Remote: dir.Remote()}}})
 	}
 	mcfg := middlebox.Config{Conns: conns, PMTU: 1024, MaxConns: len(conns) + 16, MaxWords: sherman.NumLocks}
-	srv := middlebox.ServerConfig{IP: ipStr(MemberIP(0))}
+	srv := middlebox.ServerConfig{IP: netip.AddrFrom4(testbed.HostIP(0)).String()}
 	if conv {
 		lo := locks.Addr()
 		rg := middlebox.Range{Lo: lo, Hi: lo + sherman.LockRegionSize}
@@ -199,7 +192,7 @@ func RunShermanCell(ctx context.Context, spec testbed.ShermanCellSpec) (report.C
 		if err != nil {
 			return cell, err
 		}
-		hb.out[MemberMAC(100+j)] = down
+		hb.out[testbed.HostMAC(100+j)] = down
 	}
 	var wires [3]*Link
 	if wires[0], err = link(mb, uint64(middlebox.ServerSide)); err != nil {
