@@ -514,12 +514,7 @@ func (e *Engine) record(c, o *conn, ci, home int32, psn roce.PSN, npkts uint32, 
 		first.kind, first.fa = kAtomicPass, fa
 	case opRead:
 		first.kind, first.npkts = kRead, npkts
-		for i := uint32(1); i < npkts; i++ {
-			op := outPSN.Add(int(i))
-			cs := o.slot(op)
-			*cs = entry{client: ci, inPSN: psn.Add(int(i)), outPSN: op, valid: true, word: -1, kind: kReadCont, npkts: i}
-			c.inRing[(uint32(psn)+i)&uint32(len(c.inRing)-1)] = inRef{out: home, outPSN: op}
-		}
+		recordReadCont(c, o, ci, home, psn, outPSN, npkts)
 	}
 	c.inRing[uint32(psn)&uint32(len(c.inRing)-1)] = inRef{out: home, outPSN: outPSN}
 	c.fifoPush(outPSN)
@@ -629,6 +624,18 @@ func (e *Engine) writeOnWords(si int32, pl []byte, dmaLen uint32, en *entry, va 
 	if !onShared {
 		e.servers[si].foreign++
 		en.foreign, en.fsrv = true, si
+	}
+}
+
+// recordReadCont records the continuation entries of a READ of npkts
+// response packets from client ci (c) at PSN psn, sent on connection home
+// (o) at outPSN: one per later response packet, in the map and in the
+// client's retransmission index.
+func recordReadCont(c, o *conn, ci, home int32, psn, outPSN roce.PSN, npkts uint32) {
+	for i := uint32(1); i < npkts; i++ {
+		op := outPSN.Add(int(i))
+		*o.slot(op) = entry{client: ci, inPSN: psn.Add(int(i)), outPSN: op, valid: true, word: -1, kind: kReadCont, npkts: i}
+		c.inRing[(uint32(psn)+i)&uint32(len(c.inRing)-1)] = inRef{out: home, outPSN: op}
 	}
 }
 
@@ -789,11 +796,7 @@ func (e *Engine) reissueRead(now int64, ci int32, psn roce.PSN, p *roce.Packet, 
 	outPSN := o.outNext
 	first := o.slot(outPSN)
 	*first = entry{client: ci, inPSN: psn, outPSN: outPSN, valid: true, word: -1, msgEnd: true, kind: kRead, npkts: npkts, reread: true}
-	for i := uint32(1); i < npkts; i++ {
-		op := outPSN.Add(int(i))
-		*o.slot(op) = entry{client: ci, inPSN: psn.Add(int(i)), outPSN: op, valid: true, word: -1, kind: kReadCont, npkts: i}
-		c.inRing[(uint32(psn)+i)&uint32(len(c.inRing)-1)] = inRef{out: home, outPSN: op}
-	}
+	recordReadCont(c, o, ci, home, psn, outPSN, npkts)
 	c.inRing[uint32(psn)&uint32(len(c.inRing)-1)] = inRef{out: home, outPSN: outPSN}
 	o.outNext = outPSN.Add(int(npkts))
 	var bad uint32 // the ICRC error to carry (icrc.go); with verification, the frame is intact

@@ -102,16 +102,17 @@ type conn struct {
 	rmask    uint32
 	log      *replayLog // NAKReplay, shared connections only: copies of the requests sent
 
-	// atomics are the client's last answered atomics (its PSN, the
-	// original value returned), newest at atomicNext-1: the answers to
-	// duplicates whose map entries are gone (answerForgotten).
-	atomics    [clientAtomics]answeredAtomic
-	atomicNext uint8
-
 	tmpl       ackTemplate
 	lastSeen   int64
 	lastReplay int64 // when the middlebox last replayed this connection's requests
 	replaying  bool
+
+	// atomics are the client's last answered atomics (its PSN, the
+	// original value returned), newest at atomicNext-1: the answers to
+	// duplicates whose map entries are gone (answerForgotten). Last in
+	// conn: read only for those, it keeps the per-packet fields together.
+	atomicNext uint8
+	atomics    [clientAtomics]answeredAtomic
 }
 
 // clientAtomics is how many answered atomics a client connection
@@ -119,9 +120,9 @@ type conn struct {
 // outstanding (16 on common RNICs, and roce/rnic's default).
 const clientAtomics = 16
 
-type answeredAtomic struct {
-	psn  roce.PSN
+type answeredAtomic struct { // 16 bytes
 	orig uint64
+	psn  roce.PSN
 	ok   bool
 }
 

@@ -65,6 +65,30 @@ type Metrics struct {
 	LeafSplits, InternalSplits, NewRoots, RootCASFailures, Mallocs uint64
 }
 
+// Add adds o's counters to m.
+func (m *Metrics) Add(o Metrics) { m.combine(o, 1) }
+
+// Sub subtracts o's counters from m: the counters of an interval, from
+// snapshots at its ends.
+func (m *Metrics) Sub(o Metrics) { m.combine(o, ^uint64(0)) }
+
+// combine adds sign*o to m's counters (sign 1 or -1 as a uint64).
+func (m *Metrics) combine(o Metrics, sign uint64) {
+	for _, f := range []struct {
+		d *uint64
+		s uint64
+	}{
+		{&m.Ops, o.Ops}, {&m.Searches, o.Searches}, {&m.Inserts, o.Inserts}, {&m.Deletes, o.Deletes},
+		{&m.Verbs, o.Verbs}, {&m.Reads, o.Reads}, {&m.Writes, o.Writes}, {&m.CAS, o.CAS},
+		{&m.CASFailures, o.CASFailures}, {&m.HandOvers, o.HandOvers}, {&m.CacheHits, o.CacheHits},
+		{&m.CacheMisses, o.CacheMisses}, {&m.CacheStale, o.CacheStale}, {&m.ReReads, o.ReReads},
+		{&m.LeafSplits, o.LeafSplits}, {&m.InternalSplits, o.InternalSplits}, {&m.NewRoots, o.NewRoots},
+		{&m.RootCASFailures, o.RootCASFailures}, {&m.Mallocs, o.Mallocs},
+	} {
+		*f.d += sign * f.s
+	}
+}
+
 // Errors.
 var (
 	ErrKey      = errors.New("sherman: key must be below KeyMax")

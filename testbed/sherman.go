@@ -327,26 +327,7 @@ func (r *ShermanRack) Wire() WireStats {
 func (r *ShermanRack) Metrics() sherman.Metrics {
 	var m sherman.Metrics
 	for _, c := range r.Clients {
-		x := c.Metrics()
-		m.Ops += x.Ops
-		m.Searches += x.Searches
-		m.Inserts += x.Inserts
-		m.Deletes += x.Deletes
-		m.Verbs += x.Verbs
-		m.Reads += x.Reads
-		m.Writes += x.Writes
-		m.CAS += x.CAS
-		m.CASFailures += x.CASFailures
-		m.HandOvers += x.HandOvers
-		m.CacheHits += x.CacheHits
-		m.CacheMisses += x.CacheMisses
-		m.CacheStale += x.CacheStale
-		m.ReReads += x.ReReads
-		m.LeafSplits += x.LeafSplits
-		m.InternalSplits += x.InternalSplits
-		m.NewRoots += x.NewRoots
-		m.RootCASFailures += x.RootCASFailures
-		m.Mallocs += x.Mallocs
+		m.Add(c.Metrics())
 	}
 	return m
 }

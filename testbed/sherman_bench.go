@@ -259,14 +259,9 @@ func RunShermanCell(ctx context.Context, spec ShermanCellSpec) (report.Cell, err
 		if th.err != nil && firstErr == nil {
 			firstErr = th.err
 		}
-		d := metricsDiff(th.m1, th.m0)
-		m.Verbs += d.Verbs
-		m.CAS += d.CAS
-		m.CASFailures += d.CASFailures
-		m.HandOvers += d.HandOvers
-		m.CacheHits += d.CacheHits
-		m.CacheMisses += d.CacheMisses
-		m.LeafSplits += d.LeafSplits
+		d := th.m1
+		d.Sub(th.m0)
+		m.Add(d)
 	}
 	n := float64(ops)
 	cell.Ops, cell.Errors, cell.Seconds = ops, errs, elapsed.Seconds()
@@ -297,12 +292,6 @@ func RunShermanCell(ctx context.Context, spec ShermanCellSpec) (report.Cell, err
 		cell.Note = fmt.Sprintf("tree after the run: %d levels, %d leaves, %d keys; invariants hold, all locks free", st.Height, st.Leaves, st.Keys)
 	}
 	return cell, nil
-}
-
-func metricsDiff(a, b sherman.Metrics) sherman.Metrics {
-	return sherman.Metrics{Verbs: a.Verbs - b.Verbs, CAS: a.CAS - b.CAS, CASFailures: a.CASFailures - b.CASFailures,
-		HandOvers: a.HandOvers - b.HandOvers, CacheHits: a.CacheHits - b.CacheHits, CacheMisses: a.CacheMisses - b.CacheMisses,
-		LeafSplits: a.LeafSplits - b.LeafSplits}
 }
 
 // ShermanMemory sizes a memory node's data region for a key space: leaves

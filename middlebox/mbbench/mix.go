@@ -58,8 +58,8 @@ type testlessHost struct {
 	psn   uint32
 }
 
-// MixLockVA is the address of the lock word of a Mix.
-const MixLockVA = 0x10000
+// mixLockVA is the address of the lock word of a Mix.
+const mixLockVA = 0x10000
 
 // NewMix returns a generator for cfg.
 func NewMix(cfg MixConfig) (*Mix, error) {
@@ -83,8 +83,8 @@ func NewMix(cfg MixConfig) (*Mix, error) {
 // every connection preloaded.
 func (m *Mix) EngineConfig() middlebox.Config {
 	ip := fmt.Sprintf("%d.%d.%d.%d", m.srvIP[0], m.srvIP[1], m.srvIP[2], m.srvIP[3])
-	cfg := middlebox.Config{Servers: []middlebox.ServerConfig{{IP: ip, Remap: []middlebox.Range{{}}, CASToWrite: []middlebox.Range{{Lo: MixLockVA, Hi: MixLockVA + 8}}}},
-		Words: []middlebox.WordConfig{{VA: MixLockVA, Value: 0}}, PMTU: 4096, SkipICRCCheck: m.cfg.SkipICRCCheck}
+	cfg := middlebox.Config{Servers: []middlebox.ServerConfig{{IP: ip, Remap: []middlebox.Range{{}}, CASToWrite: []middlebox.Range{{Lo: mixLockVA, Hi: mixLockVA + 8}}}},
+		Words: []middlebox.WordConfig{{VA: mixLockVA, Value: 0}}, PMTU: 4096, SkipICRCCheck: m.cfg.SkipICRCCheck}
 	for _, h := range m.clients {
 		cfg.Conns = append(cfg.Conns, middlebox.ConnConfig{
 			ClientIP: fmt.Sprintf("%d.%d.%d.%d", h.ip[0], h.ip[1], h.ip[2], h.ip[3]), ServerIP: ip,
@@ -152,7 +152,7 @@ func (m *Mix) Fill(t *Trace, n int) {
 			x := m.rng.IntN(100)
 			switch {
 			case x < m.cfg.CASPct:
-				f.Opcode, f.VA = roce.OpRCCompareSwap, MixLockVA
+				f.Opcode, f.VA = roce.OpRCCompareSwap, mixLockVA
 				if m.lock == 0 {
 					f.Compare, f.SwapAdd = 0, 1
 					m.lock = 1
