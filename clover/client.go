@@ -52,10 +52,6 @@ type ClientConfig struct {
 	// before it jumps through the shortcut (default 4: past a few hops the
 	// shortcut's READ and a walk from it cost less).
 	MaxChase int
-	// MaxRetireWalk bounds the walk that finds the predecessor of a
-	// steered link for retirement (default 256; negative: never walk, and
-	// leave such predecessors unreclaimed, counted in RetireUnknown).
-	MaxRetireWalk int
 }
 
 // Errors the client returns besides verbs failures.
@@ -106,9 +102,14 @@ type Metrics struct {
 	GCVerbs, GCWireBytes uint64
 	// Control path: MS requests (alloc, lookup, create, delete, retire).
 	MSRequests, MSWireBytes uint64
-	// RetireUnknown: links whose predecessor could not be found (its slot
-	// is not reclaimed).
+	// RetireUnknown: links whose predecessor is unknown (its slot is not
+	// reclaimed). A steered success is proven by finding its predecessor
+	// (or named by the switch's mark), so only a link whose proof ended in
+	// ErrUncertain leaves one unknown.
 	RetireUnknown uint64
+	// ProofWaits: pauses while proving a steered link whose node was not
+	// yet in the chain (its predecessor's own link had not executed).
+	ProofWaits uint64
 	// AllocWaits: ALLOCs answered "no space" and retried after T_r/4.
 	AllocWaits uint64
 }
@@ -135,7 +136,7 @@ func (m *Metrics) combine(o Metrics, sign uint64) {
 		{&m.RoundTrips, o.RoundTrips}, {&m.PayloadBytes, o.PayloadBytes}, {&m.WireBytes, o.WireBytes},
 		{&m.Reads, o.Reads}, {&m.Writes, o.Writes}, {&m.Atomics, o.Atomics}, {&m.GCVerbs, o.GCVerbs},
 		{&m.GCWireBytes, o.GCWireBytes}, {&m.MSRequests, o.MSRequests}, {&m.MSWireBytes, o.MSWireBytes},
-		{&m.RetireUnknown, o.RetireUnknown}, {&m.AllocWaits, o.AllocWaits},
+		{&m.RetireUnknown, o.RetireUnknown}, {&m.ProofWaits, o.ProofWaits}, {&m.AllocWaits, o.AllocWaits},
 	} {
 		*f.d += sign * f.s
 	}
@@ -261,9 +262,6 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}
 	if cfg.MaxChase <= 0 {
 		cfg.MaxChase = 4
-	}
-	if cfg.MaxRetireWalk == 0 {
-		cfg.MaxRetireWalk = 256
 	}
 	clock := cfg.Device.Clock()
 	c := &Client{cfg: cfg, nsize: NodeSize(cfg.ValueSize), class: class, clock: clock, start: clock.Now()}

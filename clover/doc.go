@@ -121,11 +121,13 @@
 //   - A slot seen as a key's tail at time t cannot be reused before t + T_r:
 //     it is retired only after a successor is linked, and the MS holds
 //     retired slots for T_r. A cursor so seen less than T_r ago is "fresh".
-//   - The switch's contract (docs/swordbox-p4.md): it steers only to a tail
-//     whose own linking CAS it saw succeed (so T is a node of the chain),
-//     and only within tail_ttl <= T_r/2 of forwarding that CAS (so T cannot
-//     have been reclaimed when a request steered there lands, if the request
-//     spends under T_r/2 in flight).
+//   - The switch's contract (docs/swordbox-p4.md): it steers a READ only to
+//     a tail whose own linking CAS it saw succeed (so T is a node of the
+//     chain); a CAS to such a tail or, in chain mode, to the node of the
+//     key's last forwarded linking CAS, confirmed or not; and only within
+//     tail_ttl <= T_r/2 of forwarding the CAS that linked the target (so it
+//     cannot have been reclaimed when a request steered there lands, if the
+//     request spends under T_r/2 in flight).
 //
 // Put: WRITE the node N; READ the cursor X's header (this READ, on the same
 // queue pair, also persists N, in place of Clover's READ of N's last byte);
@@ -133,24 +135,32 @@
 // and the result decides:
 //
 //   - Original value == compare: success on X (or on a steered T that
-//     happens to carry X's version; N is linked either way).
-//   - A tail word of another version, with the CAS back within T_r/2 and X
-//     still fresh ("quick"): X cannot have been reused, so the CAS acted on
-//     a steered T, whose tail word the switch made the compare: success.
-//     The predecessor T is unknown; a walk of header READs from X (which no
-//     switch steers: they are not node-sized) finds the node whose next is
-//     N, so that it can be retired (GC traffic: Metrics.GCVerbs). Every node
-//     between X and N was linked after X was seen as the tail, so none can
-//     be reclaimed before the walk ends; a failed walk leaks T
-//     (RetireUnknown).
-//   - The same word from a slow CAS (a retransmission, say): X or T may
-//     have been reused, so the client walks from X for N: found, success;
-//     the tail reached without it, failure; a reclaimed slot on the way,
-//     ErrUncertain.
+//     happens to carry X's version, which the switch allows only for a
+//     confirmed T; N is linked either way).
+//   - A tail word of another version: the CAS acted on a node T a switch
+//     steered it to (or, from a slow CAS, X may have been reused). N is now
+//     linked after T, but T itself may not be in the chain yet: in chain
+//     mode T may be a node whose own linking CAS is lost and being
+//     retransmitted, or failed and about to be retried by its client. So
+//     the client proves the success: header READs from X (which no switch
+//     steers: they are not node-sized) look for the node whose next is N,
+//     and while the chain ends short of it, wait (2 µs doubling to 1 ms)
+//     and walk on from the tail reached, for up to a second (about what an
+//     RC requester takes to give up on the late CAS). Found: success, and
+//     the node found is the predecessor to retire (the walk is GC traffic:
+//     Metrics.GCVerbs; ProofWaits counts the pauses). Every hop is checked,
+//     so a reclaimed slot on the way, or no N within the second, leaves the
+//     put ErrUncertain: N is never linked again, since it may still appear.
 //   - A word of X's version with a next pointer: X moved; walk on from its
 //     successor and CAS again. Anything else (a steered CAS that failed
 //     because the switch's tail had a successor it did not learn, which it
 //     then forgets): walk again from X.
+//
+// Why a proof rather than trust: a switch that vouched for every steered
+// success would have to see every link succeed first, one link per key
+// per round trip (docs/swordbox-p4.md, "Chain mode"). Chaining lets all
+// concurrent puts of a key link in one round trip, and the proof is the
+// walk a steered put made anyway to find the predecessor it retires.
 //
 // Get: a node READ returns a node whose own handle (docs/clover-layout.md)
 // says which slot it came from. The node asked for: as without a switch.

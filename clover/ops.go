@@ -478,25 +478,24 @@ func (c *Client) writeNode(ctx context.Context, key uint64, n Ptr, value []byte)
 }
 
 // cas issues CAS(target, TailWord(target.Ver) -> swap) and returns the
-// original value and the post time.
-func (c *Client) cas(ctx context.Context, target Ptr, swap Header) (Header, time.Duration, error) {
+// original value.
+func (c *Client) cas(ctx context.Context, target Ptr, swap Header) (Header, error) {
 	qp, va, rkey, err := c.remote(target.LH)
 	if err != nil {
-		return 0, 0, err
+		return 0, err
 	}
 	off := c.offSmall() + smAtomic
-	t := c.now()
 	id, err := c.post(qp, off, 8, verbs.SendWR{Op: verbs.OpCompareSwap, RemoteAddr: va, RKey: rkey,
 		Compare: uint64(TailWord(target.Ver)), SwapAdd: uint64(swap), Flags: verbs.Signaled})
 	if err != nil {
-		return 0, 0, err
+		return 0, err
 	}
 	c.account(verbs.OpCompareSwap, 8, false)
 	c.m.RoundTrips++
 	c.m.CAS++
 	wc, err := c.wait(ctx, id)
 	if err != nil {
-		return 0, 0, err
+		return 0, err
 	}
 	// The original value is in the completion and, little-endian, in the
 	// local buffer; both must agree.
@@ -504,14 +503,13 @@ func (c *Client) cas(ctx context.Context, target Ptr, swap Header) (Header, time
 	if wc.Orig != uint64(orig) {
 		orig = Header(wc.Orig)
 	}
-	return orig, t, nil
+	return orig, nil
 }
 
 type linkResult uint8
 
 const (
 	linked linkResult = iota
-	linkedSteered
 	linkDeleted
 )
 
@@ -554,36 +552,27 @@ func (c *Client) link(ctx context.Context, key uint64, e *cursorEntry, next Ptr)
 			}
 		}
 		x := e.ptr
-		orig, posted, err := c.cas(ctx, x, MakeHeader(next.LH, next.Ver, x.Ver, false))
+		orig, err := c.cas(ctx, x, MakeHeader(next.LH, next.Ver, x.Ver, false))
 		if err != nil {
 			return Ptr{}, 0, err
 		}
-		done := c.now()
-		// quick: x (seen as the tail at e.valAt) cannot have been reused
-		// when the CAS executed, and neither can a tail the switch steered
-		// it to (younger than T_r/2 when forwarded, executed within T_r/2).
-		quick := c.fresh(e, done) && done-posted < c.cfg.ReadTimeout/2
 		switch {
 		case orig == TailWord(x.Ver):
 			return x, linked, nil
-		case orig.IsTailWordModVersion() && quick:
-			c.m.CASSteered++
-			return x, linkedSteered, nil
-		case orig.IsTailWordModVersion():
-			// Slow: the CAS may have met a reused slot. It succeeded if
-			// and only if our node is now in the chain after x.
-			pred, found, err := c.findLink(ctx, key, x, next, 1<<20, false)
+		case orig.IsTailWordModVersion() && next.LH != LHDeleted:
+			// A tail word of another version: a switch steered the CAS
+			// to another node (quick: it cannot have met a reused slot),
+			// which may be a node the switch chained onto before its own
+			// link executed; or a slow CAS that may have met a reused
+			// slot. It succeeded if and only if n is (or becomes) linked
+			// after x: prove it, which also finds n's predecessor.
+			pred, err := c.proveLink(ctx, key, x, next)
 			if err != nil {
 				c.m.Uncertain++
 				return Ptr{}, 0, fmt.Errorf("clover client %d: key %d: %w (%v)", c.cfg.ID, key, ErrUncertain, err)
 			}
-			if found {
-				c.m.CASSteered++
-				return pred, linked, nil
-			}
-			c.m.CASFailures++
-			e.valAt = -1
-			continue
+			c.m.CASSteered++
+			return pred, linked, nil
 		}
 		// The CAS failed: its compare was a tail word and the word was not.
 		c.m.CASFailures++
@@ -610,6 +599,50 @@ func (c *Client) link(ctx context.Context, key uint64, e *cursorEntry, next Ptr)
 	}
 }
 
+// errUnproven: a steered link whose node did not appear after x in time.
+var errUnproven = errors.New("clover: steered link not seen in the chain in time")
+
+// proveLink finds n's predecessor by header READs from x, waiting while
+// the tail reached is not n's predecessor: a chaining switch may link n
+// after a node whose own linking CAS has not executed yet (lost and being
+// retransmitted, or failed and being retried by its client), and n appears
+// in the chain when it does. Every hop is checked (key, own handle,
+// version), so a reclaimed slot on the way ends the walk (errStale); and
+// it gives up T_r/2 after it started (errUnproven). Either leaves n's fate
+// unknown.
+func (c *Client) proveLink(ctx context.Context, key uint64, x, n Ptr) (Ptr, error) {
+	deadline := c.now() + proofPatience
+	wait := proofWaitMin
+	for from := x; ; {
+		p, found, err := c.findLink(ctx, key, from, n, 1<<20, true)
+		if err != nil || found {
+			return p, err
+		}
+		if c.now()+wait >= deadline {
+			return Ptr{}, errUnproven
+		}
+		c.m.ProofWaits++
+		if err := c.clock.Sleep(ctx, wait); err != nil {
+			return Ptr{}, err
+		}
+		wait = min(2*wait, proofWaitMax)
+		from = p // the tail reached: n, if it comes, comes after it
+	}
+}
+
+// proofWaitMin and proofWaitMax bound proveLink's pause between walks
+// (doubling): about a round trip at first, and short against T_r, so that
+// the tail each walk resumes from is never old enough to be reclaimed.
+// proofPatience is how long it waits in all: about the time an RC
+// requester takes to give up on a request (7 retries, the local ACK
+// timeout doubling from 8 ms), since the predecessor's linking CAS may be
+// that late.
+const (
+	proofWaitMin  = 2 * time.Microsecond
+	proofWaitMax  = time.Millisecond
+	proofPatience = time.Second
+)
+
 // recheckDeleted asks the MS, after a CAS met a delete mark, whether the key
 // exists: ErrNotFound if not; otherwise e is validated at the tail of the
 // key's chain (it was created again, and the mark was on its old chain,
@@ -630,9 +663,10 @@ func (c *Client) recheckDeleted(ctx context.Context, key uint64, e *cursorEntry)
 
 // findLink walks from x, with header READs that no switch steers, for the
 // node whose next pointer is n, at most limit hops: found means n is linked
-// with that node as its predecessor; the tail reached without it means n is
-// not linked after x. A reclaimed slot on the way (or the limit) leaves it
-// unknown: errStale. gc counts the READs as GC traffic.
+// with that node (returned) as its predecessor; the tail reached without
+// it (returned, found false) means n is not linked after x yet. A
+// reclaimed slot on the way (or the limit) leaves it unknown: errStale. gc
+// counts the READs as GC traffic.
 func (c *Client) findLink(ctx context.Context, key uint64, x, n Ptr, limit int, gc bool) (Ptr, bool, error) {
 	p := x
 	for hops := 0; hops < limit; hops++ {
@@ -648,7 +682,7 @@ func (c *Client) findLink(ctx context.Context, key uint64, x, n Ptr, limit int, 
 		}
 		h := nd.Header()
 		if !h.Next().IsSlot() {
-			return Ptr{}, false, nil
+			return p, false, nil
 		}
 		next := Ptr{LH: h.Next(), Ver: h.NextVersion()}
 		if next == n {
@@ -692,19 +726,8 @@ func (c *Client) Put(ctx context.Context, key uint64, value []byte) error {
 		c.queueRetire(ctx, pendingRetire{key: key, from: n}) // never linked: free it
 		return c.notFound(ErrNotFound)
 	}
-	if res == linkedSteered {
-		// The CAS landed on an unknown confirmed tail T after x. Find T
-		// now, while x is fresh: every node between x and n was linked
-		// after x was seen as the tail, so none can be reclaimed for T_r
-		// after that.
-		from := x
-		x = Ptr{}
-		if c.cfg.MaxRetireWalk > 0 {
-			x = c.findPredecessor(ctx, pendingRetire{key: key, from: from, linked: n})
-		}
-		if x.IsZero() {
-			c.m.RetireUnknown++
-		}
+	if x.IsZero() {
+		c.m.RetireUnknown++
 	}
 	c.validate(e, n, t0)
 	if err := c.writeShortcut(e.shortcut, n); err != nil {
@@ -801,9 +824,6 @@ func (c *Client) Delete(ctx context.Context, key uint64) error {
 	if res == linkDeleted {
 		return c.notFound(ErrNotFound)
 	}
-	if res == linkedSteered {
-		x = Ptr{} // the tail a switch steered us to is unknown
-	}
 	if err := c.flushRetires(ctx); err != nil {
 		return err
 	}
@@ -864,14 +884,4 @@ func (c *Client) flushRetires(ctx context.Context) error {
 	Request(b).SetCount(n)
 	_, err := c.rpc(ctx, ReqHeaderSize+n*RetireEntrySize, false)
 	return err
-}
-
-// findPredecessor finds the node whose next pointer is r.linked, walking
-// from r.from (GC traffic); zero if not found within MaxRetireWalk hops.
-func (c *Client) findPredecessor(ctx context.Context, r pendingRetire) Ptr {
-	p, found, err := c.findLink(ctx, r.key, r.from, r.linked, c.cfg.MaxRetireWalk, true)
-	if err != nil || !found {
-		return Ptr{}
-	}
-	return p
 }

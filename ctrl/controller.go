@@ -126,6 +126,9 @@ func New(r *rack.Rack, opts Options) (*Controller, error) {
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
 	}
+	if plan.NoChain {
+		c.Log.Warn("chain: true, but the program has no chain mode (no spec_valid register); write steering steers to confirmed tails only")
+	}
 	if c.now == nil {
 		c.now = time.Now
 	}
@@ -758,7 +761,8 @@ func sortedKeys(m map[uint64]uint16) []uint64 {
 // benchmark reports.
 var StatNames = []string{"requests", "node_writes", "cas_seen", "cas_steered", "node_reads", "reads_steered",
 	"read_misses", "retransmissions", "outstanding_cleared", "link_takeovers", "tails_dropped", "links_unresolved",
-	"tails_confirmed", "tails_expired", "confirms_stale", "links_ambiguous"}
+	"tails_confirmed", "tails_expired", "confirms_stale", "links_ambiguous", "cas_chained", "chains_broken",
+	"chains_refused", "reads_chain_busy"}
 
 // MirrorStats copies the switch's stats counter into the metrics.
 func (c *Controller) MirrorStats(ctx context.Context) error {

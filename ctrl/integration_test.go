@@ -55,7 +55,7 @@ func TestPipelinePushThenEveryEntryReadable(t *testing.T) {
 	if !reflect.DeepEqual(tracked, map[uint64]uint16{3: 0, 7: 1, 1 << 40: 2}) {
 		t.Fatalf("tracked keys read back: %v", tracked)
 	}
-	if cfg := readConfig(t, c); !reflect.DeepEqual(cfg, map[string]uint64{pMode: 3, pNodeSize: nodeSize, pTailTTL: uint64(time.Minute / time.Microsecond)}) {
+	if cfg := readConfig(t, c); !reflect.DeepEqual(cfg, map[string]uint64{pMode: modeWrite | modeRead | modeChain, pNodeSize: nodeSize, pTailTTL: uint64(time.Minute / time.Microsecond)}) {
 		t.Fatalf("config default entry read back: %v", cfg)
 	}
 	// A second controller life (same P4Info) pushes nothing and writes nothing new.

@@ -25,6 +25,7 @@ const (
 	cKeyMisses    = "key_read_misses"
 	cKeyRetrans   = "key_retransmits"
 	rTailValid    = "tail_valid"
+	rSpecValid    = "spec_valid"
 	rCASValid     = "cas_out_valid"
 	rCASSrcMAC    = "cas_out_src_mac"
 	rCASDstMAC    = "cas_out_dst_mac"
@@ -42,10 +43,11 @@ const (
 )
 
 // Steering modes, set_config's mode parameter (bit 0 write steering, bit 1
-// read steering).
+// read steering, bit 2 chain mode for write steering).
 const (
 	modeWrite = 1
 	modeRead  = 2
+	modeChain = 4
 )
 
 // casFields are the registers of one outstanding CAS besides cas_out_valid,

@@ -114,7 +114,7 @@ func TestPIServerSteersWithoutRepair(t *testing.T) {
 	if _, err := c.ReadRegister(ctx, rCASValid, nil); status.Code(err) != codes.Unimplemented {
 		t.Fatalf("register read through the PI-like server: %v, want UNIMPLEMENTED", err)
 	}
-	if cfg := readConfig(t, c); cfg[pMode] != modeWrite|modeRead || cfg[pNodeSize] != nodeSize {
+	if cfg := readConfig(t, c); cfg[pMode] != modeWrite|modeRead|modeChain || cfg[pNodeSize] != nodeSize {
 		t.Fatalf("config default entry: %v", cfg)
 	}
 	fwd, err := c.readTable(ctx, tForward)

@@ -27,6 +27,10 @@ type Plan struct {
 	// KeySlots is the number of key slots the program offers (the smaller
 	// of the tracked_keys table size and the per-key counter size).
 	KeySlots int
+	// NoChain: the rack asks for chain mode and the program has none (no
+	// spec_valid register: the TNA program); write steering then steers
+	// to confirmed tails only.
+	NoChain bool
 }
 
 // BuildPlan computes the plan of rack r against the pipeline s.
@@ -45,6 +49,14 @@ func BuildPlan(r *rack.Rack, s *p4rtc.Schema) (*Plan, error) {
 		mode = modeWrite
 	case rack.SteerReadWrite:
 		mode = modeWrite | modeRead
+	}
+	if r.Chain && mode&modeWrite != 0 {
+		// Chain mode is the program's if it keeps a chain per key.
+		if _, err := s.Register(rSpecValid); err == nil {
+			mode |= modeChain
+		} else {
+			p.NoChain = true
+		}
 	}
 	cfg, err := s.TableEntry(tConfig, nil, aSetConfig, p4rtc.P(pMode, mode),
 		p4rtc.P(pNodeSize, uint64(rack.NodeOverhead+r.ObjectSize)), p4rtc.P(pTailTTL, uint64(r.TailTTL/time.Microsecond)))

@@ -114,3 +114,39 @@ func TestBuildPlanRefusesBeforeWriting(t *testing.T) {
 		t.Fatalf("missing register: %v", err)
 	}
 }
+
+// TestBuildPlanChain: chain mode adds mode bit 2 to write steering where
+// the program keeps a chain per key (the v1model program), and is reported
+// as unavailable, leaving the mode as it was, where it does not (the TNA
+// program).
+func TestBuildPlanChain(t *testing.T) {
+	for _, tc := range []struct {
+		p4info   string
+		steering string
+		chain    bool
+		mode     uint64
+		noChain  bool
+	}{
+		{"../p4/swordbox.p4info.txtpb", rack.SteerReadWrite, true, modeWrite | modeRead | modeChain, false},
+		{"../p4/swordbox.p4info.txtpb", rack.SteerWrite, true, modeWrite | modeChain, false},
+		{"../p4/swordbox.p4info.txtpb", rack.SteerReadWrite, false, modeWrite | modeRead, false},
+		{"../p4/swordbox.p4info.txtpb", rack.SteerOff, true, 0, false},
+		{"../p4/tna/swordbox.p4info.txtpb", rack.SteerReadWrite, true, modeWrite | modeRead, true},
+	} {
+		info, err := p4rtc.LoadP4Info(tc.p4info)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := p4rtc.NewSchema(info)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := BuildPlan(testRack(t, func(c *rack.Config) { c.Steering, c.Chain = tc.steering, tc.chain }), s)
+		if err != nil {
+			t.Fatalf("%s %s chain=%v: %v", tc.p4info, tc.steering, tc.chain, err)
+		}
+		if m := configParams(t, s, p.Config)["mode"]; m != tc.mode || p.NoChain != tc.noChain {
+			t.Errorf("%s %s chain=%v: mode %d, NoChain %v; want %d, %v", tc.p4info, tc.steering, tc.chain, m, p.NoChain, tc.mode, tc.noChain)
+		}
+	}
+}

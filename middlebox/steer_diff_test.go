@@ -290,7 +290,9 @@ func (r *steerRig) checkStats() {
 	r.t.Helper()
 	var sw [stCount]uint64
 	err := r.dev.ReadCounterEntries(&p4v1.CounterEntry{CounterId: r.id("counter", "stats")}, func(e *p4v1.CounterEntry) error {
-		sw[e.GetIndex().GetIndex()] = uint64(e.GetData().GetPacketCount())
+		if i := e.GetIndex().GetIndex(); i < stCount {
+			sw[i] = uint64(e.GetData().GetPacketCount())
+		}
 		return nil
 	})
 	if err != nil {

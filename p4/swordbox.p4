@@ -16,6 +16,12 @@
  *     is younger than tail_ttl (set by the controller below Clover's T_r, so
  *     a steered request never lands on a reclaimed slot);
  *   - forgets a cached tail when a CAS steered to it fails;
+ *   - in chain mode (config mode bit 2, with write steering), steers each
+ *     linking CAS of a key onto the node of the key's previous linking CAS
+ *     as soon as that CAS is forwarded, confirmed or not, so that
+ *     concurrent puts of one key all link, one after another, in one round
+ *     trip; the tail is still confirmed at the ACK (for READ steering), and
+ *     the Clover client proves every steered success (clover/doc.go);
  *   - forwards a retransmitted CAS exactly as its first copy was forwarded;
  *   - keeps every CAS forwarded until its ATOMIC ACK, so that the controller
  *     can retransmit one outstanding too long (section 4.5).
@@ -56,6 +62,8 @@ const bit<32> LINK_SLOTS = 8192;   /* CAS in flight: crc32(client IP, server IP,
 /* Steering modes, the config table's mode parameter (bit 0: write steering, bit 1: read steering). */
 const bit<8> MODE_WRITE = 1;
 const bit<8> MODE_READ  = 2;
+const bit<8> MODE_CHAIN = 4;   /* with MODE_WRITE: chain CAS onto the last forwarded link */
+
 
 /* Indices of the stats counter. */
 const bit<32> STAT_ROCE            = 0;  /* RoCEv2 requests seen while steering is on */
@@ -74,7 +82,11 @@ const bit<32> STAT_TAIL_CONFIRMED  = 12; /* tails confirmed by a successful link
 const bit<32> STAT_TAIL_EXPIRED    = 13; /* requests not steered because the tail was older than tail_ttl */
 const bit<32> STAT_CONFIRM_STALE   = 14; /* confirmations older than the cached tail (not applied) */
 const bit<32> STAT_LINK_AMBIGUOUS  = 15; /* CAS whose client, server and PSN another CAS had (not learned) */
-const bit<32> STAT_COUNT           = 16;
+const bit<32> STAT_CAS_CHAINED     = 16; /* CAS chained onto the key's last forwarded link (chain mode) */
+const bit<32> STAT_CHAIN_BROKEN    = 17; /* chains ended: a chained CAS failed, or its ACK found its predecessor unconfirmed */
+const bit<32> STAT_CHAIN_REFUSED   = 18; /* CAS not chained: the chain's end has the entry version the client compares */
+const bit<32> STAT_READ_CHAIN_BUSY  = 19; /* node READs not steered: links after the confirmed tail in flight */
+const bit<32> STAT_COUNT           = 20;
 
 /* Entry-version bits 18..11 of a Clover header word. */
 const bit<64> EV_MASK  = 0x000000000007F800;
@@ -226,7 +238,20 @@ struct metadata_t {
     bit<8>  tail_ver;
     bit<32> tail_dst_ip;
     bit<48> tail_ts;
+    bit<32> tail_lh;
     bit<1>  tail_fresh;
+    /* the key's chain: the node of its last forwarded linking CAS (chain mode) */
+    bit<8>  spec_valid;
+    bit<64> spec_key;
+    bit<32> spec_lh;
+    bit<32> spec_va_hi;
+    bit<32> spec_va_lo;
+    bit<8>  spec_ver;
+    bit<32> spec_dst_ip;
+    bit<48> spec_ts;
+    bit<8>  link_chained;
+    bit<32> pred_lh;
+    bit<1>  chain_end;
     /* the node a linking CAS links (from its swap value and the node map) */
     bit<32> new_lh;
     bit<8>  new_ver;
@@ -372,6 +397,18 @@ control SwordboxIngress(inout headers_t hdr,
     register<bit<8>>(KEY_SLOTS)  tail_ver;     /* the tail's entry version */
     register<bit<32>>(KEY_SLOTS) tail_dst_ip;  /* memory node holding the tail */
     register<bit<48>>(KEY_SLOTS) tail_ts;      /* when the CAS that linked it was forwarded */
+    register<bit<32>>(KEY_SLOTS) tail_lh;      /* the tail's LH (chain mode: a chained link's predecessor is matched against it) */
+
+    /* ---- per tracked key, chain mode: the node of the last linking CAS
+     * forwarded (steered onto the previous one), confirmed or not ---- */
+    register<bit<8>>(KEY_SLOTS)  spec_valid;
+    register<bit<64>>(KEY_SLOTS) spec_key;
+    register<bit<32>>(KEY_SLOTS) spec_lh;
+    register<bit<32>>(KEY_SLOTS) spec_va_hi;
+    register<bit<32>>(KEY_SLOTS) spec_va_lo;
+    register<bit<8>>(KEY_SLOTS)  spec_ver;
+    register<bit<32>>(KEY_SLOTS) spec_dst_ip;
+    register<bit<48>>(KEY_SLOTS) spec_ts;      /* when its CAS was forwarded */
 
     /* ---- node map: where each recently written node lives (index: crc32(LH)) ---- */
     register<bit<32>>(NODE_SLOTS) node_lh;
@@ -398,6 +435,8 @@ control SwordboxIngress(inout headers_t hdr,
     register<bit<32>>(LINK_SLOTS) link_va_hi;       /* the new node's VA (the tail it makes) */
     register<bit<32>>(LINK_SLOTS) link_va_lo;
     register<bit<8>>(LINK_SLOTS)  link_ver;         /* the new node's entry version */
+    register<bit<8>>(LINK_SLOTS)  link_chained;     /* 1: chained onto the node below (chain mode) */
+    register<bit<32>>(LINK_SLOTS) link_pred_lh;     /* the LH of the node it was chained onto */
     register<bit<8>>(LINK_SLOTS)  cas_out_valid;
     register<bit<48>>(LINK_SLOTS) cas_out_src_mac;
     register<bit<48>>(LINK_SLOTS) cas_out_dst_mac;
@@ -497,6 +536,7 @@ control SwordboxIngress(inout headers_t hdr,
         tail_ver.read(meta.tail_ver, meta.key_slot);
         tail_dst_ip.read(meta.tail_dst_ip, meta.key_slot);
         tail_ts.read(meta.tail_ts, meta.key_slot);
+        tail_lh.read(meta.tail_lh, meta.key_slot);
     }
 
     action read_link() {
@@ -530,6 +570,31 @@ control SwordboxIngress(inout headers_t hdr,
         link_va_hi.write(meta.link_slot, meta.node_va_hi);
         link_va_lo.write(meta.link_slot, meta.node_va_lo);
         link_ver.write(meta.link_slot, meta.new_ver);
+        link_chained.write(meta.link_slot, meta.link_chained);
+        link_pred_lh.write(meta.link_slot, meta.pred_lh);
+    }
+
+    action read_spec() {
+        spec_valid.read(meta.spec_valid, meta.key_slot);
+        spec_key.read(meta.spec_key, meta.key_slot);
+        spec_lh.read(meta.spec_lh, meta.key_slot);
+        spec_va_hi.read(meta.spec_va_hi, meta.key_slot);
+        spec_va_lo.read(meta.spec_va_lo, meta.key_slot);
+        spec_ver.read(meta.spec_ver, meta.key_slot);
+        spec_dst_ip.read(meta.spec_dst_ip, meta.key_slot);
+        spec_ts.read(meta.spec_ts, meta.key_slot);
+    }
+
+    /* The key's chain now ends at the node in meta.spec_* (chain mode). */
+    action write_spec() {
+        spec_valid.write(meta.key_slot, 1);
+        spec_key.write(meta.key_slot, meta.spec_key);
+        spec_lh.write(meta.key_slot, meta.spec_lh);
+        spec_va_hi.write(meta.key_slot, meta.spec_va_hi);
+        spec_va_lo.write(meta.key_slot, meta.spec_va_lo);
+        spec_ver.write(meta.key_slot, meta.spec_ver);
+        spec_dst_ip.write(meta.key_slot, meta.spec_dst_ip);
+        spec_ts.write(meta.key_slot, meta.spec_ts);
     }
 
     apply {
@@ -561,7 +626,54 @@ control SwordboxIngress(inout headers_t hdr,
                         cas_out_compare.read(meta.link_cmp, meta.link_slot);
                         cas_out_ts.read(meta.link_ts, meta.link_slot);
                         read_tail();
-                        if (hdr.atomic_ack.orig == meta.link_cmp) {
+                        link_chained.read(meta.link_chained, meta.link_slot);
+                        if (meta.link_chained == 1) {
+                            /* Chain mode: a CAS chained onto the node of the key's previous
+                             * link. Its node is linked only once that predecessor is. */
+                            link_pred_lh.read(meta.pred_lh, meta.link_slot);
+                            if (hdr.atomic_ack.orig == meta.link_cmp) {
+                                if (meta.tail_valid == 1 && meta.tail_key == meta.link_key &&
+                                    meta.tail_lh == meta.pred_lh) {
+                                    /* The predecessor is the confirmed tail: this node is
+                                     * in the chain, and now its confirmed tail. */
+                                    link_va_hi.read(meta.node_va_hi, meta.link_slot);
+                                    link_va_lo.read(meta.node_va_lo, meta.link_slot);
+                                    link_ver.read(meta.node_ver, meta.link_slot);
+                                    link_lh.read(meta.link_lh, meta.link_slot);
+                                    tail_va_hi.write(meta.key_slot, meta.node_va_hi);
+                                    tail_va_lo.write(meta.key_slot, meta.node_va_lo);
+                                    tail_ver.write(meta.key_slot, meta.node_ver);
+                                    tail_lh.write(meta.key_slot, meta.link_lh);
+                                    tail_dst_ip.write(meta.key_slot, hdr.ipv4.src_addr);
+                                    tail_ts.write(meta.key_slot, meta.link_ts);
+                                    stats.count(STAT_TAIL_CONFIRMED);
+                                } else {
+                                    /* Its predecessor was never confirmed (a lost or
+                                     * reordered ACK, a record taken over): no later link
+                                     * of this chain can be. End the chain; the next
+                                     * unsteered success starts a new one. */
+                                    meta.chain_end = 1;
+                                }
+                            } else {
+                                /* The node the chain ended at had a successor the switch
+                                 * did not learn: end the chain, and forget that node if it
+                                 * is also the confirmed tail. */
+                                meta.chain_end = 1;
+                                cas_out_va.read(meta.link_va, meta.link_slot);
+                                if (meta.tail_valid == 1 && meta.tail_key == meta.link_key &&
+                                    (meta.tail_va_hi ++ meta.tail_va_lo) == meta.link_va) {
+                                    tail_valid.write(meta.key_slot, 0);
+                                    stats.count(STAT_TAIL_DROPPED);
+                                }
+                            }
+                            if (meta.chain_end == 1) {
+                                read_spec();
+                                if (meta.spec_key == meta.link_key) {
+                                    spec_valid.write(meta.key_slot, 0);
+                                }
+                                stats.count(STAT_CHAIN_BROKEN);
+                            }
+                        } else if (hdr.atomic_ack.orig == meta.link_cmp) {
                             /* The CAS succeeded: its node is linked after a node that was
                              * the tail, so it is now the tail. A confirmation older than
                              * the cached tail (ACKs of two links reordered) is not applied. */
@@ -570,6 +682,7 @@ control SwordboxIngress(inout headers_t hdr,
                                 link_va_hi.read(meta.node_va_hi, meta.link_slot);
                                 link_va_lo.read(meta.node_va_lo, meta.link_slot);
                                 link_ver.read(meta.node_ver, meta.link_slot);
+                                link_lh.read(meta.link_lh, meta.link_slot);
                                 tail_valid.write(meta.key_slot, 1);
                                 tail_key.write(meta.key_slot, meta.link_key);
                                 tail_va_hi.write(meta.key_slot, meta.node_va_hi);
@@ -578,6 +691,23 @@ control SwordboxIngress(inout headers_t hdr,
                                 tail_dst_ip.write(meta.key_slot, hdr.ipv4.src_addr);
                                 tail_ts.write(meta.key_slot, meta.link_ts);
                                 stats.count(STAT_TAIL_CONFIRMED);
+                                if ((meta.mode & MODE_CHAIN) != 0) {
+                                    tail_lh.write(meta.key_slot, meta.link_lh);
+                                    /* Chain mode with no live chain of this key: start
+                                     * one at the node just confirmed. */
+                                    read_spec();
+                                    if (meta.spec_valid == 0 || meta.spec_key != meta.link_key ||
+                                        meta.now - meta.spec_ts >= meta.ttl) {
+                                        meta.spec_key = meta.link_key;
+                                        meta.spec_lh = meta.link_lh;
+                                        meta.spec_va_hi = meta.node_va_hi;
+                                        meta.spec_va_lo = meta.node_va_lo;
+                                        meta.spec_ver = meta.node_ver;
+                                        meta.spec_dst_ip = hdr.ipv4.src_addr;
+                                        meta.spec_ts = meta.link_ts;
+                                        write_spec();
+                                    }
+                                }
                             } else {
                                 stats.count(STAT_CONFIRM_STALE);
                             }
@@ -676,7 +806,44 @@ control SwordboxIngress(inout headers_t hdr,
                             } else {
                                 stats.count(STAT_LINK_UNRESOLVED);
                             }
-                            if (meta.tracked == 1) {
+                            if (meta.tracked == 1 && meta.ambiguous == 0 &&
+                                (meta.mode & (MODE_WRITE | MODE_CHAIN)) == (MODE_WRITE | MODE_CHAIN)) {
+                                read_spec();
+                                if (meta.spec_valid == 1 && meta.spec_key == meta.clover_key &&
+                                    meta.spec_dst_ip == hdr.ipv4.dst_addr && meta.now - meta.spec_ts < meta.ttl &&
+                                    (meta.spec_va_hi ++ meta.spec_va_lo) != hdr.atomic_eth.va &&
+                                    meta.spec_ver == hdr.atomic_eth.compare[18:11]) {
+                                    /* Steered there, the CAS would return the tail word the
+                                     * client compares, and the client would take it for a
+                                     * success on its own tail without proving it: not chained. */
+                                    stats.count(STAT_CHAIN_REFUSED);
+                                } else if (meta.spec_valid == 1 && meta.spec_key == meta.clover_key &&
+                                    meta.spec_dst_ip == hdr.ipv4.dst_addr && meta.now - meta.spec_ts < meta.ttl) {
+                                    /* Chain mode: link onto the node of the key's last
+                                     * forwarded linking CAS, confirmed or not, and make this
+                                     * CAS's node the chain's end. */
+                                    meta.linking = 1;
+                                    meta.link_chained = 1;
+                                    meta.pred_lh = meta.spec_lh;
+                                    if ((meta.spec_va_hi ++ meta.spec_va_lo) != hdr.atomic_eth.va) {
+                                        hdr.atomic_eth.va = meta.spec_va_hi ++ meta.spec_va_lo;
+                                        hdr.atomic_eth.compare = (hdr.atomic_eth.compare & ~EV_MASK) |
+                                                                 (((bit<64>)meta.spec_ver) << EV_SHIFT);
+                                        hdr.atomic_eth.swap = (hdr.atomic_eth.swap & ~EV_MASK) |
+                                                              (((bit<64>)meta.spec_ver) << EV_SHIFT);
+                                        key_cas_steered.count(meta.key_slot);
+                                        stats.count(STAT_CAS_STEERED);
+                                    }
+                                    stats.count(STAT_CAS_CHAINED);
+                                    meta.spec_lh = meta.new_lh;
+                                    meta.spec_ver = meta.new_ver;
+                                    meta.spec_va_hi = meta.node_va_hi;
+                                    meta.spec_va_lo = meta.node_va_lo;
+                                    meta.spec_ts = meta.now;
+                                    write_spec();
+                                }
+                            }
+                            if (meta.tracked == 1 && meta.link_chained == 0) {
                                 meta.linking = 1;
                                 read_tail();
                                 if (meta.tail_valid == 1 && meta.tail_key == meta.clover_key &&
@@ -714,10 +881,20 @@ control SwordboxIngress(inout headers_t hdr,
                         tracked_keys.apply();
                     }
                     if (meta.tracked == 1) {
+                        if ((meta.mode & MODE_CHAIN) != 0) {
+                            read_spec();
+                        }
                         read_tail();
                         if (meta.tail_valid == 1 && meta.tail_key == meta.clover_key &&
                             meta.tail_dst_ip == hdr.ipv4.dst_addr && meta.now - meta.tail_ts < meta.ttl) {
                             meta.tail_fresh = 1;
+                        }
+                        if (meta.spec_valid == 1 && meta.spec_key == meta.clover_key &&
+                            meta.spec_lh != meta.tail_lh) {
+                            /* Chain mode: links after the confirmed tail are in flight,
+                             * so it may have a successor already: not steered. */
+                            meta.tail_fresh = 0;
+                            stats.count(STAT_READ_CHAIN_BUSY);
                         }
                     }
                     if (meta.tail_fresh == 1) {

@@ -45,6 +45,8 @@ type CellSpec struct {
 	ReadTimeout time.Duration
 	// SwitchArch is the switch program's architecture ("": ArchV1Model).
 	SwitchArch string
+	// Chain turns on chained write steering (rack.Config.Chain).
+	Chain bool
 }
 
 // RunCell runs one cell on a fresh in-process rack (NewCloverCellRack):

@@ -215,7 +215,7 @@ func NewCloverCellRack(ctx context.Context, spec CellSpec, setup CellSetup) (Cel
 	}
 	cr, err := NewCloverRack(ctx, CloverConfig{
 		Rack: Config{Steering: setup.Steering, TrackedKeys: setup.Tracked, MemoryTiming: spec.Timing, MemoryWorkers: spec.MemoryWorkers,
-			SwitchArch: spec.SwitchArch},
+			SwitchArch: spec.SwitchArch, Chain: spec.Chain},
 		ClientHosts: spec.ClientHosts, Threads: spec.Threads, ValueSize: spec.ValueSize, Keys: spec.Keys,
 		ReadTimeout: spec.ReadTimeout,
 	})

@@ -31,7 +31,18 @@ var (
 	linViz      = flag.String("lin.viz", "", "directory for porcupine's visualizations of non-linearizable keys")
 )
 
-var linModes = []string{SteerOff, SteerWrite, SteerReadWrite}
+// linModes are the steering settings every variant runs: the three modes
+// with confirmed-tail write steering, and the two steering modes again with
+// chained write steering (rack.Config.Chain), named mode+chainSuffix.
+var linModes = []string{SteerOff, SteerWrite, SteerReadWrite, SteerWrite + chainSuffix, SteerReadWrite + chainSuffix}
+
+const chainSuffix = "+chain"
+
+// withMode sets o's steering and chain setting from a linModes name.
+func withMode(o LinOptions, mode string) LinOptions {
+	o.Steering, o.Chain = strings.TrimSuffix(mode, chainSuffix), strings.HasSuffix(mode, chainSuffix)
+	return o
+}
 
 // hotPutPercent is the share of puts on 64 hot keys: 240 threads on them
 // overlap so many unobserved puts at 50% that porcupine's check of one
@@ -45,7 +56,8 @@ const hotPutPercent = 30
 // porcupine's time per key grows faster than its operations (a key of
 // 885 operations, 2.5 s under read-write steering, did not finish in 30 s).
 func hot(o LinOptions, mode string, seed uint64) LinOptions {
-	o.Steering, o.Keys, o.HotKeys, o.Seed, o.PutPercent = mode, 64, 64, seed, hotPutPercent
+	o = withMode(o, mode)
+	o.Keys, o.HotKeys, o.Seed, o.PutPercent = 64, 64, seed, hotPutPercent
 	if *linDuration == 0 && o.Duration > 1500*time.Millisecond {
 		o.Duration = 1500 * time.Millisecond
 	}
@@ -78,9 +90,9 @@ func runLin(t *testing.T, variant string, o LinOptions) *LinResult {
 	defer cancel()
 	res, err := RunLinearizability(ctx, o)
 	if err != nil {
-		t.Fatalf("%s/%s: %v", variant, o.Steering, err)
+		t.Fatalf("%s/%s chain=%v: %v", variant, o.Steering, o.Chain, err)
 	}
-	t.Logf("%s/%s, %d threads on %d hosts, %d keys (hot %d): %v", variant, o.Steering, o.Threads, o.ClientHosts, o.Keys, o.HotKeys, res)
+	t.Logf("%s/%s chain=%v, %d threads on %d hosts, %d keys (hot %d): %v", variant, o.Steering, o.Chain, o.Threads, o.ClientHosts, o.Keys, o.HotKeys, res)
 	if res.Ops == 0 {
 		t.Errorf("no operation completed")
 	}
@@ -117,6 +129,12 @@ func runLin(t *testing.T, variant string, o LinOptions) *LinResult {
 			t.Errorf("read-write steering: the switch steered %d CAS and %d READs; want both > 0", cas, reads)
 		}
 	}
+	if o.Chain && res.Stats[StatCASChained] == 0 {
+		t.Errorf("chained write steering: the switch chained no CAS")
+	}
+	if !o.Chain && res.Stats[StatCASChained] != 0 {
+		t.Errorf("chain mode off, yet the switch chained %d CAS", res.Stats[StatCASChained])
+	}
 	return res
 }
 
@@ -132,7 +150,8 @@ func TestLinRackUniform(t *testing.T) {
 	for _, mode := range linModes {
 		t.Run(mode, func(t *testing.T) {
 			o := linBase(t)
-			o.Steering, o.Keys, o.Seed = mode, 1024, 1
+			o = withMode(o, mode)
+			o.Keys, o.Seed = 1024, 1
 			res := runLin(t, "uniform", o)
 			if min := o.Keys / 2; res.KeysTouched < min {
 				t.Errorf("only %d keys touched, want at least %d", res.KeysTouched, min)
@@ -183,7 +202,8 @@ func TestLinRackSlotReuse(t *testing.T) {
 	for _, mode := range linModes {
 		t.Run(mode, func(t *testing.T) {
 			o := linBase(t)
-			o.Steering, o.Keys, o.Seed = mode, 256, 4
+			o = withMode(o, mode)
+			o.Keys, o.Seed = 256, 4
 			// Every client holds up to one ALLOC batch of free slots: the
 			// region has room for those and the keys' tails, rounded up to
 			// whole chunks, so reclaimed slots are handed out again as soon

@@ -108,6 +108,8 @@ type LinOptions struct {
 	// SwitchArch is the switch program's architecture: ArchV1Model ("",
 	// the default) or ArchTNA (switcharch.go).
 	SwitchArch string
+	// Chain turns on chained write steering (rack.Config.Chain).
+	Chain bool
 	// Logf receives the rack's notable events (nil: silent).
 	Logf func(format string, args ...any)
 }
@@ -178,6 +180,7 @@ type LinReset struct {
 const (
 	StatCASSteered   = 3
 	StatReadsSteered = 5
+	StatCASChained   = 16
 )
 
 // String is the one-line summary a test logs.
@@ -322,7 +325,7 @@ func RunLinearizability(ctx context.Context, o LinOptions) (*LinResult, error) {
 	}
 	cr, err := NewCloverRack(ctx, CloverConfig{
 		Rack: Config{Steering: o.Steering, TrackedKeys: tracked, HostFaults: o.HostFaults, MemoryFaults: o.MemoryFaults,
-			ObjectSize: o.ValueSize, SwitchArch: o.SwitchArch, Logf: o.Logf},
+			ObjectSize: o.ValueSize, SwitchArch: o.SwitchArch, Chain: o.Chain, Logf: o.Logf},
 		ClientHosts: o.ClientHosts, Threads: o.Threads, ValueSize: o.ValueSize, Keys: o.Keys,
 		Chunks: o.Chunks, ReadTimeout: o.ReadTimeout, EpochPeriod: o.EpochPeriod,
 	})

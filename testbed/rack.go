@@ -85,6 +85,8 @@ type Config struct {
 	// SwitchArch is the switch program's architecture, ArchV1Model (the
 	// default) or ArchTNA (switcharch.go); P4Source must be written for it.
 	SwitchArch string
+	// Chain turns on chained write steering (rack.Config.Chain).
+	Chain bool
 	// SwitchTap, if set, sees every frame entering the switch.
 	SwitchTap SwitchTap
 	// Logf receives notable events (nil: silent).
@@ -257,6 +259,7 @@ func NewRack(ctx context.Context, cfg Config) (_ *Rack, err error) {
 	rc.ObjectSize = cfg.ObjectSize
 	rc.TrackedKeys = cfg.TrackedKeys
 	rc.TailTTL = cfg.TailTTL
+	rc.Chain = cfg.Chain
 	rc.RepairPeriod = cfg.RepairPeriod
 	rc.RepairThreshold = cfg.RepairThreshold
 	for i := 0; i <= cfg.Hosts; i++ {
@@ -304,7 +307,7 @@ func (r *Rack) waitProgrammed(ctx context.Context, prog *target.Program) error {
 	for {
 		last := errors.New("no pipeline yet")
 		if r.Switch.P4Info() != nil {
-			last = SwitchProgrammed(ctx, obs, schema, r.cfg.Steering, len(r.ports), len(r.cfg.TrackedKeys))
+			last = SwitchProgrammed(ctx, obs, schema, r.cfg.Steering, r.cfg.Chain, len(r.ports), len(r.cfg.TrackedKeys))
 		}
 		if last == nil {
 			return nil
@@ -335,15 +338,22 @@ func SteerModeValue(steering string) (uint64, error) {
 	return 0, fmt.Errorf("testbed: steering %q: want off, write, read or read-write", steering)
 }
 
+// SteerModeChain is the mode bit of chained write steering
+// (docs/swordbox-p4.md, "Chain mode"), set with write steering only.
+const SteerModeChain = 4
+
 // SwitchProgrammed reads a switch running swordbox.p4 through the observer
 // client obs and reports nil once it holds at least members forward
 // entries, the config table's default entry with the steering mode and at least tracked
 // tracked keys: what the controller installs when it takes charge. It
-// reads once; callers poll.
-func SwitchProgrammed(ctx context.Context, obs *p4rtc.Client, schema *p4rtc.Schema, steering string, members, tracked int) error {
+// reads once; callers poll. chain adds the chain bit to write steering.
+func SwitchProgrammed(ctx context.Context, obs *p4rtc.Client, schema *p4rtc.Schema, steering string, chain bool, members, tracked int) error {
 	wantMode, err := SteerModeValue(steering)
 	if err != nil {
 		return err
+	}
+	if chain && wantMode&1 != 0 {
+		wantMode |= SteerModeChain
 	}
 	count := func(table string) (int, error) {
 		te, err := schema.TableRead(table)

@@ -62,6 +62,8 @@ type SuiteConfig struct {
 	// SwitchArch is the switch program's architecture: ArchV1Model ("",
 	// the default) or ArchTNA (switcharch.go).
 	SwitchArch string
+	// Chain turns on chained write steering (rack.Config.Chain).
+	Chain bool
 }
 
 func (c *SuiteConfig) defaults() {
@@ -132,7 +134,7 @@ func (c SuiteConfig) Cells() ([]CellSpec, error) {
 	}
 	base := CellSpec{Scenario: c.Scenario, Keys: c.Keys, ValueSize: c.ValueSize, Zipf: c.Zipf, Tracked: -1, Threads: c.Threads,
 		ClientHosts: c.ClientHosts, Warmup: c.Warmup, Duration: c.Duration, Seed: c.Seed, Timing: timing, MemoryWorkers: c.MemoryWorkers, ReadTimeout: c.ReadTimeout,
-		SwitchArch: c.SwitchArch}
+		SwitchArch: c.SwitchArch, Chain: c.Chain}
 	var out []CellSpec
 	sweep := func(def []string) []string {
 		if len(c.Sweep) > 0 {

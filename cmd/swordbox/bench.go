@@ -24,6 +24,7 @@ import (
 type benchConfig struct {
 	System      string        `mapstructure:"system"`
 	SwitchArch  string        `mapstructure:"switch-arch"`
+	Chain       bool          `mapstructure:"chain"`
 	Scenario    string        `mapstructure:"scenario"`
 	Keys        int           `mapstructure:"keys"`
 	ValueSize   int           `mapstructure:"value-size"`
@@ -91,6 +92,7 @@ Scenarios:
 	f := c.Flags()
 	f.String("system", "clover", "memory system: clover, swarm (SWARM-KV: docs/swarm.md) or sherman (docs/sherman.md)")
 	f.String("switch-arch", testbed.ArchV1Model, "switch program of the rack: v1model (p4/swordbox.p4) or tna (p4/tna/swordbox.p4, the Tofino program), both on the Go target; --system clover, in process")
+	f.Bool("chain", true, "chained write steering: a CAS is steered onto the key's last forwarded link, not only onto a confirmed tail (docs/swordbox-p4.md, \"Chain mode\"); --chain=false steers to confirmed tails only; the v1model program only (with --switch-arch tna, --chain=false)")
 	addShermanFlags(f)
 	f.String("scenario", testbed.ScenarioDefault, "one of "+strings.Join(testbed.Scenarios, ", "))
 	f.Int("keys", 1024, "number of Clover keys (YCSB record count)")
@@ -143,6 +145,9 @@ func benchSettings() *settingTable {
 		}
 		if c.SwitchArch != testbed.ArchV1Model && ((c.System != "" && c.System != "clover") || c.Netns) {
 			return fmt.Errorf("--switch-arch %s: only --system clover on the in-process rack runs it (not --netns, not swarm or sherman)", c.SwitchArch)
+		}
+		if c.SwitchArch == testbed.ArchTNA && c.Chain {
+			return fmt.Errorf("--chain: the tna program has no chain mode (docs/swordbox-p4.md, \"Chain mode\"); add --chain=false")
 		}
 		return nil
 	})
@@ -202,7 +207,7 @@ func suiteConfig(cfg benchConfig) (testbed.SuiteConfig, error) {
 	sc := testbed.SuiteConfig{Scenario: cfg.Scenario, Keys: cfg.Keys, ValueSize: cfg.ValueSize, Zipf: cfg.Zipf,
 		Modes: cfg.Modes, Sweep: cfg.Sweep, Threads: cfg.Threads, ClientHosts: cfg.ClientHosts, Duration: cfg.Duration,
 		Warmup: cfg.Warmup, Seed: cfg.Seed, Timing: cfg.Timing, MemoryWorkers: cfg.MemWorkers, ReadTimeout: cfg.ReadTimeout,
-		SwitchArch: cfg.SwitchArch}
+		SwitchArch: cfg.SwitchArch, Chain: cfg.Chain}
 	for _, w := range cfg.Workloads {
 		if _, _, err := ycsb.Preset(ycsb.Kind(w)); err != nil {
 			return sc, fmt.Errorf("bench: --workloads: %w", err)

@@ -229,7 +229,7 @@ func TestBadInputIsRefused(t *testing.T) {
 		{"bench duration in file", append([]string{"bench", "--config", badDur}, noBench...), nil, "config " + badDur + `: bench.duration: "soon" is not a duration`},
 		{"bench env not a bool", append([]string{"bench"}, noBench...), []string{"SWORDBOX_BENCH_JSON=perhaps"}, `bench: SWORDBOX_BENCH_JSON="perhaps": "perhaps" is not true or false`},
 		{"bench env not a duration", append([]string{"bench"}, noBench...), []string{"SWORDBOX_BENCH_WARMUP=soon"}, `bench: SWORDBOX_BENCH_WARMUP="soon": "soon" is not a duration`},
-		{"bench env misspelled", append([]string{"bench"}, noBench...), []string{"SWORDBOX_BENCH_THRAEDS=4"}, "bench: SWORDBOX_BENCH_THRAEDS: unknown setting (the variables are SWORDBOX_BENCH_CLIENT_HOSTS, "},
+		{"bench env misspelled", append([]string{"bench"}, noBench...), []string{"SWORDBOX_BENCH_THRAEDS=4"}, "bench: SWORDBOX_BENCH_THRAEDS: unknown setting (the variables are SWORDBOX_BENCH_CHAIN, SWORDBOX_BENCH_CLIENT_HOSTS, "},
 		{"middlebox bench env is not middlebox run's", []string{"middlebox", "run", "--cores", "0"}, []string{"SWORDBOX_MIDDLEBOX_BENCH_CLIENTS=4"}, "middlebox run: --cores 0: out of range 1..64"},
 		{"bench missing config", append([]string{"bench", "--config", filepath.Join(dir, "nope.yaml")}, noBench...), nil, "nope.yaml"},
 		// perf
@@ -268,6 +268,7 @@ func TestBadInputIsRefused(t *testing.T) {
 			"switch program ../../p4/swordbox.p4 is a v1model program, not tna"},
 		{"bench switch arch", append([]string{"bench", "--switch-arch", "tofino"}, noBench...), nil, `bench: --switch-arch: switch architecture "tofino": want v1model or tna`},
 		{"bench switch arch netns", append([]string{"bench", "--switch-arch", "tna", "--netns"}, noBench...), nil, "bench: --switch-arch tna: only --system clover on the in-process rack"},
+		{"bench switch arch tna chain", append([]string{"bench", "--switch-arch", "tna"}, noBench...), nil, `bench: --chain: the tna program has no chain mode`},
 		{"bench switch arch swarm", append([]string{"bench", "--switch-arch", "tna", "--system", "swarm"}, noBench...), nil, "bench: --switch-arch tna: only --system clover on the in-process rack"},
 		// ctrl
 		{"ctrl object-size", []string{"ctrl", "run", "--object-size", "0"}, nil, "ctrl run: --object-size 0: out of range 1..4072"},

@@ -103,6 +103,7 @@ serves Prometheus metrics on --metrics.`,
 	f.String("steering", d.Steering, "off | write | read-write")
 	f.Int("object-size", d.ObjectSize, "Clover object size in bytes, 1..4072 (a node is 24 + size)")
 	f.Duration("tail-ttl", d.TailTTL, "how long a confirmed tail may be steered to after the CAS that linked it")
+	f.Bool("chain", d.Chain, "chained write steering: steer a CAS onto the key's last forwarded link (docs/swordbox-p4.md, \"Chain mode\"); ignored, with a warning, by a program without chain mode")
 	f.Int("hot-keys", d.HotKeys, "keep the hottest N keys tracked (instead of tracked-keys)")
 	f.String("hot-key-range", d.HotKeyRange, "candidate keys of hot-key steering, lo-hi")
 	f.Int("hot-key-probes", d.HotKeyProbes, "candidate keys probed per hot-keys period")

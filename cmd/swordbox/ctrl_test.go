@@ -226,7 +226,7 @@ func TestCtrlRunProgramsTheSwitchAndShowReadsIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, "SwordboxIngress.config: 0 entries\n  default -> SwordboxIngress.set_config(mode=0x01, node_size=0x48, tail_ttl=") {
+	if !strings.Contains(out, "SwordboxIngress.config: 0 entries\n  default -> SwordboxIngress.set_config(mode=0x05, node_size=0x48, tail_ttl=") {
 		t.Errorf("show tables config:\n%s", out)
 	}
 	out, err = runCtrl(t, context.Background(), "show", "registers", "--switch", addr, "tail_valid")

@@ -73,6 +73,11 @@ type Config struct {
 	// (its read timeout): a tail younger than T_r cannot have been
 	// reclaimed, and the other half covers the steered request's flight.
 	TailTTL time.Duration `mapstructure:"tail-ttl"`
+	// Chain turns on chained write steering (docs/swordbox-p4.md, "Chain
+	// mode"): a linking CAS is steered onto the node of the key's previous
+	// linking CAS, confirmed or not, instead of onto the confirmed tail.
+	// Programs without chain mode (the TNA program) ignore it.
+	Chain bool `mapstructure:"chain"`
 
 	RepairPeriod    time.Duration `mapstructure:"repair-period"`
 	RepairThreshold time.Duration `mapstructure:"repair-threshold"`
@@ -170,6 +175,7 @@ func Defaults() Config {
 		Steering:        SteerWrite,
 		ObjectSize:      128,
 		TailTTL:         DefaultTailTTL,
+		Chain:           true,
 		RepairPeriod:    50 * time.Millisecond,
 		RepairThreshold: 200 * time.Millisecond,
 		HotKeysPeriod:   time.Second,

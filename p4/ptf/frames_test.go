@@ -66,7 +66,7 @@ const (
 	statTailExpired    = 13
 	statConfirmStale   = 14
 	statLinkAmbiguous  = 15
-	statCount          = 16
+	statCount          = 20
 	lhDeleted          = 0xFFFFFFFF
 	memnodeIP          = 0x0a000003
 )

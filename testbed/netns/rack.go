@@ -285,7 +285,7 @@ func NewCellRack(ctx context.Context, spec testbed.CellSpec, setup testbed.CellS
 	n, _ := strconv.ParseUint(length, 10, 64)
 
 	// Controller, in the management namespace.
-	cfgPath, err := r.writeCtrlConfig(steer, spec.ValueSize, tracked, members, base, fmt.Sprintf("%#x", n))
+	cfgPath, err := r.writeCtrlConfig(steer, spec.Chain, spec.ValueSize, tracked, members, base, fmt.Sprintf("%#x", n))
 	if err != nil {
 		return nil, err
 	}
@@ -295,7 +295,7 @@ func NewCellRack(ctx context.Context, spec testbed.CellSpec, setup testbed.CellS
 	if r.proxy, err = newProxy(r.mgmtNS, mgmtNet+"1:"+grpcPort); err != nil {
 		return nil, err
 	}
-	if r.obs, r.schema, err = r.waitProgrammed(ctx, steer, members, len(tracked)); err != nil {
+	if r.obs, r.schema, err = r.waitProgrammed(ctx, steer, spec.Chain, members, len(tracked)); err != nil {
 		return nil, err
 	}
 
@@ -477,6 +477,7 @@ type ctrlSection struct {
 	Push         bool         `json:"push-pipeline"`
 	Metrics      string       `json:"metrics"`
 	Steering     string       `json:"steering"`
+	Chain        bool         `json:"chain"`
 	ObjectSize   int          `json:"object-size"`
 	Hosts        []ctrlHost   `json:"hosts"`
 	MemoryNodes  []ctrlMemory `json:"memory-nodes"`
@@ -501,7 +502,7 @@ type ctrlMemory struct {
 
 // writeCtrlConfig writes the P4 program, its P4Info and the rack file the
 // controller runs with, and returns the rack file's path.
-func (r *cellRack) writeCtrlConfig(steer string, objectSize int, tracked []uint64, members int, base, length string) (string, error) {
+func (r *cellRack) writeCtrlConfig(steer string, chain bool, objectSize int, tracked []uint64, members int, base, length string) (string, error) {
 	prog, err := target.Compile(swp4.SwordboxFile, swp4.SwordboxSource)
 	if err != nil {
 		return "", fmt.Errorf("netns: switch program: %w", err)
@@ -514,7 +515,7 @@ func (r *cellRack) writeCtrlConfig(steer string, objectSize int, tracked []uint6
 		return "", err
 	}
 	c := ctrlSection{Switch: mgmtNet + "1:" + grpcPort, DeviceID: 1, ElectionID: 10, P4Info: infoPath, DeviceConfig: p4Path,
-		Push: true, Steering: steer, ObjectSize: objectSize, RepairPeriod: "50ms", RepairThreshold: "200ms",
+		Push: true, Steering: steer, Chain: chain, ObjectSize: objectSize, RepairPeriod: "50ms", RepairThreshold: "200ms",
 		MemoryNodes: []ctrlMemory{{Host: "mem0", Regions: []map[string]string{{"base": base, "length": length}}}}}
 	for _, k := range tracked {
 		c.TrackedKeys = append(c.TrackedKeys, strconv.FormatUint(k, 10))
@@ -537,7 +538,7 @@ func (r *cellRack) writeCtrlConfig(steer string, objectSize int, tracked []uint6
 // waitProgrammed polls the switch as an observer (through the proxy into
 // the management namespace) until the controller has installed a forward
 // entry per member, the steering mode and the tracked keys.
-func (r *cellRack) waitProgrammed(ctx context.Context, steer string, members, tracked int) (*p4rtc.Client, *p4rtc.Schema, error) {
+func (r *cellRack) waitProgrammed(ctx context.Context, steer string, chain bool, members, tracked int) (*p4rtc.Client, *p4rtc.Schema, error) {
 	obs, err := p4rtc.Dial(p4rtc.Options{Addr: r.proxy.Addr(), DeviceID: 1, Observer: true})
 	if err != nil {
 		return nil, nil, fmt.Errorf("netns: observer: %w", err)
@@ -558,7 +559,7 @@ func (r *cellRack) waitProgrammed(ctx context.Context, steer string, members, tr
 					return err
 				}
 			}
-			return testbed.SwitchProgrammed(ctx, obs, schema, steer, members, tracked)
+			return testbed.SwitchProgrammed(ctx, obs, schema, steer, chain, members, tracked)
 		}()
 		if last == nil {
 			return obs, schema, nil

@@ -53,6 +53,7 @@ func CellRackWith(base CloverConfig) testbed.CellRackBuilder {
 			cfg.Rack.NIC = &nic
 		}
 		cfg.Steering = setup.Steering
+		cfg.Rack.Chain = spec.Chain
 		cfg.ClientHosts, cfg.Threads, cfg.ValueSize, cfg.Keys, cfg.Zipf = spec.ClientHosts, spec.Threads, spec.ValueSize, spec.Keys, spec.Zipf
 		cfg.Workload, cfg.ReadTimeout = spec.Workload, spec.ReadTimeout
 		wc := setup.Workload.Config()

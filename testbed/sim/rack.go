@@ -36,6 +36,8 @@ type Config struct {
 	TrackedKeys []uint64
 	ObjectSize  int
 	TailTTL     time.Duration
+	// Chain turns on chained write steering (rack.Config.Chain).
+	Chain bool
 	// MemorySize is each memory node's region (default 64 MiB);
 	// MemoryInit lays a region out before it is registered.
 	MemorySize int
@@ -212,6 +214,7 @@ func (r *Rack) program(ctx context.Context, prog *target.Program) error {
 	rc.ObjectSize = cfg.ObjectSize
 	rc.TrackedKeys = cfg.TrackedKeys
 	rc.TailTTL = cfg.TailTTL
+	rc.Chain = cfg.Chain
 	if cfg.RepairPeriod > 0 {
 		rc.RepairPeriod, rc.RepairThreshold = cfg.RepairPeriod, cfg.RepairThreshold
 	}
