@@ -15,10 +15,10 @@ import (
 // walks is a choice at the program's branches (conditions unevaluated, as
 // bf-p4c's mutual exclusion is structural), and the ATOMIC ACK block and
 // the request block are two sequential ifs, so a path through both
-// accesses the CAS record and the tail twice; the stats counter is counted
-// up to five times per packet; and the ACK path reads the record before
-// the tail while the request path reads the tail before writing the
-// record. The swordbox switch (--arch tna), the bench and the
+// accesses the CAS record and the tail twice; and the ACK path reads the
+// record before the tail while the request path reads the tail before
+// writing the record. (The stats counter, split into parts counted once
+// per path each, is no longer in the report.) The swordbox switch (--arch tna), the bench and the
 // differential tests compile without the check (it is opt-in:
 // target.CompileOptions.TofinoPlacement). When the TNA port of the new
 // steering contract lands, this test flips: the program must pass.
@@ -35,48 +35,49 @@ func TestTNASwordboxPlacementReport(t *testing.T) {
 		comp []string // objects the reported cycle's component must hold
 	}{
 		{name: "as is", src: string(src), want: []string{
-			f + ":936:37: register SwordboxIngress.cas_out_psn is accessed twice on one path through SwordboxIngress: first at " + f + ":852:33, again here",
-			f + ":937:37: register SwordboxIngress.cas_out_src_ip is accessed twice on one path through SwordboxIngress: first at " + f + ":853:33, again here",
-			f + ":938:37: register SwordboxIngress.cas_out_dst_ip is accessed twice on one path through SwordboxIngress: first at " + f + ":854:33, again here",
-			f + ":955:39: register SwordboxIngress.cas_out_valid is accessed twice on one path through SwordboxIngress: first at " + f + ":859:35, again here",
-			f + ":883:33: counter SwordboxIngress.stats is counted twice on one path through SwordboxIngress: first at " + f + ":861:21, again here",
-			f + ":962:45: register SwordboxIngress.link_tracked is accessed twice on one path through SwordboxIngress: first at " + f + ":862:41, again here",
-			f + ":964:57: register SwordboxIngress.link_key_slot is accessed twice on one path through SwordboxIngress: first at " + f + ":864:53, again here",
-			f + ":1056:21: register SwordboxIngress.link_key is accessed twice on one path through SwordboxIngress: first at " + f + ":865:41, again here",
-			f + ":959:50: register SwordboxIngress.cas_out_compare is accessed twice on one path through SwordboxIngress: first at " + f + ":866:41, again here",
-			f + ":1053:21: register SwordboxIngress.cas_out_ts is accessed twice on one path through SwordboxIngress: first at " + f + ":867:49, again here",
-			f + ":1008:37: register SwordboxIngress.tail_key is accessed twice on one path through SwordboxIngress: first at " + f + ":872:48, again here",
-			f + ":1013:45: register SwordboxIngress.tail_ts is accessed twice on one path through SwordboxIngress: first at " + f + ":873:46, again here",
-			f + ":1057:21: register SwordboxIngress.link_va_hi is accessed twice on one path through SwordboxIngress: first at " + f + ":875:51, again here",
-			f + ":1058:21: register SwordboxIngress.link_va_lo is accessed twice on one path through SwordboxIngress: first at " + f + ":876:51, again here",
-			f + ":1059:21: register SwordboxIngress.link_ver is accessed twice on one path through SwordboxIngress: first at " + f + ":877:49, again here",
-			f + ":1009:39: register SwordboxIngress.tail_va_hi is accessed twice on one path through SwordboxIngress: first at " + f + ":878:33, again here",
-			f + ":1010:39: register SwordboxIngress.tail_va_lo is accessed twice on one path through SwordboxIngress: first at " + f + ":879:33, again here",
-			f + ":1011:37: register SwordboxIngress.tail_ver is accessed twice on one path through SwordboxIngress: first at " + f + ":880:33, again here",
-			f + ":1012:40: register SwordboxIngress.tail_dst_ip is accessed twice on one path through SwordboxIngress: first at " + f + ":881:33, again here",
-			f + ":1007:39: register SwordboxIngress.tail_valid is accessed twice on one path through SwordboxIngress: first at " + f + ":882:33, again here",
-			f + ":958:45: register SwordboxIngress.cas_out_va is accessed twice on one path through SwordboxIngress: first at " + f + ":890:44, again here",
-			f + ":1051:21: register SwordboxIngress.cas_out_swap is accessed twice on one path through SwordboxIngress: first at " + f + ":960:47, again here",
-			f + ":859:35: no stage order of SwordboxIngress's stateful objects serves every path (cycle SwordboxIngress.cas_out_valid -> SwordboxIngress.link_orig_va_hi -> SwordboxIngress.cas_out_valid)",
+			f + ":956:37: register SwordboxIngress.cas_out_psn is accessed twice on one path through SwordboxIngress: first at " + f + ":872:33, again here",
+			f + ":957:37: register SwordboxIngress.cas_out_src_ip is accessed twice on one path through SwordboxIngress: first at " + f + ":873:33, again here",
+			f + ":958:37: register SwordboxIngress.cas_out_dst_ip is accessed twice on one path through SwordboxIngress: first at " + f + ":874:33, again here",
+			f + ":975:39: register SwordboxIngress.cas_out_valid is accessed twice on one path through SwordboxIngress: first at " + f + ":879:35, again here",
+			f + ":982:45: register SwordboxIngress.link_tracked is accessed twice on one path through SwordboxIngress: first at " + f + ":882:41, again here",
+			f + ":984:57: register SwordboxIngress.link_key_slot is accessed twice on one path through SwordboxIngress: first at " + f + ":884:53, again here",
+			f + ":1076:21: register SwordboxIngress.link_key is accessed twice on one path through SwordboxIngress: first at " + f + ":885:41, again here",
+			f + ":979:50: register SwordboxIngress.cas_out_compare is accessed twice on one path through SwordboxIngress: first at " + f + ":886:41, again here",
+			f + ":1073:21: register SwordboxIngress.cas_out_ts is accessed twice on one path through SwordboxIngress: first at " + f + ":887:49, again here",
+			f + ":1028:37: register SwordboxIngress.tail_key is accessed twice on one path through SwordboxIngress: first at " + f + ":892:48, again here",
+			f + ":1033:45: register SwordboxIngress.tail_ts is accessed twice on one path through SwordboxIngress: first at " + f + ":893:46, again here",
+			f + ":1077:21: register SwordboxIngress.link_va_hi is accessed twice on one path through SwordboxIngress: first at " + f + ":895:51, again here",
+			f + ":1078:21: register SwordboxIngress.link_va_lo is accessed twice on one path through SwordboxIngress: first at " + f + ":896:51, again here",
+			f + ":1079:21: register SwordboxIngress.link_ver is accessed twice on one path through SwordboxIngress: first at " + f + ":897:49, again here",
+			f + ":1029:39: register SwordboxIngress.tail_va_hi is accessed twice on one path through SwordboxIngress: first at " + f + ":898:33, again here",
+			f + ":1030:39: register SwordboxIngress.tail_va_lo is accessed twice on one path through SwordboxIngress: first at " + f + ":899:33, again here",
+			f + ":1031:37: register SwordboxIngress.tail_ver is accessed twice on one path through SwordboxIngress: first at " + f + ":900:33, again here",
+			f + ":1032:40: register SwordboxIngress.tail_dst_ip is accessed twice on one path through SwordboxIngress: first at " + f + ":901:33, again here",
+			f + ":1027:39: register SwordboxIngress.tail_valid is accessed twice on one path through SwordboxIngress: first at " + f + ":902:33, again here",
+			f + ":978:45: register SwordboxIngress.cas_out_va is accessed twice on one path through SwordboxIngress: first at " + f + ":910:44, again here",
+			f + ":1071:21: register SwordboxIngress.cas_out_swap is accessed twice on one path through SwordboxIngress: first at " + f + ":980:47, again here",
+			f + ":879:35: no stage order of SwordboxIngress's stateful objects serves every path (cycle SwordboxIngress.cas_out_valid -> SwordboxIngress.link_orig_va_hi -> SwordboxIngress.cas_out_valid)",
 		}},
 		// The same program with the request block made the else of the ACK
 		// block (the two never run for one packet): what remains is the
-		// stage order. The record (link_*, cas_out_*) and the tail (tail_*)
-		// are in one cycle component: the ACK path reads the record then
-		// writes the tail, the request path reads the tail then writes the
-		// record.
+		// stage order, and the retransmission branch's reads of the record
+		// before the request block's writes of it (two sequential ifs
+		// again). The record (link_*, cas_out_*) and the tail (tail_*) are
+		// in one cycle component: the ACK path reads the record then writes
+		// the tail, the request path reads the tail then writes the record.
+		// The node map's cycle is program order only (the node WRITE writes
+		// node_va_hi before node_key, the CAS reads node_key first): bf-p4c
+		// could reorder those independent accesses, this check does not.
 		{name: "ACK and request blocks exclusive", src: strings.Replace(string(src),
 			"            }\n\n            /* Requests (SEND, WRITE, READ, atomics) while steering is on. */\n            if (",
 			"            } else\n            if (", 1), want: []string{
-			f + ":883:33: counter SwordboxIngress.stats is counted twice on one path through SwordboxIngress: first at " + f + ":861:21, again here",
-			f + ":1052:21: register SwordboxIngress.link_tracked is accessed twice on one path through SwordboxIngress: first at " + f + ":960:45, again here",
-			f + ":1053:21: register SwordboxIngress.link_key_slot is accessed twice on one path through SwordboxIngress: first at " + f + ":962:57, again here",
-			f + ":1050:21: register SwordboxIngress.cas_out_compare is accessed twice on one path through SwordboxIngress: first at " + f + ":957:50, again here",
-			f + ":1047:21: register SwordboxIngress.cas_out_va is accessed twice on one path through SwordboxIngress: first at " + f + ":956:45, again here",
-			f + ":1049:21: register SwordboxIngress.cas_out_swap is accessed twice on one path through SwordboxIngress: first at " + f + ":958:47, again here",
-			f + ":852:33: no stage order of SwordboxIngress's stateful objects serves every path (cycle SwordboxIngress.cas_out_psn -> SwordboxIngress.stats -> SwordboxIngress.cas_out_psn)",
-			f + ":862:41: no stage order of SwordboxIngress's stateful objects serves every path (cycle SwordboxIngress.link_tracked -> SwordboxIngress.cas_out_compare -> SwordboxIngress.link_tracked)",
-			f + ":921:21: no stage order of SwordboxIngress's stateful objects serves every path (cycle SwordboxIngress.node_va_hi -> SwordboxIngress.node_key -> SwordboxIngress.node_va_hi)",
+			f + ":1072:21: register SwordboxIngress.link_tracked is accessed twice on one path through SwordboxIngress: first at " + f + ":980:45, again here",
+			f + ":1073:21: register SwordboxIngress.link_key_slot is accessed twice on one path through SwordboxIngress: first at " + f + ":982:57, again here",
+			f + ":1070:21: register SwordboxIngress.cas_out_compare is accessed twice on one path through SwordboxIngress: first at " + f + ":977:50, again here",
+			f + ":1067:21: register SwordboxIngress.cas_out_va is accessed twice on one path through SwordboxIngress: first at " + f + ":976:45, again here",
+			f + ":1069:21: register SwordboxIngress.cas_out_swap is accessed twice on one path through SwordboxIngress: first at " + f + ":978:47, again here",
+			f + ":882:41: no stage order of SwordboxIngress's stateful objects serves every path (cycle SwordboxIngress.link_tracked -> SwordboxIngress.cas_out_compare -> SwordboxIngress.link_tracked)",
+			f + ":941:21: no stage order of SwordboxIngress's stateful objects serves every path (cycle SwordboxIngress.node_va_hi -> SwordboxIngress.node_key -> SwordboxIngress.node_va_hi)",
 		}, comp: []string{"SwordboxIngress.tail_key", "SwordboxIngress.link_key", "SwordboxIngress.tail_va_hi", "SwordboxIngress.cas_out_va"}},
 	}
 	for _, tc := range cases {
@@ -106,8 +107,8 @@ func TestTNASwordboxPlacementReport(t *testing.T) {
 				t.Fatalf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
 			}
 			for _, o := range tc.comp {
-				if !strings.Contains(cycles[1], " "+o+",") && !strings.Contains(cycles[1], " "+o+")") {
-					t.Errorf("%s is not in the cycle component: %s", o, cycles[1])
+				if !strings.Contains(cycles[0], " "+o+",") && !strings.Contains(cycles[0], " "+o+")") {
+					t.Errorf("%s is not in the cycle component: %s", o, cycles[0])
 				}
 			}
 			if _, err := target.CompileWith(f, []byte(tc.src), target.CompileOptions{TofinoPlacement: true}); err == nil || err.Error() != pe.Error() {

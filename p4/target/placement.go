@@ -2,6 +2,7 @@ package target
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -389,12 +390,58 @@ func placementProblems(in *placementInput) []string {
 }
 
 // cycles returns one shortest cycle per strongly connected component of
-// the order graph that has one (of registers only, when the component has
-// such a cycle), starting at its earliest object.
+// the order graph of the registers, then one per component of the whole
+// order graph (registers, counters and meters) that holds no register
+// component, each starting at its earliest object, with its component. A
+// cycle of registers names the order problem best: counters and meters are
+// usually counted at fixed indexes and easy to move.
 func (a *placementAnalysis) cycles() (cycles, comps [][]*stateObj) {
-	nodes := append([]*stateObj(nil), a.order...)
+	regComps := a.components(func(o *stateObj) bool { return o.kind == "register" })
+	inReg := map[*stateObj]bool{}
+	for _, comp := range regComps {
+		for _, v := range comp {
+			inReg[v] = true
+		}
+	}
+	all := regComps
+	for _, comp := range a.components(func(*stateObj) bool { return true }) {
+		if !slices.ContainsFunc(comp, func(o *stateObj) bool { return inReg[o] }) {
+			all = append(all, comp)
+		}
+	}
+	type found struct{ cyc, comp []*stateObj }
+	var out []found
+	for _, comp := range all {
+		in := map[*stateObj]bool{}
+		for _, v := range comp {
+			in[v] = true
+		}
+		var best []*stateObj
+		for _, s := range comp {
+			if c := a.shortestCycle(s, in); c != nil && (best == nil || len(c) < len(best)) {
+				best = c
+			}
+		}
+		out = append(out, found{best, comp})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].cyc[0].ord < out[j].cyc[0].ord })
+	for _, f := range out {
+		cycles, comps = append(cycles, f.cyc), append(comps, f.comp)
+	}
+	return cycles, comps
+}
+
+// components returns the strongly connected components of more than one
+// object of the order graph restricted to the objects keep accepts
+// (Tarjan's algorithm), each sorted by ordinal.
+func (a *placementAnalysis) components(keep func(*stateObj) bool) [][]*stateObj {
+	var nodes []*stateObj
+	for _, o := range a.order {
+		if keep(o) {
+			nodes = append(nodes, o)
+		}
+	}
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].ord < nodes[j].ord })
-	// Tarjan's algorithm.
 	index := map[*stateObj]int{}
 	low := map[*stateObj]int{}
 	on := map[*stateObj]bool{}
@@ -407,6 +454,9 @@ func (a *placementAnalysis) cycles() (cycles, comps [][]*stateObj) {
 		stack = append(stack, v)
 		on[v] = true
 		for _, w := range a.edges[v] {
+			if !keep(w) {
+				continue
+			}
 			if _, ok := index[w]; !ok {
 				strong(w)
 				low[v] = min(low[v], low[w])
@@ -426,6 +476,7 @@ func (a *placementAnalysis) cycles() (cycles, comps [][]*stateObj) {
 				}
 			}
 			if len(comp) > 1 {
+				sort.Slice(comp, func(i, j int) bool { return comp[i].ord < comp[j].ord })
 				sccs = append(sccs, comp)
 			}
 		}
@@ -435,43 +486,7 @@ func (a *placementAnalysis) cycles() (cycles, comps [][]*stateObj) {
 			strong(v)
 		}
 	}
-	type found struct{ cyc, comp []*stateObj }
-	var out []found
-	for _, comp := range sccs {
-		in := map[*stateObj]bool{}
-		for _, v := range comp {
-			in[v] = true
-		}
-		regs := map[*stateObj]bool{}
-		for _, v := range comp {
-			if v.kind == "register" {
-				regs[v] = true
-			}
-		}
-		sort.Slice(comp, func(i, j int) bool { return comp[i].ord < comp[j].ord })
-		// A cycle of registers names the order problem best; counters and
-		// meters are usually at fixed indexes and easy to move.
-		var best []*stateObj
-		for _, within := range []map[*stateObj]bool{regs, in} {
-			for _, s := range comp {
-				if !within[s] {
-					continue
-				}
-				if c := a.shortestCycle(s, within); c != nil && (best == nil || len(c) < len(best)) {
-					best = c
-				}
-			}
-			if best != nil {
-				break
-			}
-		}
-		out = append(out, found{best, comp})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].cyc[0].ord < out[j].cyc[0].ord })
-	for _, f := range out {
-		cycles, comps = append(cycles, f.cyc), append(comps, f.comp)
-	}
-	return cycles, comps
+	return sccs
 }
 
 // shortestCycle is a shortest cycle through s inside the component in
