@@ -232,7 +232,9 @@ func (c *compiler) call(sc *scope, e *frontend.CallExpr) *val {
 				c.fail(e.P, "tables cannot be applied from an action")
 			}
 			st := fv.sym.tbl.applyFn()
-			c.effAdd(c.effTable(fv.sym.tbl, callPos(e), nil))
+			c.lastApply = c.effTable(fv.sym.tbl, callPos(e), nil)
+			c.lastApplied = fv.sym.tbl
+			c.effAdd(c.lastApply)
 			return &val{t: voidT, st: st, applied: fv.sym.tbl}
 		case sExtern:
 			if fv.sym.ext.tna {

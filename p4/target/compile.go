@@ -132,6 +132,10 @@ type compiler struct {
 	eff   *effNode          // the effect sequence being recorded (nil: none), for the placement check
 	objs  map[any]*stateObj // stateful objects and tables of the placement check
 	sites []*effNode        // access sites of the placement check, by number
+	// The effect of the last table apply recorded, and its table (an if on
+	// t.apply().hit pairs the actions with the branches).
+	lastApply   *effNode
+	lastApplied *tableC
 }
 
 func (c *compiler) fail(at frontend.Pos, format string, args ...any) {

@@ -137,7 +137,10 @@
 //     bf-p4c enforces on stateful objects, checked on the compiled control
 //     flow of ingress and egress (every path: if/else, a table's actions,
 //     switch on action_run paired with each action, called actions and
-//     sub-controls, return and exit; conditions are not evaluated, as
+//     sub-controls, if on t.apply().hit or .miss paired with the actions
+//     that hit (any but @defaultonly) or miss (the default: the const one,
+//     else any but @tableonly), return and exit; other conditions are not
+//     evaluated, as
 //     bf-p4c's TablesMutuallyExclusive decides mutual exclusion from the
 //     structure alone). Refused, by name at file:line:col: a register
 //     accessed twice on one path (its stateful ALU runs one RegisterAction
@@ -155,7 +158,7 @@
 //     refused for order might still be placed by bf-p4c once its
 //     independent accesses are written in one order. Stage counts, memory
 //     and PHV are not checked. Conservative: && and || and ?: count both
-//     operands; .hit/.miss branches are not paired with the actions.
+//     operands.
 //     Stats.RegisterReaccesses still counts, at run time, a second access
 //     that the executed path really made.
 //   - P4Info: bf-p4c by default emits Tofino's externs as P4Info externs

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	"github.com/swordbox/swordbox/p4/target/frontend"
 )
 
@@ -19,7 +20,8 @@ import (
 // order. The compiler records, while it compiles a control, an effect tree
 // (effNode): the accesses to stateful objects and table applies in
 // evaluation order, with the structure that chooses between them (if/else,
-// a table's actions, switch on action_run, called actions and
+// a table's actions, switch on action_run and if on t.apply().hit or .miss
+// with each action paired with its branch, called actions and
 // sub-controls, return and exit). A path is one choice at every branch of
 // that structure; conditions are not evaluated, which is how bf-p4c's
 // TablesMutuallyExclusive decides that two tables never run on the same
@@ -52,10 +54,10 @@ import (
 // the longest chain is an upper bound, not what bf-p4c needs.
 //
 // Conservative points: the right operand of && and || and both arms of
-// ?: count as evaluated; t.apply().hit and .miss branches are not paired
-// with the actions that hit or missed (every action is followed by either
-// branch); direct counters and meters are left out (their table runs once
-// per path, which the table check covers).
+// ?: count as evaluated; a hit or miss read in any other way than as the
+// whole condition of an if is not paired with the actions (every action is
+// followed by either branch); direct counters and meters are left out
+// (their table runs once per path, which the table check covers).
 
 type effKind uint8
 
@@ -150,6 +152,44 @@ func (c *compiler) effTable(t *tableC, at frontend.Pos, then []*effNode) *effNod
 		alt.kids = append(alt.kids, path)
 	}
 	return &effNode{kind: effSeq, kids: []*effNode{c.accessNode(c.effObj(t, "table", t.name), at), alt}}
+}
+
+// effTableHitMiss is the effect of if (t.apply().hit) (or .miss, or
+// negated): an entry's action (any but @defaultonly ones) then hit, or the
+// default action (the const one, else any but @tableonly ones) then miss.
+func (c *compiler) effTableHitMiss(t *tableC, at frontend.Pos, hit, miss *effNode) *effNode {
+	alt := &effNode{kind: effAlt}
+	for i, r := range t.actions {
+		call := &effNode{kind: effCall, kids: []*effNode{r.act.effOrEmpty()}}
+		if r.scope != configv1.ActionRef_DEFAULT_ONLY {
+			alt.kids = append(alt.kids, &effNode{kind: effSeq, kids: []*effNode{call, hit}})
+		}
+		if t.defConst && i == t.defAI || !t.defConst && r.scope != configv1.ActionRef_TABLE_ONLY {
+			alt.kids = append(alt.kids, &effNode{kind: effSeq, kids: []*effNode{call, miss}})
+		}
+	}
+	return &effNode{kind: effSeq, kids: []*effNode{c.accessNode(c.effObj(t, "table", t.name), at), alt}}
+}
+
+// hitBranch reports whether cond is t.apply().hit or .miss, possibly
+// negated, and if so whether its then branch is taken on a hit.
+func hitBranch(cond frontend.Expr) (thenOnHit, ok bool) {
+	neg := false
+	for {
+		u, isUn := cond.(*frontend.UnExpr)
+		if !isUn || u.Op != "!" {
+			break
+		}
+		neg, cond = !neg, u.X
+	}
+	m, isMember := cond.(*frontend.MemberExpr)
+	if !isMember || m.Name != "hit" && m.Name != "miss" {
+		return false, false
+	}
+	if _, isCall := m.X.(*frontend.CallExpr); !isCall {
+		return false, false
+	}
+	return (m.Name == "hit") != neg, true
 }
 
 func (a *actionC) effOrEmpty() *effNode {

@@ -17,6 +17,9 @@ const placeDecls = `Register<bit<32>, bit<32>>(16) ra; Register<bit<32>, bit<32>
 	`action use_a() { md.z = ra_get.execute(1); } action use_b() { md.z = rb_get.execute(1); } ` +
 	`table t { key = { hdr.h.a: exact; } actions = { use_a; use_b; } default_action = use_a(); }`
 
+// placeT2 is a table whose entries run use_a and whose default is use_b.
+const placeT2 = `table t2 { key = { hdr.h.a: exact; } actions = { use_a; @defaultonly use_b; } const default_action = use_b(); }`
+
 // placeTop declares a sub-control with a register of its own.
 const placeTop = `control Sub(inout meta_t md) { Register<bit<32>, bit<32>>(16) rs; RegisterAction<bit<32>, bit<32>, bit<32>>(rs) rs_get = { void apply(inout bit<32> v, out bit<32> rv) { rv = v; } }; apply { md.z = rs_get.execute(0); } }`
 
@@ -34,6 +37,11 @@ if (hdr.h.a == 1) { md.z = ra_get.execute(0); exit; }
 ra_inc.execute(1);`},
 		{name: "switch pairs each action with its case", body: `
 switch (t.apply().action_run) { use_a: { md.z = rb_get.execute(0); } use_b: { } }`},
+		{name: "if on hit pairs the actions with the branches", decls: placeT2, body: `
+if (!t2.apply().hit) { md.z = ra_get.execute(0); }`},
+		{name: "if on miss: the default action then the branch", decls: placeT2, body: `
+if (t2.apply().miss) { md.z = rb_get.execute(0); }`,
+			want: []string{"p.p4:21:31: register Ing.rb is accessed twice on one path through Ing: first at p.p4:16:"}},
 		{name: "count once per path", body: `
 if (hdr.h.a == 1) { cnt.count(0); } else { cnt.count(1); }`},
 		{name: "cycle", body: `

@@ -174,8 +174,19 @@ func (c *compiler) stmt(sc *scope, s frontend.Stmt) stmtFn {
 		}
 		return v.st
 	case *frontend.IfStmt:
+		c.lastApply = nil
 		cond := c.rvalue(sc, s.Cond, boolT)
 		cf := cond.fn
+		// if (t.apply().hit) and its variants: the table's effect is
+		// recorded again below, each action with the branch it can take.
+		var hitT *tableC
+		var hitAt frontend.Pos
+		hitThen := false
+		if onHit, ok := hitBranch(s.Cond); ok && c.eff != nil && c.lastApply != nil &&
+			len(c.eff.kids) > 0 && c.eff.kids[len(c.eff.kids)-1] == c.lastApply {
+			hitT, hitAt, hitThen = c.lastApplied, c.lastApply.kids[0].at, onHit
+			c.eff.kids = c.eff.kids[:len(c.eff.kids)-1]
+		}
 		savedEff := c.effPush()
 		then := c.stmt(sc, s.Then)
 		thenEff := c.effPop(savedEff)
@@ -187,7 +198,16 @@ func (c *compiler) stmt(sc *scope, s frontend.Stmt) stmtFn {
 		if s.Els != nil {
 			els = c.stmt(sc, s.Els)
 		}
-		c.effAdd(&effNode{kind: effAlt, kids: []*effNode{thenEff, c.effPop(savedEff)}})
+		elsEff := c.effPop(savedEff)
+		if hitT != nil {
+			hitEff, missEff := thenEff, elsEff
+			if !hitThen {
+				hitEff, missEff = elsEff, thenEff
+			}
+			c.effAdd(c.effTableHitMiss(hitT, hitAt, hitEff, missEff))
+		} else {
+			c.effAdd(&effNode{kind: effAlt, kids: []*effNode{thenEff, elsEff}})
+		}
 		if s.Els == nil {
 			return func(st *pktState) flow {
 				r := cf(st)
