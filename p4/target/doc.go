@@ -144,7 +144,9 @@
 //     bf-p4c's TablesMutuallyExclusive decides mutual exclusion from the
 //     structure alone). Refused, by name at file:line:col: a register
 //     accessed twice on one path (its stateful ALU runs one RegisterAction
-//     per packet), a Counter counted or a Meter executed twice on one path
+//     per packet; bf-p4c: "table tbl_act_10 and table tbl_act_9 are not
+//     mutually exclusive, yet share Register ...", p4lang/p4c issue 2113,
+//     for two executes in a row), a Counter counted or a Meter executed twice on one path
 //     (bf-p4c's SharedIndirectAttachedAnalysis: "cannot share ... because
 //     use of the ... is not mutually exclusive"), a table applied twice on
 //     one path (bf-p4c's MultipleApply), and a cycle in the order of

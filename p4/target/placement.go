@@ -31,9 +31,13 @@ import (
 // objects some path has accessed before it. The check refuses:
 //
 //   - a register, Counter or Meter accessed twice on one path (a stateful
-//     ALU serves one RegisterAction per packet; a counter counts once per
-//     packet), and a table applied twice on one path (bf-p4c's "Not all
-//     applies of table T are mutually exclusive");
+//     ALU serves one RegisterAction per packet: bf-p4c refuses two
+//     executes of a register in a row with "table A and table B are not
+//     mutually exclusive, yet share Register R", p4lang/p4c issue 2113; a
+//     counter or meter shared by tables that are not mutually exclusive is
+//     SharedIndirectAttachedAnalysis's "cannot share ... because use of
+//     the ... is not mutually exclusive"), and a table applied twice on one
+//     path (bf-p4c's "Not all applies of table T are mutually exclusive");
 //   - a cycle in the order of stateful objects: if a path accesses A and
 //     later B, A's stage must not come after B's; so a path that accesses
 //     A then B and another that accesses B then A (or a longer cycle
