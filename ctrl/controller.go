@@ -380,14 +380,37 @@ func (c *Controller) ReadRegister(ctx context.Context, name string, indexes []in
 }
 
 // ReadCounter reads cells of a counter (packets): all when indexes is nil.
+//
+// A counter N may be split into parts N_part2, N_part3, ... of the same
+// indexes (the Tofino program's stats: a Tofino counter counts once per
+// packet, so a program that counts N's cells at several places on one path
+// counts them in several counters); ReadCounter returns, per index, the sum
+// over N and the consecutive parts the P4Info has.
 func (c *Controller) ReadCounter(ctx context.Context, name string, indexes []int64) (map[int64]uint64, error) {
-	return c.readCells(ctx, "counter", name, indexes, c.Schema.CounterRead, func(e *p4.Entity) (int64, uint64, bool, error) {
+	cell := func(e *p4.Entity) (int64, uint64, bool, error) {
 		ce := e.GetCounterEntry()
 		if ce == nil {
 			return 0, 0, false, nil
 		}
 		return ce.GetIndex().GetIndex(), uint64(ce.GetData().GetPacketCount()), true, nil
-	})
+	}
+	sum, err := c.readCells(ctx, "counter", name, indexes, c.Schema.CounterRead, cell)
+	if err != nil {
+		return nil, err
+	}
+	for k := 2; ; k++ {
+		part := fmt.Sprintf("%s_part%d", name, k)
+		if _, err := c.Schema.Counter(part); err != nil {
+			return sum, nil
+		}
+		vals, err := c.readCells(ctx, "counter", part, indexes, c.Schema.CounterRead, cell)
+		if err != nil {
+			return nil, err
+		}
+		for i, v := range vals {
+			sum[i] += v
+		}
+	}
 }
 
 // readCells reads the given cells of an indexed entity (all of them when

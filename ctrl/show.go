@@ -22,7 +22,8 @@ type Reader interface {
 // "tables", "registers" or "counters"; names restricts it to some objects
 // (full names or aliases), all of them when empty. Tables print their
 // entries and their default entry; registers and counters print only
-// their non-zero cells.
+// their non-zero cells. A counter named here shows with its parts N_part2,
+// N_part3, ... (see Controller.ReadCounter), each on its own.
 func Show(ctx context.Context, r Reader, s *p4rtc.Schema, what string, names []string, w io.Writer) error {
 	var all []string
 	switch what {
@@ -37,6 +38,20 @@ func Show(ctx context.Context, r Reader, s *p4rtc.Schema, what string, names []s
 	}
 	if len(names) == 0 {
 		names = all
+	} else if what == "counters" {
+		// A counter split into parts (ReadCounter) shows with its parts.
+		var with []string
+		for _, n := range names {
+			with = append(with, n)
+			for k := 2; ; k++ {
+				part := fmt.Sprintf("%s_part%d", n, k)
+				if _, err := s.Counter(part); err != nil {
+					break
+				}
+				with = append(with, part)
+			}
+		}
+		names = with
 	}
 	for _, name := range names {
 		var q *p4.Entity

@@ -198,17 +198,20 @@ func (d *devPair) checkState(what string) []string {
 func (d *devPair) checkCounter(name, what string) {
 	d.tb.Helper()
 	id := d.n.counterID(name)
-	read := func(dev *target.Device, id uint32, tna bool) []string {
+	read := func(dev *target.Device, ids []uint32, tna bool) []string {
 		var es []*p4v1.Entity
-		if err := dev.ReadCounterEntries(&p4v1.CounterEntry{CounterId: id}, func(ce *p4v1.CounterEntry) error {
-			es = append(es, &p4v1.Entity{Entity: &p4v1.Entity_CounterEntry{CounterEntry: ce}})
-			return nil
-		}); err != nil {
-			d.tb.Fatal(err)
+		for _, id := range ids {
+			if err := dev.ReadCounterEntries(&p4v1.CounterEntry{CounterId: id}, func(ce *p4v1.CounterEntry) error {
+				es = append(es, &p4v1.Entity{Entity: &p4v1.Entity_CounterEntry{CounterEntry: ce}})
+				return nil
+			}); err != nil {
+				d.tb.Fatal(err)
+			}
 		}
 		return d.x.describe(es, tna, tsSameClock)
 	}
-	if a, b := read(d.v1, id, false), read(d.tna, d.x.ids[id], true); !slices.Equal(a, b) {
+	tid := d.x.ids[id]
+	if a, b := read(d.v1, []uint32{id}, false), read(d.tna, append([]uint32{tid}, d.x.parts[tid]...), true); !slices.Equal(a, b) {
 		d.tb.Fatalf("%s: counter %s differs:%s", what, name, diffLines(a, b))
 	}
 }

@@ -106,6 +106,7 @@ type translator struct {
 	name    map[uint32]string    // v1model or TNA ID -> the v1model name
 	fieldNm map[[2]uint32]string // (either program's table ID, field ID) -> field name
 	paramNm map[[2]uint32]string
+	parts   map[uint32][]uint32 // TNA counter ID -> the IDs of its parts
 }
 
 // newTranslator pairs every table, action, register, counter, direct
@@ -116,7 +117,7 @@ type translator struct {
 func newTranslator(tb testing.TB, v1, tna *configv1.P4Info) *translator {
 	tb.Helper()
 	x := &translator{v1: v1, tna: tna, ids: map[uint32]uint32{}, fields: map[[2]uint32]uint32{}, params: map[[2]uint32]uint32{},
-		name: map[uint32]string{}, fieldNm: map[[2]uint32]string{}, paramNm: map[[2]uint32]string{}}
+		name: map[uint32]string{}, fieldNm: map[[2]uint32]string{}, paramNm: map[[2]uint32]string{}, parts: map[uint32][]uint32{}}
 	pair := func(kind, v1name string, v1id uint32, tnaPre []*configv1.Preamble) uint32 {
 		tb.Helper()
 		var found []*configv1.Preamble
@@ -228,6 +229,23 @@ func newTranslator(tb testing.TB, v1, tna *configv1.P4Info) *translator {
 			}
 		}
 	}
+	// The TNA program splits a counter N into N and parts N_part2, ... of
+	// the same indexes (a Tofino counter counts once per packet); they
+	// describe as N, and describe sums them.
+	for _, c := range tna.GetCounters() {
+		for _, v := range v1.GetCounters() {
+			base := x.ids[v.GetPreamble().GetId()]
+			for _, b := range tna.GetCounters() {
+				if b.GetPreamble().GetId() == base && strings.HasPrefix(c.GetPreamble().GetName(), b.GetPreamble().GetName()+"_part") {
+					if c.GetSize() != b.GetSize() || c.GetSpec().GetUnit() != b.GetSpec().GetUnit() {
+						tb.Fatalf("counter %s: %d cells of %v, its base %s %d of %v", c.GetPreamble().GetName(), c.GetSize(), c.GetSpec(), b.GetPreamble().GetName(), b.GetSize(), b.GetSpec())
+					}
+					x.name[c.GetPreamble().GetId()] = v.GetPreamble().GetName()
+					x.parts[base] = append(x.parts[base], c.GetPreamble().GetId())
+				}
+			}
+		}
+	}
 	pre = pre[:0]
 	for _, c := range tna.GetDirectCounters() {
 		pre = append(pre, c.GetPreamble())
@@ -330,6 +348,8 @@ func (x *translator) describe(es []*p4v1.Entity, tna bool, ts tsMode) []string {
 		}
 		return b.String()
 	}
+	counters := map[string][2]int64{} // counter cells, parts summed
+	var keys []string
 	for _, e := range es {
 		switch {
 		case e.GetRegisterEntry() != nil:
@@ -353,11 +373,11 @@ func (x *translator) describe(es []*p4v1.Entity, tna bool, ts tsMode) []string {
 			out = append(out, fmt.Sprintf("register %s[%d] = %s", name, re.GetIndex().GetIndex(), val))
 		case e.GetCounterEntry() != nil:
 			ce := e.GetCounterEntry()
-			if ce.GetData().GetPacketCount() == 0 && ce.GetData().GetByteCount() == 0 {
-				continue
+			k := fmt.Sprintf("%s[%d]", x.name[ce.GetCounterId()], ce.GetIndex().GetIndex())
+			if _, ok := counters[k]; !ok {
+				keys = append(keys, k)
 			}
-			out = append(out, fmt.Sprintf("counter %s[%d] = %d packets %d bytes", x.name[ce.GetCounterId()], ce.GetIndex().GetIndex(),
-				ce.GetData().GetPacketCount(), ce.GetData().GetByteCount()))
+			counters[k] = [2]int64{counters[k][0] + ce.GetData().GetPacketCount(), counters[k][1] + ce.GetData().GetByteCount()}
 		case e.GetDirectCounterEntry() != nil:
 			d := e.GetDirectCounterEntry()
 			out = append(out, fmt.Sprintf("direct counter of %s = %d packets %d bytes", match(d.GetTableEntry()),
@@ -372,6 +392,11 @@ func (x *translator) describe(es []*p4v1.Entity, tna bool, ts tsMode) []string {
 			out = append(out, fmt.Sprintf("entry %s default=%v -> %s(%s)", match(te), te.GetIsDefaultAction(), x.name[a.GetActionId()], strings.Join(ps, ", ")))
 		default:
 			out = append(out, fmt.Sprintf("%T", e.GetEntity()))
+		}
+	}
+	for _, k := range keys {
+		if c := counters[k]; c != [2]int64{} {
+			out = append(out, fmt.Sprintf("counter %s = %d packets %d bytes", k, c[0], c[1]))
 		}
 	}
 	slices.Sort(out)
@@ -459,7 +484,17 @@ func (w *twin) read(e *p4v1.Entity, v1 []*p4v1.Entity) {
 		return
 	}
 	w.t.Helper()
-	got := w.r.read(w.x.entity(w.t, e))
+	te := w.x.entity(w.t, e)
+	got := w.r.read(te)
+	// A counter split into parts reads as the sum of its parts (what
+	// ctrl.ReadCounter does): read the parts too.
+	if ce := te.GetCounterEntry(); ce != nil {
+		for _, id := range w.x.parts[ce.GetCounterId()] {
+			pe := proto.Clone(te).(*p4v1.Entity)
+			pe.GetCounterEntry().CounterId = id
+			got = append(got, w.r.read(pe)...)
+		}
+	}
 	a, b := w.x.describe(v1, false, tsTwoClocks), w.x.describe(got, true, tsTwoClocks)
 	if !slices.Equal(a, b) {
 		w.t.Fatalf("a read of %v differs between the programs:%s", e, diffLines(a, b))

@@ -16,6 +16,7 @@ type actionC struct {
 	anns      []frontend.Annotation
 	p         frontend.Pos
 	inInfo    bool
+	eff       *effNode // the body's effects (placement check)
 }
 
 type actParam struct {
@@ -44,7 +45,9 @@ func (c *compiler) declareAction(sc *scope, d *frontend.ActionDecl) *actionC {
 	}
 	saved := c.inAction
 	c.inAction = a
+	savedEff := c.effPush()
 	body := c.block(inner, d.Body)
+	a.eff = c.effPop(savedEff)
 	c.inAction = saved
 	a.body = body
 	return a
@@ -106,6 +109,7 @@ func (c *compiler) callAction(sc *scope, a *actionC, e *frontend.CallExpr) stmtF
 			}, src, n))
 		}
 	}
+	c.effAdd(&effNode{kind: effCall, kids: []*effNode{a.effOrEmpty()}})
 	in, body, out := seq(ins), a.body, seq(outs)
 	return func(s *pktState) flow {
 		in(s)
@@ -228,6 +232,9 @@ func (c *compiler) call(sc *scope, e *frontend.CallExpr) *val {
 				c.fail(e.P, "tables cannot be applied from an action")
 			}
 			st := fv.sym.tbl.applyFn()
+			c.lastApply = c.effTable(fv.sym.tbl, callPos(e), nil)
+			c.lastApplied = fv.sym.tbl
+			c.effAdd(c.lastApply)
 			return &val{t: voidT, st: st, applied: fv.sym.tbl}
 		case sExtern:
 			if fv.sym.ext.tna {

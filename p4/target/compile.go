@@ -6,6 +6,7 @@ import (
 	"math/big"
 	"runtime/debug"
 	"strings"
+	"sync"
 
 	configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 )
@@ -58,6 +59,9 @@ type Program struct {
 	hdrAllBytes         int              // bytes of all headers of hdrBases
 	tna                 *tnaProg         // the TNA pipeline (nil: v1model)
 	fieldLists          map[uint64][]int // @field_list index -> metadata slots it preserves
+	placeIn             *placementInput  // tna: the placement check's input (placement.go)
+	placeOnce           sync.Once        // computes placement from placeIn on first use
+	placement           []string         // tna: the placement check's problems
 }
 
 // pktState is the per-packet working state: the slots every compiled
@@ -124,15 +128,40 @@ type compiler struct {
 	codecs    map[int]*headerCodec // header codecs of the headers struct, by base slot
 	mentioned map[int]bool         // header field slots the program reads or writes
 	emitBytes int                  // bytes all emit calls together can write
+
+	eff   *effNode          // the effect sequence being recorded (nil: none), for the placement check
+	objs  map[any]*stateObj // stateful objects and tables of the placement check
+	sites []*effNode        // access sites of the placement check, by number
+	// The effect of the last table apply recorded, and its table (an if on
+	// t.apply().hit pairs the actions with the branches).
+	lastApply   *effNode
+	lastApplied *tableC
 }
 
 func (c *compiler) fail(at frontend.Pos, format string, args ...any) {
 	panic(&frontend.SrcError{File: c.file, P: at, Msg: fmt.Sprintf(format, args...)})
 }
 
-// CompileOptions are the front end's options (include path, defines, how
-// files are read).
-type CompileOptions = frontend.Options
+// CompileOptions are the options of a compile: the front end's (include
+// path, defines, how files are read) and the checks to apply.
+type CompileOptions struct {
+	// IncludeDirs are searched in order for #include "file" when the file
+	// is not found beside the file that includes it (as p4c's -I).
+	IncludeDirs []string
+	// Defines are object-like macros defined before the program (as
+	// p4c's -D NAME=VALUE).
+	Defines map[string]string
+	// ReadFile reads the program and its included files; nil means the
+	// file system (regular files of at most 16 MiB).
+	ReadFile func(path string) ([]byte, error)
+	// TofinoPlacement refuses a tna program whose stateful objects no
+	// Tofino stage order can hold (placement.go: an object accessed twice
+	// on one path, objects accessed in opposite orders on two paths), with
+	// a *PlacementError listing every problem at file:line:col. Off by default; Program.TofinoPlacement
+	// reports the same problems for a program compiled without it. A
+	// v1model program is refused with it.
+	TofinoPlacement bool
+}
 
 // Compile parses, type-checks and compiles a P4_16 program written for
 // v1model or tna. It refuses, with "file:line:col: reason", every program
@@ -166,7 +195,8 @@ func CompileWith(filename string, src []byte, o CompileOptions) (prog *Program, 
 			prog, err = nil, fmt.Errorf("%s: internal error: %v\n%s", filename, r, debug.Stack())
 		}
 	}()
-	ast, err := frontend.ParseProgram(filename, src, &o)
+	fo := frontend.Options{IncludeDirs: o.IncludeDirs, Defines: o.Defines, ReadFile: o.ReadFile}
+	ast, err := frontend.ParseProgram(filename, src, &fo)
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +266,13 @@ func CompileWith(filename string, src []byte, o CompileOptions) (prog *Program, 
 	}
 	if ast.Tna {
 		c.assembleTNA(mainInst, pipes)
+		t := c.prog.tna
+		c.prog.placeIn = &placementInput{file: filename, gresses: []string{t.ingress.name, t.egress.name},
+			trees: []*effNode{t.ingress.eff, t.egress.eff}, sites: c.sites, nobj: len(c.objs)}
 	} else {
+		if o.TofinoPlacement {
+			c.fail(mainInst.P, "the Tofino placement check (CompileOptions.TofinoPlacement) applies to tna programs; this is a v1model program")
+		}
 		c.assemble(mainInst, blocks)
 	}
 	c.finishCodecs()
@@ -245,6 +281,11 @@ func CompileWith(filename string, src []byte, o CompileOptions) (prog *Program, 
 	// it writes (a header may be emitted more than once).
 	c.prog.outSlack = max(c.prog.hdrBytes(), c.emitBytes) + 8
 	c.prog.info = c.buildP4Info()
+	if o.TofinoPlacement {
+		if err := c.prog.TofinoPlacement(); err != nil {
+			return nil, err
+		}
+	}
 	return c.prog, nil
 }
 

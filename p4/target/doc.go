@@ -132,6 +132,37 @@
 //     a DirectCounter counts every hit of its table (as v1model's), not
 //     only the hits whose action calls count(); color-aware metering and
 //     adjust_byte_count are refused.
+//   - Placement (placement.go; opt-in: CompileOptions.TofinoPlacement
+//     refuses, Program.TofinoPlacement reports): the stage constraints
+//     bf-p4c enforces on stateful objects, checked on the compiled control
+//     flow of ingress and egress (every path: if/else, a table's actions,
+//     switch on action_run paired with each action, called actions and
+//     sub-controls, if on t.apply().hit or .miss paired with the actions
+//     that hit (any but @defaultonly) or miss (the default: the const one,
+//     else any but @tableonly), return and exit; other conditions are not
+//     evaluated, as
+//     bf-p4c's TablesMutuallyExclusive decides mutual exclusion from the
+//     structure alone). Refused, by name at file:line:col: a register
+//     accessed twice on one path (its stateful ALU runs one RegisterAction
+//     per packet; bf-p4c: "table tbl_act_10 and table tbl_act_9 are not
+//     mutually exclusive, yet share Register ...", p4lang/p4c issue 2113,
+//     for two executes in a row), a Counter counted or a Meter executed twice on one path
+//     (bf-p4c's SharedIndirectAttachedAnalysis: "cannot share ... because
+//     use of the ... is not mutually exclusive"), a table applied twice on
+//     one path (bf-p4c's MultipleApply), and a cycle in the order of
+//     stateful objects: a path that accesses A and later B requires A's
+//     stage not after B's, and a packet passes the stages once, in order.
+//     The order required is program order on a path: stricter than
+//     bf-p4c, whose dependency graph (table_dependency_graph.h) orders
+//     only data (a later stage), anti and output (the same stage or
+//     later) and control dependences and may reorder independent
+//     accesses; so a program that passes can be ordered, and one that is
+//     refused for order might still be placed by bf-p4c once its
+//     independent accesses are written in one order. Stage counts, memory
+//     and PHV are not checked. Conservative: && and || and ?: count both
+//     operands.
+//     Stats.RegisterReaccesses still counts, at run time, a second access
+//     that the executed path really made.
 //   - P4Info: bf-p4c by default emits Tofino's externs as P4Info externs
 //     of barefoot's own types, for BF Runtime; for P4Runtime (Stratum and
 //     the SDE's P4Runtime server) it is run with

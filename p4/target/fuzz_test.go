@@ -1,6 +1,7 @@
 package target
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -23,6 +24,7 @@ func FuzzCompile(f *testing.F) {
 	f.Add(infoProg)
 	f.Add(fmt.Sprintf(featureTmpl, tableDecls, "tern.apply(); hdr.h.a = hdr.h.b ++ 4w1 ++ 4w2;"))
 	f.Add(fmt.Sprintf(featureTmpl, "register<bit<32>>(4) r;", "bit<32> v; r.read(v, 1); hash(v, HashAlgorithm.crc16, 32w0, {hdr.h.a}, 32w7);"))
+	f.Add(tnaCase{igDecls: placeDecls, igBody: "switch (t.apply().action_run) { use_a: { md.z = rb_get.execute(0); } use_b: { md.z = ra_get.execute(0); } } if (hdr.h.a == 1) { cnt.count(0); exit; } cnt.count(1);"}.src())
 	f.Add("#define X 5\nconst bit<8> A = X;")
 	f.Add("#if defined(X) || 1 + 2 == 3\n#define Y 1\n#elif 0\n#else\n#endif\nconst bit<8> A = Y;")
 	f.Add(tnaCase{top: "control X(inout h_t h) { apply { h.a = 9; } }",
@@ -42,6 +44,15 @@ func FuzzCompile(f *testing.F) {
 				t.Fatalf("error without position: %v", err)
 			}
 			return
+		}
+		// The placement check reports every problem at a position.
+		var pe *PlacementError
+		if errors.As(p.TofinoPlacement(), &pe) {
+			for _, pr := range pe.Problems {
+				if !strings.HasPrefix(pr, "fuzz.p4:") {
+					t.Fatalf("placement problem without position: %s", pr)
+				}
+			}
 		}
 		// A program that compiles must run on a frame without panicking.
 		d := NewDevice(p, Options{})

@@ -6,6 +6,7 @@ import "github.com/swordbox/swordbox/p4/target/frontend"
 type controlC struct {
 	name string
 	body stmtFn
+	eff  *effNode // the apply block's effects (placement check)
 }
 
 // run executes the control; exit ends it early.
@@ -30,11 +31,15 @@ func (c *compiler) compileControlAs(d *frontend.ControlDecl, sc *scope, name str
 	c.ctlName = name
 	c.inParser = false
 	local := newScope(sc)
+	savedEff := c.eff
+	c.eff = nil
 	for _, l := range d.Locals {
 		c.localDecl(local, l)
 	}
+	c.effPush()
 	body := c.block(local, d.Body)
-	return &controlC{name: d.Name, body: body}
+	eff := c.effPop(savedEff)
+	return &controlC{name: d.Name, body: body, eff: eff}
 }
 
 // localDecl declares one control or parser local.
@@ -169,11 +174,39 @@ func (c *compiler) stmt(sc *scope, s frontend.Stmt) stmtFn {
 		}
 		return v.st
 	case *frontend.IfStmt:
+		c.lastApply = nil
 		cond := c.rvalue(sc, s.Cond, boolT)
 		cf := cond.fn
+		// if (t.apply().hit) and its variants: the table's effect is
+		// recorded again below, each action with the branch it can take.
+		var hitT *tableC
+		var hitAt frontend.Pos
+		hitThen := false
+		if onHit, ok := hitBranch(s.Cond); ok && c.eff != nil && c.lastApply != nil &&
+			len(c.eff.kids) > 0 && c.eff.kids[len(c.eff.kids)-1] == c.lastApply {
+			hitT, hitAt, hitThen = c.lastApplied, c.lastApply.kids[0].at, onHit
+			c.eff.kids = c.eff.kids[:len(c.eff.kids)-1]
+		}
+		savedEff := c.effPush()
 		then := c.stmt(sc, s.Then)
+		thenEff := c.effPop(savedEff)
 		if then == nil {
 			then = seq(nil)
+		}
+		savedEff = c.effPush()
+		var els stmtFn
+		if s.Els != nil {
+			els = c.stmt(sc, s.Els)
+		}
+		elsEff := c.effPop(savedEff)
+		if hitT != nil {
+			hitEff, missEff := thenEff, elsEff
+			if !hitThen {
+				hitEff, missEff = elsEff, thenEff
+			}
+			c.effAdd(c.effTableHitMiss(hitT, hitAt, hitEff, missEff))
+		} else {
+			c.effAdd(&effNode{kind: effAlt, kids: []*effNode{thenEff, elsEff}})
 		}
 		if s.Els == nil {
 			return func(st *pktState) flow {
@@ -187,7 +220,6 @@ func (c *compiler) stmt(sc *scope, s frontend.Stmt) stmtFn {
 				return flowNext
 			}
 		}
-		els := c.stmt(sc, s.Els)
 		if els == nil {
 			els = seq(nil)
 		}
@@ -207,11 +239,13 @@ func (c *compiler) stmt(sc *scope, s frontend.Stmt) stmtFn {
 		if c.inParser {
 			c.fail(s.P, "return is not allowed in a parser")
 		}
+		c.effAdd(&effNode{kind: effReturn})
 		return func(*pktState) flow { return flowReturn }
 	case *frontend.ExitStmt:
 		if c.inParser {
 			c.fail(s.P, "exit is not allowed in a parser")
 		}
+		c.effAdd(&effNode{kind: effExit})
 		return func(st *pktState) flow {
 			st.exited = true
 			return flowReturn
@@ -313,9 +347,16 @@ func (c *compiler) switchStmt(sc *scope, s *frontend.SwitchStmt) stmtFn {
 	}
 	tb := v.applied
 	apply := v.st
+	// The table's effect was recorded by the apply; it is recorded again
+	// below with each action followed by its case.
+	if c.eff != nil && len(c.eff.kids) > 0 {
+		c.eff.kids = c.eff.kids[:len(c.eff.kids)-1]
+	}
 	// case label -> body; labels without a body fall through to the next.
 	bodies := make([]stmtFn, len(tb.actions))
+	effs := make([]*effNode, len(tb.actions))
 	var def stmtFn
+	var defEff *effNode
 	seen := map[string]bool{}
 	var pending []int
 	pendingDefault := false
@@ -347,12 +388,16 @@ func (c *compiler) switchStmt(sc *scope, s *frontend.SwitchStmt) stmtFn {
 			}
 			continue
 		}
+		savedEff := c.effPush()
 		body := c.block(sc, cs.Body)
+		bodyEff := c.effPop(savedEff)
 		for _, j := range pending {
 			bodies[j] = body
+			effs[j] = bodyEff
 		}
 		if pendingDefault {
 			def = body
+			defEff = bodyEff
 		}
 		pending, pendingDefault = nil, false
 	}
@@ -360,9 +405,17 @@ func (c *compiler) switchStmt(sc *scope, s *frontend.SwitchStmt) stmtFn {
 		for j := range bodies {
 			if bodies[j] == nil {
 				bodies[j] = def
+				effs[j] = defEff
 			}
 		}
 	}
+	at := s.E.ExprPos()
+	if m, ok := s.E.(*frontend.MemberExpr); ok {
+		if ce, ok := m.X.(*frontend.CallExpr); ok {
+			at = callPos(ce)
+		}
+	}
+	c.effAdd(c.effTable(tb, at, effs))
 	rs := tb.runSlot
 	return func(st *pktState) flow {
 		if f := apply(st); f != flowNext {

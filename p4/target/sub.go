@@ -23,7 +23,8 @@ type subInst struct {
 	name     string
 	p        frontend.Pos
 	compiled stmtFn
-	bound    []int // the argument locations of the first apply (-1: copied)
+	bound    []int    // the argument locations of the first apply (-1: copied)
+	eff      *effNode // a sub-control's effects (placement check)
 }
 
 // declareSub declares an instance of a parser or control.
@@ -152,6 +153,7 @@ func (c *compiler) applySub(sc *scope, si *subInst, e *frontend.CallExpr) stmtFn
 			}
 		case *frontend.ControlDecl:
 			cc := c.compileControlAs(d, inner, prefix)
+			si.eff = cc.eff
 			body := cc.body
 			si.compiled = func(s *pktState) flow {
 				body(s)
@@ -162,6 +164,9 @@ func (c *compiler) applySub(sc *scope, si *subInst, e *frontend.CallExpr) stmtFn
 			}
 		}
 		c.ctlName, c.inParser, c.locals = saveName, saveParser, saveLocals
+	}
+	if si.eff != nil {
+		c.effAdd(&effNode{kind: effCall, kids: []*effNode{si.eff}})
 	}
 	return seq(append(ins, si.compiled))
 }

@@ -497,6 +497,7 @@ func (c *compiler) tnaExternCall(sc *scope, x *externC, method string, e *fronte
 		nargs(1, "(index)")
 		ra := x.ra
 		ix := c.indexArg(sc, ra.reg, e.Args[0])
+		c.effAccess(ra.reg, "register", callPos(e))
 		ridx := ra.reg.idx
 		return valCall(ra.rvT, func(s *pktState) uint64 {
 			s.dev.touchRegister(ridx)
@@ -513,6 +514,7 @@ func (c *compiler) tnaExternCall(sc *scope, x *externC, method string, e *fronte
 	case "DirectRegisterAction.execute":
 		nargs(0, "no arguments")
 		ra := x.ra
+		c.effAccess(ra.reg, "register", callPos(e))
 		reg, init := ra.reg, ra.reg.init
 		return valCall(ra.rvT, func(s *pktState) uint64 {
 			// The cell of the entry that hit, in the table the register is
@@ -532,6 +534,7 @@ func (c *compiler) tnaExternCall(sc *scope, x *externC, method string, e *fronte
 			c.fail(e.P, "Register.read of a %s register is not supported (use a RegisterAction)", x.t)
 		}
 		ix := c.indexArg(sc, x, e.Args[0])
+		c.effAccess(x, "register", callPos(e))
 		ridx := x.idx
 		return valCall(x.t, func(s *pktState) uint64 {
 			s.dev.touchRegister(ridx)
@@ -548,6 +551,7 @@ func (c *compiler) tnaExternCall(sc *scope, x *externC, method string, e *fronte
 		}
 		ix := c.indexArg(sc, x, e.Args[0])
 		v := c.typed(c.rvalue(sc, e.Args[1], x.t), e.Args[1].ExprPos()).fn
+		c.effAccess(x, "register", callPos(e))
 		ridx := x.idx
 		return &val{t: voidT, st: func(s *pktState) flow {
 			s.dev.touchRegister(ridx)
@@ -606,12 +610,17 @@ func (c *compiler) tnaExternCall(sc *scope, x *externC, method string, e *fronte
 		if len(e.Args) > 0 && x.kind == "direct_counter" || len(e.Args) > 1 {
 			c.fail(e.P, "%s.count with adjust_byte_count is not supported", x.kind)
 		}
-		return &val{t: voidT, st: c.externCall0(sc, x, method, e)}
+		st := c.externCall0(sc, x, method, e)
+		if x.kind == "counter" {
+			c.effAccess(x, "counter", callPos(e))
+		}
+		return &val{t: voidT, st: st}
 	case "meter.execute":
 		if len(e.Args) != 1 {
 			c.fail(e.P, "Meter.execute takes (index) on this target (color-aware metering and adjust_byte_count are not supported)")
 		}
 		ix := c.typed(c.rvalue(sc, e.Args[0], bitT(32)), e.Args[0].ExprPos()).fn
+		c.effAccess(x, "meter", callPos(e))
 		idx, unit := x.idx, x.munit
 		return valCall(bitT(8), func(s *pktState) uint64 {
 			cells := s.dev.meters[idx]

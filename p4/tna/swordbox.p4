@@ -46,6 +46,10 @@
  *     is crc32 mod 2^W: the v1model program's hash(..., crc32, 0, ..., 2^W).
  *   - The forward table's direct counter counts in every action
  *     (TNA counts a DirectCounter only when an action calls count()).
+ *   - The stats counter: a Tofino counter counts once per packet, so the
+ *     contract's stats cells are counted in stats and stats_part2 ..
+ *     stats_part8 (see the declarations), each at most once on any path;
+ *     ctrl sums them.
  *   - Forwarding and drops through the TNA intrinsic metadata: the unicast
  *     egress port (ig_tm_md.ucast_egress_port) and the deparser's drop
  *     control (ig_dprsr_md.drop_ctl).
@@ -54,11 +58,6 @@
  *
  * What a hardware build (bf-p4c) still needs, and this file does not do:
  *
- *   - The stats counter is counted at up to five places in one packet (for
- *     example a CAS: requests seen, link taken over, linking CAS, steered,
- *     ambiguous). A Tofino counter lives in one stage and counts once per
- *     packet, so a hardware build needs one counter per stage, which the
- *     controller would then sum; ctrl reads one counter named stats.
  *   - Stage order. The confirmation at the ATOMIC ACK reads the CAS record
  *     (link_*, cas_out_*) and then updates the key's tail (tail_*); a
  *     request reads the tail to steer and then writes the CAS record as
@@ -66,6 +65,12 @@
  *     both paths: one of them needs a second pass (a resubmit carrying the
  *     record, or a recirculation) on hardware. This target runs the program
  *     in one pass, one packet at a time, like the v1model program.
+ *   - The target's Tofino placement check (target.CompileOptions.
+ *     TofinoPlacement, off when this program is loaded) reports both: the
+ *     stage-order cycle, and registers accessed twice on one path because
+ *     the ACK block and the request block are two sequential ifs (bf-p4c
+ *     decides mutual exclusion from the structure, not the conditions).
+ *     p4/ptf's TestTNASwordboxPlacementReport holds the exact report.
  *
  * The ICRC is not recomputed and the IPv4 header is never changed, exactly
  * as in the v1model program (docs/swordbox-p4.md, rule 9).
@@ -739,7 +744,22 @@ control SwordboxIngress(inout headers_t hdr,
     Hash<map_slot_t>(HashAlgorithm_t.CRC32)  addr_hash_read;  /* a READ's VA */
 
     /* ---- counters ---- */
-    Counter<bit<64>, bit<32>>(STAT_COUNT, CounterType_t.PACKETS) stats;
+    /* The contract's stats counter (docs/swordbox-p4.md, "Counters") is
+     * counted at up to eight places on one path through ingress (the ACK
+     * block, then the request block), and a Tofino counter counts at most
+     * once per packet. So its cells are counted in eight counters of the
+     * same indexes: stats (requests seen) and stats_part2 .. stats_part8,
+     * each counted at most once on any path; cell i of the contract's
+     * counter is the sum of cell i of the eight. ctrl.ReadCounter("stats")
+     * reads that sum (it adds the parts it finds in the P4Info). */
+    Counter<bit<64>, bit<32>>(STAT_COUNT, CounterType_t.PACKETS) stats;       /* requests seen */
+    Counter<bit<64>, bit<32>>(STAT_COUNT, CounterType_t.PACKETS) stats_part2; /* ACK: outstanding cleared */
+    Counter<bit<64>, bit<32>>(STAT_COUNT, CounterType_t.PACKETS) stats_part3; /* ACK: tail confirmed, stale or dropped */
+    Counter<bit<64>, bit<32>>(STAT_COUNT, CounterType_t.PACKETS) stats_part4; /* node WRITE, READ, retransmission or takeover */
+    Counter<bit<64>, bit<32>>(STAT_COUNT, CounterType_t.PACKETS) stats_part5; /* linking CAS */
+    Counter<bit<64>, bit<32>>(STAT_COUNT, CounterType_t.PACKETS) stats_part6; /* link unresolved */
+    Counter<bit<64>, bit<32>>(STAT_COUNT, CounterType_t.PACKETS) stats_part7; /* steered, expired, READ steered or missed */
+    Counter<bit<64>, bit<32>>(STAT_COUNT, CounterType_t.PACKETS) stats_part8; /* link ambiguous */
     Counter<bit<64>, bit<32>>(KEY_SLOTS, CounterType_t.PACKETS) key_cas_steered;
     Counter<bit<64>, bit<32>>(KEY_SLOTS, CounterType_t.PACKETS) key_reads_steered;
     Counter<bit<64>, bit<32>>(KEY_SLOTS, CounterType_t.PACKETS) key_read_misses;
@@ -858,7 +878,7 @@ control SwordboxIngress(inout headers_t hdr,
                 }
                 meta.link_valid = cas_out_valid_ack.execute(meta.link_slot);
                 if (meta.link_valid == 1 && meta.link_match == 1) {
-                    stats.count(STAT_ACKS_CLEARED);
+                    stats_part2.count(STAT_ACKS_CLEARED);
                     meta.link_tracked = link_tracked_read.execute(meta.link_slot);
                     if (meta.link_tracked == 1) {
                         meta.key_slot = (key_slot_t)link_key_slot_read.execute(meta.link_slot);
@@ -880,9 +900,9 @@ control SwordboxIngress(inout headers_t hdr,
                                 tail_ver_write.execute(meta.key_slot);
                                 tail_dst_ip_write.execute(meta.key_slot);
                                 tail_valid_ack.execute(meta.key_slot);
-                                stats.count(STAT_TAIL_CONFIRMED);
+                                stats_part3.count(STAT_TAIL_CONFIRMED);
                             } else {
-                                stats.count(STAT_CONFIRM_STALE);
+                                stats_part3.count(STAT_CONFIRM_STALE);
                             }
                         } else {
                             /* The CAS failed. If it was aimed at the cached tail, that
@@ -896,7 +916,7 @@ control SwordboxIngress(inout headers_t hdr,
                                 meta.drop_tail = 1;
                                 meta.tail_valid = tail_valid_ack.execute(meta.key_slot);
                                 if (meta.tail_valid == 1) {
-                                    stats.count(STAT_TAIL_DROPPED);
+                                    stats_part3.count(STAT_TAIL_DROPPED);
                                 }
                             }
                         }
@@ -927,7 +947,7 @@ control SwordboxIngress(inout headers_t hdr,
                     addr_va_hi_write.execute(meta.addr_slot);
                     addr_va_lo_write.execute(meta.addr_slot);
                     addr_key_write.execute(meta.addr_slot);
-                    stats.count(STAT_NODE_WRITES);
+                    stats_part4.count(STAT_NODE_WRITES);
                 } else if (hdr.bth.opcode == OP_COMPARE_SWAP) {
                     meta.new_lh = hdr.atomic_eth.swap[59:28];
                     meta.new_ver = hdr.atomic_eth.swap[26:19];
@@ -958,7 +978,7 @@ control SwordboxIngress(inout headers_t hdr,
                         hdr.atomic_eth.va = cas_out_va_read.execute(meta.link_slot);
                         hdr.atomic_eth.compare = cas_out_compare_read.execute(meta.link_slot);
                         hdr.atomic_eth.swap = cas_out_swap_read.execute(meta.link_slot);
-                        stats.count(STAT_RETRANSMITS);
+                        stats_part4.count(STAT_RETRANSMITS);
                         meta.link_tracked = link_tracked_read.execute(meta.link_slot);
                         if (meta.link_tracked == 1) {
                             meta.key_slot = (key_slot_t)link_key_slot_read.execute(meta.link_slot);
@@ -966,13 +986,13 @@ control SwordboxIngress(inout headers_t hdr,
                         }
                     } else {
                         if (meta.link_valid == 1) {
-                            stats.count(STAT_LINK_TAKEOVER);
+                            stats_part4.count(STAT_LINK_TAKEOVER);
                         }
                         /* A linking CAS: compare is a tail word and swap names a node. */
                         if (hdr.atomic_eth.compare[63:19] == 0 && meta.new_lh != 0 &&
                             meta.new_lh != LH_DELETED) {
                             meta.linking = 1;
-                            stats.count(STAT_CAS);
+                            stats_part5.count(STAT_CAS);
                             meta.node_slot = node_hash_cas.get({ meta.new_lh });
                             meta.node_lh = node_lh_read.execute(meta.node_slot);
                             meta.node_ver = node_ver_read.execute(meta.node_slot);
@@ -982,13 +1002,13 @@ control SwordboxIngress(inout headers_t hdr,
                                 meta.node_va_lo = node_va_lo_read.execute(meta.node_slot);
                                 meta.key_known = 1;
                             } else {
-                                stats.count(STAT_LINK_UNRESOLVED);
+                                stats_part6.count(STAT_LINK_UNRESOLVED);
                             }
                         }
                     }
                 } else if (hdr.bth.opcode == OP_READ_REQUEST && hdr.reth.dma_len == meta.node_size &&
                            (meta.mode & MODE_READ) != 0) {
-                    stats.count(STAT_READS);
+                    stats_part4.count(STAT_READS);
                     meta.addr_slot = addr_hash_read.get({ hdr.reth.va });
                     meta.addr_va_hi = addr_va_hi_read.execute(meta.addr_slot);
                     meta.addr_va_lo = addr_va_lo_read.execute(meta.addr_slot);
@@ -1024,7 +1044,7 @@ control SwordboxIngress(inout headers_t hdr,
                         meta.tail_dst_ip == hdr.ipv4.dst_addr &&
                         (meta.tail_va_hi != hdr.atomic_eth.va[63:32] || meta.tail_va_lo != hdr.atomic_eth.va[31:0])) {
                         if (meta.tail_fresh == 0) {
-                            stats.count(STAT_TAIL_EXPIRED);
+                            stats_part7.count(STAT_TAIL_EXPIRED);
                         } else if ((meta.mode & MODE_WRITE) != 0) {
                             /* Stale CAS: steer it to the confirmed tail; the tail's entry
                              * version goes into bits 18..11 of compare and swap. */
@@ -1032,14 +1052,14 @@ control SwordboxIngress(inout headers_t hdr,
                             hdr.atomic_eth.compare[18:11] = meta.tail_ver;
                             hdr.atomic_eth.swap[18:11] = meta.tail_ver;
                             key_cas_steered.count((bit<32>)meta.key_slot);
-                            stats.count(STAT_CAS_STEERED);
+                            stats_part7.count(STAT_CAS_STEERED);
                         }
                     }
                     /* The record: only a linking CAS of a tracked key confirms a tail. */
                     meta.linking = meta.linking & meta.tracked;
                     if (meta.ambiguous == 1) {
                         meta.linking = 0;
-                        stats.count(STAT_LINK_AMBIGUOUS);
+                        stats_part8.count(STAT_LINK_AMBIGUOUS);
                     }
                     cas_out_src_mac_write.execute(meta.link_slot);
                     cas_out_dst_mac_write.execute(meta.link_slot);
@@ -1063,10 +1083,10 @@ control SwordboxIngress(inout headers_t hdr,
                         if (meta.tail_va_hi != hdr.reth.va[63:32] || meta.tail_va_lo != hdr.reth.va[31:0]) {
                             hdr.reth.va = meta.tail_va_hi ++ meta.tail_va_lo;
                             key_reads_steered.count((bit<32>)meta.key_slot);
-                            stats.count(STAT_READS_STEERED);
+                            stats_part7.count(STAT_READS_STEERED);
                         }
                     } else {
-                        stats.count(STAT_READ_MISSES);
+                        stats_part7.count(STAT_READ_MISSES);
                         if (meta.tracked == 1) {
                             key_read_misses.count((bit<32>)meta.key_slot);
                         }

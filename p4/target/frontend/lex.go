@@ -29,6 +29,15 @@ type Pos struct {
 	file      string
 }
 
+// FileOr is the file the position is in: the included file it came from,
+// else def (the program's file).
+func (p Pos) FileOr(def string) string {
+	if p.file != "" {
+		return p.file
+	}
+	return def
+}
+
 // Token is one lexical token. For tInt, val holds the magnitude, width the
 // explicit width (0 when the literal has none) and signed whether it was
 // written with an 's' width prefix.
