@@ -9,6 +9,7 @@ import (
 
 	p4 "github.com/p4lang/p4runtime/go/p4/v1"
 
+	"github.com/swordbox/swordbox/ctrl/rack"
 	swp4 "github.com/swordbox/swordbox/p4"
 	"github.com/swordbox/swordbox/p4/target"
 )
@@ -29,7 +30,9 @@ func TestReadCounterSumsParts(t *testing.T) {
 			}
 			r.src, r.info = swp4.TNASource, prog.P4Info()
 		}
-		c := r.controller(r.rackConfig(nil), nil)
+		// Chain mode off on both: the Tofino program has no chain
+		// registers, and the scenario compares the rules both share.
+		c := r.controller(r.rackConfig(func(rc *rack.Config) { rc.Chain = false }), nil)
 		r.primary(c)
 		steeredCASDropped(t, r)
 		sum, err := c.ReadCounter(ctx, cStats, nil)
@@ -57,7 +60,18 @@ func TestReadCounterSumsParts(t *testing.T) {
 	if !maps.Equal(v1, v1base) {
 		t.Fatalf("v1model: ReadCounter %v, the counter itself %v", v1, v1base)
 	}
-	if !maps.Equal(v1, tna) {
+	// The v1model program's chain cells (16 and up) exist only there and
+	// stay 0 with chain mode off; the cells both programs have must agree.
+	shared := maps.Clone(v1)
+	for idx, n := range v1 {
+		if _, ok := tna[idx]; !ok {
+			if n != 0 {
+				t.Errorf("v1model stats[%d] = %d with chain mode off", idx, n)
+			}
+			delete(shared, idx)
+		}
+	}
+	if !maps.Equal(shared, tna) {
 		t.Fatalf("stats: v1model %v, Tofino program %v", v1, tna)
 	}
 	if maps.Equal(tna, tnaBase) {
