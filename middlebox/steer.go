@@ -44,6 +44,31 @@ import (
 //     key on the same memory node at another VA replaces the RETH VA.
 //   - Delete-mark CAS, FETCH_ADD and other requests are never steered.
 //
+// Chain mode (SteerConfig.Chain, with write steering; rules 10-12 of
+// docs/swordbox-p4.md, "Chain mode"):
+//
+//   - Each key also has a chain: the node of its last forwarded linking
+//     CAS, confirmed or not. A linking CAS of a tracked key (not a
+//     retransmission, not ambiguous) finding the key's chain valid, on the
+//     same memory node and fresh (now - chain time < tail-ttl) is chained:
+//     VA := the chain end's VA, bits 18..11 of compare and swap := its
+//     version (left alone when the client aimed there already); its record
+//     notes the chain's end as its predecessor, and its node becomes the
+//     chain's end (time = now). When the chain's end is elsewhere but has
+//     the entry version the client compares, the CAS is not chained (the
+//     client could not tell the answer from a success on its own tail) and
+//     falls back to the confirmed tail, as does every CAS of a key without
+//     a live chain.
+//   - At its ATOMIC ACK, a chained success whose predecessor is the
+//     confirmed tail (by LH) becomes the confirmed tail; a chained success
+//     after any other predecessor, or a chained failure, ends the chain (a
+//     failure aimed at the confirmed tail also forgets that tail). An
+//     unchained success that becomes the tail starts a chain at its node
+//     when the key has none live.
+//   - A node READ is steered only when the chain's end is the confirmed
+//     tail (by LH): while links after it are in flight it may already have
+//     a successor.
+//
 // Decisions where the switch program and a software box differ: the
 // steerer uses the switch's hashing (CRC-32, IEEE, over the same bytes) and
 // by default its table sizes, so that both collide alike (the differential
@@ -99,6 +124,19 @@ type SteerConfig struct {
 	NodeSlots int `mapstructure:"node-slots" yaml:"node-slots"`
 	AddrSlots int `mapstructure:"addr-slots" yaml:"addr-slots"`
 	CASSlots  int `mapstructure:"cas-slots" yaml:"cas-slots"`
+	// Chain turns on chain mode with write steering (docs/swordbox-p4.md,
+	// "Chain mode"): a linking CAS is steered onto the node of the key's
+	// last forwarded linking CAS, confirmed or not, instead of onto the
+	// confirmed tail, and the Clover client proves the success. Nil means
+	// true, the rack's default (ctrl/rack, key chain); ignored in read
+	// mode.
+	Chain *bool `mapstructure:"chain" yaml:"chain"`
+}
+
+// chain reports whether chain mode is on: Chain (default true) with write
+// steering.
+func (s *SteerConfig) chain() bool {
+	return s.Mode != "read" && (s.Chain == nil || *s.Chain)
 }
 
 func (s *SteerConfig) validate() error {
@@ -142,7 +180,11 @@ const (
 	stTailExpired           // CAS not steered: tail older than the TTL
 	stConfirmStale          // confirmations older than the cached tail
 	stLinkAmbiguous         // CAS sharing client, server and PSN with the slot's record
-	stCount          = 16
+	stCASChained            // CAS chained onto the key's last forwarded link (chain mode)
+	stChainBroken           // chains ended: a chained CAS failed, or its predecessor was unconfirmed
+	stChainRefused          // CAS not chained: the chain's end has the client's compare version
+	stReadChainBusy         // node READs not steered: links after the confirmed tail in flight
+	stCount          = 20
 )
 
 // The delete mark in a next pointer (docs/clover-layout.md).
@@ -162,6 +204,8 @@ type addrEntry struct{ va, key uint64 }
 type casRecord struct {
 	valid         bool
 	tracked       bool // a linking CAS of a tracked key
+	chained       bool // chained onto the node whose LH is predLH (chain mode)
+	predLH        uint32
 	ver           uint8
 	cip, mip      [4]byte
 	psn           uint32
@@ -177,7 +221,8 @@ type tail struct {
 	va    uint64
 	ver   uint8
 	srv   [4]byte
-	ts    int64 // when the CAS that linked it was forwarded
+	ts    int64  // when the CAS that linked it was forwarded
+	lh    uint32 // its LH, kept in chain mode (and after a drop, as the switch's tail_lh)
 }
 
 type steerer struct {
@@ -186,7 +231,9 @@ type steerer struct {
 	ttl         int64 // nanoseconds
 	all         bool
 	tracked     map[uint64]bool
+	chain       bool
 	tails       map[uint64]tail // the confirmed tail of each key, when cached
+	ends        map[uint64]tail // chain mode: the chain's end of each key (ts: when its CAS was forwarded)
 	nodes       []nodeEntry
 	addrs       []addrEntry
 	cas         []casRecord
@@ -208,7 +255,8 @@ func newSteerer(cfg *SteerConfig, c *Counters) *steerer {
 		ttl = DefaultTailTTL
 	}
 	s := &steerer{write: cfg.Mode != "read", read: cfg.Mode != "write", nodeSize: cfg.NodeSize,
-		ttl: int64(ttl), all: len(cfg.Keys) == 0, tracked: map[uint64]bool{}, tails: map[uint64]tail{},
+		ttl: int64(ttl), all: len(cfg.Keys) == 0, tracked: map[uint64]bool{}, chain: cfg.chain(),
+		tails: map[uint64]tail{}, ends: map[uint64]tail{},
 		nodes: make([]nodeEntry, orDefault(cfg.NodeSlots, DefaultSteerNodeSlots)),
 		addrs: make([]addrEntry, orDefault(cfg.AddrSlots, DefaultSteerAddrSlots)),
 		cas:   make([]casRecord, orDefault(cfg.CASSlots, DefaultSteerCASSlots)),
@@ -305,8 +353,9 @@ func (s *steerer) compareSwap(now int64, p *roce.Packet) bool {
 	if r.valid {
 		s.stats[stLinkTakeover]++
 	}
-	steered, linking := false, false
+	steered, linking, chained := false, false, false
 	var key, nodeVA uint64
+	var predLH uint32
 	if cmp>>19 == 0 && lh != 0 && lh != lhDeleted {
 		s.stats[stCAS]++
 		if n := s.nodeSlot(lh); n.lh == lh && n.ver == ver {
@@ -315,7 +364,29 @@ func (s *steerer) compareSwap(now int64, p *roce.Packet) bool {
 		} else {
 			s.stats[stLinkUnresolved]++
 		}
-		if t, ok := s.tails[key]; linking && ok && t.valid && t.srv == mip && t.va != va {
+		if e, ok := s.ends[key]; linking && !same && s.chain && ok && e.valid && e.srv == mip && s.fresh(e, now) {
+			if e.va != va && e.ver == uint8(cmp>>verShift) {
+				// Steered there the CAS would return the very tail word
+				// the client compares: a success it would not prove.
+				s.stats[stChainRefused]++
+			} else {
+				// Chained onto the key's last forwarded link, confirmed or
+				// not; its node is the chain's end now.
+				chained, predLH = true, e.lh
+				if e.va != va {
+					m, v := uint64(verMask)<<verShift, uint64(e.ver)<<verShift
+					a.SetVA(e.va)
+					a.SetCompare(cmp&^m | v)
+					a.SetSwapAdd(swap&^m | v)
+					s.stats[stCASSteered]++
+					s.c.Steered++
+					steered = true
+				}
+				s.stats[stCASChained]++
+				s.ends[key] = tail{valid: true, va: nodeVA, ver: ver, srv: mip, ts: now, lh: lh}
+			}
+		}
+		if t, ok := s.tails[key]; linking && !chained && ok && t.valid && t.srv == mip && t.va != va {
 			switch {
 			case !s.fresh(t, now):
 				s.stats[stTailExpired]++
@@ -334,7 +405,7 @@ func (s *steerer) compareSwap(now int64, p *roce.Packet) bool {
 		linking = false
 		s.stats[stLinkAmbiguous]++
 	}
-	*r = casRecord{valid: true, tracked: linking, ver: ver, cip: cip, mip: mip, psn: psn, lh: lh,
+	*r = casRecord{valid: true, tracked: linking, chained: chained, predLH: predLH, ver: ver, cip: cip, mip: mip, psn: psn, lh: lh,
 		origVA: va, key: key, nodeVA: nodeVA, va: a.VA(), cmp: a.Compare(), swap: a.SwapAdd(), ts: now}
 	return steered
 }
@@ -343,7 +414,15 @@ func (s *steerer) nodeRead(now int64, p *roce.Packet) bool {
 	s.stats[stReads]++
 	va := p.RETH.VA()
 	if e := s.addrSlot(va); e.va == va && s.isTracked(e.key) {
-		if t, ok := s.tails[e.key]; ok && t.valid && t.srv == p.IP.Dst() && s.fresh(t, now) {
+		t, ok := s.tails[e.key]
+		fresh := ok && t.valid && t.srv == p.IP.Dst() && s.fresh(t, now)
+		if c, live := s.ends[e.key]; s.chain && live && c.valid && c.lh != t.lh {
+			// Links after the confirmed tail are in flight: it may have
+			// a successor already.
+			fresh = false
+			s.stats[stReadChainBusy]++
+		}
+		if fresh {
 			if t.va == va {
 				return false // the fresh tail itself
 			}
@@ -358,10 +437,10 @@ func (s *steerer) nodeRead(now int64, p *roce.Packet) bool {
 	return false
 }
 
-// atomicAck applies the ATOMIC ACK (original value orig) of the atomic that
-// client cip sent to memory node mip with PSN psn (the client's PSN: the
-// one its record was made with).
-func (s *steerer) atomicAck(cip, mip [4]byte, psn uint32, orig uint64) {
+// atomicAck applies the ATOMIC ACK (original value orig), arrived at now,
+// of the atomic that client cip sent to memory node mip with PSN psn (the
+// client's PSN: the one its record was made with).
+func (s *steerer) atomicAck(now int64, cip, mip [4]byte, psn uint32, orig uint64) {
 	r := s.casSlot(cip, mip, psn)
 	if !r.valid || r.psn != psn || r.cip != cip || r.mip != mip {
 		return
@@ -372,11 +451,24 @@ func (s *steerer) atomicAck(cip, mip [4]byte, psn uint32, orig uint64) {
 		return
 	}
 	t, ok := s.tails[r.key]
+	if r.chained {
+		s.chainedAck(mip, r, t, orig)
+		return
+	}
 	switch {
 	case orig == r.cmp && (!ok || r.ts >= t.ts):
-		// Linked after a node that was the tail: the new tail.
-		s.tails[r.key] = tail{valid: true, va: r.nodeVA, ver: r.ver, srv: mip, ts: r.ts}
+		// Linked after a node that was the tail: the new tail (its LH kept
+		// in chain mode only, as the switch's tail_lh).
+		lh := t.lh
+		if s.chain {
+			lh = r.lh
+		}
+		s.tails[r.key] = tail{valid: true, va: r.nodeVA, ver: r.ver, srv: mip, ts: r.ts, lh: lh}
 		s.stats[stTailConfirmed]++
+		if e := s.ends[r.key]; s.chain && (!e.valid || !s.fresh(e, now)) {
+			// No live chain of the key: one starts at the new tail.
+			s.ends[r.key] = tail{valid: true, va: r.nodeVA, ver: r.ver, srv: mip, ts: r.ts, lh: r.lh}
+		}
 	case orig == r.cmp:
 		s.stats[stConfirmStale]++ // the cached tail was linked by a later CAS
 	case ok && t.valid && t.va == r.va:
@@ -388,4 +480,29 @@ func (s *steerer) atomicAck(cip, mip [4]byte, psn uint32, orig uint64) {
 		s.tails[r.key] = t
 		s.stats[stTailDropped]++
 	}
+}
+
+// chainedAck settles the ACK of a chained CAS r: its node is linked only
+// if its predecessor is, so a success is confirmed only after the
+// confirmed tail t; a success after any other predecessor, or a failure,
+// ends the key's chain.
+func (s *steerer) chainedAck(mip [4]byte, r *casRecord, t tail, orig uint64) {
+	if orig == r.cmp {
+		if t.valid && t.lh == r.predLH {
+			s.tails[r.key] = tail{valid: true, va: r.nodeVA, ver: r.ver, srv: mip, ts: r.ts, lh: r.lh}
+			s.stats[stTailConfirmed]++
+			return
+		}
+	} else if t.valid && t.va == r.va {
+		// The chain's end had a successor the steerer did not learn, and
+		// it was the confirmed tail: forget it.
+		t.valid = false
+		s.tails[r.key] = t
+		s.stats[stTailDropped]++
+	}
+	if e, ok := s.ends[r.key]; ok {
+		e.valid = false
+		s.ends[r.key] = e
+	}
+	s.stats[stChainBroken]++
 }

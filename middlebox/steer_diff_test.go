@@ -78,15 +78,26 @@ type steerRig struct {
 	frames, rewritten int
 }
 
-func steerModeBits(mode string) uint64 {
-	switch mode {
+// steerModeBits is the switch's mode of cfg, as the controller sets it
+// (ctrl.BuildPlan): bit 0 write, bit 1 read, bit 2 chain with write.
+func steerModeBits(cfg *SteerConfig) uint64 {
+	var m uint64
+	switch cfg.Mode {
 	case "write":
-		return 1
+		m = 1
 	case "read":
-		return 2
+		m = 2
+	default:
+		m = 3
 	}
-	return 3
+	if cfg.chain() {
+		m |= 4
+	}
+	return m
 }
+
+// chainOpt is a SteerConfig.Chain.
+func chainOpt(on bool) *bool { return &on }
 
 // newSteerRig makes a rig; withP4 adds the switch program (every frame is
 // then compared).
@@ -125,7 +136,7 @@ func newSteerRig(t testing.TB, cfg SteerConfig, hosts []dHost, withP4 bool) *ste
 	if ttl == 0 {
 		ttl = DefaultTailTTL
 	}
-	r.setConfig(steerModeBits(cfg.Mode), uint64(cfg.NodeSize), uint64(ttl/time.Microsecond))
+	r.setConfig(steerModeBits(&cfg), uint64(cfg.NodeSize), uint64(ttl/time.Microsecond))
 	return r
 }
 
@@ -272,7 +283,7 @@ func (r *steerRig) response(f []byte) {
 		r.t.Fatalf("frame %d: %v", r.frames, err)
 	}
 	if p.AtomicAckETH != nil {
-		r.s.atomicAck(p.IP.Dst(), p.IP.Src(), p.BTH.PSN(), p.AtomicAckETH.Orig())
+		r.s.atomicAck(int64(r.now)*1000, p.IP.Dst(), p.IP.Src(), p.BTH.PSN(), p.AtomicAckETH.Orig())
 	}
 	if r.dev != nil {
 		if sw := r.switchFrame(diffPortMem, f); !bytes.Equal(sw, f) {
@@ -284,15 +295,14 @@ func (r *steerRig) response(f []byte) {
 
 var steerStatNames = [stCount]string{"roce", "node writes", "linking CAS", "CAS steered", "node READs", "READs steered",
 	"read misses", "retransmits", "ACKs cleared", "takeovers", "tails dropped", "unresolved", "tails confirmed",
-	"tails expired", "stale confirmations", "ambiguous CAS"}
+	"tails expired", "stale confirmations", "ambiguous CAS", "CAS chained", "chains ended", "chains refused",
+	"READs chain busy"}
 
 func (r *steerRig) checkStats() {
 	r.t.Helper()
 	var sw [stCount]uint64
 	err := r.dev.ReadCounterEntries(&p4v1.CounterEntry{CounterId: r.id("counter", "stats")}, func(e *p4v1.CounterEntry) error {
-		if i := e.GetIndex().GetIndex(); i < stCount {
-			sw[i] = uint64(e.GetData().GetPacketCount())
-		}
+		sw[e.GetIndex().GetIndex()] = uint64(e.GetData().GetPacketCount())
 		return nil
 	})
 	if err != nil {
@@ -325,9 +335,36 @@ func (r *steerRig) checkTails() {
 		va := reg("tail_va_hi")<<32 | reg("tail_va_lo")
 		var ip [4]byte
 		binary.BigEndian.PutUint32(ip[:], uint32(reg("tail_dst_ip")))
-		if va != t.va || uint8(reg("tail_ver")) != t.ver || ip != t.srv || int64(reg("tail_ts"))*1000 != t.ts {
-			r.t.Fatalf("after frame %d: key %d: switch tail VA %#x ver %d on %v at %d µs; steer.go %#x ver %d on %v at %d ns",
-				r.frames, k, va, reg("tail_ver"), ip, reg("tail_ts"), t.va, t.ver, t.srv, t.ts)
+		if va != t.va || uint8(reg("tail_ver")) != t.ver || ip != t.srv || int64(reg("tail_ts"))*1000 != t.ts ||
+			uint32(reg("tail_lh")) != t.lh {
+			r.t.Fatalf("after frame %d: key %d: switch tail VA %#x ver %d LH %d on %v at %d µs; steer.go %#x ver %d LH %d on %v at %d ns",
+				r.frames, k, va, reg("tail_ver"), reg("tail_lh"), ip, reg("tail_ts"), t.va, t.ver, t.lh, t.srv, t.ts)
+		}
+	}
+	r.checkChains()
+}
+
+// checkChains compares the chain's end (spec_* registers) of every
+// tracked key.
+func (r *steerRig) checkChains() {
+	r.t.Helper()
+	for k, slot := range r.slots {
+		reg := func(n string) uint64 { return r.register(n, slot) }
+		swOK := reg("spec_valid") == 1 && reg("spec_key") == k
+		e, ok := r.s.ends[k]
+		ok = ok && e.valid
+		if swOK != ok {
+			r.t.Fatalf("after frame %d: key %d: chain live on the switch %v, in steer.go %v", r.frames, k, swOK, ok)
+		}
+		if !ok {
+			continue
+		}
+		va := reg("spec_va_hi")<<32 | reg("spec_va_lo")
+		var ip [4]byte
+		binary.BigEndian.PutUint32(ip[:], uint32(reg("spec_dst_ip")))
+		if va != e.va || uint8(reg("spec_ver")) != e.ver || uint32(reg("spec_lh")) != e.lh || ip != e.srv || int64(reg("spec_ts"))*1000 != e.ts {
+			r.t.Fatalf("after frame %d: key %d: switch chain end VA %#x ver %d LH %d on %v at %d µs; steer.go %#x ver %d LH %d on %v at %d ns",
+				r.frames, k, va, reg("spec_ver"), reg("spec_lh"), ip, reg("spec_ts"), e.va, e.ver, e.lh, e.srv, e.ts)
 		}
 	}
 }
@@ -445,6 +482,7 @@ type steerWorld struct {
 	acks     []dAck               // ATOMIC ACKs on their way (delivered in any order)
 	executed map[[2]uint32]uint64 // (client, PSN) -> orig: a memory node executes a PSN once
 	pending  map[uint64][]dNode   // nodes written per key, linked or not
+	vers     int                  // entry versions drawn from 0..vers-1
 }
 
 func steerHosts(nc, nm int) (clis, mems []dHost) {
@@ -466,15 +504,21 @@ func steerHosts(nc, nm int) (clis, mems []dHost) {
 	return
 }
 
-func newSteerWorld(t testing.TB, seed uint64, mode string, withP4 bool) *steerWorld {
+// newSteerWorld makes a random world. In chain mode entry versions are
+// drawn from 0..7 rather than 0..255, so that a chain's end often has the
+// version a client compares (rule 10's refusal).
+func newSteerWorld(t testing.TB, seed uint64, mode string, chain, withP4 bool) *steerWorld {
 	const size = 24 + 40
 	clis, mems := steerHosts(6, 2)
 	// Keys 1..6 tracked, 7 and 8 not.
 	keys := []uint64{1, 2, 3, 4, 5, 6}
-	cfg := SteerConfig{Mode: mode, NodeSize: size, Keys: keys, TailTTL: 2 * time.Millisecond}
-	w := &steerWorld{
+	cfg := SteerConfig{Mode: mode, NodeSize: size, Keys: keys, TailTTL: 2 * time.Millisecond, Chain: chainOpt(chain)}
+	w := &steerWorld{vers: 256,
 		r: newSteerRig(t, cfg, append(append([]dHost{}, clis...), mems...), withP4), rng: rand.New(rand.NewPCG(seed, 0x5eed)),
 		size: size, ttl: 2000, clis: clis, mems: mems, nextLH: 0x100, executed: map[[2]uint32]uint64{}, pending: map[uint64][]dNode{},
+	}
+	if chain {
+		w.vers = 8
 	}
 	for j := range mems {
 		w.words = append(w.words, map[uint64]uint64{})
@@ -495,7 +539,7 @@ func (w *steerWorld) newNode(k *dKey) dNode {
 	w.nextLH++
 	va := w.nextVA[k.mem]
 	w.nextVA[k.mem] += uint64(w.size)
-	return dNode{va: va, lh: w.nextLH, ver: uint8(w.rng.IntN(256))}
+	return dNode{va: va, lh: w.nextLH, ver: uint8(w.rng.IntN(w.vers))}
 }
 
 // deliver executes a CAS frame as forwarded at its memory node (at most
@@ -613,11 +657,16 @@ func TestSteerDiffRandom(t *testing.T) {
 	if testing.Short() {
 		steps = 1000
 	}
-	var total [stCount]uint64
-	for _, mode := range []string{"both", "write", "read"} {
+	// The switch's modes 1, 2, 3 (chain off) and 5, 7 (chain on; the
+	// controller never sets chain without write steering).
+	var total, chainTotal [stCount]uint64
+	for _, m := range []struct {
+		mode  string
+		chain bool
+	}{{"both", false}, {"write", false}, {"read", false}, {"both", true}, {"write", true}} {
 		for seed := uint64(1); seed <= 2; seed++ {
-			t.Run(fmt.Sprintf("%s/seed%d", mode, seed), func(t *testing.T) {
-				w := newSteerWorld(t, seed, mode, true)
+			t.Run(fmt.Sprintf("%s/chain=%v/seed%d", m.mode, m.chain, seed), func(t *testing.T) {
+				w := newSteerWorld(t, seed, m.mode, m.chain, true)
 				for i := 0; i < steps; i++ {
 					w.step()
 					if i%200 == 0 {
@@ -626,9 +675,13 @@ func TestSteerDiffRandom(t *testing.T) {
 				}
 				w.r.checkTails()
 				t.Logf("%d frames, %d rewritten; stats %v", w.r.frames, w.r.rewritten, w.r.s.stats)
-				if mode == "both" {
+				if m.mode == "both" {
 					for i, v := range w.r.s.stats {
-						total[i] += v
+						if m.chain {
+							chainTotal[i] += v
+						} else {
+							total[i] += v
+						}
 					}
 				}
 			})
@@ -638,7 +691,13 @@ func TestSteerDiffRandom(t *testing.T) {
 	for _, i := range []int{stNodeWrites, stCAS, stCASSteered, stReads, stReadsSteered, stReadMisses, stRetransmits,
 		stAcksCleared, stTailDropped, stLinkUnresolved, stTailConfirmed, stTailExpired} {
 		if total[i] == 0 {
-			t.Errorf("the random traces never hit stats %d (%s)", i, steerStatNames[i])
+			t.Errorf("the random traces without chain mode never hit stats %d (%s)", i, steerStatNames[i])
+		}
+	}
+	for _, i := range []int{stCASSteered, stReadsSteered, stTailDropped, stTailConfirmed, stTailExpired,
+		stCASChained, stChainBroken, stChainRefused, stReadChainBusy} {
+		if chainTotal[i] == 0 {
+			t.Errorf("the random traces in chain mode never hit stats %d (%s)", i, steerStatNames[i])
 		}
 	}
 }
@@ -657,7 +716,7 @@ func collide(from uint32, slot func(uint32) uint32, target uint32) uint32 {
 func TestSteerDiffCollisions(t *testing.T) {
 	const size = 64
 	clis, mems := steerHosts(2, 1)
-	r := newSteerRig(t, SteerConfig{Mode: "both", NodeSize: size, Keys: []uint64{1, 2}}, append(append([]dHost{}, clis...), mems...), true)
+	r := newSteerRig(t, SteerConfig{Mode: "both", NodeSize: size, Keys: []uint64{1, 2}, Chain: chainOpt(false)}, append(append([]dHost{}, clis...), mems...), true)
 	s := r.s
 	a, b, m := &clis[0], &clis[1], &mems[0]
 	nodeIdx := s.nodeIdx
@@ -720,7 +779,7 @@ func TestSteerDiffCollisions(t *testing.T) {
 func TestSteerDiffRules(t *testing.T) {
 	for _, c := range steerCases {
 		t.Run(c.name, func(t *testing.T) {
-			f := newSteerFix(t, c.mode, true)
+			f := newSteerFix(t, c.mode, c.chain, true)
 			c.run(f)
 			f.r.checkTails()
 		})
@@ -730,8 +789,9 @@ func TestSteerDiffRules(t *testing.T) {
 // FuzzSteerDiff runs fuzzed traces over a small universe (3 clients, 2
 // memory nodes, keys 1..4 of which 1..3 tracked, 8 nodes, entry versions
 // 0..3, so that stale, repeated and mismatched fields are common) through
-// steer.go and the switch, comparing them frame by frame. Each op is 4
-// bytes: kind, and three parameters.
+// steer.go and the switch, comparing them frame by frame, with chain mode
+// off (switch mode 3) and on (mode 7). Each op is 4 bytes: kind, and three
+// parameters.
 func FuzzSteerDiff(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0x10, 0, 3, 0, 1, 0, 0, 1, 0x21, 0, 1, 2, 0, 0, 4, 0, 0, 0})
 	f.Add([]byte{0, 0, 0, 0, 0, 0, 1, 1, 1, 0, 0x10, 0, 3, 0, 0, 0, 0, 1, 0x21, 0, 6, 9, 0, 0, 1, 1, 0x10, 0, 2, 1, 0, 0, 4, 1, 0, 0})
@@ -740,58 +800,64 @@ func FuzzSteerDiff(f *testing.F) {
 		if len(ops) > 4*200 {
 			return
 		}
-		clis, mems := steerHosts(3, 2)
-		cfg := SteerConfig{Mode: "both", NodeSize: 32, Keys: []uint64{1, 2, 3}, TailTTL: time.Millisecond}
-		r := newSteerRig(t, cfg, append(append([]dHost{}, clis...), mems...), true)
-		type sentCAS struct {
-			c, m  int
-			psn   uint32
-			frame []byte
-			cmp   uint64 // as forwarded
+		for _, chain := range []bool{false, true} {
+			fuzzSteerDiff(t, ops, chain)
 		}
-		var sent []sentCAS
-		va := func(i byte) uint64 { return 0x1000 * uint64(i%8+1) }
-		for len(ops) >= 4 {
-			k, a, b, c := ops[0], ops[1], ops[2], ops[3]
-			ops = ops[4:]
-			cl, m := &clis[a%3], &mems[a>>4%2]
-			switch k % 7 {
-			case 0: // node WRITE: node b%8 of key c%4+1 with version b>>4%4
-				r.request(nodeWrite(t, cl, m, va(b), nodeBytes(uint64(c%4+1), 100+uint32(b%8), b>>4%4, 32)))
-			case 1: // CAS after node b%8 (entry version b>>4%4) linking node c%8 (version c>>4%4)
-				psn := cl.next()
-				fr := casFrame(t, cl, m, psn, va(b), tailWord(b>>4%4), linkWord(b>>4%4, 100+uint32(c%8), c>>4%4))
-				p, _ := roce.Parse(r.request(fr))
-				sent = append(sent, sentCAS{int(a % 3), int(a >> 4 % 2), psn, fr, p.AtomicETH.Compare()})
-			case 2: // retransmission
-				if len(sent) > 0 {
-					r.request(sent[int(b)%len(sent)].frame)
-				}
-			case 3: // ATOMIC ACK: success if c is even
-				if len(sent) > 0 {
-					s := sent[int(b)%len(sent)]
-					orig := s.cmp
-					if c%2 == 1 {
-						orig ^= 1 << 28
-					}
-					r.response(atomicAckFrame(t, &clis[s.c], &mems[s.m], s.psn, orig))
-				}
-			case 4: // READ of node b%8, node-sized unless c is odd
-				n := uint32(32)
-				if c%2 == 1 {
-					n = 8
-				}
-				r.request(readFrame(t, cl, m, va(b), n))
-			case 5: // delete-mark CAS or FETCH_ADD
-				if c%2 == 0 {
-					r.request(casFrame(t, cl, m, cl.next(), va(b), 0, uint64(lhDeleted)<<28))
-				} else {
-					r.request(faFrame(t, cl, m, va(b), 1))
-				}
-			case 6: // time
-				r.now += uint64(b) * 20
-			}
-		}
-		r.checkTails()
 	})
+}
+
+func fuzzSteerDiff(t *testing.T, ops []byte, chain bool) {
+	clis, mems := steerHosts(3, 2)
+	cfg := SteerConfig{Mode: "both", NodeSize: 32, Keys: []uint64{1, 2, 3}, TailTTL: time.Millisecond, Chain: chainOpt(chain)}
+	r := newSteerRig(t, cfg, append(append([]dHost{}, clis...), mems...), true)
+	type sentCAS struct {
+		c, m  int
+		psn   uint32
+		frame []byte
+		cmp   uint64 // as forwarded
+	}
+	var sent []sentCAS
+	va := func(i byte) uint64 { return 0x1000 * uint64(i%8+1) }
+	for len(ops) >= 4 {
+		k, a, b, c := ops[0], ops[1], ops[2], ops[3]
+		ops = ops[4:]
+		cl, m := &clis[a%3], &mems[a>>4%2]
+		switch k % 7 {
+		case 0: // node WRITE: node b%8 of key c%4+1 with version b>>4%4
+			r.request(nodeWrite(t, cl, m, va(b), nodeBytes(uint64(c%4+1), 100+uint32(b%8), b>>4%4, 32)))
+		case 1: // CAS after node b%8 (entry version b>>4%4) linking node c%8 (version c>>4%4)
+			psn := cl.next()
+			fr := casFrame(t, cl, m, psn, va(b), tailWord(b>>4%4), linkWord(b>>4%4, 100+uint32(c%8), c>>4%4))
+			p, _ := roce.Parse(r.request(fr))
+			sent = append(sent, sentCAS{int(a % 3), int(a >> 4 % 2), psn, fr, p.AtomicETH.Compare()})
+		case 2: // retransmission
+			if len(sent) > 0 {
+				r.request(sent[int(b)%len(sent)].frame)
+			}
+		case 3: // ATOMIC ACK: success if c is even
+			if len(sent) > 0 {
+				s := sent[int(b)%len(sent)]
+				orig := s.cmp
+				if c%2 == 1 {
+					orig ^= 1 << 28
+				}
+				r.response(atomicAckFrame(t, &clis[s.c], &mems[s.m], s.psn, orig))
+			}
+		case 4: // READ of node b%8, node-sized unless c is odd
+			n := uint32(32)
+			if c%2 == 1 {
+				n = 8
+			}
+			r.request(readFrame(t, cl, m, va(b), n))
+		case 5: // delete-mark CAS or FETCH_ADD
+			if c%2 == 0 {
+				r.request(casFrame(t, cl, m, cl.next(), va(b), 0, uint64(lhDeleted)<<28))
+			} else {
+				r.request(faFrame(t, cl, m, va(b), 1))
+			}
+		case 6: // time
+			r.now += uint64(b) * 20
+		}
+	}
+	r.checkTails()
 }

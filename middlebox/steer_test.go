@@ -12,9 +12,10 @@ import (
 // cases run on the steerer alone (TestSteerRules) and through the switch
 // program as well (TestSteerDiffRules), which must agree frame by frame.
 type steerCase struct {
-	name string
-	mode string
-	run  func(f *steerFix)
+	name  string
+	mode  string
+	chain bool // chain mode (rules 10-12 of docs/swordbox-p4.md)
+	run   func(f *steerFix)
 }
 
 // steerFix is the fixture of a case: clients a, b, c; memory nodes m, m2;
@@ -31,9 +32,9 @@ const (
 	fixTTL  = 2000 // µs
 )
 
-func newSteerFix(t *testing.T, mode string, withP4 bool) *steerFix {
+func newSteerFix(t *testing.T, mode string, chain, withP4 bool) *steerFix {
 	clis, mems := steerHosts(3, 2)
-	cfg := SteerConfig{Mode: mode, NodeSize: fixSize, Keys: []uint64{1, 2}, TailTTL: fixTTL * time.Microsecond}
+	cfg := SteerConfig{Mode: mode, NodeSize: fixSize, Keys: []uint64{1, 2}, TailTTL: fixTTL * time.Microsecond, Chain: chainOpt(chain)}
 	f := &steerFix{t: t, r: newSteerRig(t, cfg, append(append([]dHost{}, clis...), mems...), withP4)}
 	f.a, f.b, f.c, f.m, f.m2 = &clis[0], &clis[1], &clis[2], &mems[0], &mems[1]
 	return f
@@ -238,7 +239,7 @@ var steerCases = []steerCase{
 
 func TestSteerRules(t *testing.T) {
 	for _, c := range steerCases {
-		t.Run(c.name, func(t *testing.T) { c.run(newSteerFix(t, c.mode, false)) })
+		t.Run(c.name, func(t *testing.T) { c.run(newSteerFix(t, c.mode, c.chain, false)) })
 	}
 }
 
