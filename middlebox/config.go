@@ -97,6 +97,13 @@ type ServerConfig struct {
 	// whose CMP_SWAP and FETCH_ADD it replaces with WRITEs. Each must lie
 	// inside a Remap range.
 	CASToWrite []Range `mapstructure:"cas-to-write" yaml:"cas-to-write"`
+	// AnswerFailedCAS makes the engine answer a CMP_SWAP on a CASToWrite
+	// word itself when the word's value is known and differs from the
+	// compare value (the CMP_SWAP would fail), instead of forwarding a
+	// WRITE of the unchanged value (answerFailedCAS; docs/middlebox.md,
+	// "Sherman"). Off: every converted CMP_SWAP reaches the server, as in
+	// the paper.
+	AnswerFailedCAS bool `mapstructure:"answer-failed-cas" yaml:"answer-failed-cas"`
 	// Shared names the connection that carries remapped traffic, by the
 	// client's IP and the server's QP number. Empty: the first preloaded
 	// connection to this server, or else the first one learned.
