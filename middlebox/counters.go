@@ -62,8 +62,11 @@ type Counters struct {
 	FAToWrite           uint64 // FETCH_ADD replaced by WRITE
 	AtomicPassthrough   uint64 // atomics on tracked words sent unchanged (value unknown)
 	CASAnsweredLocally  uint64 // CMP_SWAP on a known word that would fail, answered by the engine (answerFailedCAS)
+	CASWaited           uint64 // CMP_SWAP on a known word that would fail, held until the word changes (waitOnWord)
+	CASWoken            uint64 // of those, sent once the word changed (wakeWaiters)
+	CASWaitAnswered     uint64 // of those, answered as failed at their retransmission (answerFailedCAS)
 	Parked              uint64 // requests held behind the barrier instead of dropped (parkBehindBarrier)
-	ParkedSent          uint64 // parked requests sent once their client's operations completed (releaseParked)
+	ParkedSent          uint64 // parked requests sent (releaseParked): at the barrier once their client's operations completed, or waiting CMP_SWAPs woken
 	ParkedDuplicates    uint64 // retransmissions of a parked request, dropped (the parked copy goes)
 	ParkedDiscarded     uint64 // parked requests discarded: a fatal NAK put their client's QP in error
 	WordsLearned        uint64 // tracked words whose value was learned from an ATOMIC ACK
@@ -121,6 +124,9 @@ func (c *Counters) Map() map[string]uint64 {
 	add("fa-to-write", c.FAToWrite)
 	add("atomic-passthrough", c.AtomicPassthrough)
 	add("cas-answered-locally", c.CASAnsweredLocally)
+	add("cas-waited", c.CASWaited)
+	add("cas-woken", c.CASWoken)
+	add("cas-wait-answered", c.CASWaitAnswered)
 	add("parked", c.Parked)
 	add("parked-sent", c.ParkedSent)
 	add("parked-duplicates", c.ParkedDuplicates)
@@ -185,6 +191,9 @@ func (c *Counters) Add(o *Counters) {
 	c.FAToWrite += o.FAToWrite
 	c.AtomicPassthrough += o.AtomicPassthrough
 	c.CASAnsweredLocally += o.CASAnsweredLocally
+	c.CASWaited += o.CASWaited
+	c.CASWoken += o.CASWoken
+	c.CASWaitAnswered += o.CASWaitAnswered
 	c.Parked += o.Parked
 	c.ParkedSent += o.ParkedSent
 	c.ParkedDuplicates += o.ParkedDuplicates

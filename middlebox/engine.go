@@ -32,6 +32,7 @@ type Engine struct {
 	pmtu     uint32
 	now      int64       // the time of the frame being processed (for parked requests sent later)
 	ppkt     roce.Packet // a parked request being sent (releaseParked): e.pkt may be in use
+	wake     []int32     // words with waiting CMP_SWAPs whose value changed (wordChanged)
 }
 
 // New returns an engine for cfg (validated; defaults applied).
@@ -47,6 +48,7 @@ func New(cfg Config) (*Engine, error) {
 		rev:     newConnTable(d.MaxConns),
 		words:   newWordTable(d.MaxWords),
 		touched: make([]int32, 0, d.MaxConns),
+		wake:    make([]int32, 0, d.MaxWords+d.MaxConns),
 		pmtu:    uint32(d.PMTU),
 		replay:  d.NAKRecovery == NAKReplay,
 		verify:  !d.SkipICRCCheck,
@@ -54,7 +56,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	for _, s := range d.Servers {
 		ip, _ := parseIP4(s.IP)
-		sv := server{ip: ip.As4(), remap: s.Remap, cas: s.CASToWrite, shared: -1, local: s.AnswerFailedCAS}
+		sv := server{ip: ip.As4(), remap: s.Remap, cas: s.CASToWrite, shared: -1, local: s.AnswerFailedCAS || s.WaitFailedCAS, wait: s.WaitFailedCAS}
 		if s.SharedClientIP != "" {
 			a, _ := parseIP4(s.SharedClientIP)
 			sv.wantCli, sv.wantQP, sv.wantSet = a.As4(), s.SharedServerQP, true
@@ -158,6 +160,16 @@ func (e *Engine) addConn(p connParams, learned bool) (int32, error) {
 // allocate in the steady state (learning a connection allocates once).
 func (e *Engine) Process(now int64, in Side, frame []byte, out *Out) {
 	e.now = now
+	e.process(now, in, frame, out)
+	if len(e.wake) > 0 {
+		e.wakeWaiters(out)
+	}
+}
+
+// process is Process before the waiting CMP_SWAPs of the words the frame
+// changed are woken (lockrules.go): their requests go out after the
+// frame's.
+func (e *Engine) process(now int64, in Side, frame []byte, out *Out) {
 	if in == ClientSide {
 		e.c.RxClient++
 		if e.fast && e.fastRequest(now, frame, out) {
@@ -310,7 +322,7 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 	cls := classify(p.Opcode)
 	sv := &e.servers[si]
 	home, va, dmaLen, inRange := e.routeRequest(c, ci, sv, cls, p)
-	if p.Opcode == roce.OpRCCompareSwap && e.answerFailedCAS(c, ci, si, psn, va, p.AtomicETH.Compare(), e.requestICRCErr(p), out) {
+	if p.Opcode == roce.OpRCCompareSwap && e.answerFailedCAS(c, ci, si, psn, va, p.AtomicETH.Compare(), e.requestICRCErr(p), p.Frame, out) {
 		return
 	}
 	home, npkts, ok := e.admit(c, ci, sv, cls, inRange, home, psn, dmaLen, p.Frame, out)
@@ -584,6 +596,7 @@ func (e *Engine) atomicWord(si int32, en *entry, va uint64, isFA bool, sa, cmp u
 	w := &e.words.slots[wi]
 	if !onShared {
 		w.sendUnknown()
+		e.wordChanged(wi)
 		e.servers[si].foreign++
 		en.kind, en.word, en.foreign, en.fsrv = kAtomicPass, wi, true, si
 		return false, 0
@@ -595,6 +608,7 @@ func (e *Engine) atomicWord(si int32, en *entry, va uint64, isFA bool, sa, cmp u
 	if w.known {
 		prior := w.value
 		w.send(o)
+		e.wordChanged(wi)
 		en.kind, en.prior, en.written, en.word = kAtomicConv, prior, w.value, wi
 		if isFA {
 			e.c.FAToWrite++
@@ -605,6 +619,7 @@ func (e *Engine) atomicWord(si int32, en *entry, va uint64, isFA bool, sa, cmp u
 	}
 	en.kind, en.word = kAtomicPass, wi
 	en.wordSeq = w.send(o)
+	e.wordChanged(wi)
 	e.c.AtomicPassthrough++
 	return false, 0
 }
@@ -622,6 +637,7 @@ func (e *Engine) writeOnWords(si int32, pl []byte, dmaLen uint32, en *entry, va 
 			continue
 		}
 		w := &e.words.slots[wi]
+		e.wordChanged(wi)
 		if !onShared {
 			w.sendUnknown() // not ordered with the shared connection
 			continue
@@ -864,7 +880,7 @@ func (e *Engine) gap(c *conn, out *Out) {
 	if c.nakSent || !c.ready() {
 		return
 	}
-	if c.fcount > 0 {
+	if c.fcount > 0 || c.park.ok {
 		c.nakPending = true
 		return
 	}

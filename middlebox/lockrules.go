@@ -19,10 +19,12 @@ const parkBytes = 128
 // parked is a client's request held behind the barrier (parkBehindBarrier):
 // its PSN and a copy of the frame as received.
 type parked struct {
-	ok  bool
-	n   uint8
-	psn roce.PSN
-	buf [parkBytes]byte
+	ok   bool
+	n    uint8
+	psn  roce.PSN
+	word int32  // a CMP_SWAP waiting on a word (waitOnWord): the word's index + 1; 0: held at the barrier
+	cmp  uint64 // its compare value
+	buf  [parkBytes]byte
 }
 
 // requestICRCErr returns the ICRC error a parsed request carries (icrc.go):
@@ -66,7 +68,7 @@ func (e *Engine) requestICRCErr(p *roce.Packet) uint32 {
 // by a link) is answered identically by answerForgotten, whose retransmission
 // index entry it clears. A corrupted request (carried ICRC error bad, when
 // the engine does not verify) is forwarded, for the server to drop.
-func (e *Engine) answerFailedCAS(c *conn, ci, si int32, psn roce.PSN, va, cmp uint64, bad uint32, out *Out) bool {
+func (e *Engine) answerFailedCAS(c *conn, ci, si int32, psn roce.PSN, va, cmp uint64, bad uint32, frame []byte, out *Out) bool {
 	sv := &e.servers[si]
 	if !sv.local || e.steer != nil || sv.noLocal || bad != 0 || c.fcount != 0 || !c.ready() || sv.shared < 0 || va&7 != 0 {
 		return false
@@ -84,6 +86,19 @@ func (e *Engine) answerFailedCAS(c *conn, ci, si int32, psn roce.PSN, va, cmp ui
 	w := &e.words.slots[wi]
 	if !w.known || w.value == cmp {
 		return false
+	}
+	if pk := &c.park; pk.ok {
+		// With nothing outstanding, only a waiting CMP_SWAP is parked:
+		// this is its retransmission (its requester's timer fired) or a
+		// copy a link made. It is answered now, as failed.
+		if pk.word != wi+1 || pk.psn != psn {
+			return false // cannot happen: the gate passes only the parked PSN
+		}
+		e.unwait(w, ci)
+		pk.ok, pk.word = false, 0
+		e.c.CASWaitAnswered++
+	} else if sv.wait && e.waitOnWord(w, wi, c, ci, psn, cmp, frame) {
+		return true
 	}
 	c.inRing[uint32(psn)&uint32(len(c.inRing)-1)] = inRef{out: -1}
 	c.inNext = psn.Add(1)
@@ -192,8 +207,119 @@ func (e *Engine) fatalOnShared(oi int32, c *conn) {
 	if sv.shared == oi {
 		sv.noLocal = true
 	}
-	if c.fcount == 0 && c.park.ok {
+	if c.fcount == 0 && c.park.ok && c.park.word == 0 {
 		c.park.ok = false
 		e.c.ParkedDiscarded++
 	}
+	if sv.noLocal {
+		for i := range e.conns { // rare: the waiting CMP_SWAPs go to the server
+			if w := e.conns[i].park.word; e.conns[i].park.ok && w != 0 && e.words.slots[w-1].srv == e.conns[oi].srv {
+				e.wordChanged(w - 1)
+			}
+		}
+	}
+}
+
+// waitOnWord is the waiting rule (ServerConfig.WaitFailedCAS): a CMP_SWAP
+// (client ci, c, PSN psn, compare cmp, frame as received) that
+// answerFailedCAS found would fail on word wi (w) waits in the engine,
+// queued on the word in arrival order, instead of being answered at once:
+// its requester would CAS again at once, and the spinning of every waiter
+// through the engine and the client NICs would delay the holder. The
+// client's expected PSN does not move (a later request is a gap, NAKed
+// after it completes). Whenever the engine sends an operation that changes
+// the word, or makes it unknown, its waiters are evaluated again in order
+// (wakeWaiters): one whose compare value now matches, or every one of an
+// unknown word, is sent as when it arrived (releaseParked), so the first
+// waiter takes a released lock in the very step that sends the release.
+// A waiter's retransmission (the requester's RC timer fired: the word kept
+// a value that fails it for that long) is answered as failed with the
+// value then known (answerFailedCAS), so no requester exhausts its retries
+// behind a lock that is not released. It reports false for a frame larger
+// than parkBytes (answered at once).
+func (e *Engine) waitOnWord(w *word, wi int32, c *conn, ci int32, psn roce.PSN, cmp uint64, frame []byte) bool {
+	if len(frame) > parkBytes {
+		return false
+	}
+	pk := &c.park
+	pk.ok, pk.psn, pk.n, pk.word, pk.cmp = true, psn, uint8(len(frame)), wi+1, cmp
+	copy(pk.buf[:], frame)
+	c.wnext = 0
+	if w.wtail == 0 {
+		w.whead = ci + 1
+	} else {
+		e.conns[w.wtail-1].wnext = ci + 1
+	}
+	w.wtail = ci + 1
+	c.nakSent, c.nakPending = false, false
+	e.c.CASWaited++
+	return true
+}
+
+// unwait takes client ci out of word w's waiters.
+func (e *Engine) unwait(w *word, ci int32) {
+	prev := int32(0)
+	for x := w.whead; x != 0; x = e.conns[x-1].wnext {
+		if x == ci+1 {
+			e.dequeue(w, prev, x)
+			return
+		}
+		prev = x
+	}
+}
+
+// dequeue removes waiter x (conn index + 1), whose predecessor is prev (0:
+// x is the head), from word w's waiters.
+func (e *Engine) dequeue(w *word, prev, x int32) {
+	next := e.conns[x-1].wnext
+	if prev == 0 {
+		w.whead = next
+	} else {
+		e.conns[prev-1].wnext = next
+	}
+	if w.wtail == x {
+		w.wtail = prev
+	}
+	e.conns[x-1].wnext = 0
+}
+
+// wordChanged notes that the engine sends an operation on word wi (or
+// makes it unknown): if CMP_SWAPs wait on it, it is woken once the current
+// frame is handled (Process, wakeWaiters), so their requests go out after
+// the operation that changed it.
+func (e *Engine) wordChanged(wi int32) {
+	w := &e.words.slots[wi]
+	if w.whead != 0 && !w.wakeMark {
+		w.wakeMark = true
+		e.wake = append(e.wake, wi)
+	}
+}
+
+// wakeWaiters evaluates again, in arrival order, the CMP_SWAPs waiting on
+// the words whose value changed (waitOnWord): a waiter whose compare value
+// now equals the known value, or every waiter of a word no longer known
+// (or of a server whose shared connection failed), is sent as when it
+// arrived. A waiter that succeeds changes the word, so the rest are
+// evaluated again against its value.
+func (e *Engine) wakeWaiters(out *Out) {
+	for i := 0; i < len(e.wake); i++ {
+		wi := e.wake[i]
+		w := &e.words.slots[wi]
+		w.wakeMark = false
+		prev := int32(0)
+		for x := w.whead; x != 0; {
+			c := &e.conns[x-1]
+			next := c.wnext
+			if w.known && !e.servers[w.srv].noLocal && c.park.cmp != w.value {
+				prev, x = x, next
+				continue
+			}
+			e.dequeue(w, prev, x)
+			c.park.word = 0
+			e.releaseParked(x-1, out)
+			e.c.CASWoken++
+			x = next
+		}
+	}
+	e.wake = e.wake[:0]
 }

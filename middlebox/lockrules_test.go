@@ -1,6 +1,7 @@
 package middlebox
 
 import (
+	"encoding/binary"
 	"testing"
 
 	"github.com/swordbox/swordbox/roce"
@@ -217,6 +218,104 @@ func TestBarrierDropsUnparkable(t *testing.T) {
 	}
 	r.checkToServer(r.one(ClientSide, fb), 0, roce.OpRCWriteOnly, s0)
 	if c := r.e.Counters(); c.Drops[DropBarrier] != 1 || c.Parked != 0 {
+		t.Fatalf("counters: %s", c.String())
+	}
+}
+
+// waitConfig is localConfig with failed CMP_SWAPs waiting for the word to
+// change; the lock word holds 0x77 (taken).
+func waitConfig() Config {
+	cfg := localConfig()
+	cfg.Servers[0].WaitFailedCAS = true
+	cfg.Words[0].Value = 0x77
+	return cfg
+}
+
+// CMP_SWAPs that would fail wait in the engine, in arrival order; the
+// release that frees the word is sent first, and the first waiter's
+// CMP_SWAP right behind it, as a WRITE of its swap value; the second
+// waiter goes when the first releases.
+func TestFailedCASWaitsForRelease(t *testing.T) {
+	r := newTestRack(t, 4, waitConfig())
+	s0 := r.cli[0].psn
+	f1, p1 := r.cas(1, 0x1000, 0, 0xa)
+	r.none(ClientSide, f1)
+	f2, p2 := r.cas(2, 0x1000, 0, 0xb)
+	r.none(ClientSide, f2)
+	fr, pr := r.write(3, 0x1000, le64(0)) // the holder releases
+	res := r.run(ClientSide, fr)
+	if len(res) != 2 {
+		t.Fatalf("%d frames, want the release and the first waiter", len(res))
+	}
+	r.checkToServer(res[0], 0, roce.OpRCWriteOnly, s0)
+	r.checkToServer(res[1], 0, roce.OpRCWriteOnly, s0+1)
+	if v := binary.LittleEndian.Uint64(res[1].p.Payload); v != 0xa {
+		t.Fatalf("first waiter writes %#x, want 0xa", v)
+	}
+	res = r.run(ServerSide, r.ack(0, s0+1, synACK, 2))
+	if len(res) != 2 {
+		t.Fatalf("%d frames, want the release's ACK and the waiter's ATOMIC ACK", len(res))
+	}
+	r.checkToClient(res[0], 3, roce.OpRCAcknowledge, pr)
+	r.checkToClient(res[1], 1, roce.OpRCAtomicAcknowledge, p1)
+	if res[1].p.AtomicAckETH.Orig() != 0 {
+		t.Fatalf("first waiter told %#x, want 0 (it took the lock)", res[1].p.AtomicAckETH.Orig())
+	}
+	fr, _ = r.write(1, 0x1000, le64(0))
+	res = r.run(ClientSide, fr)
+	if len(res) != 2 {
+		t.Fatalf("%d frames, want the release and the second waiter", len(res))
+	}
+	r.checkToServer(res[1], 0, roce.OpRCWriteOnly, s0+3)
+	res = r.run(ServerSide, r.ack(0, s0+3, synACK, 4))
+	r.checkToClient(res[len(res)-1], 2, roce.OpRCAtomicAcknowledge, p2)
+	if c := r.e.Counters(); c.CASWaited != 2 || c.CASWoken != 2 || c.CASAnsweredLocally != 0 || c.TotalDrops() != 0 {
+		t.Fatalf("counters: %s", c.String())
+	}
+}
+
+// A waiting CMP_SWAP's retransmission (its requester's timer fired) is
+// answered as failed with the value then known, and the CMP_SWAP waits no
+// more: the release later sends only itself. A duplicate of that answer
+// is answered identically.
+func TestWaitingCASRetransmissionAnswered(t *testing.T) {
+	r := newTestRack(t, 4, waitConfig())
+	s0 := r.cli[0].psn
+	f1, p1 := r.cas(1, 0x1000, 0, 0xa)
+	again := append([]byte(nil), f1...)
+	again2 := append([]byte(nil), f1...)
+	r.none(ClientSide, f1)
+	x := r.one(ClientSide, again)
+	r.checkToClient(x, 1, roce.OpRCAtomicAcknowledge, p1)
+	if x.p.AtomicAckETH.Orig() != 0x77 || x.p.AETH.MSN() != 1 {
+		t.Fatalf("answer orig %#x MSN %d, want 0x77 and 1", x.p.AtomicAckETH.Orig(), x.p.AETH.MSN())
+	}
+	fr, _ := r.write(3, 0x1000, le64(0))
+	r.checkToServer(r.one(ClientSide, fr), 0, roce.OpRCWriteOnly, s0)
+	x = r.one(ClientSide, again2)
+	if x.p.AtomicAckETH.Orig() != 0x77 {
+		t.Fatalf("duplicate answered %#x, want 0x77", x.p.AtomicAckETH.Orig())
+	}
+	if c := r.e.Counters(); c.CASWaited != 1 || c.CASWaitAnswered != 1 || c.CASWoken != 0 {
+		t.Fatalf("counters: %s", c.String())
+	}
+}
+
+// A fatal NAK on the shared connection makes the engine distrust its
+// cache: waiting CMP_SWAPs are sent to the server.
+func TestWaitersSentAfterFatalNAK(t *testing.T) {
+	r := newTestRack(t, 4, waitConfig())
+	s0 := r.cli[0].psn
+	f1, _ := r.cas(1, 0x1000, 0, 0xa)
+	r.none(ClientSide, f1)
+	fw, _ := r.write(3, 0x1008, le64(3))
+	r.checkToServer(r.one(ClientSide, fw), 0, roce.OpRCWriteOnly, s0)
+	res := r.run(ServerSide, r.ack(0, s0, roce.NAKSyndrome(roce.NAKRemoteAccessError), 0))
+	if len(res) != 2 {
+		t.Fatalf("%d frames, want the NAK and the waiter", len(res))
+	}
+	r.checkToServer(res[1], 0, roce.OpRCWriteOnly, s0+1)
+	if c := r.e.Counters(); c.CASWoken != 1 {
 		t.Fatalf("counters: %s", c.String())
 	}
 }

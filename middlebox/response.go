@@ -245,7 +245,7 @@ func (e *Engine) flush(ci int32, out *Out) {
 			e.emitAck(out, c, pendPSN, roce.ACKSyndrome(roce.CreditInvalid), c.msn)
 		}
 	}
-	if c.fcount == 0 && c.park.ok {
+	if c.fcount == 0 && c.park.ok && c.park.word == 0 {
 		e.releaseParked(ci, out)
 	}
 	if c.fcount == 0 && c.nakPending && !c.nakSent {

@@ -116,7 +116,8 @@ type conn struct {
 
 	// park is a request held behind the barrier until the client's
 	// outstanding operations complete (lockrules.go). Cold: last.
-	park parked
+	park  parked
+	wnext int32 // the next CMP_SWAP waiting on the same word (conn index + 1; 0: none)
 }
 
 // clientAtomics is how many answered atomics a client connection
@@ -180,7 +181,8 @@ type server struct {
 	// the word cache may hold a value the server never stored; failed
 	// CMP_SWAPs are forwarded, not answered locally (answerFailedCAS).
 	noLocal bool
-	local   bool // ServerConfig.AnswerFailedCAS
+	local   bool // ServerConfig.AnswerFailedCAS or WaitFailedCAS
+	wait    bool // ServerConfig.WaitFailedCAS
 }
 
 func inRanges(rs []Range, va uint64) bool {
