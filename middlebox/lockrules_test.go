@@ -170,24 +170,10 @@ func TestBarrierParksRelease(t *testing.T) {
 	fl, pl := r.write(1, 0x5040, le64(1)) // client 1's next request: a gap while the release waits
 	r.none(ClientSide, fl)
 
-	res := r.run(ServerSide, r.ack(1, pd, synACK, 1))
-	if len(res) != 2 {
-		t.Fatalf("%d frames, want the data's ACK and the release", len(res))
+	if x := r.ackThenRequest(r.ack(1, pd, synACK, 1), 1, pd, roce.OpRCWriteOnly, s0); x.p.RETH.VA() != 0x1000 {
+		t.Fatalf("release to %#x", x.p.RETH.VA())
 	}
-	r.checkToClient(res[0], 1, roce.OpRCAcknowledge, pd)
-	r.checkToServer(res[1], 0, roce.OpRCWriteOnly, s0)
-	if va := res[1].p.RETH.VA(); va != 0x1000 {
-		t.Fatalf("release to %#x", va)
-	}
-	res = r.run(ServerSide, r.ack(0, s0, synACK, 1))
-	if len(res) != 2 {
-		t.Fatalf("%d frames, want the release's ACK and the gap's NAK", len(res))
-	}
-	r.checkToClient(res[0], 1, roce.OpRCAcknowledge, pr)
-	r.checkToClient(res[1], 1, roce.OpRCAcknowledge, pl)
-	if res[1].p.AETH.Syndrome() != synSeq {
-		t.Fatalf("second frame %v, want NAK", res[1].p.AETH.Syndrome())
-	}
+	r.ackThenNAK(r.ack(0, s0, synACK, 1), 1, pr, pl)
 	// Now the lock is free in the engine's cache: CMP_SWAP(0 -> 9) is sent.
 	fc, _ = r.cas(2, 0x1000, 0, 9)
 	r.checkToServer(r.one(ClientSide, fc), 0, roce.OpRCWriteOnly, s0+1)
@@ -207,15 +193,7 @@ func TestBarrierDropsUnparkable(t *testing.T) {
 	r.checkToServer(r.one(ClientSide, fw), 1, roce.OpRCWriteOnly, pw)
 	fb, pb := r.write(1, 0x1000, make([]byte, 64)) // 138 bytes
 	r.none(ClientSide, append([]byte(nil), fb...))
-	res := r.run(ServerSide, r.ack(1, pw, synACK, 1))
-	if len(res) != 2 {
-		t.Fatalf("%d frames, want ACK + NAK", len(res))
-	}
-	r.checkToClient(res[0], 1, roce.OpRCAcknowledge, pw)
-	r.checkToClient(res[1], 1, roce.OpRCAcknowledge, pb)
-	if res[1].p.AETH.Syndrome() != synSeq {
-		t.Fatalf("second frame %v, want NAK", res[1].p.AETH.Syndrome())
-	}
+	r.ackThenNAK(r.ack(1, pw, synACK, 1), 1, pw, pb)
 	r.checkToServer(r.one(ClientSide, fb), 0, roce.OpRCWriteOnly, s0)
 	if c := r.e.Counters(); c.Drops[DropBarrier] != 1 || c.Parked != 0 {
 		t.Fatalf("counters: %s", c.String())
@@ -317,5 +295,35 @@ func TestWaitersSentAfterFatalNAK(t *testing.T) {
 	r.checkToServer(res[1], 0, roce.OpRCWriteOnly, s0+1)
 	if c := r.e.Counters(); c.CASWoken != 1 {
 		t.Fatalf("counters: %s", c.String())
+	}
+}
+
+// ackThenRequest feeds the server's frame f and checks that the engine
+// emits two frames: client i's ACK at ackPSN, then a request op at outPSN
+// on the shared connection (client 0's), which it returns.
+func (r *testRack) ackThenRequest(f []byte, i int, ackPSN uint32, op roce.Opcode, outPSN uint32) emitted {
+	r.t.Helper()
+	res := r.run(ServerSide, f)
+	if len(res) != 2 {
+		r.t.Fatalf("%d frames, want an ACK and a request", len(res))
+	}
+	r.checkToClient(res[0], i, roce.OpRCAcknowledge, ackPSN)
+	r.checkToServer(res[1], 0, op, outPSN)
+	return res[1]
+}
+
+// ackThenNAK feeds the server's frame f and checks that the engine emits
+// two frames to client i: an ACK at ackPSN, then a NAK PSN sequence error
+// at nakPSN.
+func (r *testRack) ackThenNAK(f []byte, i int, ackPSN, nakPSN uint32) {
+	r.t.Helper()
+	res := r.run(ServerSide, f)
+	if len(res) != 2 {
+		r.t.Fatalf("%d frames, want an ACK and a NAK", len(res))
+	}
+	r.checkToClient(res[0], i, roce.OpRCAcknowledge, ackPSN)
+	r.checkToClient(res[1], i, roce.OpRCAcknowledge, nakPSN)
+	if res[1].p.AETH.Syndrome() != synSeq {
+		r.t.Fatalf("second frame %v, want NAK", res[1].p.AETH.Syndrome())
 	}
 }
