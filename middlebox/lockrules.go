@@ -40,8 +40,10 @@ func (e *Engine) requestICRCErr(p *roce.Packet) uint32 {
 // ci, c = e.conns[ci], server si, client PSN psn) on a tracked word whose
 // value is known and differs from its compare value cmp fails, and the
 // engine answers it itself with an ATOMIC ACK carrying the known value
-// instead of forwarding a WRITE of the unchanged value. It reports whether
-// it answered.
+// instead of forwarding a WRITE of the unchanged value; with
+// WaitFailedCAS it holds it instead (waitOnWord), and answers a held one
+// that arrives again (answerWaiter). It reports whether it answered or
+// held the request.
 //
 // The value is known for certain when every operation on the word travels
 // on the server's shared connection, which the server executes in the
@@ -69,6 +71,9 @@ func (e *Engine) requestICRCErr(p *roce.Packet) uint32 {
 // index entry it clears. A corrupted request (carried ICRC error bad, when
 // the engine does not verify) is forwarded, for the server to drop.
 func (e *Engine) answerFailedCAS(c *conn, ci, si int32, psn roce.PSN, va, cmp uint64, bad uint32, frame []byte, out *Out) bool {
+	if pk := &c.park; pk.ok && pk.word != 0 && pk.psn == psn {
+		return e.answerWaiter(c, ci, psn, bad, out)
+	}
 	sv := &e.servers[si]
 	if !sv.local || e.steer != nil || sv.noLocal || bad != 0 || c.fcount != 0 || !c.ready() || sv.shared < 0 || va&7 != 0 {
 		return false
@@ -87,27 +92,46 @@ func (e *Engine) answerFailedCAS(c *conn, ci, si int32, psn roce.PSN, va, cmp ui
 	if !w.known || w.value == cmp {
 		return false
 	}
-	if pk := &c.park; pk.ok {
-		// With nothing outstanding, only a waiting CMP_SWAP is parked:
-		// this is its retransmission (its requester's timer fired) or a
-		// copy a link made. It is answered now, as failed.
-		if pk.word != wi+1 || pk.psn != psn {
-			return false // cannot happen: the gate passes only the parked PSN
-		}
-		e.unwait(w, ci)
-		pk.ok, pk.word = false, 0
-		e.c.CASWaitAnswered++
-	} else if sv.wait && e.waitOnWord(w, wi, c, ci, psn, cmp, frame) {
+	if sv.wait && e.waitOnWord(w, wi, c, ci, psn, cmp, frame) {
 		return true
 	}
+	e.answerFailed(c, psn, w.value, out)
+	return true
+}
+
+// answerWaiter handles a CMP_SWAP of client ci (c) at PSN psn that is
+// waiting on a word (waitOnWord) and arrives again: its requester's
+// retransmission timer fired (the word kept a value that fails it for that
+// long), or a link copied it. It is answered now, as failed, with the
+// word's value (while a CMP_SWAP waits, its word is known and fails it:
+// wakeWaiters sends it otherwise). A corrupted copy (carried ICRC error
+// bad) is dropped: the waiting one stands. It reports true: the frame is
+// handled.
+func (e *Engine) answerWaiter(c *conn, ci int32, psn roce.PSN, bad uint32, out *Out) bool {
+	if bad != 0 {
+		e.c.ParkedDuplicates++
+		return true
+	}
+	w := &e.words.slots[c.park.word-1]
+	e.unwait(w, ci)
+	c.park.ok, c.park.word = false, 0
+	e.c.CASWaitAnswered++
+	e.answerFailed(c, psn, w.value, out)
+	return true
+}
+
+// answerFailed answers client c's CMP_SWAP at PSN psn, which fails on a
+// word holding v, with an ATOMIC ACK carrying v: the client's next PSN and
+// MSN, remembered for its duplicates (answerForgotten), whose
+// retransmission index entry it clears.
+func (e *Engine) answerFailed(c *conn, psn roce.PSN, v uint64, out *Out) {
 	c.inRing[uint32(psn)&uint32(len(c.inRing)-1)] = inRef{out: -1}
 	c.inNext = psn.Add(1)
 	c.nakSent, c.nakPending = false, false
 	c.msn = (c.msn + 1) & roce.MaxMSN
-	e.emitAtomicAck(out, c, psn, w.value, c.msn)
-	c.rememberAtomic(psn, w.value)
+	e.emitAtomicAck(out, c, psn, v, c.msn)
+	c.rememberAtomic(psn, v)
 	e.c.CASAnsweredLocally++
-	return true
 }
 
 // parkBehindBarrier is the parking rule: a single-packet request (class
