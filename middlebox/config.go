@@ -97,6 +97,21 @@ type ServerConfig struct {
 	// whose CMP_SWAP and FETCH_ADD it replaces with WRITEs. Each must lie
 	// inside a Remap range.
 	CASToWrite []Range `mapstructure:"cas-to-write" yaml:"cas-to-write"`
+	// AnswerFailedCAS makes the engine answer a CMP_SWAP on a CASToWrite
+	// word itself when the word's value is known and differs from the
+	// compare value (the CMP_SWAP would fail), instead of forwarding a
+	// WRITE of the unchanged value (answerFailedCAS; docs/middlebox.md,
+	// "Sherman"). Off: every converted CMP_SWAP reaches the server, as in
+	// the paper.
+	AnswerFailedCAS bool `mapstructure:"answer-failed-cas" yaml:"answer-failed-cas"`
+	// WaitFailedCAS makes such a CMP_SWAP wait in the engine until the
+	// word's value changes, instead of being answered at once; then it is
+	// evaluated again (and sent as a WRITE if it now succeeds). A
+	// retransmission of a waiting CMP_SWAP (its requester's RC timer
+	// fired) is answered as failed, with the value then known
+	// (waitOnWord; docs/middlebox.md, "Sherman"). It implies
+	// AnswerFailedCAS.
+	WaitFailedCAS bool `mapstructure:"wait-failed-cas" yaml:"wait-failed-cas"`
 	// Shared names the connection that carries remapped traffic, by the
 	// client's IP and the server's QP number. Empty: the first preloaded
 	// connection to this server, or else the first one learned.

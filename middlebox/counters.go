@@ -61,6 +61,14 @@ type Counters struct {
 	CASToWrite          uint64 // CMP_SWAP replaced by WRITE
 	FAToWrite           uint64 // FETCH_ADD replaced by WRITE
 	AtomicPassthrough   uint64 // atomics on tracked words sent unchanged (value unknown)
+	CASAnsweredLocally  uint64 // CMP_SWAP on a known word that would fail, answered by the engine (answerFailedCAS)
+	CASWaited           uint64 // CMP_SWAP on a known word that would fail, held until the word changes (waitOnWord)
+	CASWoken            uint64 // of those, sent once the word changed (wakeWaiters)
+	CASWaitAnswered     uint64 // of those, answered as failed at their retransmission (answerFailedCAS)
+	Parked              uint64 // requests held behind the barrier instead of dropped (parkBehindBarrier)
+	ParkedSent          uint64 // parked requests sent (releaseParked): at the barrier once their client's operations completed, or waiting CMP_SWAPs woken
+	ParkedDuplicates    uint64 // retransmissions of a parked request, dropped (the parked copy goes)
+	ParkedDiscarded     uint64 // parked requests discarded: a fatal NAK put their client's QP in error
 	WordsLearned        uint64 // tracked words whose value was learned from an ATOMIC ACK
 	ServerACKs          uint64 // ACK frames from servers
 	ServerNAKs          uint64 // NAK frames from servers (any code)
@@ -115,6 +123,14 @@ func (c *Counters) Map() map[string]uint64 {
 	add("cas-to-write", c.CASToWrite)
 	add("fa-to-write", c.FAToWrite)
 	add("atomic-passthrough", c.AtomicPassthrough)
+	add("cas-answered-locally", c.CASAnsweredLocally)
+	add("cas-waited", c.CASWaited)
+	add("cas-woken", c.CASWoken)
+	add("cas-wait-answered", c.CASWaitAnswered)
+	add("parked", c.Parked)
+	add("parked-sent", c.ParkedSent)
+	add("parked-duplicates", c.ParkedDuplicates)
+	add("parked-discarded", c.ParkedDiscarded)
 	add("words-learned", c.WordsLearned)
 	add("server-acks", c.ServerACKs)
 	add("server-naks", c.ServerNAKs)
@@ -174,6 +190,14 @@ func (c *Counters) Add(o *Counters) {
 	c.CASToWrite += o.CASToWrite
 	c.FAToWrite += o.FAToWrite
 	c.AtomicPassthrough += o.AtomicPassthrough
+	c.CASAnsweredLocally += o.CASAnsweredLocally
+	c.CASWaited += o.CASWaited
+	c.CASWoken += o.CASWoken
+	c.CASWaitAnswered += o.CASWaitAnswered
+	c.Parked += o.Parked
+	c.ParkedSent += o.ParkedSent
+	c.ParkedDuplicates += o.ParkedDuplicates
+	c.ParkedDiscarded += o.ParkedDiscarded
 	c.WordsLearned += o.WordsLearned
 	c.ServerACKs += o.ServerACKs
 	c.ServerNAKs += o.ServerNAKs

@@ -59,10 +59,14 @@
 //   - A client's outstanding operations all travel on one outgoing
 //     connection. A request whose home (the shared connection for a remap
 //     range, the client's own for SEND and multi-packet messages) differs
-//     from the connection its outstanding operations are on is refused
-//     (DropBarrier) and NAKed once they complete; non-range operations
-//     follow the outstanding ones. Otherwise the server could apply a
-//     client's WRITE and a later unlock in either order.
+//     from the connection its outstanding operations are on waits in the
+//     engine (parked: a copy of a single-packet request of up to parkBytes,
+//     one per client; the client's expected PSN does not move) and is sent
+//     when they complete (parkBehindBarrier, releaseParked); a request that
+//     cannot be parked is refused (DropBarrier) and NAKed once they
+//     complete. Non-range operations follow the outstanding ones. Otherwise
+//     the server could apply a client's WRITE and a later unlock in either
+//     order.
 //   - Answers go to each client in its own PSN order, and never implicitly
 //     acknowledge an operation that is not complete: a run of completed
 //     WRITEs becomes one ACK with the last one's PSN, every atomic its own
@@ -131,6 +135,19 @@
 // flight. Seeded
 // words (Config.Words, e.g. Sherman's locks, all 0) are known from the
 // start.
+//
+// Two rules beyond the paper, per server (lockrules.go): with
+// AnswerFailedCAS, a CMP_SWAP on a known word whose compare value differs
+// from the word's value fails, and the engine answers it itself with an
+// ATOMIC ACK carrying the value (answerFailedCAS), in the client's PSN and
+// MSN order (only when nothing of the client is outstanding) and
+// remembered for its duplicates; with WaitFailedCAS, such a CMP_SWAP waits
+// in the engine, queued on its word, until an operation the engine sends
+// changes the word, and is then evaluated again and sent (waitOnWord,
+// wakeWaiters), or until its requester retransmits it, which is answered
+// as failed. A word's value counts as known only while every operation on
+// it travels on the shared connection and the engine saw its bytes; a
+// fatal NAK on the shared connection ends local answers for that server.
 //
 // # ICRC
 //

@@ -30,6 +30,9 @@ type Engine struct {
 	fastHits uint64
 	steer    *steerer
 	pmtu     uint32
+	now      int64       // the time of the frame being processed (for parked requests sent later)
+	ppkt     roce.Packet // a parked request being sent (releaseParked): e.pkt may be in use
+	wake     []int32     // words with waiting CMP_SWAPs whose value changed (wordChanged)
 }
 
 // New returns an engine for cfg (validated; defaults applied).
@@ -45,6 +48,7 @@ func New(cfg Config) (*Engine, error) {
 		rev:     newConnTable(d.MaxConns),
 		words:   newWordTable(d.MaxWords),
 		touched: make([]int32, 0, d.MaxConns),
+		wake:    make([]int32, 0, d.MaxWords+d.MaxConns),
 		pmtu:    uint32(d.PMTU),
 		replay:  d.NAKRecovery == NAKReplay,
 		verify:  !d.SkipICRCCheck,
@@ -52,7 +56,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	for _, s := range d.Servers {
 		ip, _ := parseIP4(s.IP)
-		sv := server{ip: ip.As4(), remap: s.Remap, cas: s.CASToWrite, shared: -1}
+		sv := server{ip: ip.As4(), remap: s.Remap, cas: s.CASToWrite, shared: -1, local: s.AnswerFailedCAS || s.WaitFailedCAS, wait: s.WaitFailedCAS}
 		if s.SharedClientIP != "" {
 			a, _ := parseIP4(s.SharedClientIP)
 			sv.wantCli, sv.wantQP, sv.wantSet = a.As4(), s.SharedServerQP, true
@@ -155,6 +159,17 @@ func (e *Engine) addConn(p connParams, learned bool) (int32, error) {
 // is appended to out in order. Process never panics on input and does not
 // allocate in the steady state (learning a connection allocates once).
 func (e *Engine) Process(now int64, in Side, frame []byte, out *Out) {
+	e.now = now
+	e.process(now, in, frame, out)
+	if len(e.wake) > 0 {
+		e.wakeWaiters(out)
+	}
+}
+
+// process is Process before the waiting CMP_SWAPs of the words the frame
+// changed are woken (lockrules.go): their requests go out after the
+// frame's.
+func (e *Engine) process(now int64, in Side, frame []byte, out *Out) {
 	if in == ClientSide {
 		e.c.RxClient++
 		if e.fast && e.fastRequest(now, frame, out) {
@@ -307,11 +322,15 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 	cls := classify(p.Opcode)
 	sv := &e.servers[si]
 	home, va, dmaLen, inRange := e.routeRequest(c, ci, sv, cls, p)
-	home, npkts, ok := e.admit(c, ci, sv, cls, inRange, home, psn, dmaLen, out)
+	if p.Opcode == roce.OpRCCompareSwap && e.answerFailedCAS(c, ci, si, psn, va, p.AtomicETH.Compare(), e.requestICRCErr(p), p.Frame, out) {
+		return
+	}
+	home, npkts, ok := e.admit(c, ci, sv, cls, inRange, home, psn, dmaLen, p.Frame, out)
 	if !ok {
 		return
 	}
-	e.forwardRequest(now, si, ci, home, psn, npkts, cls, va, dmaLen, p, out)
+	o, first, frame := e.forwardRequest(now, si, ci, home, psn, npkts, cls, va, dmaLen, p)
+	e.forward(o, first, frame, out)
 }
 
 // learnRequest takes from a client's request what the connection does not
@@ -381,14 +400,15 @@ func (e *Engine) routeRequest(c *conn, ci int32, sv *server, cls opClass, p *roc
 	return home, va, dmaLen, inRange
 }
 
-// forwardRequest sends an admitted request on its way: steered first
-// (Clover, steer.go; remap ranges matched the client's own address,
+// forwardRequest readies an admitted request to be forwarded: steered
+// first (Clover, steer.go; remap ranges matched the client's own address,
 // before steering), recorded in the map (paper Figure 7), its atomic
 // turned into a WRITE or its WRITE noted where the VA is a CAS word
-// (words.go), retargeted to its outgoing connection and PSN, its ICRC
-// computed with the received frame's error carried (icrc.go), and
-// forwarded.
-func (e *Engine) forwardRequest(now int64, si, ci, home int32, psn roce.PSN, npkts uint32, cls opClass, va uint64, dmaLen uint32, p *roce.Packet, out *Out) {
+// (words.go), retargeted to its outgoing connection and PSN, and its ICRC
+// computed with the received frame's error carried (icrc.go). It returns
+// the outgoing connection, the first map entry and the frame, for forward
+// (a received frame) or forwardCopy (a parked one).
+func (e *Engine) forwardRequest(now int64, si, ci, home int32, psn roce.PSN, npkts uint32, cls opClass, va uint64, dmaLen uint32, p *roce.Packet) (*conn, *entry, []byte) {
 	c, sv := &e.conns[ci], &e.servers[si]
 	var bad uint32 // the ICRC error to carry (icrc.go); with verification, the frame is intact
 	if !e.verify {
@@ -431,7 +451,7 @@ func (e *Engine) forwardRequest(now int64, si, ci, home int32, psn roce.PSN, npk
 		finish(p, bad)
 		frame = p.Frame
 	}
-	e.forward(o, first, frame, out)
+	return o, first, frame
 }
 
 // admit decides where an in-order request of client connection ci goes,
@@ -439,7 +459,7 @@ func (e *Engine) forwardRequest(now int64, si, ci, home int32, psn roce.PSN, npk
 // connections, the READ's size, the client's window and the outgoing
 // ring (c is e.conns[ci]). It returns the outgoing connection and the PSNs
 // the request takes there, or false after counting the drop.
-func (e *Engine) admit(c *conn, ci int32, sv *server, cls opClass, inRange bool, home int32, psn roce.PSN, dmaLen uint32, out *Out) (int32, uint32, bool) {
+func (e *Engine) admit(c *conn, ci int32, sv *server, cls opClass, inRange bool, home int32, psn roce.PSN, dmaLen uint32, frame []byte, out *Out) (int32, uint32, bool) {
 	if inRange && sv.shared >= 0 && sv.shared != ci {
 		s := &e.conns[sv.shared]
 		switch {
@@ -457,6 +477,9 @@ func (e *Engine) admit(c *conn, ci int32, sv *server, cls opClass, inRange bool,
 		home = c.outConn // follow the outstanding operations (keeps the client's order)
 	}
 	if c.fcount > 0 && c.outConn != home {
+		if e.parkBehindBarrier(c, cls, psn, frame) {
+			return 0, 0, false
+		}
 		e.c.Drops[DropBarrier]++
 		e.gap(c, out) // the client will have to resend from here
 		return 0, 0, false
@@ -573,6 +596,7 @@ func (e *Engine) atomicWord(si int32, en *entry, va uint64, isFA bool, sa, cmp u
 	w := &e.words.slots[wi]
 	if !onShared {
 		w.sendUnknown()
+		e.wordChanged(wi)
 		e.servers[si].foreign++
 		en.kind, en.word, en.foreign, en.fsrv = kAtomicPass, wi, true, si
 		return false, 0
@@ -584,6 +608,7 @@ func (e *Engine) atomicWord(si int32, en *entry, va uint64, isFA bool, sa, cmp u
 	if w.known {
 		prior := w.value
 		w.send(o)
+		e.wordChanged(wi)
 		en.kind, en.prior, en.written, en.word = kAtomicConv, prior, w.value, wi
 		if isFA {
 			e.c.FAToWrite++
@@ -594,6 +619,7 @@ func (e *Engine) atomicWord(si int32, en *entry, va uint64, isFA bool, sa, cmp u
 	}
 	en.kind, en.word = kAtomicPass, wi
 	en.wordSeq = w.send(o)
+	e.wordChanged(wi)
 	e.c.AtomicPassthrough++
 	return false, 0
 }
@@ -611,6 +637,7 @@ func (e *Engine) writeOnWords(si int32, pl []byte, dmaLen uint32, en *entry, va 
 			continue
 		}
 		w := &e.words.slots[wi]
+		e.wordChanged(wi)
 		if !onShared {
 			w.sendUnknown() // not ordered with the shared connection
 			continue
@@ -853,7 +880,7 @@ func (e *Engine) gap(c *conn, out *Out) {
 	if c.nakSent || !c.ready() {
 		return
 	}
-	if c.fcount > 0 {
+	if c.fcount > 0 || c.park.ok {
 		c.nakPending = true
 		return
 	}

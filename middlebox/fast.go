@@ -125,8 +125,11 @@ func (e *Engine) fastRequest(now int64, f []byte, out *Out) bool {
 	if cls != opAtomic {
 		dmaLen = be.Uint32(f[xExt+roce.RETHDMALenOff:])
 	}
+	if op == roce.OpRCCompareSwap && e.answerFailedCAS(c, ci, si, psn, va, be.Uint64(f[xExt+roce.AtomicCompareOff:]), bad, f, out) {
+		return true
+	}
 	inRange := inRanges(sv.remap, va)
-	home, npkts, ok := e.admit(c, ci, sv, cls, inRange, ci, psn, dmaLen, out)
+	home, npkts, ok := e.admit(c, ci, sv, cls, inRange, ci, psn, dmaLen, f, out)
 	if !ok {
 		return true
 	}

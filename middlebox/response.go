@@ -245,6 +245,9 @@ func (e *Engine) flush(ci int32, out *Out) {
 			e.emitAck(out, c, pendPSN, roce.ACKSyndrome(roce.CreditInvalid), c.msn)
 		}
 	}
+	if c.fcount == 0 && c.park.ok && c.park.word == 0 {
+		e.releaseParked(ci, out)
+	}
 	if c.fcount == 0 && c.nakPending && !c.nakSent {
 		e.emitAck(out, c, c.inNext, roce.NAKSyndrome(roce.NAKPSNSequenceError), c.msn)
 		c.nakSent, c.nakPending = true, false
@@ -355,6 +358,7 @@ func (e *Engine) otherNAK(oi int32, psn roce.PSN, syn roce.Syndrome, fatal bool,
 	if fatal {
 		e.complete(o, en)
 		c.fifoPop()
+		e.fatalOnShared(oi, c)
 	}
 }
 

@@ -113,6 +113,11 @@ type conn struct {
 	// conn: read only for those, it keeps the per-packet fields together.
 	atomicNext uint8
 	atomics    [clientAtomics]answeredAtomic
+
+	// park is a request held behind the barrier until the client's
+	// outstanding operations complete (lockrules.go). Cold: last.
+	park  parked
+	wnext int32 // the next CMP_SWAP waiting on the same word (conn index + 1; 0: none)
 }
 
 // clientAtomics is how many answered atomics a client connection
@@ -172,6 +177,12 @@ type server struct {
 	// other than the shared one (not yet bound): no word of this server is
 	// learned meanwhile, since the server may order them anywhere.
 	foreign int32
+	// noLocal: an operation on the shared connection failed fatally, so
+	// the word cache may hold a value the server never stored; failed
+	// CMP_SWAPs are forwarded, not answered locally (answerFailedCAS).
+	noLocal bool
+	local   bool // ServerConfig.AnswerFailedCAS or WaitFailedCAS
+	wait    bool // ServerConfig.WaitFailedCAS
 }
 
 func inRanges(rs []Range, va uint64) bool {

@@ -60,6 +60,11 @@ type word struct {
 	logBase uint32
 	logN    uint8
 	log     [wordLogLen]wop
+	// whead and wtail are the CMP_SWAPs waiting for the word to change
+	// (lockrules.go), a FIFO through conn.wnext (conn index + 1; 0: none);
+	// wakeMark: the word is in Engine.wake.
+	whead, wtail int32
+	wakeMark     bool
 }
 
 type wordTable struct {

@@ -280,7 +280,8 @@ func RunShermanCell(ctx context.Context, spec ShermanCellSpec) (report.Cell, err
 		"cache_hits": m.CacheHits, "cache_misses": m.CacheMisses, "leaf_splits": m.LeafSplits,
 		"mbox_cas_to_write": c1.CASToWrite - c0.CASToWrite, "mbox_remapped": c1.Remapped - c0.Remapped,
 		"mbox_barrier_drops": c1.Drops[middlebox.DropBarrier] - c0.Drops[middlebox.DropBarrier],
-		"mbox_retransmits":   c1.Retransmits - c0.Retransmits, "mbox_replayed": c1.Replayed - c0.Replayed,
+		"mbox_parked":        c1.Parked - c0.Parked, "mbox_cas_answered_locally": c1.CASAnsweredLocally - c0.CASAnsweredLocally,
+		"mbox_retransmits": c1.Retransmits - c0.Retransmits, "mbox_replayed": c1.Replayed - c0.Replayed,
 		"mbox_naks_out": c1.NAKsOut - c0.NAKsOut, "mbox_drops": c1.TotalDrops() - c0.TotalDrops(),
 	}
 	if firstErr != nil {

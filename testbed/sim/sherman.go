@@ -165,7 +165,7 @@ func RunShermanCell(ctx context.Context, spec testbed.ShermanCellSpec) (report.C
 	if conv {
 		lo := locks.Addr()
 		rg := middlebox.Range{Lo: lo, Hi: lo + sherman.LockRegionSize}
-		srv.Remap, srv.CASToWrite = []middlebox.Range{rg}, []middlebox.Range{rg}
+		srv.Remap, srv.CASToWrite, srv.AnswerFailedCAS, srv.WaitFailedCAS = []middlebox.Range{rg}, []middlebox.Range{rg}, true, true
 		for w := uint64(0); w < sherman.NumLocks; w++ {
 			mcfg.Words = append(mcfg.Words, middlebox.WordConfig{VA: lo + 8*w})
 		}
@@ -362,7 +362,8 @@ func RunShermanCell(ctx context.Context, spec testbed.ShermanCellSpec) (report.C
 		"leaf_splits": m1.LeafSplits - m0.LeafSplits, "reads": reads, "writes": wrs,
 		"mbox_cas_to_write": c1.CASToWrite - c0.CASToWrite, "mbox_remapped": c1.Remapped - c0.Remapped,
 		"mbox_barrier_drops": c1.Drops[middlebox.DropBarrier] - c0.Drops[middlebox.DropBarrier],
-		"mbox_retransmits":   c1.Retransmits - c0.Retransmits, "mbox_drops": c1.TotalDrops() - c0.TotalDrops(),
+		"mbox_parked":        c1.Parked - c0.Parked, "mbox_cas_answered_locally": c1.CASAnsweredLocally - c0.CASAnsweredLocally,
+		"mbox_retransmits": c1.Retransmits - c0.Retransmits, "mbox_drops": c1.TotalDrops() - c0.TotalDrops(),
 	}
 	_, st, err := sherman.CheckTree([][]byte{data.Bytes()}, sherman.DefaultChunkSize)
 	if err != nil {
