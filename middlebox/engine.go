@@ -537,7 +537,9 @@ func (e *Engine) record(c, o *conn, ci, home int32, psn roce.PSN, npkts uint32, 
 		first.kind, first.fa = kAtomicPass, fa
 	case opRead:
 		first.kind, first.npkts = kRead, npkts
-		recordReadCont(c, o, ci, home, psn, outPSN, npkts)
+		if npkts > 1 { // a one-packet READ (the common case) skips the call
+			recordReadCont(c, o, ci, home, psn, outPSN, npkts)
+		}
 	}
 	c.inRing[uint32(psn)&uint32(len(c.inRing)-1)] = inRef{out: home, outPSN: outPSN}
 	c.fifoPush(outPSN)
