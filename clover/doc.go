@@ -152,9 +152,15 @@
 //     so a reclaimed slot on the way, or no N within the second, leaves the
 //     put ErrUncertain: N is never linked again, since it may still appear.
 //   - A word of X's version with a next pointer: X moved; walk on from its
-//     successor and CAS again. Anything else (a steered CAS that failed
-//     because the switch's tail had a successor it did not learn, which it
-//     then forgets): walk again from X.
+//     successor and CAS again.
+//   - A word of another version with a next pointer: the switch steered
+//     the CAS to a node that had a successor it did not learn. In chain
+//     mode that node may not be in the chain yet (its own link in flight,
+//     or failed), nor its successors, so the cursor never moves there: a
+//     cursor is always a node of the chain, which is what makes a proof
+//     from it a proof. CAS again from X, still fresh (the switch has ended
+//     that chain or forgotten that tail; X's own successor comes back if
+//     X moved). Anything else (not a header word): walk again from X.
 //
 // Why a proof rather than trust: a switch that vouched for every steered
 // success would have to see every link succeed first, one link per key

@@ -578,11 +578,20 @@ func (c *Client) link(ctx context.Context, key uint64, e *cursorEntry, next Ptr)
 		c.m.CASFailures++
 		var err2 error
 		switch {
+		case orig.Valid() && orig.Next().IsSlot() && orig.EntryVersion() != x.Ver:
+			// A switch steered the CAS onto another node, which had a
+			// successor the switch did not learn. In chain mode that node
+			// may not be in the chain yet (its own link in flight, or
+			// failed and about to be retried), nor its successors: a
+			// cursor must never move onto a node the chain may not hold.
+			// Try again from x, still fresh; the switch has ended that
+			// chain, or steers to a tail it confirmed, or x's successor
+			// comes back below.
 		case orig.Valid() && orig.Next().IsSlot():
-			// The node it acted on (x, or a tail the switch steered it to
-			// that had a successor the switch did not learn) has a
-			// successor: walk on from there. Every hop is checked, so a
-			// reclaimed slot on the way only sends us to the MS.
+			// x (or a confirmed tail of x's version the switch steered the
+			// CAS to: in the chain) has a successor: walk on from there.
+			// Every hop is checked, so a reclaimed slot on the way only
+			// sends us to the MS.
 			err2 = c.toTail(ctx, key, e, Ptr{LH: orig.Next(), Ver: orig.NextVersion()}, &c.m.PreCASReads)
 		case orig.Valid() && orig.Next() == LHDeleted:
 			err2 = c.recheckDeleted(ctx, key, e)

@@ -58,7 +58,10 @@ import (
 //     the entry version the client compares, the CAS is not chained (the
 //     client could not tell the answer from a success on its own tail) and
 //     falls back to the confirmed tail, as does every CAS of a key without
-//     a live chain.
+//     a live chain. A node is chained at most once: a CAS linking a node
+//     that was chained before (its client's retry after a failure the
+//     steerer did not see: one it saw ended the chain, and clears the
+//     mark) is not chained.
 //   - At its ATOMIC ACK, a chained success whose predecessor is the
 //     confirmed tail (by LH) becomes the confirmed tail; a chained success
 //     after any other predecessor, or a chained failure, ends the chain (a
@@ -197,6 +200,7 @@ type nodeEntry struct {
 	lh      uint32
 	ver     uint8
 	va, key uint64
+	chained bool // a CAS linking it was chained (chain mode)
 }
 
 type addrEntry struct{ va, key uint64 }
@@ -358,14 +362,23 @@ func (s *steerer) compareSwap(now int64, p *roce.Packet) bool {
 	var predLH uint32
 	if cmp>>19 == 0 && lh != 0 && lh != lhDeleted {
 		s.stats[stCAS]++
-		if n := s.nodeSlot(lh); n.lh == lh && n.ver == ver {
+		n := s.nodeSlot(lh)
+		if n.lh == lh && n.ver == ver {
 			key, nodeVA = n.key, n.va
 			linking = s.isTracked(key)
 		} else {
 			s.stats[stLinkUnresolved]++
 		}
 		if e, ok := s.ends[key]; linking && !same && s.chain && ok && e.valid && e.srv == mip && s.fresh(e, now) {
-			if e.va != va && e.ver == uint8(cmp>>verShift) {
+			if n.chained {
+				// A CAS linking this node was chained before: this is its
+				// client's retry after a failure the steerer may not have
+				// seen, and the chain may have grown from that node since;
+				// chained, it could close a loop reachable from nowhere. (A
+				// failure the steerer saw cleared the mark: the chain ended
+				// there.)
+				s.stats[stChainRefused]++
+			} else if e.va != va && e.ver == uint8(cmp>>verShift) {
 				// Steered there the CAS would return the very tail word
 				// the client compares: a success it would not prove.
 				s.stats[stChainRefused]++
@@ -384,6 +397,7 @@ func (s *steerer) compareSwap(now int64, p *roce.Packet) bool {
 				}
 				s.stats[stCASChained]++
 				s.ends[key] = tail{valid: true, va: nodeVA, ver: ver, srv: mip, ts: now, lh: lh}
+				n.chained = true
 			}
 		}
 		if t, ok := s.tails[key]; linking && !chained && ok && t.valid && t.srv == mip && t.va != va {
@@ -493,12 +507,18 @@ func (s *steerer) chainedAck(mip [4]byte, r *casRecord, t tail, orig uint64) {
 			s.stats[stTailConfirmed]++
 			return
 		}
-	} else if t.valid && t.va == r.va {
-		// The chain's end had a successor the steerer did not learn, and
-		// it was the confirmed tail: forget it.
-		t.valid = false
-		s.tails[r.key] = t
-		s.stats[stTailDropped]++
+	} else {
+		// The chain ends here: its client's retry may be chained again.
+		if n := s.nodeSlot(r.lh); n.lh == r.lh {
+			n.chained = false
+		}
+		if t.valid && t.va == r.va {
+			// The chain's end had a successor the steerer did not learn,
+			// and it was the confirmed tail: forget it.
+			t.valid = false
+			s.tails[r.key] = t
+			s.stats[stTailDropped]++
+		}
 	}
 	if e, ok := s.ends[r.key]; ok {
 		e.valid = false

@@ -84,7 +84,7 @@ const bit<32> STAT_CONFIRM_STALE   = 14; /* confirmations older than the cached 
 const bit<32> STAT_LINK_AMBIGUOUS  = 15; /* CAS whose client, server and PSN another CAS had (not learned) */
 const bit<32> STAT_CAS_CHAINED     = 16; /* CAS chained onto the key's last forwarded link (chain mode) */
 const bit<32> STAT_CHAIN_BROKEN    = 17; /* chains ended: a chained CAS failed, or its ACK found its predecessor unconfirmed */
-const bit<32> STAT_CHAIN_REFUSED   = 18; /* CAS not chained: the chain's end has the entry version the client compares */
+const bit<32> STAT_CHAIN_REFUSED   = 18; /* CAS not chained: the chain's end has the entry version the client compares, or its node was chained before */
 const bit<32> STAT_READ_CHAIN_BUSY  = 19; /* node READs not steered: links after the confirmed tail in flight */
 const bit<32> STAT_COUNT           = 20;
 
@@ -258,6 +258,7 @@ struct metadata_t {
     bit<32> node_slot;
     bit<32> node_lh;
     bit<8>  node_ver;
+    bit<8>  node_chained;
     bit<32> node_va_hi;
     bit<32> node_va_lo;
     /* the address map */
@@ -416,6 +417,7 @@ control SwordboxIngress(inout headers_t hdr,
     register<bit<32>>(NODE_SLOTS) node_va_hi;
     register<bit<32>>(NODE_SLOTS) node_va_lo;
     register<bit<64>>(NODE_SLOTS) node_key;
+    register<bit<8>>(NODE_SLOTS)  node_chained; /* 1: a CAS linking it was chained (chain mode) */
 
     /* ---- address map for READ steering (index: crc32(VA)) ---- */
     register<bit<32>>(ADDR_SLOTS) addr_va_hi;
@@ -657,8 +659,15 @@ control SwordboxIngress(inout headers_t hdr,
                             } else {
                                 /* The node the chain ended at had a successor the switch
                                  * did not learn: end the chain, and forget that node if it
-                                 * is also the confirmed tail. */
+                                 * is also the confirmed tail. The chain ends here, so the
+                                 * client's retry of this node may be chained again. */
                                 meta.chain_end = 1;
+                                link_lh.read(meta.link_lh, meta.link_slot);
+                                hash(meta.node_slot, HashAlgorithm.crc32, 32w0, { meta.link_lh }, NODE_SLOTS);
+                                node_lh.read(meta.node_lh, meta.node_slot);
+                                if (meta.node_lh == meta.link_lh) {
+                                    node_chained.write(meta.node_slot, 0);
+                                }
                                 cas_out_va.read(meta.link_va, meta.link_slot);
                                 if (meta.tail_valid == 1 && meta.tail_key == meta.link_key &&
                                     (meta.tail_va_hi ++ meta.tail_va_lo) == meta.link_va) {
@@ -744,6 +753,7 @@ control SwordboxIngress(inout headers_t hdr,
                     node_va_hi.write(meta.node_slot, hdr.reth.va[63:32]);
                     node_va_lo.write(meta.node_slot, hdr.reth.va[31:0]);
                     node_key.write(meta.node_slot, meta.clover_key);
+                    node_chained.write(meta.node_slot, 0);
                     hash(meta.addr_slot, HashAlgorithm.crc32, 32w0, { hdr.reth.va }, ADDR_SLOTS);
                     addr_va_hi.write(meta.addr_slot, hdr.reth.va[63:32]);
                     addr_va_lo.write(meta.addr_slot, hdr.reth.va[31:0]);
@@ -802,6 +812,7 @@ control SwordboxIngress(inout headers_t hdr,
                                 node_key.read(meta.clover_key, meta.node_slot);
                                 node_va_hi.read(meta.node_va_hi, meta.node_slot);
                                 node_va_lo.read(meta.node_va_lo, meta.node_slot);
+                                node_chained.read(meta.node_chained, meta.node_slot);
                                 tracked_keys.apply();
                             } else {
                                 stats.count(STAT_LINK_UNRESOLVED);
@@ -810,6 +821,16 @@ control SwordboxIngress(inout headers_t hdr,
                                 (meta.mode & (MODE_WRITE | MODE_CHAIN)) == (MODE_WRITE | MODE_CHAIN)) {
                                 read_spec();
                                 if (meta.spec_valid == 1 && meta.spec_key == meta.clover_key &&
+                                    meta.spec_dst_ip == hdr.ipv4.dst_addr && meta.now - meta.spec_ts < meta.ttl &&
+                                    meta.node_chained == 1) {
+                                    /* A CAS linking this node was chained before: this one is
+                                     * its client's retry after a failure the switch may not have
+                                     * seen (its record taken over), and the chain may have grown
+                                     * from that node since. Chained, it could close a loop of
+                                     * nodes reachable from nowhere: not chained. (A failure the
+                                     * switch saw cleared the mark: the chain ended there.) */
+                                    stats.count(STAT_CHAIN_REFUSED);
+                                } else if (meta.spec_valid == 1 && meta.spec_key == meta.clover_key &&
                                     meta.spec_dst_ip == hdr.ipv4.dst_addr && meta.now - meta.spec_ts < meta.ttl &&
                                     (meta.spec_va_hi ++ meta.spec_va_lo) != hdr.atomic_eth.va &&
                                     meta.spec_ver == hdr.atomic_eth.compare[18:11]) {
@@ -841,6 +862,7 @@ control SwordboxIngress(inout headers_t hdr,
                                     meta.spec_va_lo = meta.node_va_lo;
                                     meta.spec_ts = meta.now;
                                     write_spec();
+                                    node_chained.write(meta.node_slot, 1);
                                 }
                             }
                             if (meta.tracked == 1 && meta.link_chained == 0) {

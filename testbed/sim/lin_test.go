@@ -14,15 +14,31 @@ import (
 
 // TestCloverLinearizableVirtual: Clover's clients on the virtual-time
 // rack, the real switch program steering reads and writes (and, for the
-// baseline, off), 16 threads on 8 hot keys, half of the operations puts,
-// 1 ms of virtual time: the history, timed in virtual time, is
-// linearizable (porcupine, per-key registers).
+// baseline, off), half of the operations puts, 1 ms of virtual time: 16
+// threads on 8 hot keys, and in chain mode also the paper's design point,
+// 240 threads on 7 hosts, on 64 keys; the history, timed in virtual time,
+// is linearizable (porcupine, per-key registers) and every put is proven
+// (no ErrUncertain).
 func TestCloverLinearizableVirtual(t *testing.T) {
-	for _, steering := range []string{"off", "read-write"} {
-		t.Run(steering, func(t *testing.T) {
-			const keys, threads = 8, 16
-			cr, err := NewCloverRack(context.Background(), CloverConfig{Rack: Config{Seed: 9}, Steering: steering,
-				Threads: threads, ClientHosts: 4, Keys: keys})
+	for _, tc := range []struct {
+		steering             string
+		chain                bool
+		keys, threads, hosts int
+		seed                 uint64
+	}{
+		{"off", false, 8, 16, 4, 9},
+		{"read-write", false, 8, 16, 4, 9},
+		{"read-write", true, 8, 16, 4, 9},
+		{"read-write", true, 64, 240, 7, 3},
+		{"write", true, 64, 240, 7, 3},
+	} {
+		steering, keys, threads := tc.steering, tc.keys, tc.threads
+		t.Run(fmt.Sprintf("%s/chain=%v/%dthreads", steering, tc.chain, threads), func(t *testing.T) {
+			if testing.Short() && threads > 16 {
+				t.Skip("240 threads: not under -short")
+			}
+			cr, err := NewCloverRack(context.Background(), CloverConfig{Rack: Config{Seed: tc.seed, Chain: tc.chain}, Steering: steering,
+				Threads: threads, ClientHosts: tc.hosts, Keys: keys})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -77,7 +93,10 @@ func TestCloverLinearizableVirtual(t *testing.T) {
 			if !porcupine.CheckOperations(model, hist) {
 				t.Fatalf("steering %s: history of %d operations is not linearizable", steering, len(hist))
 			}
-			if len(hist) < 500 || steering != "off" && m.ReadsSteered == 0 {
+			if m.Uncertain != 0 {
+				t.Fatalf("%d puts unproven (ErrUncertain)", m.Uncertain)
+			}
+			if len(hist) < 500 || steering == "read-write" && m.ReadsSteered == 0 {
 				t.Fatalf("%d operations, %d steered reads", len(hist), m.ReadsSteered)
 			}
 			t.Logf("steering %s: %d operations linearizable; CAS %d, failed %d, steered reads %d", steering, len(hist), m.CAS, m.CASFailures, m.ReadsSteered)
