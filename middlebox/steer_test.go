@@ -392,6 +392,23 @@ var steerCases = []steerCase{
 		f.wantStat(stChainBroken, 1)
 		f.wantStat(stTailDropped, 0)
 	}},
+	{name: "chain: a CAS to another memory node or sharing another QP's client, server and PSN is not chained", mode: "both", chain: true, run: func(f *steerFix) {
+		f.confirmX()
+		t0, pa := f.r.now, f.a.psn-1 // a's CAS linking X
+		f.write(f.c, f.m2, sZ, 1, 13, 6)
+		_, out := f.link(f.c, f.m2, sH, 3, 13, 6)
+		f.wantCAS(out, sH, tailWord(3), linkWord(3, 13, 6))
+		// Another QP of a's host, with the PSN of a's CAS (ACKed): steered
+		// to the tail (rule 5), not chained.
+		a2 := *f.a
+		a2.qp++
+		f.write(f.c, f.m, sY, 1, 12, 5)
+		out = f.r.request(casFrame(f.t, &a2, f.m, pa, sH, tailWord(3), linkWord(3, 12, 5)))
+		f.wantCAS(out, sX, tailWord(4), linkWord(4, 12, 5))
+		f.wantStat(stLinkAmbiguous, 1)
+		f.wantStat(stCASChained, 0)
+		f.wantEnd(1, sX, 11, 4, t0)
+	}},
 	{name: "chain: a chain end older than tail-ttl is not used", mode: "both", chain: true, run: func(f *steerFix) {
 		t0 := f.r.now
 		f.confirmX() // X the tail and the chain's end, at t0

@@ -302,6 +302,31 @@ func TestChainRules(t *testing.T) {
 			r.wantTailLH(keySlot, nA1, "B's failure")
 			r.wantStats("B's failure", map[int]int64{statChainBroken: 1, statTailDropped: 0})
 		}},
+		{name: "rule 10: a CAS to another memory node is not chained", mode: modeChainBoth, run: func(t *testing.T, r *rig) {
+			mem2 := qp{clientB, clientC, 49160, 0x31} // port 4 plays a second memory node
+			r.seedChain()
+			in, out, _ := r.put(mem2, 200, nT0.va, nT0.ev, nB1)
+			if !bytes.Equal(in, out) {
+				t.Fatal("a CAS to another memory node was rewritten")
+			}
+			r.wantLink(mem2, 201, 0, 0, "B's CAS")
+			r.wantSpec(keySlot, nA1, r.forwardedAt(qpA, 101), "B's CAS")
+			r.wantStats("B's CAS", map[int]int64{statCASChained: 0, statCASSteered: 0})
+		}},
+		{name: "rule 10: an ambiguous CAS (another QP, same client, server and PSN) is not chained", mode: modeChainBoth, run: func(t *testing.T, r *rig) {
+			qpA2 := qp{clientA, memnode, 49155, 0x14} // another QP of client A's host
+			r.seedChain()
+			seeded := r.forwardedAt(qpA, 101) // the ambiguous CAS takes the record's slot
+			// PSN 101, that of A's CAS linking A1 (ACKed), another node.
+			in, out, p := r.put(qpA2, 100, nT0.va, nT0.ev, nA3)
+			wantCASOut(t, in, out, p, nA1.va, nA1.ev) // rule 5: the confirmed tail
+			r.wantLink(qpA2, 101, 0, 0, "the ambiguous CAS")
+			if got := r.register("link_tracked", linkSlot(qpA2, 101)); got != 0 {
+				t.Errorf("link_tracked = %d for an ambiguous CAS, want 0", got)
+			}
+			r.wantSpec(keySlot, nA1, seeded, "the ambiguous CAS")
+			r.wantStats("the ambiguous CAS", map[int]int64{statLinkAmbiguous: 1, statCASChained: 0, statCASSteered: 1})
+		}},
 		{name: "rule 10: a chain end older than tail_ttl is not used", mode: modeChainBoth, run: func(t *testing.T, r *rig) {
 			r.seedChain()
 			r.setConfig("tail_ttl", 1)
