@@ -93,10 +93,84 @@ func (f *steerFix) wantStat(i int, want uint64) {
 }
 
 // Node addresses of the cases: H is key 1's head (entry version 3), X, Y,
-// Z nodes appended after it.
+// Z, W nodes appended after it (LHs 11..14, entry versions 4..7).
 const (
-	sH, sX, sY, sZ = 0x1000, 0x2000, 0x3000, 0x4000
+	sH, sX, sY, sZ, sW = 0x1000, 0x2000, 0x3000, 0x4000, 0x5000
 )
+
+// agree compares the cached tails and chain ends of steer.go and the
+// switch, when the case runs through both.
+func (f *steerFix) agree() {
+	f.t.Helper()
+	if f.r.dev != nil {
+		f.r.checkTails()
+	}
+}
+
+// wantTail checks key's confirmed tail: the node at va with LH lh.
+func (f *steerFix) wantTail(key, va uint64, lh uint32) {
+	f.t.Helper()
+	if t, ok := f.r.s.tails[key]; !ok || !t.valid || t.va != va || t.lh != lh {
+		f.t.Fatalf("key %d: tail %+v (cached %v), want VA %#x LH %d", key, t, ok, va, lh)
+	}
+	f.agree()
+}
+
+// wantNone checks that key has no valid entry in m, the steerer's tails
+// or chain ends (what names which).
+func (f *steerFix) wantNone(what string, m map[uint64]tail, key uint64) {
+	f.t.Helper()
+	if t := m[key]; t.valid {
+		f.t.Fatalf("key %d: %s %+v, want none", key, what, t)
+	}
+	f.agree()
+}
+
+// wantEnd checks key's chain end (chain mode): the node at va with LH lh
+// and entry version ver, whose CAS was forwarded at the rig time at (µs).
+func (f *steerFix) wantEnd(key, va uint64, lh uint32, ver uint8, at uint64) {
+	f.t.Helper()
+	want := tail{valid: true, va: va, ver: ver, srv: f.m.ip, ts: int64(at) * 1000, lh: lh}
+	if e := f.r.s.ends[key]; e != want {
+		f.t.Fatalf("key %d: chain end %+v, want %+v", key, e, want)
+	}
+	f.agree()
+}
+
+// chainY is confirmX in chain mode (X is the tail and, seeded by its
+// success, the chain's end), then b's CAS linking Y after X, aimed there
+// by the client: chained, not rewritten, Y the chain's end. It returns
+// b's PSN.
+func (f *steerFix) chainY() uint32 {
+	f.t.Helper()
+	f.confirmX()
+	f.wantEnd(1, sX, 11, 4, f.r.now)
+	f.write(f.b, f.m, sY, 1, 12, 5)
+	pb, out := f.link(f.b, f.m, sX, 4, 12, 5)
+	f.wantCAS(out, sX, tailWord(4), linkWord(4, 12, 5))
+	f.wantStat(stCASChained, 1)
+	f.wantStat(stCASSteered, 0)
+	f.wantEnd(1, sY, 12, 5, f.r.now)
+	f.wantTail(1, sX, 11)
+	return pb
+}
+
+// chainZ is chainY, then c's stale CAS linking Z after H, steered onto
+// the unconfirmed chain end Y with Y's entry version. It returns b's and
+// c's PSNs and c's CAS as sent.
+func (f *steerFix) chainZ() (pb, pc uint32, sent []byte) {
+	f.t.Helper()
+	pb = f.chainY()
+	f.write(f.c, f.m, sZ, 1, 13, 6)
+	pc = f.c.next()
+	sent = casFrame(f.t, f.c, f.m, pc, sH, tailWord(3), linkWord(3, 13, 6))
+	f.wantCAS(f.r.request(sent), sY, tailWord(5), linkWord(5, 13, 6))
+	f.wantStat(stCASChained, 2)
+	f.wantStat(stCASSteered, 1)
+	f.wantEnd(1, sZ, 13, 6, f.r.now)
+	f.wantTail(1, sX, 11)
+	return pb, pc, sent
+}
 
 // confirmX writes H and X and links X after H (a's CAS), confirmed by its
 // ATOMIC ACK: X (version 4) is key 1's cached tail, at the clock's time.
@@ -234,6 +308,170 @@ var steerCases = []steerCase{
 		_, out := f.link(f.b, f.m, sH, 3, 12, 5)
 		f.wantCAS(out, sH, tailWord(3), linkWord(3, 12, 5))
 		f.wantRead(f.read(f.b, f.m, sH), sX)
+	}},
+	// Chain mode: rules 10-12 of docs/swordbox-p4.md, "Chain mode".
+	{name: "chain: an unchained success starts a chain when none is live", mode: "both", chain: true, run: func(f *steerFix) {
+		// a's and b's CASes go out before any tail or chain (b aimed at X
+		// by the client); a's ACK starts the chain at X; b's confirms Y
+		// but leaves the live chain at X, so READs wait.
+		f.write(f.a, f.m, sH, 1, 10, 3)
+		f.write(f.a, f.m, sX, 1, 11, 4)
+		f.write(f.b, f.m, sY, 1, 12, 5)
+		t0 := f.r.now
+		pa, _ := f.link(f.a, f.m, sH, 3, 11, 4)
+		f.r.now += 10
+		pb, out := f.link(f.b, f.m, sX, 4, 12, 5)
+		f.wantCAS(out, sX, tailWord(4), linkWord(4, 12, 5))
+		f.ack(f.a, f.m, pa, tailWord(3))
+		f.wantEnd(1, sX, 11, 4, t0)
+		f.ack(f.b, f.m, pb, tailWord(4))
+		f.wantTail(1, sY, 12)
+		f.wantEnd(1, sX, 11, 4, t0)
+		f.wantRead(f.read(f.c, f.m, sH), sH)
+		f.wantStat(stReadChainBusy, 1)
+		f.wantStat(stCASChained, 0)
+	}},
+	{name: "chain: a CAS aimed at the chain's end is chained as is, a stale one is steered onto the unconfirmed end", mode: "write", chain: true, run: func(f *steerFix) {
+		f.chainZ()
+		f.wantStat(stChainRefused, 0)
+	}},
+	{name: "chain: refused when the chain's end has the client's compare version at another VA", mode: "both", chain: true, run: func(f *steerFix) {
+		f.chainY()
+		f.write(f.c, f.m, sZ, 1, 13, 6)
+		_, out := f.link(f.c, f.m, sH, 5, 13, 6) // c compares version 5, Y's, at H
+		f.wantCAS(out, sX, tailWord(4), linkWord(4, 13, 6))
+		f.wantStat(stChainRefused, 1)
+		f.wantStat(stCASChained, 1)
+		f.wantStat(stCASSteered, 1)
+		f.wantEnd(1, sY, 12, 5, f.r.now)
+	}},
+	{name: "chain: a chained success after the confirmed tail confirms its node", mode: "both", chain: true, run: func(f *steerFix) {
+		t0 := f.r.now
+		pb, pc, _ := f.chainZ()
+		f.r.now += 10
+		f.ack(f.b, f.m, pb, tailWord(4))
+		f.wantTail(1, sY, 12)
+		if tl := f.r.s.tails[1]; tl.ts != int64(t0)*1000 {
+			f.t.Fatalf("tail time %d ns, want %d (when b's CAS was forwarded)", tl.ts, t0*1000)
+		}
+		f.ack(f.c, f.m, pc, tailWord(5))
+		f.wantTail(1, sZ, 13)
+		f.wantEnd(1, sZ, 13, 6, t0)
+		f.wantStat(stTailConfirmed, 3)
+		f.wantStat(stChainBroken, 0)
+	}},
+	{name: "chain: a chained success after an unconfirmed predecessor ends the chain", mode: "both", chain: true, run: func(f *steerFix) {
+		pb, pc, _ := f.chainZ()
+		f.ack(f.c, f.m, pc, tailWord(5)) // Z's ACK before Y's
+		f.wantNone("chain end", f.r.s.ends, 1)
+		f.wantTail(1, sX, 11)
+		f.wantStat(stChainBroken, 1)
+		f.ack(f.b, f.m, pb, tailWord(4)) // Y still confirmed, no chain started
+		f.wantTail(1, sY, 12)
+		f.wantNone("chain end", f.r.s.ends, 1)
+		// Without a live chain a stale CAS goes to the confirmed tail.
+		f.write(f.a, f.m, sW, 1, 14, 7)
+		_, out := f.link(f.a, f.m, sH, 3, 14, 7)
+		f.wantCAS(out, sY, tailWord(5), linkWord(5, 14, 7))
+		f.wantStat(stCASChained, 2)
+		f.wantStat(stCASSteered, 2)
+	}},
+	{name: "chain: a chained failure aimed at the confirmed tail ends the chain and drops the tail", mode: "both", chain: true, run: func(f *steerFix) {
+		pb := f.chainY() // aimed at X, the confirmed tail
+		f.ack(f.b, f.m, pb, linkWord(4, 20, 7))
+		f.wantNone("chain end", f.r.s.ends, 1)
+		f.wantNone("tail", f.r.s.tails, 1)
+		f.wantStat(stChainBroken, 1)
+		f.wantStat(stTailDropped, 1)
+	}},
+	{name: "chain: a chained failure elsewhere ends the chain and keeps the tail", mode: "both", chain: true, run: func(f *steerFix) {
+		_, pc, _ := f.chainZ() // c's CAS went to Y, not the tail X
+		f.ack(f.c, f.m, pc, linkWord(5, 20, 7))
+		f.wantNone("chain end", f.r.s.ends, 1)
+		f.wantTail(1, sX, 11)
+		f.wantStat(stChainBroken, 1)
+		f.wantStat(stTailDropped, 0)
+	}},
+	{name: "chain: a CAS to another memory node or sharing another QP's client, server and PSN is not chained", mode: "both", chain: true, run: func(f *steerFix) {
+		f.confirmX()
+		t0, pa := f.r.now, f.a.psn-1 // a's CAS linking X
+		f.write(f.c, f.m2, sZ, 1, 13, 6)
+		_, out := f.link(f.c, f.m2, sH, 3, 13, 6)
+		f.wantCAS(out, sH, tailWord(3), linkWord(3, 13, 6))
+		// Another QP of a's host, with the PSN of a's CAS (ACKed): steered
+		// to the tail (rule 5), not chained.
+		a2 := *f.a
+		a2.qp++
+		f.write(f.c, f.m, sY, 1, 12, 5)
+		out = f.r.request(casFrame(f.t, &a2, f.m, pa, sH, tailWord(3), linkWord(3, 12, 5)))
+		f.wantCAS(out, sX, tailWord(4), linkWord(4, 12, 5))
+		f.wantStat(stLinkAmbiguous, 1)
+		f.wantStat(stCASChained, 0)
+		f.wantEnd(1, sX, 11, 4, t0)
+	}},
+	{name: "chain: a chain end older than tail-ttl is not used", mode: "both", chain: true, run: func(f *steerFix) {
+		t0 := f.r.now
+		f.confirmX() // X the tail and the chain's end, at t0
+		f.r.now = t0 + fixTTL - 1
+		f.write(f.b, f.m, sY, 1, 12, 5)
+		_, out := f.link(f.b, f.m, sH, 3, 12, 5) // the last µs of X's chain
+		f.wantCAS(out, sX, tailWord(4), linkWord(4, 12, 5))
+		f.wantEnd(1, sY, 12, 5, t0+fixTTL-1)
+		f.r.now = t0 + 2*fixTTL - 1 // Y's chain ends now, X is older still
+		f.write(f.c, f.m, sZ, 1, 13, 6)
+		_, out = f.link(f.c, f.m, sH, 3, 13, 6)
+		f.wantCAS(out, sH, tailWord(3), linkWord(3, 13, 6))
+		f.wantStat(stCASChained, 1)
+		f.wantStat(stTailExpired, 1)
+		// The next unchained success starts a new chain: the old one is
+		// not live.
+		f.write(f.a, f.m, sW, 1, 14, 7)
+		pa, out := f.link(f.a, f.m, sY, 5, 14, 7)
+		f.wantCAS(out, sY, tailWord(5), linkWord(5, 14, 7))
+		f.ack(f.a, f.m, pa, tailWord(5))
+		f.wantTail(1, sW, 14)
+		f.wantEnd(1, sW, 14, 7, f.r.now)
+	}},
+	{name: "chain: node READs wait while links after the confirmed tail are in flight", mode: "both", chain: true, run: func(f *steerFix) {
+		pb := f.chainY()
+		f.wantRead(f.read(f.c, f.m, sH), sH)
+		f.wantStat(stReadChainBusy, 1)
+		f.wantStat(stReadMisses, 1)
+		f.ack(f.b, f.m, pb, tailWord(4)) // Y confirmed: the chain's end is the tail
+		f.wantRead(f.read(f.c, f.m, sH), sY)
+		f.wantRead(f.read(f.c, f.m, sY), sY)
+		f.wantStat(stReadsSteered, 1)
+		f.wantStat(stReadChainBusy, 1)
+	}},
+	{name: "chain: a chained CAS's retransmission goes out as its first copy", mode: "both", chain: true, run: func(f *steerFix) {
+		pb, pc, sent := f.chainZ()
+		f.write(f.a, f.m, sW, 1, 14, 7)
+		_, out := f.link(f.a, f.m, sH, 3, 14, 7) // the chain moves on to W
+		f.wantCAS(out, sZ, tailWord(6), linkWord(6, 14, 7))
+		f.r.now += 10 * fixTTL
+		f.wantCAS(f.r.request(sent), sY, tailWord(5), linkWord(5, 13, 6))
+		f.wantStat(stRetransmits, 1)
+		f.wantStat(stCASChained, 3)
+		f.ack(f.b, f.m, pb, tailWord(4))
+		f.ack(f.c, f.m, pc, tailWord(5))
+		f.wantTail(1, sZ, 13)
+		f.wantCAS(f.r.request(sent), sY, tailWord(5), linkWord(5, 13, 6))
+		f.wantStat(stRetransmits, 2)
+		f.wantStat(stLinkAmbiguous, 0)
+	}},
+	{name: "chain: with read steering only the chain setting does nothing", mode: "read", chain: true, run: func(f *steerFix) {
+		f.confirmX()
+		f.write(f.b, f.m, sY, 1, 12, 5)
+		pb, _ := f.link(f.b, f.m, sX, 4, 12, 5)
+		f.ack(f.b, f.m, pb, tailWord(4))
+		f.wantRead(f.read(f.c, f.m, sH), sY)
+		f.write(f.c, f.m, sZ, 1, 13, 6)
+		_, out := f.link(f.c, f.m, sH, 3, 13, 6)
+		f.wantCAS(out, sH, tailWord(3), linkWord(3, 13, 6))
+		f.wantNone("chain end", f.r.s.ends, 1)
+		for _, i := range []int{stCASChained, stChainBroken, stChainRefused, stReadChainBusy} {
+			f.wantStat(i, 0)
+		}
 	}},
 }
 
