@@ -82,9 +82,21 @@ func TestFastPathMatchesGeneral(t *testing.T) {
 		}
 		runTwinTrace(t, seed, cfg, 4000)
 	}
+	// The lock rules (lockrules.go): failed CMP_SWAPs answered, held, and
+	// converted ones answered at sending.
+	for seed := uint64(7); seed <= 9; seed++ {
+		cfg := testConfig(true, true)
+		sv := &cfg.Servers[0]
+		sv.AnswerFailedCAS, sv.WaitFailedCAS, sv.AnswerAtSend = true, seed >= 8, seed == 9
+		cfg.Words = []WordConfig{{VA: 0x1000}, {VA: 0x1008}, {VA: 0x1010}}
+		c := runTwinTrace(t, seed, cfg, 4000)
+		if c.CASAnsweredLocally+c.CASWaitAnswered == 0 || seed >= 8 && c.CASWaited == 0 || seed == 9 && c.CASAnsweredAtSend == 0 {
+			t.Errorf("seed %d: the lock rules never applied: %s", seed, c.String())
+		}
+	}
 }
 
-func runTwinTrace(t *testing.T, seed uint64, cfg Config, steps int) {
+func runTwinTrace(t *testing.T, seed uint64, cfg Config, steps int) Counters {
 	rng := rand.New(rand.NewPCG(seed, 99))
 	r := newTestRack(t, 6, cfg)
 	cfg = r.e.cfg
@@ -252,6 +264,7 @@ func runTwinTrace(t *testing.T, seed uint64, cfg Config, steps int) {
 	}
 	c := w.fast.Counters()
 	t.Logf("seed %d: %d frames, %d on the fast path; %s", seed, w.n, w.fastTaken, c.String())
+	return c
 }
 
 // FuzzFastPath feeds a fuzzed frame, after some valid traffic, to both
