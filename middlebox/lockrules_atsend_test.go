@@ -281,3 +281,29 @@ func (r *testRack) checkAtomicAck(x emitted, i int, psn uint32, orig uint64, msn
 		r.t.Fatalf("ATOMIC ACK to client %d: orig %#x MSN %d, want %#x and %d", i, x.p.AtomicAckETH.Orig(), x.p.AETH.MSN(), orig, msn)
 	}
 }
+
+// While a CMP_SWAP waits on its word, another request at its PSN (which
+// only a broken requester sends) is dropped as a copy of the waiting one,
+// which stands and is sent when the word is released; the waiters' queue
+// stays intact.
+func TestWaitingCASOtherRequestAtItsPSN(t *testing.T) {
+	r := newTestRack(t, 4, waitConfig())
+	s0 := r.cli[0].psn
+	f1, p1 := r.cas(1, 0x1000, 0, 0xa)
+	r.none(ClientSide, f1)
+	fw := r.reqFields(1, roce.OpRCWriteOnly, p1)
+	fw.VA, fw.RKey, fw.DMALen, fw.Payload = 0x5000, 0x1234, 8, le64(1)
+	r.none(ClientSide, buildFrame(t, &fw))
+	fr, pr := r.write(3, 0x1000, le64(0))
+	res := r.run(ClientSide, fr)
+	if len(res) != 2 {
+		t.Fatalf("%d frames, want the release and the waiter", len(res))
+	}
+	r.checkToServer(res[1], 0, roce.OpRCWriteOnly, s0+1)
+	res = r.run(ServerSide, r.ack(0, s0+1, synACK, 2))
+	r.checkToClient(res[0], 3, roce.OpRCAcknowledge, pr)
+	r.checkAtomicAck(res[1], 1, p1, 0, 1)
+	if c := r.e.Counters(); c.ParkedDuplicates != 1 || c.CASWoken != 1 {
+		t.Fatalf("counters: %s", c.String())
+	}
+}
