@@ -4,11 +4,13 @@ import (
 	"github.com/swordbox/swordbox/roce"
 )
 
-// Two rules for lock traffic on a shared connection (Sherman's lock words,
+// Rules for lock traffic on a shared connection (Sherman's lock words,
 // docs/middlebox.md "Sherman"): a CMP_SWAP that is known to fail is
-// answered by the engine itself (answerFailedCAS), and a request that may
-// not yet move to another connection waits in the engine instead of being
-// dropped and NAKed (parkBehindBarrier, releaseParked).
+// answered by the engine itself, or held until its word changes
+// (answerFailedCAS, waitOnWord); a converted CMP_SWAP is answered when its
+// WRITE is sent (answerAtSend); and a request that may not yet move to
+// another connection waits in the engine instead of being dropped and
+// NAKed (parkBehindBarrier, releaseParked).
 
 // parkBytes is the largest request frame a client connection can park: an
 // 8-byte WRITE (a lock release, 82 bytes in the common layout), a CMP_SWAP
