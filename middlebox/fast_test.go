@@ -275,12 +275,20 @@ func FuzzFastPath(f *testing.F) {
 	f.Add(byte(2), c1)
 	f.Add(byte(3), seed.ack(0, 7, synACK, 1))
 	f.Add(byte(3), seed.atomicAck(0, 7, 0, 1))
+	f.Add(byte(0x82), c1)
 	f.Fuzz(func(t *testing.T, side byte, frame []byte) {
-		r := newTestRack(t, 3, testConfig(true, true))
+		cfg := testConfig(true, true)
+		if side&0x80 != 0 { // the lock rules: client 1 takes the word (answered at sending), client 0 waits on it
+			sv := &cfg.Servers[0]
+			sv.AnswerFailedCAS, sv.WaitFailedCAS, sv.AnswerAtSend = true, true, true
+			cfg.Words = []WordConfig{{VA: 0x1000}}
+		}
+		r := newTestRack(t, 3, cfg)
 		w := newTwin(t, r.e.cfg)
 		a, _ := r.cas(1, 0x1000, 0, 1)
 		b, _ := r.write(2, 0x5000, le64(7))
-		for _, x := range [][]byte{a, b} {
+		c, _ := r.cas(0, 0x1000, 0, 2)
+		for _, x := range [][]byte{a, b, c} {
 			w.step(0, ClientSide, x)
 		}
 		in := append([]byte(nil), frame...)
