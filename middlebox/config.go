@@ -112,6 +112,14 @@ type ServerConfig struct {
 	// (waitOnWord; docs/middlebox.md, "Sherman"). It implies
 	// AnswerFailedCAS.
 	WaitFailedCAS bool `mapstructure:"wait-failed-cas" yaml:"wait-failed-cas"`
+	// AnswerAtSend makes the engine answer a CMP_SWAP it converts to a
+	// WRITE on the shared connection when it sends the WRITE, instead of
+	// at the server's ACK, when the client has nothing else outstanding
+	// (answerAtSend; docs/middlebox.md, "Sherman"). The engine keeps a
+	// copy of each such WRITE until the server acknowledges it and
+	// resends it itself when the server asks (NAK) or a later request on
+	// the shared connection is resent. It needs nak-recovery replay.
+	AnswerAtSend bool `mapstructure:"answer-at-send" yaml:"answer-at-send"`
 	// Shared names the connection that carries remapped traffic, by the
 	// client's IP and the server's QP number. Empty: the first preloaded
 	// connection to this server, or else the first one learned.
@@ -236,6 +244,9 @@ func (c *Config) Validate() error {
 			if !r.all() && r.Hi <= r.Lo {
 				return fmt.Errorf("middlebox config: server %s: range %d [%#x, %#x) is empty", ip, j, r.Lo, r.Hi)
 			}
+		}
+		if s.AnswerAtSend && d.NAKRecovery != NAKReplay {
+			return fmt.Errorf("middlebox config: server %s: answer-at-send needs nak-recovery %q (the engine resends what it answered), not %q", ip, NAKReplay, d.NAKRecovery)
 		}
 		for j, w := range s.CASToWrite {
 			ok := false

@@ -30,6 +30,8 @@ func TestConfigValidate(t *testing.T) {
 		{"server ip", func(c *Config) { c.Servers[0].IP = "10.0.0" }, "servers[0]"},
 		{"cas outside remap", func(c *Config) { c.Servers[0].Remap = []Range{{Lo: 0, Hi: 0x100}} }, "not inside a remap range"},
 		{"word unaligned", func(c *Config) { c.Words[0].VA = 0x1001 }, "words[0] VA 0x1001"},
+		{"answer-at-send with broadcast", func(c *Config) { c.Servers[0].AnswerAtSend, c.NAKRecovery = true, NAKBroadcast }, "answer-at-send needs nak-recovery"},
+		{"answer-at-send ok", func(c *Config) { c.Servers[0].AnswerAtSend = true }, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := base()

@@ -65,6 +65,10 @@ type Counters struct {
 	CASWaited           uint64 // CMP_SWAP on a known word that would fail, held until the word changes (waitOnWord)
 	CASWoken            uint64 // of those, sent once the word changed (wakeWaiters)
 	CASWaitAnswered     uint64 // of those, answered as failed at their retransmission (answerFailedCAS)
+	CASAnsweredAtSend   uint64 // converted CMP_SWAP answered when its WRITE was sent, not at the server's ACK (answerAtSend)
+	AtSendStoreFull     uint64 // converted CMP_SWAP answered at the server's ACK because every copy slot was taken (answerAtSend)
+	AtSendResent        uint64 // copies of WRITEs answered at sending, resent by the engine (replayFrom)
+	AtSendFailed        uint64 // WRITEs answered at sending that the server refused with a fatal NAK (otherNAK)
 	Parked              uint64 // requests held behind the barrier instead of dropped (parkBehindBarrier)
 	ParkedSent          uint64 // parked requests sent (releaseParked): at the barrier once their client's operations completed, or waiting CMP_SWAPs woken
 	ParkedDuplicates    uint64 // retransmissions of a parked request, dropped (the parked copy goes)
@@ -127,6 +131,10 @@ func (c *Counters) Map() map[string]uint64 {
 	add("cas-waited", c.CASWaited)
 	add("cas-woken", c.CASWoken)
 	add("cas-wait-answered", c.CASWaitAnswered)
+	add("cas-answered-at-send", c.CASAnsweredAtSend)
+	add("at-send-store-full", c.AtSendStoreFull)
+	add("at-send-resent", c.AtSendResent)
+	add("at-send-failed", c.AtSendFailed)
 	add("parked", c.Parked)
 	add("parked-sent", c.ParkedSent)
 	add("parked-duplicates", c.ParkedDuplicates)
@@ -194,6 +202,10 @@ func (c *Counters) Add(o *Counters) {
 	c.CASWaited += o.CASWaited
 	c.CASWoken += o.CASWoken
 	c.CASWaitAnswered += o.CASWaitAnswered
+	c.CASAnsweredAtSend += o.CASAnsweredAtSend
+	c.AtSendStoreFull += o.AtSendStoreFull
+	c.AtSendResent += o.AtSendResent
+	c.AtSendFailed += o.AtSendFailed
 	c.Parked += o.Parked
 	c.ParkedSent += o.ParkedSent
 	c.ParkedDuplicates += o.ParkedDuplicates

@@ -136,7 +136,7 @@
 // words (Config.Words, e.g. Sherman's locks, all 0) are known from the
 // start.
 //
-// Two rules beyond the paper, per server (lockrules.go): with
+// Three rules beyond the paper, per server (lockrules.go): with
 // AnswerFailedCAS, a CMP_SWAP on a known word whose compare value differs
 // from the word's value fails, and the engine answers it itself with an
 // ATOMIC ACK carrying the value (answerFailedCAS), in the client's PSN and
@@ -145,9 +145,13 @@
 // in the engine, queued on its word, until an operation the engine sends
 // changes the word, and is then evaluated again and sent (waitOnWord,
 // wakeWaiters), or until its requester retransmits it, which is answered
-// as failed. A word's value counts as known only while every operation on
-// it travels on the shared connection and the engine saw its bytes; a
-// fatal NAK on the shared connection ends local answers for that server.
+// as failed; with AnswerAtSend, a CMP_SWAP sent as a WRITE on the shared
+// connection is answered when it is sent, if its client has nothing else
+// outstanding, and the engine keeps a copy of the WRITE and resends it
+// itself until the server acknowledges it (answerAtSend). A word's value
+// counts as known only while every operation on it travels on the shared
+// connection and the engine saw its bytes; a fatal NAK on the shared
+// connection ends local answers for that server.
 //
 // # ICRC
 //

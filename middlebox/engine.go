@@ -33,6 +33,8 @@ type Engine struct {
 	now      int64       // the time of the frame being processed (for parked requests sent later)
 	ppkt     roce.Packet // a parked request being sent (releaseParked): e.pkt may be in use
 	wake     []int32     // words with waiting CMP_SWAPs whose value changed (wordChanged)
+	sent     []sentCopy  // copies of the WRITEs answered at sending (answerAtSend), until acknowledged
+	sentFree []int32     // free slots of sent
 }
 
 // New returns an engine for cfg (validated; defaults applied).
@@ -56,13 +58,19 @@ func New(cfg Config) (*Engine, error) {
 	}
 	for _, s := range d.Servers {
 		ip, _ := parseIP4(s.IP)
-		sv := server{ip: ip.As4(), remap: s.Remap, cas: s.CASToWrite, shared: -1, local: s.AnswerFailedCAS || s.WaitFailedCAS, wait: s.WaitFailedCAS}
+		sv := server{ip: ip.As4(), remap: s.Remap, cas: s.CASToWrite, shared: -1, local: s.AnswerFailedCAS || s.WaitFailedCAS, wait: s.WaitFailedCAS, atSend: s.AnswerAtSend}
 		if s.SharedClientIP != "" {
 			a, _ := parseIP4(s.SharedClientIP)
 			sv.wantCli, sv.wantQP, sv.wantSet = a.As4(), s.SharedServerQP, true
 		}
 		e.srvIPs = append(e.srvIPs, uint32(ip4(sv.ip)))
 		e.servers = append(e.servers, sv)
+		if sv.atSend && e.sent == nil {
+			e.sent, e.sentFree = make([]sentCopy, sentSlots), make([]int32, sentSlots)
+			for i := range e.sentFree {
+				e.sentFree[i] = int32(sentSlots - 1 - i)
+			}
+		}
 	}
 	for _, w := range d.Words {
 		for si, s := range e.servers {
@@ -319,11 +327,23 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 	if !e.gateRequest(now, ci, psn, p, out) {
 		return
 	}
+	if c.park.ok && (c.park.word == 0 || p.Opcode != roce.OpRCCompareSwap) {
+		// The parked request's PSN (the expected one does not move while
+		// it is parked): a copy of it, or, from a broken requester, another
+		// request at that PSN; the parked one stands (a waiting CMP_SWAP's
+		// copy is answered: answerFailedCAS).
+		e.c.ParkedDuplicates++
+		return
+	}
 	cls := classify(p.Opcode)
 	sv := &e.servers[si]
 	home, va, dmaLen, inRange := e.routeRequest(c, ci, sv, cls, p)
-	if p.Opcode == roce.OpRCCompareSwap && e.answerFailedCAS(c, ci, si, psn, va, p.AtomicETH.Compare(), e.requestICRCErr(p), p.Frame, out) {
-		return
+	var bad uint32
+	if p.Opcode == roce.OpRCCompareSwap {
+		bad = e.requestICRCErr(p)
+		if e.answerFailedCAS(c, ci, si, psn, va, p.AtomicETH.Compare(), bad, p.Frame, out) {
+			return
+		}
 	}
 	home, npkts, ok := e.admit(c, ci, sv, cls, inRange, home, psn, dmaLen, p.Frame, out)
 	if !ok {
@@ -331,6 +351,9 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 	}
 	o, first, frame := e.forwardRequest(now, si, ci, home, psn, npkts, cls, va, dmaLen, p)
 	e.forward(o, first, frame, out)
+	if first.kind == kAtomicConv {
+		e.answerAtSend(c, o, first, frame, bad, out)
+	}
 }
 
 // learnRequest takes from a client's request what the connection does not
@@ -733,13 +756,18 @@ func (e *Engine) retransmit(now int64, ci int32, psn roce.PSN, p *roce.Packet, o
 	// the server may be waiting for it, and will then want every later
 	// one, which their own clients may have resent too early (the server
 	// discarded them) and will not resend before their timers expire.
-	if e.replay && ref.out == e.servers[o.srv].shared && en.outPSN == o.ackedTo.Add(1) &&
-		(!o.replaying || now-o.lastReplay >= int64(e.cfg.ReplayHoldoff)) {
-		next := en.outPSN.Add(1)
-		if en.kind == kRead {
-			next = en.outPSN.Add(int(en.npkts))
+	// Or a WRITE answered at sending is the oldest: nobody else resends it.
+	if e.replay && ref.out == e.servers[o.srv].shared && (!o.replaying || now-o.lastReplay >= int64(e.cfg.ReplayHoldoff)) {
+		switch {
+		case en.outPSN == o.ackedTo.Add(1):
+			next := en.outPSN.Add(1)
+			if en.kind == kRead {
+				next = en.outPSN.Add(int(en.npkts))
+			}
+			e.replayFrom(ref.out, next, now, out)
+		case sentPending(o):
+			e.replayFrom(ref.out, o.ackedTo.Add(1), now, out)
 		}
-		e.replayFrom(ref.out, next, now, out)
 	}
 }
 
@@ -855,7 +883,16 @@ func (e *Engine) replayFrom(oi int32, from roce.PSN, now int64, out *Out) {
 	o.replaying, o.lastReplay = true, now
 	for q := from; q != o.outNext; q = q.Add(1) {
 		en := o.slot(q)
-		if !en.valid || en.outPSN != q || en.kind == kReadCont || en.done || en.flen == 0 {
+		if !en.valid || en.outPSN != q || en.kind == kReadCont || en.done {
+			continue
+		}
+		if en.kind == kAtomicSent { // answered at sending: the engine's own copy
+			if !e.resendSent(en, out) {
+				return
+			}
+			continue
+		}
+		if en.flen == 0 {
 			continue
 		}
 		if !o.log.has(en.fpos, int(en.flen)) {

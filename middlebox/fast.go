@@ -109,7 +109,7 @@ func (e *Engine) fastRequest(now int64, f []byte, out *Out) bool {
 	}
 	c := &e.conns[ci]
 	psn := roce.PSN(be.Uint32(f[xBTH+roce.BTHAckPSNOff:]) & roce.MaxPSN)
-	if psn != c.inNext || !c.inKnown || !c.outKnown || !c.macKnown || !c.pkeyKnown {
+	if psn != c.inNext || !c.inKnown || !c.outKnown || !c.macKnown || !c.pkeyKnown || c.park.ok {
 		return false
 	}
 	bad := icrcErr(f, end) // carried into the rewritten frame's ICRC (putICRC)
@@ -141,7 +141,7 @@ func (e *Engine) fastRequest(now int64, f []byte, out *Out) bool {
 		e.c.Remapped++
 	}
 	icrcOff := end - roce.ICRCLen
-	conv := false
+	conv, rbad := false, bad
 	switch cls {
 	case opAtomic:
 		if inRanges(sv.cas, va) {
@@ -169,6 +169,9 @@ func (e *Engine) fastRequest(now int64, f []byte, out *Out) bool {
 		putICRC(f, xIP, icrcOff, bad)
 	}
 	e.forward(o, first, f, out)
+	if conv && op == roce.OpRCCompareSwap {
+		e.answerAtSend(c, o, first, f, rbad, out)
+	}
 	return true
 }
 

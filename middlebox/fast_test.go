@@ -82,9 +82,21 @@ func TestFastPathMatchesGeneral(t *testing.T) {
 		}
 		runTwinTrace(t, seed, cfg, 4000)
 	}
+	// The lock rules (lockrules.go): failed CMP_SWAPs answered, held, and
+	// converted ones answered at sending.
+	for seed := uint64(7); seed <= 9; seed++ {
+		cfg := testConfig(true, true)
+		sv := &cfg.Servers[0]
+		sv.AnswerFailedCAS, sv.WaitFailedCAS, sv.AnswerAtSend = true, seed >= 8, seed == 9
+		cfg.Words = []WordConfig{{VA: 0x1000}, {VA: 0x1008}, {VA: 0x1010}}
+		c := runTwinTrace(t, seed, cfg, 4000)
+		if c.CASAnsweredLocally+c.CASWaitAnswered == 0 || seed >= 8 && c.CASWaited == 0 || seed == 9 && c.CASAnsweredAtSend == 0 {
+			t.Errorf("seed %d: the lock rules never applied: %s", seed, c.String())
+		}
+	}
 }
 
-func runTwinTrace(t *testing.T, seed uint64, cfg Config, steps int) {
+func runTwinTrace(t *testing.T, seed uint64, cfg Config, steps int) Counters {
 	rng := rand.New(rand.NewPCG(seed, 99))
 	r := newTestRack(t, 6, cfg)
 	cfg = r.e.cfg
@@ -252,6 +264,7 @@ func runTwinTrace(t *testing.T, seed uint64, cfg Config, steps int) {
 	}
 	c := w.fast.Counters()
 	t.Logf("seed %d: %d frames, %d on the fast path; %s", seed, w.n, w.fastTaken, c.String())
+	return c
 }
 
 // FuzzFastPath feeds a fuzzed frame, after some valid traffic, to both
@@ -262,12 +275,20 @@ func FuzzFastPath(f *testing.F) {
 	f.Add(byte(2), c1)
 	f.Add(byte(3), seed.ack(0, 7, synACK, 1))
 	f.Add(byte(3), seed.atomicAck(0, 7, 0, 1))
+	f.Add(byte(0x82), c1)
 	f.Fuzz(func(t *testing.T, side byte, frame []byte) {
-		r := newTestRack(t, 3, testConfig(true, true))
+		cfg := testConfig(true, true)
+		if side&0x80 != 0 { // the lock rules: client 1 takes the word (answered at sending), client 0 waits on it
+			sv := &cfg.Servers[0]
+			sv.AnswerFailedCAS, sv.WaitFailedCAS, sv.AnswerAtSend = true, true, true
+			cfg.Words = []WordConfig{{VA: 0x1000}}
+		}
+		r := newTestRack(t, 3, cfg)
 		w := newTwin(t, r.e.cfg)
 		a, _ := r.cas(1, 0x1000, 0, 1)
 		b, _ := r.write(2, 0x5000, le64(7))
-		for _, x := range [][]byte{a, b} {
+		c, _ := r.cas(0, 0x1000, 0, 2)
+		for _, x := range [][]byte{a, b, c} {
 			w.step(0, ClientSide, x)
 		}
 		in := append([]byte(nil), frame...)

@@ -4,11 +4,13 @@ import (
 	"github.com/swordbox/swordbox/roce"
 )
 
-// Two rules for lock traffic on a shared connection (Sherman's lock words,
+// Rules for lock traffic on a shared connection (Sherman's lock words,
 // docs/middlebox.md "Sherman"): a CMP_SWAP that is known to fail is
-// answered by the engine itself (answerFailedCAS), and a request that may
-// not yet move to another connection waits in the engine instead of being
-// dropped and NAKed (parkBehindBarrier, releaseParked).
+// answered by the engine itself, or held until its word changes
+// (answerFailedCAS, waitOnWord); a converted CMP_SWAP is answered when its
+// WRITE is sent (answerAtSend); and a request that may not yet move to
+// another connection waits in the engine instead of being dropped and
+// NAKed (parkBehindBarrier, releaseParked).
 
 // parkBytes is the largest request frame a client connection can park: an
 // 8-byte WRITE (a lock release, 82 bytes in the common layout), a CMP_SWAP
@@ -199,10 +201,14 @@ func (e *Engine) releaseParked(ci int32, out *Out) {
 		return
 	}
 	pend := c.nakPending
+	bad := e.requestICRCErr(p)
 	o, first, frame := e.forwardRequest(e.now, si, ci, home, pk.psn, npkts, cls, va, dmaLen, p)
 	c.nakPending = pend
 	e.forwardCopy(o, first, frame, out)
 	e.c.ParkedSent++
+	if first.kind == kAtomicConv { // a FETCH_ADD is refused there (en.fa)
+		e.answerAtSend(c, o, first, frame, bad, out)
+	}
 }
 
 // forwardCopy is forward for a frame that is not the received one (a
@@ -227,13 +233,22 @@ func (e *Engine) forwardCopy(o *conn, first *entry, frame []byte, out *Out) {
 // trusted for local answers again (answerFailedCAS); and the client c,
 // whose QP the NAK puts in the error state, loses a request it parked.
 func (e *Engine) fatalOnShared(oi int32, c *conn) {
-	sv := &e.servers[e.conns[oi].srv]
-	if sv.shared == oi {
-		sv.noLocal = true
-	}
 	if c.fcount == 0 && c.park.ok && c.park.word == 0 {
 		c.park.ok = false
 		e.c.ParkedDiscarded++
+	}
+	e.sharedFailed(oi)
+}
+
+// sharedFailed applies a fatal NAK on outgoing connection oi to the word
+// cache: on a server's shared connection the cache applied an operation
+// the server did not execute, so no value of that server is trusted for
+// local answers again, and the CMP_SWAPs waiting on its words go to the
+// server.
+func (e *Engine) sharedFailed(oi int32) {
+	sv := &e.servers[e.conns[oi].srv]
+	if sv.shared == oi {
+		sv.noLocal = true
 	}
 	if sv.noLocal {
 		for i := range e.conns { // rare: the waiting CMP_SWAPs go to the server
@@ -346,4 +361,123 @@ func (e *Engine) wakeWaiters(out *Out) {
 		}
 	}
 	e.wake = e.wake[:0]
+}
+
+// sentSlots is how many WRITEs answered at sending (answerAtSend) may wait
+// for the server's ACK at once; one more is answered at its ACK.
+const sentSlots = 256
+
+// sentCopy is the engine's copy of a WRITE it answered at sending, kept
+// until the server acknowledges it (the replay log may overwrite its own).
+type sentCopy struct {
+	n   uint8
+	buf [parkBytes]byte
+}
+
+// answerAtSend is the answer-at-send rule (ServerConfig.AnswerAtSend): a
+// CMP_SWAP of client c that the engine has just sent as a WRITE of its
+// outcome on its server's shared connection o (map entry en, frame as
+// sent) is answered now, with an ATOMIC ACK carrying the prior value,
+// instead of when the server acknowledges the WRITE. Its client's only
+// outstanding operation was this one (so the answer is in its PSN order
+// and acknowledges nothing incomplete); its entry leaves the client's FIFO
+// (kAtomicSent: the client may move on to another connection at once) and
+// completes when the server acknowledges its PSN; a duplicate of the
+// request is answered from the client's answered atomics
+// (answerForgotten).
+//
+// Why the answer may go before the server executed the WRITE: the word's
+// value the client learns is the engine's cached one, in which the engine
+// applied every operation on the word in the order it sent them on the
+// shared connection; the server executes them in that order, and nothing
+// reads the word at the server except later operations on the shared
+// connection, which it executes after this WRITE. So the CMP_SWAP takes
+// effect, for every observer, at this point of the shared connection's
+// order: a later CMP_SWAP on the word, converted or answered by the
+// engine, sees its outcome (mutual exclusion of a lock so acquired). The
+// release-after-data ordering is untouched: the release that freed the
+// word was sent only after the server acknowledged every earlier
+// operation of its client (parkBehindBarrier), the data WRITE among them,
+// so an operation the new holder sends after this answer, on any
+// connection, reaches a server that has already executed that data.
+//
+// What is acknowledged may not be lost: the engine keeps its own copy of
+// the WRITE in e.sent until the server acknowledges its PSN, and resends
+// it (replayFrom) whenever the server NAKs an earlier or equal PSN
+// (sequence error) and whenever a client resends a request on the shared
+// connection while this WRITE is the oldest one unacknowledged
+// (retransmit), since no client will resend it. Duplicates reach the
+// server at most as RC duplicates (re-ACKed, executed once). A frame that
+// arrived corrupted (bad, carried when the engine does not verify ICRCs)
+// is not answered: the server drops it and its client must resend it. A
+// fatal NAK for such a WRITE (only a configuration error can cause one:
+// a lock word outside the server's region or rkey) cannot be taken back;
+// it is counted (AtSendFailed) and ends local answers for the server, as
+// any fatal NAK on the shared connection does. With every copy slot taken
+// the CMP_SWAP is answered at the server's ACK, as without the rule.
+func (e *Engine) answerAtSend(c, o *conn, en *entry, frame []byte, bad uint32, out *Out) {
+	sv := &e.servers[o.srv]
+	if !sv.atSend || en.fa || bad != 0 || sv.noLocal || e.steer != nil || o.log == nil || c.fcount != 1 ||
+		c.fifoHead() != en.outPSN || !c.ready() || len(frame) > parkBytes {
+		return
+	}
+	if len(e.sentFree) == 0 {
+		e.c.AtSendStoreFull++
+		return
+	}
+	slot := e.sentFree[len(e.sentFree)-1]
+	e.sentFree = e.sentFree[:len(e.sentFree)-1]
+	cp := &e.sent[slot]
+	cp.n = uint8(len(frame))
+	copy(cp.buf[:], frame)
+	en.kind, en.npkts = kAtomicSent, uint32(slot)
+	c.fifoPop()
+	c.inRing[uint32(en.inPSN)&uint32(len(c.inRing)-1)] = inRef{out: -1}
+	c.msn = (c.msn + 1) & roce.MaxMSN
+	e.emitAtomicAck(out, c, en.inPSN, en.prior, c.msn)
+	c.rememberAtomic(en.inPSN, en.prior)
+	e.c.CASAnsweredAtSend++
+	e.pendingNAK(c, out)
+}
+
+// sentDone completes a WRITE answered at sending (kAtomicSent): the server
+// acknowledged it, or refused it fatally. Its copy's slot is free again.
+func (e *Engine) sentDone(en *entry) {
+	en.done = true
+	e.sentFree = append(e.sentFree, int32(en.npkts))
+}
+
+// resendSent puts the engine's copy of the WRITE answered at sending (en,
+// kAtomicSent) in out, towards the server. It reports false when out is
+// full.
+func (e *Engine) resendSent(en *entry, out *Out) bool {
+	cp := &e.sent[en.npkts]
+	f := out.alloc(ServerSide, int(cp.n))
+	if f == nil {
+		e.c.Drops[DropOutOverflow]++ // the next NAK or client retransmission resends it
+		return false
+	}
+	copy(f, cp.buf[:cp.n])
+	e.c.AtSendResent++
+	e.c.TxServer++
+	return true
+}
+
+// sentPending reports whether the oldest PSN of shared connection o that the
+// server has not acknowledged belongs to a WRITE answered at sending: no
+// client will resend it, so the engine does (retransmit).
+func sentPending(o *conn) bool {
+	q := o.ackedTo.Add(1)
+	en := o.slot(q)
+	return q != o.outNext && en.valid && en.outPSN == q && en.kind == kAtomicSent && !en.done
+}
+
+// pendingNAK sends the gap NAK client c earned while an operation was
+// outstanding, once none is.
+func (e *Engine) pendingNAK(c *conn, out *Out) {
+	if c.fcount == 0 && c.nakPending && !c.nakSent {
+		e.emitAck(out, c, c.inNext, roce.NAKSyndrome(roce.NAKPSNSequenceError), c.msn)
+		c.nakSent, c.nakPending = true, false
+		e.c.GapNAKs++
+	}
 }

@@ -153,6 +153,8 @@ func (e *Engine) ackRange(oi int32, upto roce.PSN) bool {
 			switch {
 			case en.reread:
 				e.complete(o, en) // answers nobody: the client has its answer or will resend
+			case en.kind == kAtomicSent:
+				e.sentDone(en) // answered at sending (answerAtSend)
 			case en.kind == kPlain || en.kind == kAtomicConv:
 				en.srvAcked = true
 				e.touch(en.client)
@@ -248,11 +250,7 @@ func (e *Engine) flush(ci int32, out *Out) {
 	if c.fcount == 0 && c.park.ok && c.park.word == 0 {
 		e.releaseParked(ci, out)
 	}
-	if c.fcount == 0 && c.nakPending && !c.nakSent {
-		e.emitAck(out, c, c.inNext, roce.NAKSyndrome(roce.NAKPSNSequenceError), c.msn)
-		c.nakSent, c.nakPending = true, false
-		e.c.GapNAKs++
-	}
+	e.pendingNAK(c, out)
 }
 
 // serverAck handles a (coalesced) ACK for outgoing PSN psn.
@@ -347,6 +345,16 @@ func (e *Engine) otherNAK(oi int32, psn roce.PSN, syn roce.Syndrome, fatal bool,
 	en := o.slot(psn)
 	if !en.valid || en.outPSN != psn || en.done {
 		e.c.Drops[DropUnknownResponse]++
+		return
+	}
+	if en.kind == kAtomicSent { // answered at sending (answerAtSend): its client is not told
+		if !fatal {
+			e.c.Drops[DropRespBlocked]++ // the server wants it again: the next NAK or retransmission resends it
+			return
+		}
+		e.sentDone(en)
+		e.c.AtSendFailed++
+		e.sharedFailed(oi)
 		return
 	}
 	c := &e.conns[en.client]

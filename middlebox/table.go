@@ -25,6 +25,7 @@ const (
 	kReadCont                        // a later PSN of a READ
 	kAtomicPass                      // CMP_SWAP/FETCH_ADD sent unchanged: completed by its ATOMIC ACK
 	kAtomicConv                      // CMP_SWAP/FETCH_ADD sent as WRITE: completed by the WRITE's ACK
+	kAtomicSent                      // CMP_SWAP sent as WRITE and answered at sending (answerAtSend): in no client's FIFO, its copy in Engine.sent[npkts], completed by the WRITE's ACK
 )
 
 // entry is a map entry (paper Figure 7), stored in the ring of its
@@ -36,7 +37,7 @@ type entry struct {
 	word    int32
 	wordSeq uint32
 	fsrv    int32
-	npkts   uint32 // kRead: response packets
+	npkts   uint32 // kRead: response packets; kAtomicSent: its copy's slot in Engine.sent
 
 	kind     entryKind
 	valid    bool
@@ -183,6 +184,7 @@ type server struct {
 	noLocal bool
 	local   bool // ServerConfig.AnswerFailedCAS or WaitFailedCAS
 	wait    bool // ServerConfig.WaitFailedCAS
+	atSend  bool // ServerConfig.AnswerAtSend
 }
 
 func inRanges(rs []Range, va uint64) bool {

@@ -139,9 +139,13 @@ func TestReleaseOrdering(t *testing.T) {
 				t.Errorf("final %d, want %d; %d values returned twice: releases overtook their data", final, want, dups)
 			}
 			c := r.Mbox.Counters()
-			t.Logf("middlebox: parked %d, barrier drops %d, CAS to WRITE %d, remapped %d", c.Parked, c.Drops[middlebox.DropBarrier], c.CASToWrite, c.Remapped)
+			t.Logf("middlebox: parked %d, barrier drops %d, CAS to WRITE %d, answered at sending %d (resent %d), remapped %d",
+				c.Parked, c.Drops[middlebox.DropBarrier], c.CASToWrite, c.CASAnsweredAtSend, c.AtSendResent, c.Remapped)
 			if mode == testbed.ShermanCASToWrite && c.Parked+c.Drops[middlebox.DropBarrier] == 0 {
 				t.Error("CAS to WRITE: no release was held behind its data (parked and drop.barrier 0): the hazard was not exercised")
+			}
+			if (mode == testbed.ShermanCASToWrite || mode == testbed.ShermanCASToWriteNode) && c.CASAnsweredAtSend == 0 {
+				t.Error("CAS to WRITE: no lock CMP_SWAP answered at sending: the answer-at-send rule was not exercised")
 			}
 		})
 	}
