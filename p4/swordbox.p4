@@ -700,7 +700,7 @@ control SwordboxIngress(inout headers_t hdr,
                                 tail_dst_ip.write(meta.key_slot, hdr.ipv4.src_addr);
                                 tail_ts.write(meta.key_slot, meta.link_ts);
                                 stats.count(STAT_TAIL_CONFIRMED);
-                                if ((meta.mode & MODE_CHAIN) != 0) {
+                                if ((meta.mode & (MODE_WRITE | MODE_CHAIN)) == (MODE_WRITE | MODE_CHAIN)) {
                                     tail_lh.write(meta.key_slot, meta.link_lh);
                                     /* Chain mode with no live chain of this key: start
                                      * one at the node just confirmed. */
@@ -903,7 +903,7 @@ control SwordboxIngress(inout headers_t hdr,
                         tracked_keys.apply();
                     }
                     if (meta.tracked == 1) {
-                        if ((meta.mode & MODE_CHAIN) != 0) {
+                        if ((meta.mode & (MODE_WRITE | MODE_CHAIN)) == (MODE_WRITE | MODE_CHAIN)) {
                             read_spec();
                         }
                         read_tail();

@@ -396,7 +396,6 @@ func TestChainRules(t *testing.T) {
 				statChainBroken: 0, statChainRefused: 0, statReadChainBusy: 0})
 		}},
 		{name: "the chain bit without the write bit: modes 4 and 6 keep no chain, mode 6 steers as mode 2", mode: modeRead,
-			knownBug: "the ACK path seeds spec_* and the READ path checks the chain with mode bit 2 alone, not bits 0 and 2",
 			run: func(t *testing.T, r *rig) {
 				want := modeScript(r)
 				wantStats := r.stats()
