@@ -387,13 +387,7 @@ func (s *steerer) compareSwap(now int64, p *roce.Packet) bool {
 				// not; its node is the chain's end now.
 				chained, predLH = true, e.lh
 				if e.va != va {
-					m, v := uint64(verMask)<<verShift, uint64(e.ver)<<verShift
-					a.SetVA(e.va)
-					a.SetCompare(cmp&^m | v)
-					a.SetSwapAdd(swap&^m | v)
-					s.stats[stCASSteered]++
-					s.c.Steered++
-					steered = true
+					steered = s.steerTo(a, e, cmp, swap)
 				}
 				s.stats[stCASChained]++
 				s.ends[key] = tail{valid: true, va: nodeVA, ver: ver, srv: mip, ts: now, lh: lh}
@@ -405,13 +399,7 @@ func (s *steerer) compareSwap(now int64, p *roce.Packet) bool {
 			case !s.fresh(t, now):
 				s.stats[stTailExpired]++
 			case s.write:
-				m, v := uint64(verMask)<<verShift, uint64(t.ver)<<verShift
-				a.SetVA(t.va)
-				a.SetCompare(cmp&^m | v)
-				a.SetSwapAdd(swap&^m | v)
-				s.stats[stCASSteered]++
-				s.c.Steered++
-				steered = true
+				steered = s.steerTo(a, t, cmp, swap)
 			}
 		}
 	}
@@ -422,6 +410,19 @@ func (s *steerer) compareSwap(now int64, p *roce.Packet) bool {
 	*r = casRecord{valid: true, tracked: linking, chained: chained, predLH: predLH, ver: ver, cip: cip, mip: mip, psn: psn, lh: lh,
 		origVA: va, key: key, nodeVA: nodeVA, va: a.VA(), cmp: a.Compare(), swap: a.SwapAdd(), ts: now}
 	return steered
+}
+
+// steerTo rewrites the CAS a (compare cmp and swap swap as the client
+// sent them) onto node t: its VA, and t's entry version in bits 18..11 of
+// compare and swap (rule 5 of docs/swordbox-p4.md). It reports true.
+func (s *steerer) steerTo(a roce.AtomicETH, t tail, cmp, swap uint64) bool {
+	m, v := uint64(verMask)<<verShift, uint64(t.ver)<<verShift
+	a.SetVA(t.va)
+	a.SetCompare(cmp&^m | v)
+	a.SetSwapAdd(swap&^m | v)
+	s.stats[stCASSteered]++
+	s.c.Steered++
+	return true
 }
 
 func (s *steerer) nodeRead(now int64, p *roce.Packet) bool {
