@@ -33,6 +33,7 @@ type Engine struct {
 	now      int64       // the time of the frame being processed (for parked requests sent later)
 	ppkt     roce.Packet // a parked request being sent (releaseParked): e.pkt may be in use
 	wake     []int32     // words with waiting CMP_SWAPs whose value changed (wordChanged)
+	local    bool        // some server answers or holds failed lock CMP_SWAPs (lockrules.go)
 	sent     []sentCopy  // copies of the WRITEs answered at sending (answerAtSend), until acknowledged
 	sentFree []int32     // free slots of sent
 }
@@ -63,6 +64,7 @@ func New(cfg Config) (*Engine, error) {
 			a, _ := parseIP4(s.SharedClientIP)
 			sv.wantCli, sv.wantQP, sv.wantSet = a.As4(), s.SharedServerQP, true
 		}
+		e.local = e.local || sv.local
 		e.srvIPs = append(e.srvIPs, uint32(ip4(sv.ip)))
 		e.servers = append(e.servers, sv)
 		if sv.atSend && e.sent == nil {

@@ -125,7 +125,7 @@ func (e *Engine) fastRequest(now int64, f []byte, out *Out) bool {
 	if cls != opAtomic {
 		dmaLen = be.Uint32(f[xExt+roce.RETHDMALenOff:])
 	}
-	if op == roce.OpRCCompareSwap && e.answerFailedCAS(c, ci, si, psn, va, be.Uint64(f[xExt+roce.AtomicCompareOff:]), bad, f, out) {
+	if op == roce.OpRCCompareSwap && e.local && e.answerFailedCAS(c, ci, si, psn, va, be.Uint64(f[xExt+roce.AtomicCompareOff:]), bad, f, out) {
 		return true
 	}
 	inRange := inRanges(sv.remap, va)
