@@ -239,6 +239,7 @@ type steerer struct {
 	tails       map[uint64]tail // the confirmed tail of each key, when cached
 	ends        map[uint64]tail // chain mode: the chain's end of each key (ts: when its CAS was forwarded)
 	nodes       []nodeEntry
+	nodes2      []nodeEntry // chain mode: the node map's second way
 	addrs       []addrEntry
 	cas         []casRecord
 	stats       [stCount]uint64
@@ -261,10 +262,11 @@ func newSteerer(cfg *SteerConfig, c *Counters) *steerer {
 	s := &steerer{write: cfg.Mode != "read", read: cfg.Mode != "write", nodeSize: cfg.NodeSize,
 		ttl: int64(ttl), all: len(cfg.Keys) == 0, tracked: map[uint64]bool{}, chain: cfg.chain(),
 		tails: map[uint64]tail{}, ends: map[uint64]tail{},
-		nodes: make([]nodeEntry, orDefault(cfg.NodeSlots, DefaultSteerNodeSlots)),
-		addrs: make([]addrEntry, orDefault(cfg.AddrSlots, DefaultSteerAddrSlots)),
-		cas:   make([]casRecord, orDefault(cfg.CASSlots, DefaultSteerCASSlots)),
-		c:     c,
+		nodes:  make([]nodeEntry, orDefault(cfg.NodeSlots, DefaultSteerNodeSlots)),
+		nodes2: make([]nodeEntry, orDefault(cfg.NodeSlots, DefaultSteerNodeSlots)),
+		addrs:  make([]addrEntry, orDefault(cfg.AddrSlots, DefaultSteerAddrSlots)),
+		cas:    make([]casRecord, orDefault(cfg.CASSlots, DefaultSteerCASSlots)),
+		c:      c,
 	}
 	for _, k := range cfg.Keys {
 		s.tracked[k] = true
@@ -282,6 +284,20 @@ func (s *steerer) nodeIdx(lh uint32) uint32 {
 	binary.BigEndian.PutUint32(b[:], lh)
 	return crc32.ChecksumIEEE(b[:]) % uint32(len(s.nodes))
 }
+
+// nodeSalt and nodeIdx2 index chain mode's second way of the node map:
+// crc32(LH, LH + nodeSalt), as p4/swordbox.p4's NODE_SALT (a CRC is linear,
+// so crc32(LH) alone maps whole families of LHs to one slot).
+const nodeSalt = 0x9e3779b9
+
+func (s *steerer) nodeIdx2(lh uint32) uint32 {
+	var b [8]byte
+	binary.BigEndian.PutUint32(b[:], lh)
+	binary.BigEndian.PutUint32(b[4:], lh+nodeSalt)
+	return crc32.ChecksumIEEE(b[:]) % uint32(len(s.nodes2))
+}
+
+func (s *steerer) nodeSlot2(lh uint32) *nodeEntry { return &s.nodes2[s.nodeIdx2(lh)] }
 
 func (s *steerer) addrIdx(va uint64) uint32 {
 	var b [8]byte
@@ -329,6 +345,9 @@ func (s *steerer) nodeWrite(va uint64, pl []byte) {
 	key := binary.LittleEndian.Uint64(pl[8:16])
 	lh := binary.LittleEndian.Uint32(pl[16:20])
 	*s.nodeSlot(lh) = nodeEntry{lh: lh, ver: uint8(hw >> verShift & verMask), va: va, key: key}
+	if s.chain {
+		*s.nodeSlot2(lh) = nodeEntry{lh: lh, ver: uint8(hw >> verShift & verMask), va: va, key: key}
+	}
 	*s.addrSlot(va) = addrEntry{va: va, key: key}
 	s.stats[stNodeWrites]++
 	s.c.SteerNodeWrites++
@@ -363,6 +382,9 @@ func (s *steerer) compareSwap(now int64, p *roce.Packet) bool {
 	if cmp>>19 == 0 && lh != 0 && lh != lhDeleted {
 		s.stats[stCAS]++
 		n := s.nodeSlot(lh)
+		if (n.lh != lh || n.ver != ver) && s.chain {
+			n = s.nodeSlot2(lh) // chain mode: the second way
+		}
 		if n.lh == lh && n.ver == ver {
 			key, nodeVA = n.key, n.va
 			linking = s.isTracked(key)
@@ -510,8 +532,10 @@ func (s *steerer) chainedAck(mip [4]byte, r *casRecord, t tail, orig uint64) {
 		}
 	} else {
 		// The chain ends here: its client's retry may be chained again.
-		if n := s.nodeSlot(r.lh); n.lh == r.lh {
-			n.chained = false
+		for _, n := range [2]*nodeEntry{s.nodeSlot(r.lh), s.nodeSlot2(r.lh)} {
+			if n.lh == r.lh {
+				n.chained = false
+			}
 		}
 		if t.valid && t.va == r.va {
 			// The chain's end had a successor the steerer did not learn,

@@ -861,3 +861,57 @@ func fuzzSteerDiff(t *testing.T, ops []byte, chain bool) {
 	}
 	r.checkTails()
 }
+
+// TestSteerDiffSecondWay: in chain mode a node whose first-way node map
+// entry another node WRITE replaced is found in the second way, so the CAS
+// linking it is learned and chained, in steer.go and on the switch alike;
+// when both of its entries are replaced it is not learned.
+func TestSteerDiffSecondWay(t *testing.T) {
+	const size = 64
+	clis, mems := steerHosts(2, 1)
+	r := newSteerRig(t, SteerConfig{Mode: "write", NodeSize: size, Keys: []uint64{1, 2}, Chain: chainOpt(true)}, append(append([]dHost{}, clis...), mems...), true)
+	s := r.s
+	a, b, m := &clis[0], &clis[1], &mems[0]
+
+	// Key 1: head H, then X linked and confirmed: a chain starts at X.
+	const H, X = 0x10000, 0x20000
+	r.request(nodeWrite(t, a, m, H, nodeBytes(1, 10, 3, size)))
+	r.request(nodeWrite(t, a, m, X, nodeBytes(1, 11, 4, size)))
+	psn := a.next()
+	r.request(casFrame(t, a, m, psn, H, tailWord(3), linkWord(3, 11, 4)))
+	r.response(atomicAckFrame(t, a, m, psn, tailWord(3)))
+	if e := s.ends[1]; !e.valid || e.va != X {
+		t.Fatalf("chain end %+v, want X", e)
+	}
+
+	// Y (LH 12) is written, then a node of key 2 whose LH collides with
+	// Y's in the first way evicts it there; the CAS linking Y is chained.
+	r.request(nodeWrite(t, a, m, 0x30000, nodeBytes(1, 12, 5, size)))
+	lh2 := collide(13, s.nodeIdx, s.nodeIdx(12))
+	if s.nodeIdx2(lh2) == s.nodeIdx2(12) {
+		t.Fatal("the colliding LH collides in the second way too")
+	}
+	r.request(nodeWrite(t, b, m, 0x40000, nodeBytes(2, lh2, 6, size)))
+	unresolved, chained := s.stats[stLinkUnresolved], s.stats[stCASChained]
+	r.request(casFrame(t, a, m, a.next(), H, tailWord(3), linkWord(3, 12, 5)))
+	if s.stats[stLinkUnresolved] != unresolved || s.stats[stCASChained] != chained+1 {
+		t.Fatalf("unresolved %d -> %d, chained %d -> %d: the node was not found in the second way",
+			unresolved, s.stats[stLinkUnresolved], chained, s.stats[stCASChained])
+	}
+	if e := s.ends[1]; e.va != 0x30000 {
+		t.Fatalf("chain end %#x, want Y's 0x30000", e.va)
+	}
+
+	// Z (LH 14): evicted in both ways, its CAS is not learned.
+	r.request(nodeWrite(t, a, m, 0x50000, nodeBytes(1, 14, 7, size)))
+	l1 := collide(15, s.nodeIdx, s.nodeIdx(14))
+	l2 := collide(l1+1, s.nodeIdx2, s.nodeIdx2(14))
+	r.request(nodeWrite(t, b, m, 0x60000, nodeBytes(2, l1, 1, size)))
+	r.request(nodeWrite(t, b, m, 0x70000, nodeBytes(2, l2, 1, size)))
+	unresolved = s.stats[stLinkUnresolved]
+	r.request(casFrame(t, a, m, a.next(), H, tailWord(3), linkWord(3, 14, 7)))
+	if s.stats[stLinkUnresolved] != unresolved+1 {
+		t.Fatal("a CAS linking a node evicted from both ways was learned")
+	}
+	r.checkTails()
+}

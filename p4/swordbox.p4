@@ -58,6 +58,10 @@ const bit<32> KEY_SLOTS  = 4096;   /* tracked Clover keys (slot given by the con
 const bit<32> NODE_SLOTS = 65536;  /* node map: crc32(node LH) -> VA, key, version */
 const bit<32> ADDR_SLOTS = 65536;  /* address map for READ steering: crc32(VA) -> key */
 const bit<32> LINK_SLOTS = 8192;   /* CAS in flight: crc32(client IP, server IP, PSN) */
+/* Chain mode's second way of the node map is indexed by crc32(LH, LH + NODE_SALT):
+ * a CRC is linear, so crc32(LH) mod 2^16 maps whole families of LHs (pairs that
+ * differ by one fixed XOR pattern) to one slot; the sum's carries break that. */
+const bit<32> NODE_SALT = 0x9e3779b9;
 
 /* Steering modes, the config table's mode parameter (bit 0: write steering, bit 1: read steering). */
 const bit<8> MODE_WRITE = 1;
@@ -259,6 +263,8 @@ struct metadata_t {
     bit<32> node_lh;
     bit<8>  node_ver;
     bit<8>  node_chained;
+    bit<32> node2_slot;
+    bit<1>  node_way;    /* 1: the node was found in the node map's second way (chain mode) */
     bit<32> node_va_hi;
     bit<32> node_va_lo;
     /* the address map */
@@ -418,6 +424,16 @@ control SwordboxIngress(inout headers_t hdr,
     register<bit<32>>(NODE_SLOTS) node_va_lo;
     register<bit<64>>(NODE_SLOTS) node_key;
     register<bit<8>>(NODE_SLOTS)  node_chained; /* 1: a CAS linking it was chained (chain mode) */
+    /* chain mode: the node map's second way (index: crc32(LH, LH + NODE_SALT)). A
+     * node whose first-way entry another node WRITE replaced is still found here,
+     * so its linking CAS is chained rather than passing unlearned and ending the
+     * key's chain. */
+    register<bit<32>>(NODE_SLOTS) node2_lh;
+    register<bit<8>>(NODE_SLOTS)  node2_ver;
+    register<bit<32>>(NODE_SLOTS) node2_va_hi;
+    register<bit<32>>(NODE_SLOTS) node2_va_lo;
+    register<bit<64>>(NODE_SLOTS) node2_key;
+    register<bit<8>>(NODE_SLOTS)  node2_chained;
 
     /* ---- address map for READ steering (index: crc32(VA)) ---- */
     register<bit<32>>(ADDR_SLOTS) addr_va_hi;
@@ -668,6 +684,12 @@ control SwordboxIngress(inout headers_t hdr,
                                 if (meta.node_lh == meta.link_lh) {
                                     node_chained.write(meta.node_slot, 0);
                                 }
+                                hash(meta.node2_slot, HashAlgorithm.crc32, 32w0,
+                                     { meta.link_lh, meta.link_lh + NODE_SALT }, NODE_SLOTS);
+                                node2_lh.read(meta.node_lh, meta.node2_slot);
+                                if (meta.node_lh == meta.link_lh) {
+                                    node2_chained.write(meta.node2_slot, 0);
+                                }
                                 cas_out_va.read(meta.link_va, meta.link_slot);
                                 if (meta.tail_valid == 1 && meta.tail_key == meta.link_key &&
                                     (meta.tail_va_hi ++ meta.tail_va_lo) == meta.link_va) {
@@ -754,6 +776,16 @@ control SwordboxIngress(inout headers_t hdr,
                     node_va_lo.write(meta.node_slot, hdr.reth.va[31:0]);
                     node_key.write(meta.node_slot, meta.clover_key);
                     node_chained.write(meta.node_slot, 0);
+                    if ((meta.mode & (MODE_WRITE | MODE_CHAIN)) == (MODE_WRITE | MODE_CHAIN)) {
+                        hash(meta.node2_slot, HashAlgorithm.crc32, 32w0,
+                             { meta.node_lh, meta.node_lh + NODE_SALT }, NODE_SLOTS);
+                        node2_lh.write(meta.node2_slot, meta.node_lh);
+                        node2_ver.write(meta.node2_slot, hdr.node.hw2[2:0] ++ hdr.node.hw1[7:3]);
+                        node2_va_hi.write(meta.node2_slot, hdr.reth.va[63:32]);
+                        node2_va_lo.write(meta.node2_slot, hdr.reth.va[31:0]);
+                        node2_key.write(meta.node2_slot, meta.clover_key);
+                        node2_chained.write(meta.node2_slot, 0);
+                    }
                     hash(meta.addr_slot, HashAlgorithm.crc32, 32w0, { hdr.reth.va }, ADDR_SLOTS);
                     addr_va_hi.write(meta.addr_slot, hdr.reth.va[63:32]);
                     addr_va_lo.write(meta.addr_slot, hdr.reth.va[31:0]);
@@ -815,7 +847,24 @@ control SwordboxIngress(inout headers_t hdr,
                                 node_chained.read(meta.node_chained, meta.node_slot);
                                 tracked_keys.apply();
                             } else {
-                                stats.count(STAT_LINK_UNRESOLVED);
+                                if ((meta.mode & (MODE_WRITE | MODE_CHAIN)) == (MODE_WRITE | MODE_CHAIN)) {
+                                    hash(meta.node2_slot, HashAlgorithm.crc32, 32w0,
+                                         { meta.new_lh, meta.new_lh + NODE_SALT }, NODE_SLOTS);
+                                    node2_lh.read(meta.node_lh, meta.node2_slot);
+                                    node2_ver.read(meta.node_ver, meta.node2_slot);
+                                    if (meta.node_lh == meta.new_lh && meta.node_ver == meta.new_ver) {
+                                        meta.node_way = 1;
+                                    }
+                                }
+                                if (meta.node_way == 1) {
+                                    node2_key.read(meta.clover_key, meta.node2_slot);
+                                    node2_va_hi.read(meta.node_va_hi, meta.node2_slot);
+                                    node2_va_lo.read(meta.node_va_lo, meta.node2_slot);
+                                    node2_chained.read(meta.node_chained, meta.node2_slot);
+                                    tracked_keys.apply();
+                                } else {
+                                    stats.count(STAT_LINK_UNRESOLVED);
+                                }
                             }
                             if (meta.tracked == 1 && meta.ambiguous == 0 &&
                                 (meta.mode & (MODE_WRITE | MODE_CHAIN)) == (MODE_WRITE | MODE_CHAIN)) {
@@ -862,7 +911,11 @@ control SwordboxIngress(inout headers_t hdr,
                                     meta.spec_va_lo = meta.node_va_lo;
                                     meta.spec_ts = meta.now;
                                     write_spec();
-                                    node_chained.write(meta.node_slot, 1);
+                                    if (meta.node_way == 1) {
+                                        node2_chained.write(meta.node2_slot, 1);
+                                    } else {
+                                        node_chained.write(meta.node_slot, 1);
+                                    }
                                 }
                             }
                             if (meta.tracked == 1 && meta.link_chained == 0) {

@@ -92,7 +92,7 @@ const tnaStats = 16
 
 func chainOnly(name string) bool {
 	n := strings.TrimPrefix(name, prefix)
-	return n == "tail_lh" || n == "link_chained" || n == "link_pred_lh" || n == "node_chained" || strings.HasPrefix(n, "spec_")
+	return n == "tail_lh" || n == "link_chained" || n == "link_pred_lh" || n == "node_chained" || strings.HasPrefix(n, "node2_") || strings.HasPrefix(n, "spec_")
 }
 
 // translator maps the v1model program's P4Info IDs onto the TNA
