@@ -170,29 +170,31 @@ func (e *Engine) addConn(p connParams, learned bool) (int32, error) {
 // allocate in the steady state (learning a connection allocates once).
 func (e *Engine) Process(now int64, in Side, frame []byte, out *Out) {
 	e.now = now
-	e.process(now, in, frame, out)
-	if len(e.wake) > 0 {
-		e.wakeWaiters(out)
-	}
-}
-
-// process is Process before the waiting CMP_SWAPs of the words the frame
-// changed are woken (lockrules.go): their requests go out after the
-// frame's.
-func (e *Engine) process(now int64, in Side, frame []byte, out *Out) {
 	if in == ClientSide {
 		e.c.RxClient++
 		if e.fast && e.fastRequest(now, frame, out) {
 			e.fastHits++
-			return
+		} else {
+			e.general(now, in, frame, out)
 		}
 	} else {
 		e.c.RxServer++
 		if e.fast && e.fastResponse(now, frame, out) {
 			e.fastHits++
-			return
+		} else {
+			e.general(now, in, frame, out)
 		}
 	}
+	// The waiting CMP_SWAPs of the words the frame changed are woken
+	// (lockrules.go): their requests go out after the frame's.
+	if len(e.wake) > 0 {
+		e.wakeWaiters(out)
+	}
+}
+
+// general is Process for a frame the fast path did not take: parsed in
+// full, then a request, a response or passed through.
+func (e *Engine) general(now int64, in Side, frame []byte, out *Out) {
 	p := &e.pkt
 	if err := roce.ParseInto(p, frame); err != nil {
 		if pe, ok := err.(*roce.ParseError); ok && pe.NotRoCE() {
@@ -353,7 +355,7 @@ func (e *Engine) request(now int64, si int32, p *roce.Packet, out *Out) {
 	}
 	o, first, frame := e.forwardRequest(now, si, ci, home, psn, npkts, cls, va, dmaLen, p)
 	e.forward(o, first, frame, out)
-	if first.kind == kAtomicConv {
+	if first.kind == kAtomicConv && e.sent != nil {
 		e.answerAtSend(c, o, first, frame, bad, out)
 	}
 }

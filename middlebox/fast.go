@@ -169,7 +169,7 @@ func (e *Engine) fastRequest(now int64, f []byte, out *Out) bool {
 		putICRC(f, xIP, icrcOff, bad)
 	}
 	e.forward(o, first, f, out)
-	if conv && op == roce.OpRCCompareSwap {
+	if conv && op == roce.OpRCCompareSwap && e.sent != nil { // e.sent: some server answers at sending
 		e.answerAtSend(c, o, first, f, rbad, out)
 	}
 	return true
