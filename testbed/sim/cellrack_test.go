@@ -88,3 +88,33 @@ func TestThreadCells(t *testing.T) {
 		t.Fatal("0 threads accepted")
 	}
 }
+
+// TestDesignPointNoUnprovenPut: the default bench's YCSB-A cell at the
+// paper's design point (240 threads on 7 hosts, 1,024 keys, zipf 0.99),
+// write and read steering in chain mode, seeds 1-3, the real switch
+// program under the real controller: every put is proven (no
+// ErrUncertain), no operation fails, and the cell ends on time (an
+// unproven put waits a second of virtual time first). With a one-way node
+// map, seed 3 left 3 puts unproven: a client's cursor had moved onto a
+// node that a steered CAS failed on, in a segment of the chain not yet
+// linked (clover/doc.go, "Steering"). The node map's second way made the
+// steered failures behind it rare enough that the old client passes these
+// seeds too (seeds 1-16 measured); the check stays for the property.
+func TestDesignPointNoUnprovenPut(t *testing.T) {
+	if testing.Short() {
+		t.Skip("240 threads for 4 ms of virtual time: not under -short")
+	}
+	for seed := uint64(1); seed <= 3; seed++ {
+		spec := testbed.CellSpec{Scenario: "default", Mode: testbed.ModeWriteRead, Workload: ycsb.WorkloadA, Keys: 1024, ValueSize: 128,
+			Zipf: 0.99, Tracked: -1, Threads: 240, ClientHosts: 7, Warmup: 2 * time.Millisecond, Duration: 2 * time.Millisecond,
+			Seed: seed, Chain: true}
+		c, err := testbed.RunCellOn(context.Background(), spec, NewCellRack)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Errors != 0 || c.Mechanism["uncertain"] != 0 || c.Seconds > 2.5e-3 {
+			t.Fatalf("seed %d: %d errors, %v unproven puts, %.6f virtual seconds (%s)", seed, c.Errors, c.Mechanism["uncertain"], c.Seconds, c.Note)
+		}
+		t.Logf("seed %d: %.2f Mops, CAS ok %.4f, non-tail %.4f/op", seed, c.OpsPerSec/1e6, c.CASSuccessRate, c.Mechanism["steered_nontail_per_op"])
+	}
+}
