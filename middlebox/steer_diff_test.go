@@ -318,53 +318,35 @@ func (r *steerRig) checkStats() {
 	}
 }
 
-// checkTails compares the cached tail of every tracked key.
+// checkTails compares the cached tail (tail_* registers) and the chain's
+// end (spec_* registers) of every tracked key.
 func (r *steerRig) checkTails() {
 	r.t.Helper()
-	for k, slot := range r.slots {
-		reg := func(n string) uint64 { return r.register(n, slot) }
-		swOK := reg("tail_valid") == 1 && reg("tail_key") == k
-		t, ok := r.s.tails[k]
-		ok = ok && t.valid
-		if swOK != ok {
-			r.t.Fatalf("after frame %d: key %d: tail cached on the switch %v, in steer.go %v", r.frames, k, swOK, ok)
-		}
-		if !ok {
-			continue
-		}
-		va := reg("tail_va_hi")<<32 | reg("tail_va_lo")
-		var ip [4]byte
-		binary.BigEndian.PutUint32(ip[:], uint32(reg("tail_dst_ip")))
-		if va != t.va || uint8(reg("tail_ver")) != t.ver || ip != t.srv || int64(reg("tail_ts"))*1000 != t.ts ||
-			uint32(reg("tail_lh")) != t.lh {
-			r.t.Fatalf("after frame %d: key %d: switch tail VA %#x ver %d LH %d on %v at %d µs; steer.go %#x ver %d LH %d on %v at %d ns",
-				r.frames, k, va, reg("tail_ver"), reg("tail_lh"), ip, reg("tail_ts"), t.va, t.ver, t.lh, t.srv, t.ts)
-		}
-	}
-	r.checkChains()
+	r.checkTailRegs("tail", "tail", r.s.tails)
+	r.checkTailRegs("spec", "chain end", r.s.ends)
 }
 
-// checkChains compares the chain's end (spec_* registers) of every
-// tracked key.
-func (r *steerRig) checkChains() {
+// checkTailRegs compares the registers prefix_valid, _key, _va_hi, _va_lo,
+// _ver, _lh, _dst_ip and _ts of every tracked key with tails.
+func (r *steerRig) checkTailRegs(prefix, what string, tails map[uint64]tail) {
 	r.t.Helper()
 	for k, slot := range r.slots {
-		reg := func(n string) uint64 { return r.register(n, slot) }
-		swOK := reg("spec_valid") == 1 && reg("spec_key") == k
-		e, ok := r.s.ends[k]
-		ok = ok && e.valid
+		reg := func(n string) uint64 { return r.register(prefix+"_"+n, slot) }
+		swOK := reg("valid") == 1 && reg("key") == k
+		t, ok := tails[k]
+		ok = ok && t.valid
 		if swOK != ok {
-			r.t.Fatalf("after frame %d: key %d: chain live on the switch %v, in steer.go %v", r.frames, k, swOK, ok)
+			r.t.Fatalf("after frame %d: key %d: %s on the switch %v, in steer.go %v", r.frames, k, what, swOK, ok)
 		}
 		if !ok {
 			continue
 		}
-		va := reg("spec_va_hi")<<32 | reg("spec_va_lo")
+		va := reg("va_hi")<<32 | reg("va_lo")
 		var ip [4]byte
-		binary.BigEndian.PutUint32(ip[:], uint32(reg("spec_dst_ip")))
-		if va != e.va || uint8(reg("spec_ver")) != e.ver || uint32(reg("spec_lh")) != e.lh || ip != e.srv || int64(reg("spec_ts"))*1000 != e.ts {
-			r.t.Fatalf("after frame %d: key %d: switch chain end VA %#x ver %d LH %d on %v at %d µs; steer.go %#x ver %d LH %d on %v at %d ns",
-				r.frames, k, va, reg("spec_ver"), reg("spec_lh"), ip, reg("spec_ts"), e.va, e.ver, e.lh, e.srv, e.ts)
+		binary.BigEndian.PutUint32(ip[:], uint32(reg("dst_ip")))
+		if va != t.va || uint8(reg("ver")) != t.ver || ip != t.srv || int64(reg("ts"))*1000 != t.ts || uint32(reg("lh")) != t.lh {
+			r.t.Fatalf("after frame %d: key %d: switch %s VA %#x ver %d LH %d on %v at %d µs; steer.go %#x ver %d LH %d on %v at %d ns",
+				r.frames, k, what, va, reg("ver"), reg("lh"), ip, reg("ts"), t.va, t.ver, t.lh, t.srv, t.ts)
 		}
 	}
 }
