@@ -693,24 +693,40 @@ func collide(from uint32, slot func(uint32) uint32, target uint32) uint32 {
 	}
 }
 
+// newTwoClientRig is a rig with the switch: clients a and b, memory node
+// m, keys 1 and 2 tracked, nodes of size bytes.
+func newTwoClientRig(t *testing.T, mode string, chain bool, size uint32) (*steerRig, *dHost, *dHost, *dHost) {
+	clis, mems := steerHosts(2, 1)
+	r := newSteerRig(t, SteerConfig{Mode: mode, NodeSize: size, Keys: []uint64{1, 2}, Chain: chainOpt(chain)}, append(append([]dHost{}, clis...), mems...), true)
+	return r, &clis[0], &clis[1], &mems[0]
+}
+
+// The nodes linkHX writes for key 1: the head H (LH 10, version 3) and X
+// (LH 11, version 4).
+const twoClientH, twoClientX = 0x10000, 0x20000
+
+// linkHX writes H and X and links X after H, confirmed by its ACK.
+func (r *steerRig) linkHX(a, m *dHost, size uint32) {
+	t := r.t
+	r.request(nodeWrite(t, a, m, twoClientH, nodeBytes(1, 10, 3, size)))
+	r.request(nodeWrite(t, a, m, twoClientX, nodeBytes(1, 11, 4, size)))
+	psn := a.next()
+	r.request(casFrame(t, a, m, psn, twoClientH, tailWord(3), linkWord(3, 11, 4)))
+	r.response(atomicAckFrame(t, a, m, psn, tailWord(3)))
+}
+
 // Collisions in the node map, the address map and the CAS records happen
 // alike in steer.go and on the switch.
 func TestSteerDiffCollisions(t *testing.T) {
 	const size = 64
-	clis, mems := steerHosts(2, 1)
-	r := newSteerRig(t, SteerConfig{Mode: "both", NodeSize: size, Keys: []uint64{1, 2}, Chain: chainOpt(false)}, append(append([]dHost{}, clis...), mems...), true)
+	r, a, b, m := newTwoClientRig(t, "both", false, size)
 	s := r.s
-	a, b, m := &clis[0], &clis[1], &mems[0]
 	nodeIdx := s.nodeIdx
 	addrIdx := func(v uint32) uint32 { return s.addrIdx(uint64(v) << 6) }
 
 	// Key 1: head H, then X linked and confirmed.
-	const H, X = 0x10000, 0x20000
-	r.request(nodeWrite(t, a, m, H, nodeBytes(1, 10, 3, size)))
-	r.request(nodeWrite(t, a, m, X, nodeBytes(1, 11, 4, size)))
-	psn := a.next()
-	r.request(casFrame(t, a, m, psn, H, tailWord(3), linkWord(3, 11, 4)))
-	r.response(atomicAckFrame(t, a, m, psn, tailWord(3)))
+	const H, X = twoClientH, twoClientX
+	r.linkHX(a, m, size)
 
 	// Node map: a node of key 2 whose LH collides with Y's evicts Y, so the
 	// CAS linking Y is not learned.
@@ -850,18 +866,12 @@ func fuzzSteerDiff(t *testing.T, ops []byte, chain bool) {
 // when both of its entries are replaced it is not learned.
 func TestSteerDiffSecondWay(t *testing.T) {
 	const size = 64
-	clis, mems := steerHosts(2, 1)
-	r := newSteerRig(t, SteerConfig{Mode: "write", NodeSize: size, Keys: []uint64{1, 2}, Chain: chainOpt(true)}, append(append([]dHost{}, clis...), mems...), true)
+	r, a, b, m := newTwoClientRig(t, "write", true, size)
 	s := r.s
-	a, b, m := &clis[0], &clis[1], &mems[0]
 
 	// Key 1: head H, then X linked and confirmed: a chain starts at X.
-	const H, X = 0x10000, 0x20000
-	r.request(nodeWrite(t, a, m, H, nodeBytes(1, 10, 3, size)))
-	r.request(nodeWrite(t, a, m, X, nodeBytes(1, 11, 4, size)))
-	psn := a.next()
-	r.request(casFrame(t, a, m, psn, H, tailWord(3), linkWord(3, 11, 4)))
-	r.response(atomicAckFrame(t, a, m, psn, tailWord(3)))
+	const H, X = twoClientH, twoClientX
+	r.linkHX(a, m, size)
 	if e := s.ends[1]; !e.valid || e.va != X {
 		t.Fatalf("chain end %+v, want X", e)
 	}
