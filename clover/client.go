@@ -103,9 +103,8 @@ type Metrics struct {
 	// Control path: MS requests (alloc, lookup, create, delete, retire).
 	MSRequests, MSWireBytes uint64
 	// RetireUnknown: links whose predecessor is unknown (its slot is not
-	// reclaimed). A steered success is proven by finding its predecessor
-	// (or named by the switch's mark), so only a link whose proof ended in
-	// ErrUncertain leaves one unknown.
+	// reclaimed). A steered success is proven by finding its predecessor,
+	// so only a put whose proof ended in ErrUncertain leaves one unknown.
 	RetireUnknown uint64
 	// ProofWaits: pauses while proving a steered link whose node was not
 	// yet in the chain (its predecessor's own link had not executed).

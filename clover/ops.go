@@ -561,14 +561,15 @@ func (c *Client) link(ctx context.Context, key uint64, e *cursorEntry, next Ptr)
 			return x, linked, nil
 		case orig.IsTailWordModVersion() && next.LH != LHDeleted:
 			// A tail word of another version: a switch steered the CAS
-			// to another node (quick: it cannot have met a reused slot),
-			// which may be a node the switch chained onto before its own
-			// link executed; or a slow CAS that may have met a reused
-			// slot. It succeeded if and only if n is (or becomes) linked
+			// to another node, which may be a node the switch chained
+			// onto before its own link executed; or a slow CAS that may
+			// have met a reused slot. It succeeded if and only if n is (or becomes) linked
 			// after x: prove it, which also finds n's predecessor.
 			pred, err := c.proveLink(ctx, key, x, next)
 			if err != nil {
+				// If n is linked, its predecessor is never retired.
 				c.m.Uncertain++
+				c.m.RetireUnknown++
 				return Ptr{}, 0, fmt.Errorf("clover client %d: key %d: %w (%v)", c.cfg.ID, key, ErrUncertain, err)
 			}
 			c.m.CASSteered++
@@ -617,8 +618,8 @@ var errUnproven = errors.New("clover: steered link not seen in the chain in time
 // retransmitted, or failed and being retried by its client), and n appears
 // in the chain when it does. Every hop is checked (key, own handle,
 // version), so a reclaimed slot on the way ends the walk (errStale); and
-// it gives up T_r/2 after it started (errUnproven). Either leaves n's fate
-// unknown.
+// it gives up proofPatience after it started (errUnproven). Either leaves
+// n's fate unknown.
 func (c *Client) proveLink(ctx context.Context, key uint64, x, n Ptr) (Ptr, error) {
 	deadline := c.now() + proofPatience
 	wait := proofWaitMin
@@ -734,9 +735,6 @@ func (c *Client) Put(ctx context.Context, key uint64, value []byte) error {
 		c.drop(key)
 		c.queueRetire(ctx, pendingRetire{key: key, from: n}) // never linked: free it
 		return c.notFound(ErrNotFound)
-	}
-	if x.IsZero() {
-		c.m.RetireUnknown++
 	}
 	c.validate(e, n, t0)
 	if err := c.writeShortcut(e.shortcut, n); err != nil {

@@ -185,7 +185,7 @@ const (
 	stLinkAmbiguous         // CAS sharing client, server and PSN with the slot's record
 	stCASChained            // CAS chained onto the key's last forwarded link (chain mode)
 	stChainBroken           // chains ended: a chained CAS failed, or its predecessor was unconfirmed
-	stChainRefused          // CAS not chained: the chain's end has the client's compare version
+	stChainRefused          // CAS not chained: the chain's end has the client's compare version, or its node was chained before
 	stReadChainBusy         // node READs not steered: links after the confirmed tail in flight
 	stCount          = 20
 )
@@ -262,14 +262,16 @@ func newSteerer(cfg *SteerConfig, c *Counters) *steerer {
 	s := &steerer{write: cfg.Mode != "read", read: cfg.Mode != "write", nodeSize: cfg.NodeSize,
 		ttl: int64(ttl), all: len(cfg.Keys) == 0, tracked: map[uint64]bool{}, chain: cfg.chain(),
 		tails: map[uint64]tail{}, ends: map[uint64]tail{},
-		nodes:  make([]nodeEntry, orDefault(cfg.NodeSlots, DefaultSteerNodeSlots)),
-		nodes2: make([]nodeEntry, orDefault(cfg.NodeSlots, DefaultSteerNodeSlots)),
-		addrs:  make([]addrEntry, orDefault(cfg.AddrSlots, DefaultSteerAddrSlots)),
-		cas:    make([]casRecord, orDefault(cfg.CASSlots, DefaultSteerCASSlots)),
-		c:      c,
+		nodes: make([]nodeEntry, orDefault(cfg.NodeSlots, DefaultSteerNodeSlots)),
+		addrs: make([]addrEntry, orDefault(cfg.AddrSlots, DefaultSteerAddrSlots)),
+		cas:   make([]casRecord, orDefault(cfg.CASSlots, DefaultSteerCASSlots)),
+		c:     c,
 	}
 	for _, k := range cfg.Keys {
 		s.tracked[k] = true
+	}
+	if s.chain {
+		s.nodes2 = make([]nodeEntry, len(s.nodes))
 	}
 	return s
 }
@@ -392,17 +394,14 @@ func (s *steerer) compareSwap(now int64, p *roce.Packet) bool {
 			s.stats[stLinkUnresolved]++
 		}
 		if e, ok := s.ends[key]; linking && !same && s.chain && ok && e.valid && e.srv == mip && s.fresh(e, now) {
-			if n.chained {
-				// A CAS linking this node was chained before: this is its
-				// client's retry after a failure the steerer may not have
-				// seen, and the chain may have grown from that node since;
-				// chained, it could close a loop reachable from nowhere. (A
-				// failure the steerer saw cleared the mark: the chain ended
-				// there.)
-				s.stats[stChainRefused]++
-			} else if e.va != va && e.ver == uint8(cmp>>verShift) {
-				// Steered there the CAS would return the very tail word
-				// the client compares: a success it would not prove.
+			// Not chained: a CAS linking a node chained before (its
+			// client's retry after a failure the steerer may not have
+			// seen: the chain may have grown from that node since, and
+			// chained it could close a loop reachable from nowhere; a
+			// failure the steerer saw cleared the mark), and a CAS that,
+			// steered to the chain's end, would return the very tail word
+			// its client compares (a success it would not prove).
+			if n.chained || e.va != va && e.ver == uint8(cmp>>verShift) {
 				s.stats[stChainRefused]++
 			} else {
 				// Chained onto the key's last forwarded link, confirmed or

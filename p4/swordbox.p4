@@ -256,6 +256,8 @@ struct metadata_t {
     bit<8>  link_chained;
     bit<32> pred_lh;
     bit<1>  chain_end;
+    bit<1>  chain;       /* chain mode: mode bits 0 and 2 (set after config) */
+    bit<1>  spec_live;   /* the key's chain is valid, of this key, on this memory node and fresh */
     /* the node a linking CAS links (from its swap value and the node map) */
     bit<32> new_lh;
     bit<8>  new_ver;
@@ -626,6 +628,9 @@ control SwordboxIngress(inout headers_t hdr,
             if (hdr.bth.isValid()) {
                 config.apply();
                 meta.now = standard_metadata.ingress_global_timestamp;
+                if ((meta.mode & (MODE_WRITE | MODE_CHAIN)) == (MODE_WRITE | MODE_CHAIN)) {
+                    meta.chain = 1;
+                }
             }
 
             /* ATOMIC ACK: the outcome of the CAS it answers. */
@@ -722,7 +727,7 @@ control SwordboxIngress(inout headers_t hdr,
                                 tail_dst_ip.write(meta.key_slot, hdr.ipv4.src_addr);
                                 tail_ts.write(meta.key_slot, meta.link_ts);
                                 stats.count(STAT_TAIL_CONFIRMED);
-                                if ((meta.mode & (MODE_WRITE | MODE_CHAIN)) == (MODE_WRITE | MODE_CHAIN)) {
+                                if (meta.chain == 1) {
                                     tail_lh.write(meta.key_slot, meta.link_lh);
                                     /* Chain mode with no live chain of this key: start
                                      * one at the node just confirmed. */
@@ -776,7 +781,7 @@ control SwordboxIngress(inout headers_t hdr,
                     node_va_lo.write(meta.node_slot, hdr.reth.va[31:0]);
                     node_key.write(meta.node_slot, meta.clover_key);
                     node_chained.write(meta.node_slot, 0);
-                    if ((meta.mode & (MODE_WRITE | MODE_CHAIN)) == (MODE_WRITE | MODE_CHAIN)) {
+                    if (meta.chain == 1) {
                         hash(meta.node2_slot, HashAlgorithm.crc32, 32w0,
                              { meta.node_lh, meta.node_lh + NODE_SALT }, NODE_SLOTS);
                         node2_lh.write(meta.node2_slot, meta.node_lh);
@@ -847,7 +852,7 @@ control SwordboxIngress(inout headers_t hdr,
                                 node_chained.read(meta.node_chained, meta.node_slot);
                                 tracked_keys.apply();
                             } else {
-                                if ((meta.mode & (MODE_WRITE | MODE_CHAIN)) == (MODE_WRITE | MODE_CHAIN)) {
+                                if (meta.chain == 1) {
                                     hash(meta.node2_slot, HashAlgorithm.crc32, 32w0,
                                          { meta.new_lh, meta.new_lh + NODE_SALT }, NODE_SLOTS);
                                     node2_lh.read(meta.node_lh, meta.node2_slot);
@@ -866,29 +871,26 @@ control SwordboxIngress(inout headers_t hdr,
                                     stats.count(STAT_LINK_UNRESOLVED);
                                 }
                             }
-                            if (meta.tracked == 1 && meta.ambiguous == 0 &&
-                                (meta.mode & (MODE_WRITE | MODE_CHAIN)) == (MODE_WRITE | MODE_CHAIN)) {
+                            if (meta.tracked == 1 && meta.ambiguous == 0 && meta.chain == 1) {
                                 read_spec();
                                 if (meta.spec_valid == 1 && meta.spec_key == meta.clover_key &&
-                                    meta.spec_dst_ip == hdr.ipv4.dst_addr && meta.now - meta.spec_ts < meta.ttl &&
-                                    meta.node_chained == 1) {
-                                    /* A CAS linking this node was chained before: this one is
-                                     * its client's retry after a failure the switch may not have
-                                     * seen (its record taken over), and the chain may have grown
-                                     * from that node since. Chained, it could close a loop of
-                                     * nodes reachable from nowhere: not chained. (A failure the
-                                     * switch saw cleared the mark: the chain ended there.) */
-                                    stats.count(STAT_CHAIN_REFUSED);
-                                } else if (meta.spec_valid == 1 && meta.spec_key == meta.clover_key &&
-                                    meta.spec_dst_ip == hdr.ipv4.dst_addr && meta.now - meta.spec_ts < meta.ttl &&
-                                    (meta.spec_va_hi ++ meta.spec_va_lo) != hdr.atomic_eth.va &&
-                                    meta.spec_ver == hdr.atomic_eth.compare[18:11]) {
-                                    /* Steered there, the CAS would return the tail word the
-                                     * client compares, and the client would take it for a
-                                     * success on its own tail without proving it: not chained. */
-                                    stats.count(STAT_CHAIN_REFUSED);
-                                } else if (meta.spec_valid == 1 && meta.spec_key == meta.clover_key &&
                                     meta.spec_dst_ip == hdr.ipv4.dst_addr && meta.now - meta.spec_ts < meta.ttl) {
+                                    meta.spec_live = 1;
+                                }
+                                if (meta.spec_live == 1 && (meta.node_chained == 1 ||
+                                    ((meta.spec_va_hi ++ meta.spec_va_lo) != hdr.atomic_eth.va &&
+                                     meta.spec_ver == hdr.atomic_eth.compare[18:11]))) {
+                                    /* Not chained: a CAS linking a node chained before (its
+                                     * client's retry after a failure the switch may not have
+                                     * seen, its record taken over: the chain may have grown
+                                     * from that node since, and chained it could close a loop
+                                     * of nodes reachable from nowhere; a failure the switch saw
+                                     * cleared the mark), and a CAS that, steered to the chain's
+                                     * end, would return the tail word its client compares,
+                                     * which the client would take for a success on its own
+                                     * tail without proving it. */
+                                    stats.count(STAT_CHAIN_REFUSED);
+                                } else if (meta.spec_live == 1) {
                                     /* Chain mode: link onto the node of the key's last
                                      * forwarded linking CAS, confirmed or not, and make this
                                      * CAS's node the chain's end. */
@@ -956,7 +958,7 @@ control SwordboxIngress(inout headers_t hdr,
                         tracked_keys.apply();
                     }
                     if (meta.tracked == 1) {
-                        if ((meta.mode & (MODE_WRITE | MODE_CHAIN)) == (MODE_WRITE | MODE_CHAIN)) {
+                        if (meta.chain == 1) {
                             read_spec();
                         }
                         read_tail();
