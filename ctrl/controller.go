@@ -398,11 +398,7 @@ func (c *Controller) ReadCounter(ctx context.Context, name string, indexes []int
 	if err != nil {
 		return nil, err
 	}
-	for k := 2; ; k++ {
-		part := fmt.Sprintf("%s_part%d", name, k)
-		if _, err := c.Schema.Counter(part); err != nil {
-			return sum, nil
-		}
+	for _, part := range counterParts(c.Schema, name) {
 		vals, err := c.readCells(ctx, "counter", part, indexes, c.Schema.CounterRead, cell)
 		if err != nil {
 			return nil, err
@@ -410,6 +406,20 @@ func (c *Controller) ReadCounter(ctx context.Context, name string, indexes []int
 		for i, v := range vals {
 			sum[i] += v
 		}
+	}
+	return sum, nil
+}
+
+// counterParts names the parts N_part2, N_part3, ... of counter N that the
+// P4Info has, up to the first missing one.
+func counterParts(s *p4rtc.Schema, name string) []string {
+	var parts []string
+	for k := 2; ; k++ {
+		part := fmt.Sprintf("%s_part%d", name, k)
+		if _, err := s.Counter(part); err != nil {
+			return parts
+		}
+		parts = append(parts, part)
 	}
 }
 

@@ -42,14 +42,7 @@ func Show(ctx context.Context, r Reader, s *p4rtc.Schema, what string, names []s
 		// A counter split into parts (ReadCounter) shows with its parts.
 		var with []string
 		for _, n := range names {
-			with = append(with, n)
-			for k := 2; ; k++ {
-				part := fmt.Sprintf("%s_part%d", n, k)
-				if _, err := s.Counter(part); err != nil {
-					break
-				}
-				with = append(with, part)
-			}
+			with = append(append(with, n), counterParts(s, n)...)
 		}
 		names = with
 	}
