@@ -395,7 +395,7 @@ func (e *Engine) atomicAck(oi int32, psn roce.PSN, orig uint64, out *Out) {
 		en.respSeen, en.prior = true, orig
 		if e.steer != nil {
 			c := &e.conns[en.client]
-			e.steer.atomicAck(o.lastSeen, c.cliIP, c.srvIP, uint32(en.inPSN), orig) // confirms or drops a cached tail
+			e.steer.atomicAck(e.now, c.cliIP, c.srvIP, uint32(en.inPSN), orig) // confirms or drops a cached tail
 		}
 		if en.word >= 0 && !en.foreign && e.servers[o.srv].foreign == 0 {
 			if e.words.slots[en.word].learn(en.wordSeq, orig) {

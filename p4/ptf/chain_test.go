@@ -2,7 +2,6 @@ package ptf
 
 import (
 	"bytes"
-	"flag"
 	"testing"
 
 	"github.com/swordbox/swordbox/roce"
@@ -13,8 +12,6 @@ import (
 // Like the tests of swordbox_test.go they program the switch over
 // P4Runtime by P4Info names and check the frames out, the registers and
 // the counters. The TNA program has no chain mode, so they have no twin.
-
-var knownBugs = flag.Bool("known-bugs", false, "run the tests of known, unfixed bugs of p4/swordbox.p4 (they fail)")
 
 const (
 	modeChain = 4 // config mode bit 2: chain mode, with write steering
@@ -192,15 +189,13 @@ func modeScript(r *rig) [][]byte {
 }
 
 // TestChainRules checks rules 10-12 of docs/swordbox-p4.md ("Chain
-// mode") one case per rule and edge. Cases marked knownBug show where the
-// program departs from the document; they run only with -known-bugs.
+// mode") one case per rule and edge.
 func TestChainRules(t *testing.T) {
 	const modeChainBoth = modeBoth | modeChain
 	for _, tc := range []struct {
-		name     string
-		mode     uint64
-		knownBug string // why the case fails on the program as it is
-		run      func(t *testing.T, r *rig)
+		name string
+		mode uint64
+		run  func(t *testing.T, r *rig)
 	}{
 		{name: "rule 11: an unchained success seeds a chain when none is live", mode: modeChainBoth, run: func(t *testing.T, r *rig) {
 			r.seedChain()
@@ -420,9 +415,6 @@ func TestChainRules(t *testing.T) {
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.knownBug != "" && !*knownBugs {
-				t.Skipf("known bug of p4/swordbox.p4 (run with -known-bugs): %s", tc.knownBug)
-			}
 			tc.run(t, newSteerRig(t, tc.mode))
 		})
 	}
