@@ -89,7 +89,8 @@ func (p *swordboxProc) exited() bool {
 }
 
 // wait waits at most limit for the process to exit and returns its exit
-// code (-1 when it had to be killed).
+// code (-1 when it had to be killed; 128 + the signal when a signal it did
+// not catch ended it).
 func (p *swordboxProc) wait(limit time.Duration) int {
 	select {
 	case <-p.done:
@@ -100,6 +101,9 @@ func (p *swordboxProc) wait(limit time.Duration) int {
 	}
 	var ee *exec.ExitError
 	if errors.As(p.err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal()) // killed by a signal it did not catch
+		}
 		return ee.ExitCode()
 	}
 	if p.err != nil {

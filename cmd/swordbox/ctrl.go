@@ -62,14 +62,16 @@ serves Prometheus metrics on --metrics.`,
 			if err != nil {
 				return attributeField(cmd, "ctrl", err)
 			}
+			// Signals are caught before ctrl.New, which starts dialing the
+			// switch (and logging its retries) in the background.
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 			c, err := ctrl.New(r, ctrl.Options{Log: log})
 			if err != nil {
 				return attributeField(cmd, "ctrl", err)
 			}
 			defer c.Close()
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
 			if r.Metrics != "" {
 				lis, err := net.Listen("tcp", r.Metrics)
 				if err != nil {
