@@ -68,14 +68,16 @@ its own --mac and --ip, not the interface's. See docs/rnic.md.`,
 				return err
 			}
 			defer n.Close()
+			// Signals are caught before the ready lines: a supervisor may
+			// signal as soon as it reads them.
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
 			w := cmd.OutOrStdout()
 			ip := n.dev.IP()
 			fmt.Fprintf(w, "memnode: listening on %s, RNIC %s %s, data port %s\n", n.ln.Addr(), formatMAC(n.dev.MAC()), net.IP(ip[:]), port.Name())
 			for _, r := range n.acc.Regions {
 				fmt.Fprintf(w, "memnode: region addr %#x rkey %#x len %d\n", r.Addr, r.RKey, r.Len)
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
 			if cfg.Duration > 0 {
 				var cancel context.CancelFunc
 				ctx, cancel = context.WithTimeout(ctx, cfg.Duration)
