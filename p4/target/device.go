@@ -72,6 +72,9 @@ type Stats struct {
 	// dropped because they were resubmitted or recirculated more than
 	// maxReentry times in a row.
 	CopyLimit, ReentryLimit uint64
+	// Resubmits counts the tna packets resubmitted (Resubmit): each ran
+	// ingress twice.
+	Resubmits uint64
 	// DigestDrops counts digest records dropped because their queue was
 	// full (nobody took them with TakeDigests).
 	DigestDrops uint64

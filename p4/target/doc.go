@@ -83,10 +83,18 @@
 //     _PARTIAL_HDR or _TIMEOUT_USER) and the packet goes on with the
 //     headers extracted so far. The unparsed bytes are the payload.
 //     Writing mcast_grp_a, mcast_grp_b or copy_to_cpu is refused (no
-//     multicast or copy-to-CPU in this model); so are Mirror, Resubmit,
+//     multicast or copy-to-CPU in this model); so are Mirror,
 //     Digest, Lpf, Wred, ParserCounter, ActionProfile/ActionSelector,
 //     value sets and the other tna externs not listed below, and v1model's
 //     externs and functions in a tna program.
+//   - Resubmit() in the ingress deparser: when ingress leaves
+//     ig_dprsr_md.resubmit_type non-zero nothing leaves; the frame as
+//     received enters the ingress parser again, before any other packet,
+//     with resubmit_flag 1 and, in place of the port metadata, the 64 bits
+//     Resubmit.emit(hdr) gave (emit(): zero). A packet is resubmitted once
+//     (Tofino 1): a resubmitted pass that asks again is dropped
+//     (Stats.ReentryLimit); Stats.Resubmits counts them. Each pass counts
+//     as a packet for Stats.RegisterReaccesses.
 //   - Intrinsic timestamps (ingress_mac_tstamp, the global_tstamp fields)
 //     are Options.Now's microseconds times 1000 (nanoseconds), read once
 //     per packet; global_ver and the queue statistics are zero.

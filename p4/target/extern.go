@@ -46,7 +46,7 @@ func (c *compiler) declareExtern(sc *scope, d *frontend.InstDecl) *externC {
 	if c.tnaT != nil {
 		switch d.T.Name {
 		case "Register", "RegisterAction", "RegisterParam", "Hash", "CRCPolynomial", "Random", "Checksum",
-			"Counter", "DirectCounter", "Meter", "DirectMeter", "DirectRegister", "DirectRegisterAction":
+			"Counter", "DirectCounter", "Meter", "DirectMeter", "DirectRegister", "DirectRegisterAction", "Resubmit":
 			return c.declareTNAExtern(sc, d, x)
 		case "register", "counter", "direct_counter", "meter", "direct_meter", "action_profile", "action_selector":
 			c.fail(d.P, "%s is a v1model extern; this program includes <tna.p4>", d.T.Name)

@@ -42,6 +42,8 @@ type tnaProg struct {
 	egPort, egPktLen            int
 	egPrsrTstamp, egPrsrErr     int
 	egDrop                      int
+	resubType                   int // ig_dprsr_md.resubmit_type
+	resubData, resubEmitted     int // a Resubmit's data and whether emit ran (0: the program has no Resubmit)
 	egIntrCodec                 *headerCodec
 	egSkip                      bool // the egress parser never extracts egress_intrinsic_metadata_t: it is skipped for it
 	igErrSeen, egErrSeen        bool // the program reads parser_err: a parser error does not drop the packet
@@ -208,6 +210,7 @@ func (c *compiler) assembleTNA(m *frontend.InstDecl, pipes map[string]*frontend.
 	c.watch[t.tmUcast] = t.tmUcastSet
 	t.tmBypass = fld(igTM, tt.igTM, "bypass_egress")
 	t.igDrop = fld(igDprsr, tt.igDprsr, "drop_ctl")
+	t.resubType = fld(igDprsr, tt.igDprsr, "resubmit_type")
 	t.igIntr, t.egIntr = igIntr, egIntr
 	t.egPort = fld(egIntr, tt.egIntr, "egress_port")
 	t.egPktLen = fld(egIntr, tt.egIntr, "pkt_length")
@@ -277,7 +280,23 @@ func (t *tnaProg) parserErr(p *Program, code uint64) uint64 {
 // parser on egress_intrinsic_metadata_t and the ingress deparser's output,
 // egress and the egress deparser. It returns the egress port and whether
 // the packet leaves (s.out holds it).
+//
+// Resubmit (tna.p4): when ingress leaves ig_dprsr_md.resubmit_type
+// non-zero, the ingress deparser runs (its Resubmit.emit gives the data),
+// nothing leaves, and the frame as received enters the ingress parser
+// again with resubmit_flag 1 and the resubmit data in place of the port
+// metadata, before any other packet (the Device's lock is held). As on
+// Tofino a packet is resubmitted once: a resubmitted pass that asks again
+// is dropped (Stats.ReentryLimit). Each pass is a packet for the
+// one-access-per-register count (Stats.RegisterReaccesses): a pass goes
+// through the stages once.
 func (d *Device) passTNA(s *pktState, in uint32, frame []byte) (uint32, bool) {
+	return d.passTNAFrom(s, in, frame, false, 0)
+}
+
+// passTNAFrom is passTNA for a first pass (resub false) or a resubmitted
+// one carrying data.
+func (d *Device) passTNAFrom(s *pktState, in uint32, frame []byte, resub bool, data uint64) (uint32, bool) {
 	p := d.prog
 	t := p.tna
 	d.pktSeq++
@@ -301,6 +320,10 @@ func (d *Device) passTNA(s *pktState, in uint32, frame []byte) (uint32, bool) {
 	b[1] = byte(in)
 	binary.BigEndian.PutUint16(b[2:], uint16(ts>>32))
 	binary.BigEndian.PutUint32(b[4:], uint32(ts))
+	if resub {
+		b[0] |= 0x80 // resubmit_flag
+		binary.BigEndian.PutUint64(b[tnaIgIntrBytes:], data)
+	}
 	b = append(b, frame...)
 	s.inBuf = b
 	s.pkt, s.off, s.pre = b, 0, tnaIgPrefix
@@ -309,6 +332,16 @@ func (d *Device) passTNA(s *pktState, in uint32, frame []byte) (uint32, bool) {
 		return 0, false
 	}
 	t.ingress.run(s)
+	if t.resubData != 0 && s.slots[t.resubType] != 0 {
+		deparseInto(s, t.igDeparser, b, p.outSlack)
+		if resub {
+			d.stats.ReentryLimit++
+			d.stats.Dropped++
+			return 0, false
+		}
+		d.stats.Resubmits++
+		return d.passTNAFrom(s, in, frame, true, s.slots[t.resubData])
+	}
 	if s.slots[t.igDrop]&1 != 0 || s.slots[t.tmUcastSet] == 0 {
 		d.stats.Dropped++
 		return 0, false

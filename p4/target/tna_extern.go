@@ -1,6 +1,7 @@
 package target
 
 import (
+	"encoding/binary"
 	configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	"github.com/swordbox/swordbox/p4/target/frontend"
 )
@@ -86,7 +87,7 @@ func (c *compiler) cellLayoutOf(t *ptype, at frontend.Pos) *cellLayout {
 
 // tnaRefused are tna.p4's externs this target refuses.
 var tnaRefused = map[string]bool{
-	"Mirror": true, "Resubmit": true, "Digest": true,
+	"Mirror": true, "Digest": true,
 	"ParserCounter": true, "ParserPriority": true, "Lpf": true, "DirectLpf": true, "Wred": true, "DirectWred": true,
 	"MathUnit": true, "ActionProfile": true, "ActionSelector": true, "SelectorAction": true, "Atcam": true,
 	"Alpm": true, "Pktgen": true, "PortMetadata": true,
@@ -265,6 +266,20 @@ func (c *compiler) declareTNAExtern(sc *scope, d *frontend.InstDecl, x *externC)
 		}
 		if len(d.Args) != 0 {
 			c.fail(d.P, "Random takes no constructor arguments")
+		}
+	case "Resubmit":
+		// tna.p4: Resubmit() in the ingress deparser, emit() or
+		// emit(hdr) of the data the resubmitted pass's parser sees
+		// in place of the port metadata.
+		if len(targs) != 0 || len(d.Args) != 0 {
+			c.fail(d.P, "Resubmit takes no arguments on this target: Resubmit() (a mirror-type mode is not supported)")
+		}
+		if c.tnaRole != "ingress deparser" {
+			c.fail(d.P, "Resubmit is an ingress deparser extern, not one of the %s", c.tnaRole)
+		}
+		t := p.tna
+		if t.resubData == 0 {
+			t.resubData, t.resubEmitted = c.alloc(1), c.alloc(1)
 		}
 	case "Checksum":
 		if len(targs) != 0 || len(d.Args) != 0 {
@@ -569,6 +584,8 @@ func (c *compiler) tnaExternCall(sc *scope, x *externC, method string, e *fronte
 		data := c.dataList(sc, e.Args[0])
 		f, m := x.algo, mask(x.t.width)
 		return valCall(x.t, func(s *pktState) uint64 { return f(packData(s, data)) & m })
+	case "Resubmit.emit":
+		return c.resubmitEmit(sc, e)
 	case "Random.get":
 		nargs(0, "no arguments")
 		m := mask(x.t.width)
@@ -698,4 +715,39 @@ func (d *Device) touchRegister(idx int) {
 		return
 	}
 	d.regSeen[idx] = d.pktSeq
+}
+
+// resubmitEmit compiles Resubmit.emit() and Resubmit.emit(hdr): the
+// packet's resubmit data is hdr as the deparser would emit it (none: zero;
+// an invalid header: zero), at most the 64 bits of the port metadata it
+// replaces on Tofino 1, left-aligned. Whether the packet is resubmitted is
+// ig_dprsr_md.resubmit_type's (passTNA).
+func (c *compiler) resubmitEmit(sc *scope, e *frontend.CallExpr) *val {
+	t := c.prog.tna
+	data, emitted := t.resubData, t.resubEmitted
+	if len(e.Args) == 0 {
+		return &val{t: voidT, st: func(s *pktState) flow {
+			s.slots[data], s.slots[emitted] = 0, 1
+			return flowNext
+		}}
+	}
+	if len(e.Args) != 1 {
+		c.fail(e.P, "Resubmit.emit takes () or (hdr)")
+	}
+	v := c.expr(sc, e.Args[0])
+	if v.lv == nil || v.t.kind != kHeader {
+		c.fail(e.Args[0].ExprPos(), "Resubmit.emit needs a header")
+	}
+	if v.t.bits > 64 {
+		c.fail(e.Args[0].ExprPos(), "resubmit data %s is %d bits; Tofino 1 carries at most 64", v.t, v.t.bits)
+	}
+	h, base := codecOf(v.t), v.lv.base
+	return &val{t: voidT, st: func(s *pktState) flow {
+		var buf [16]byte
+		if s.slots[base] != 0 {
+			h.encode(buf[:0], s.slots[base:])
+		}
+		s.slots[data], s.slots[emitted] = binary.BigEndian.Uint64(buf[:8]), 1
+		return flowNext
+	}}
 }
