@@ -82,19 +82,6 @@ func sameName(v1, tna string) bool {
 	return tna == v1 || strings.HasSuffix(tna, "."+v1)
 }
 
-// The v1model program's chain mode (docs/swordbox-p4.md, "Chain mode")
-// is not in the TNA program yet: its registers and its stats cells (16 on)
-// exist in the v1model program only. The differential tests run the modes
-// both programs have, where those registers and cells stay zero (so the
-// comparison of state, which leaves zero cells out, still sees any
-// difference).
-const tnaStats = 16
-
-func chainOnly(name string) bool {
-	n := strings.TrimPrefix(name, prefix)
-	return n == "tail_lh" || n == "link_chained" || n == "link_pred_lh" || n == "node_chained" || strings.HasPrefix(n, "node2_") || strings.HasPrefix(n, "spec_")
-}
-
 // translator maps the v1model program's P4Info IDs onto the TNA
 // program's, by name, and describes entities with the v1model names so
 // that the two programs' answers can be compared.
@@ -199,9 +186,6 @@ func newTranslator(tb testing.TB, v1, tna *configv1.P4Info) *translator {
 		pre = append(pre, r.GetPreamble())
 	}
 	for _, r := range v1.GetRegisters() {
-		if chainOnly(r.GetPreamble().GetName()) {
-			continue
-		}
 		id := pair("register", r.GetPreamble().GetName(), r.GetPreamble().GetId(), pre)
 		for _, s := range tna.GetRegisters() {
 			if s.GetPreamble().GetId() != id {
@@ -220,11 +204,7 @@ func newTranslator(tb testing.TB, v1, tna *configv1.P4Info) *translator {
 	for _, c := range v1.GetCounters() {
 		id := pair("counter", c.GetPreamble().GetName(), c.GetPreamble().GetId(), pre)
 		for _, d := range tna.GetCounters() {
-			size := c.GetSize()
-			if c.GetPreamble().GetName() == prefix+"stats" {
-				size = tnaStats // chain mode's cells come after the TNA program's
-			}
-			if d.GetPreamble().GetId() == id && (d.GetSize() != size || d.GetSpec().GetUnit() != c.GetSpec().GetUnit()) {
+			if d.GetPreamble().GetId() == id && (d.GetSize() != c.GetSize() || d.GetSpec().GetUnit() != c.GetSpec().GetUnit()) {
 				tb.Fatalf("counter %s: %d cells of %v in the TNA program, %d of %v in the v1model one", c.GetPreamble().GetName(), d.GetSize(), d.GetSpec(), c.GetSize(), c.GetSpec())
 			}
 		}

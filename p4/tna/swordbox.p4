@@ -110,6 +110,9 @@ const bit<32> KEY_SLOTS  = 4096;   /* tracked Clover keys (slot given by the con
 const bit<32> NODE_SLOTS = 65536;  /* node map: crc32(node LH) -> VA, key, version */
 const bit<32> ADDR_SLOTS = 65536;  /* address map for READ steering: crc32(VA) -> key */
 const bit<32> LINK_SLOTS = 8192;   /* CAS in flight: crc32(client IP, server IP, PSN) */
+/* Chain mode's second way of the node map is indexed by crc32(LH, LH + NODE_SALT)
+ * (the v1model program says why). */
+const bit<32> NODE_SALT = 0x9e3779b9;
 
 typedef bit<16> key_slot_t;        /* as the controller's track(slot) gives it */
 typedef bit<16> map_slot_t;        /* node and address map slots: 16 bits of crc32 */
@@ -118,6 +121,7 @@ typedef bit<13> link_slot_t;       /* CAS records: 13 bits of crc32 */
 /* Steering modes, the config table's mode parameter (bit 0: write steering, bit 1: read steering). */
 const bit<8> MODE_WRITE = 1;
 const bit<8> MODE_READ  = 2;
+const bit<8> MODE_CHAIN = 4;   /* with MODE_WRITE: chain CAS onto the last forwarded link */
 
 /* Indices of the stats counter (docs/swordbox-p4.md, "Counters"). */
 const bit<32> STAT_ROCE            = 0;
@@ -136,7 +140,11 @@ const bit<32> STAT_TAIL_CONFIRMED  = 12;
 const bit<32> STAT_TAIL_EXPIRED    = 13;
 const bit<32> STAT_CONFIRM_STALE   = 14;
 const bit<32> STAT_LINK_AMBIGUOUS  = 15;
-const bit<32> STAT_COUNT          = 16;
+const bit<32> STAT_CAS_CHAINED     = 16;
+const bit<32> STAT_CHAIN_BROKEN    = 17;
+const bit<32> STAT_CHAIN_REFUSED   = 18;
+const bit<32> STAT_READ_CHAIN_BUSY = 19;
+const bit<32> STAT_COUNT           = 20;
 
 /* The delete mark in a next pointer (docs/clover-layout.md). */
 const bit<32> LH_DELETED = 0xFFFFFFFF;
@@ -253,6 +261,27 @@ header clover_node_t {
     bit<32> self_high;
 }
 
+/*
+ * What the first pass of a resubmitted packet decided (in place of the port
+ * metadata on the second pass; 64 bits, as Tofino 1 carries). A CAS in
+ * chain mode: whether the key's chain is live, and whether it refuses this
+ * CAS (rule 10). An ATOMIC ACK of a tracked link: what rules 6 and 11 do.
+ */
+header resub_t {
+    bit<1>  live;       /* CAS: the key's chain is valid, of this key and memory node, fresh */
+    bit<1>  refused;    /* CAS: ... and not chained (rule 10's exceptions) */
+    bit<1>  confirm;    /* ACK: an unchained success confirms its node as the tail */
+    bit<1>  stale;      /* ACK: an unchained success older than the cached tail */
+    bit<1>  chain_ok;   /* ACK: a chained success after the confirmed tail */
+    bit<1>  drop_tail;  /* ACK: a failure aimed at the cached tail, which is valid */
+    bit<1>  chain_end;  /* ACK: the chain ends (stats 17) */
+    bit<1>  clear_spec; /* ACK: ... and it is this key's chain (spec_valid := 0) */
+    bit<1>  seed;       /* ACK: start a chain at the node just confirmed */
+    bit<1>  unmark;     /* ACK: a chained failure: its node may be chained again */
+    bit<1>  lh;         /* ACK: an unchained confirmation in chain mode writes tail_lh */
+    bit<53> pad;
+}
+
 struct headers_t {
     packet_in_t      packet_in;
     packet_out_t     packet_out;
@@ -322,9 +351,30 @@ struct metadata_t {
     bit<8>     key_differs;
     bit<8>     confirmed;
     bit<1>     drop_tail;
-    /* the stats_part4 cell this packet counts, if any (count4) */
+    /* the stats_part4 and stats_part9 cells this packet counts, if any */
     bit<32>    stat4;
     bit<1>     count4;
+    bit<32>    stat9;
+    bit<1>     count9;
+    /* chain mode */
+    bit<1>     chain;       /* mode bits 0 and 2 (set after config) */
+    bit<1>     chained;     /* this CAS is chained onto the key's chain end */
+    bit<8>     node_chained;
+    map_slot_t node2_slot;
+    bit<1>     node_way;    /* 1: the node was found in the node map's second way */
+    bit<32>    tail_lh;
+    bit<8>     spec_valid;
+    bit<64>    spec_key;
+    bit<32>    spec_lh;
+    bit<32>    spec_va_hi;
+    bit<32>    spec_va_lo;
+    bit<8>     spec_ver;
+    bit<32>    spec_dst_ip;
+    bit<48>    spec_ts;
+    bit<8>     link_chained;
+    bit<32>    pred_lh;
+    bit<1>     resubmit;    /* the first pass of a resubmitted packet */
+    resub_t    resub;       /* what the first pass decided (the second pass reads it) */
 }
 
 /* Egress never sees a packet (bypass_egress); TNA still wants its types. */
@@ -337,6 +387,19 @@ parser SwordboxIngressParser(packet_in packet,
                              out ingress_intrinsic_metadata_t ig_intr_md) {
     state start {
         packet.extract(ig_intr_md);
+        transition select(ig_intr_md.resubmit_flag) {
+            1: parse_resubmit;
+            default: parse_port_metadata;
+        }
+    }
+
+    /* The second pass of a resubmitted packet: what the first pass decided. */
+    state parse_resubmit {
+        packet.extract(meta.resub);
+        transition parse_ethernet;
+    }
+
+    state parse_port_metadata {
         packet.advance(PORT_METADATA_SIZE);
         transition select(ig_intr_md.ingress_port) {
             CPU_PORT: parse_packet_out;
@@ -439,6 +502,7 @@ control SwordboxIngress(inout headers_t hdr,
     Register<bit<8>, key_slot_t>(KEY_SLOTS)  tail_ver;     /* the tail's entry version */
     Register<bit<32>, key_slot_t>(KEY_SLOTS) tail_dst_ip;  /* memory node holding the tail */
     Register<bit<64>, key_slot_t>(KEY_SLOTS) tail_ts;      /* ns: when the CAS that linked it was forwarded */
+    Register<bit<32>, key_slot_t>(KEY_SLOTS) tail_lh;      /* the tail's LH (chain mode) */
 
     /* Requests read the tail. */
     RegisterAction<bit<8>, key_slot_t, bit<8>>(tail_valid) tail_valid_read = {
@@ -463,49 +527,22 @@ control SwordboxIngress(inout headers_t hdr,
         void apply(inout bit<64> value, out bit<64> rv) { rv = value; }
     };
 
-    /* A successful link's ACK: the key is written in any case (when it is
-     * the cached key already, that changes nothing) and the register says
-     * whether it was another key. */
-    RegisterAction<bit<64>, key_slot_t, bit<8>>(tail_key) tail_key_confirm = {
-        void apply(inout bit<64> value, out bit<8> differs) {
-            if (value == meta.link_key) {
-                differs = 0;
-            } else {
-                differs = 1;
-            }
-            value = meta.link_key;
-        }
+    RegisterAction<bit<32>, key_slot_t, bit<32>>(tail_lh) tail_lh_read = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; }
     };
-    /* ... then the tail's time decides: a confirmation of another key's
-     * tail, or of a link forwarded no earlier than the cached tail's (48-bit
-     * wrap-around arithmetic, as the v1model program), is applied. */
-    RegisterAction<bit<64>, key_slot_t, bit<8>>(tail_ts) tail_ts_confirm = {
-        void apply(inout bit<64> value, out bit<8> applied) {
-            if (meta.key_differs == 1 || ((meta.link_ts - value[47:0]) & 48w0x800000000000) == 0) {
-                value = (bit<64>)meta.link_ts;
-                applied = 1;
-            } else {
-                applied = 0;
-            }
-        }
+
+    /* The ATOMIC ACK's second pass writes what its first pass decided. */
+    RegisterAction<bit<64>, key_slot_t, bit<64>>(tail_key) tail_key_write = {
+        void apply(inout bit<64> value) { value = meta.link_key; }
     };
-    /* ... and the rest of the tail follows when it was applied; a failed
-     * CAS aimed at the tail drops it. */
-    RegisterAction<bit<32>, key_slot_t, bit<32>>(tail_va_hi) tail_va_hi_confirm = {
-        void apply(inout bit<32> value, out bit<32> rv) {
-            rv = value;
-            if (meta.confirmed == 1) {
-                value = meta.node_va_hi;
-            }
-        }
+    RegisterAction<bit<64>, key_slot_t, bit<64>>(tail_ts) tail_ts_write = {
+        void apply(inout bit<64> value) { value = (bit<64>)meta.link_ts; }
     };
-    RegisterAction<bit<32>, key_slot_t, bit<32>>(tail_va_lo) tail_va_lo_confirm = {
-        void apply(inout bit<32> value, out bit<32> rv) {
-            rv = value;
-            if (meta.confirmed == 1) {
-                value = meta.node_va_lo;
-            }
-        }
+    RegisterAction<bit<32>, key_slot_t, bit<32>>(tail_va_hi) tail_va_hi_write = {
+        void apply(inout bit<32> value) { value = meta.node_va_hi; }
+    };
+    RegisterAction<bit<32>, key_slot_t, bit<32>>(tail_va_lo) tail_va_lo_write = {
+        void apply(inout bit<32> value) { value = meta.node_va_lo; }
     };
     RegisterAction<bit<8>, key_slot_t, bit<8>>(tail_ver) tail_ver_write = {
         void apply(inout bit<8> value) { value = meta.node_ver; }
@@ -513,15 +550,97 @@ control SwordboxIngress(inout headers_t hdr,
     RegisterAction<bit<32>, key_slot_t, bit<32>>(tail_dst_ip) tail_dst_ip_write = {
         void apply(inout bit<32> value) { value = hdr.ipv4.src_addr; }
     };
-    RegisterAction<bit<8>, key_slot_t, bit<8>>(tail_valid) tail_valid_ack = {
-        void apply(inout bit<8> value, out bit<8> rv) {
-            rv = value;
-            if (meta.confirmed == 1) {
-                value = 1;
-            } else if (meta.drop_tail == 1) {
-                value = 0;
-            }
-        }
+    RegisterAction<bit<8>, key_slot_t, bit<8>>(tail_valid) tail_valid_set = {
+        void apply(inout bit<8> value) { value = 1; }
+    };
+    RegisterAction<bit<8>, key_slot_t, bit<8>>(tail_valid) tail_valid_clear = {
+        void apply(inout bit<8> value) { value = 0; }
+    };
+    RegisterAction<bit<32>, key_slot_t, bit<32>>(tail_lh) tail_lh_write = {
+        void apply(inout bit<32> value) { value = meta.link_lh; }
+    };
+
+    /* ---- per tracked key, chain mode: the node of the last linking CAS
+     * forwarded (steered onto the previous one), confirmed or not ---- */
+    Register<bit<8>, key_slot_t>(KEY_SLOTS)  spec_valid;
+    Register<bit<64>, key_slot_t>(KEY_SLOTS) spec_key;
+    Register<bit<32>, key_slot_t>(KEY_SLOTS) spec_lh;
+    Register<bit<32>, key_slot_t>(KEY_SLOTS) spec_va_hi;
+    Register<bit<32>, key_slot_t>(KEY_SLOTS) spec_va_lo;
+    Register<bit<8>, key_slot_t>(KEY_SLOTS)  spec_ver;
+    Register<bit<32>, key_slot_t>(KEY_SLOTS) spec_dst_ip;
+    Register<bit<64>, key_slot_t>(KEY_SLOTS) spec_ts;      /* ns: when its CAS was forwarded */
+
+    RegisterAction<bit<64>, key_slot_t, bit<64>>(spec_key) spec_key_read = {
+        void apply(inout bit<64> value, out bit<64> rv) { rv = value; }
+    };
+    RegisterAction<bit<8>, key_slot_t, bit<8>>(spec_valid) spec_valid_read = {
+        void apply(inout bit<8> value, out bit<8> rv) { rv = value; }
+    };
+    RegisterAction<bit<64>, key_slot_t, bit<64>>(spec_ts) spec_ts_read = {
+        void apply(inout bit<64> value, out bit<64> rv) { rv = value; }
+    };
+    RegisterAction<bit<32>, key_slot_t, bit<32>>(spec_lh) spec_lh_read = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; }
+    };
+    RegisterAction<bit<32>, key_slot_t, bit<32>>(spec_va_hi) spec_va_hi_read = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; }
+    };
+    RegisterAction<bit<32>, key_slot_t, bit<32>>(spec_va_lo) spec_va_lo_read = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; }
+    };
+    RegisterAction<bit<8>, key_slot_t, bit<8>>(spec_ver) spec_ver_read = {
+        void apply(inout bit<8> value, out bit<8> rv) { rv = value; }
+    };
+    RegisterAction<bit<32>, key_slot_t, bit<32>>(spec_dst_ip) spec_dst_ip_read = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; }
+    };
+    /* A chained CAS (second pass): the chain's end becomes its node; the old
+     * end is returned (its LH is the CAS's predecessor, its VA and version
+     * steer the CAS). The chain's key, memory node and validity stay. */
+    RegisterAction<bit<64>, key_slot_t, bit<64>>(spec_ts) spec_ts_chain = {
+        void apply(inout bit<64> value) { value = (bit<64>)meta.now; }
+    };
+    RegisterAction<bit<32>, key_slot_t, bit<32>>(spec_lh) spec_lh_chain = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; value = meta.new_lh; }
+    };
+    RegisterAction<bit<32>, key_slot_t, bit<32>>(spec_va_hi) spec_va_hi_chain = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; value = meta.node_va_hi; }
+    };
+    RegisterAction<bit<32>, key_slot_t, bit<32>>(spec_va_lo) spec_va_lo_chain = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; value = meta.node_va_lo; }
+    };
+    RegisterAction<bit<8>, key_slot_t, bit<8>>(spec_ver) spec_ver_chain = {
+        void apply(inout bit<8> value, out bit<8> rv) { rv = value; value = meta.new_ver; }
+    };
+    /* An ACK (second pass) starts a chain at the node it confirmed, or ends
+     * the key's chain. */
+    RegisterAction<bit<64>, key_slot_t, bit<64>>(spec_key) spec_key_seed = {
+        void apply(inout bit<64> value) { value = meta.link_key; }
+    };
+    RegisterAction<bit<8>, key_slot_t, bit<8>>(spec_valid) spec_valid_set = {
+        void apply(inout bit<8> value) { value = 1; }
+    };
+    RegisterAction<bit<8>, key_slot_t, bit<8>>(spec_valid) spec_valid_clear = {
+        void apply(inout bit<8> value) { value = 0; }
+    };
+    RegisterAction<bit<64>, key_slot_t, bit<64>>(spec_ts) spec_ts_seed = {
+        void apply(inout bit<64> value) { value = (bit<64>)meta.link_ts; }
+    };
+    RegisterAction<bit<32>, key_slot_t, bit<32>>(spec_lh) spec_lh_seed = {
+        void apply(inout bit<32> value) { value = meta.link_lh; }
+    };
+    RegisterAction<bit<32>, key_slot_t, bit<32>>(spec_va_hi) spec_va_hi_seed = {
+        void apply(inout bit<32> value) { value = meta.node_va_hi; }
+    };
+    RegisterAction<bit<32>, key_slot_t, bit<32>>(spec_va_lo) spec_va_lo_seed = {
+        void apply(inout bit<32> value) { value = meta.node_va_lo; }
+    };
+    RegisterAction<bit<8>, key_slot_t, bit<8>>(spec_ver) spec_ver_seed = {
+        void apply(inout bit<8> value) { value = meta.node_ver; }
+    };
+    RegisterAction<bit<32>, key_slot_t, bit<32>>(spec_dst_ip) spec_dst_ip_seed = {
+        void apply(inout bit<32> value) { value = hdr.ipv4.src_addr; }
     };
 
     /* ---- node map: where each recently written node lives (index: crc32(LH)) ---- */
@@ -530,6 +649,14 @@ control SwordboxIngress(inout headers_t hdr,
     Register<bit<32>, map_slot_t>(NODE_SLOTS) node_va_hi;
     Register<bit<32>, map_slot_t>(NODE_SLOTS) node_va_lo;
     Register<bit<64>, map_slot_t>(NODE_SLOTS) node_key;
+    Register<bit<8>, map_slot_t>(NODE_SLOTS)  node_chained; /* 1: a CAS linking it was chained (chain mode) */
+    /* chain mode: the node map's second way (index: crc32(LH, LH + NODE_SALT)) */
+    Register<bit<32>, map_slot_t>(NODE_SLOTS) node2_lh;
+    Register<bit<8>, map_slot_t>(NODE_SLOTS)  node2_ver;
+    Register<bit<32>, map_slot_t>(NODE_SLOTS) node2_va_hi;
+    Register<bit<32>, map_slot_t>(NODE_SLOTS) node2_va_lo;
+    Register<bit<64>, map_slot_t>(NODE_SLOTS) node2_key;
+    Register<bit<8>, map_slot_t>(NODE_SLOTS)  node2_chained;
 
     RegisterAction<bit<32>, map_slot_t, bit<32>>(node_lh) node_lh_write = {
         void apply(inout bit<32> value) { value = meta.node_lh; }
@@ -560,6 +687,75 @@ control SwordboxIngress(inout headers_t hdr,
     };
     RegisterAction<bit<64>, map_slot_t, bit<64>>(node_key) node_key_read = {
         void apply(inout bit<64> value, out bit<64> rv) { rv = value; }
+    };
+    /* A node WRITE clears the mark; a chained CAS (second pass) sets it and
+     * returns it; a chained CAS's failure (the ACK's second pass) clears it
+     * when the slot still holds the node. */
+    RegisterAction<bit<8>, map_slot_t, bit<8>>(node_chained) node_chained_write = {
+        void apply(inout bit<8> value) { value = 0; }
+    };
+    RegisterAction<bit<8>, map_slot_t, bit<8>>(node_chained) node_chained_cas = {
+        void apply(inout bit<8> value, out bit<8> rv) {
+            rv = value;
+            if (meta.chained == 1) {
+                value = 1;
+            }
+        }
+    };
+    RegisterAction<bit<8>, map_slot_t, bit<8>>(node_chained) node_chained_unmark = {
+        void apply(inout bit<8> value) {
+            if (meta.node_lh == meta.link_lh) {
+                value = 0;
+            }
+        }
+    };
+    RegisterAction<bit<32>, map_slot_t, bit<32>>(node2_lh) node2_lh_write = {
+        void apply(inout bit<32> value) { value = meta.node_lh; }
+    };
+    RegisterAction<bit<8>, map_slot_t, bit<8>>(node2_ver) node2_ver_write = {
+        void apply(inout bit<8> value) { value = meta.node_ver; }
+    };
+    RegisterAction<bit<32>, map_slot_t, bit<32>>(node2_va_hi) node2_va_hi_write = {
+        void apply(inout bit<32> value) { value = hdr.reth.va[63:32]; }
+    };
+    RegisterAction<bit<32>, map_slot_t, bit<32>>(node2_va_lo) node2_va_lo_write = {
+        void apply(inout bit<32> value) { value = hdr.reth.va[31:0]; }
+    };
+    RegisterAction<bit<64>, map_slot_t, bit<64>>(node2_key) node2_key_write = {
+        void apply(inout bit<64> value) { value = meta.clover_key; }
+    };
+    RegisterAction<bit<8>, map_slot_t, bit<8>>(node2_chained) node2_chained_write = {
+        void apply(inout bit<8> value) { value = 0; }
+    };
+    RegisterAction<bit<32>, map_slot_t, bit<32>>(node2_lh) node2_lh_read = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; }
+    };
+    RegisterAction<bit<8>, map_slot_t, bit<8>>(node2_ver) node2_ver_read = {
+        void apply(inout bit<8> value, out bit<8> rv) { rv = value; }
+    };
+    RegisterAction<bit<32>, map_slot_t, bit<32>>(node2_va_hi) node2_va_hi_read = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; }
+    };
+    RegisterAction<bit<32>, map_slot_t, bit<32>>(node2_va_lo) node2_va_lo_read = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; }
+    };
+    RegisterAction<bit<64>, map_slot_t, bit<64>>(node2_key) node2_key_read = {
+        void apply(inout bit<64> value, out bit<64> rv) { rv = value; }
+    };
+    RegisterAction<bit<8>, map_slot_t, bit<8>>(node2_chained) node2_chained_cas = {
+        void apply(inout bit<8> value, out bit<8> rv) {
+            rv = value;
+            if (meta.chained == 1) {
+                value = 1;
+            }
+        }
+    };
+    RegisterAction<bit<8>, map_slot_t, bit<8>>(node2_chained) node2_chained_unmark = {
+        void apply(inout bit<8> value) {
+            if (meta.node_lh == meta.link_lh) {
+                value = 0;
+            }
+        }
     };
 
     /* ---- address map for READ steering (index: crc32(VA)) ---- */
@@ -596,6 +792,8 @@ control SwordboxIngress(inout headers_t hdr,
     Register<bit<32>, link_slot_t>(LINK_SLOTS) link_va_hi;       /* the new node's VA (the tail it makes) */
     Register<bit<32>, link_slot_t>(LINK_SLOTS) link_va_lo;
     Register<bit<8>, link_slot_t>(LINK_SLOTS)  link_ver;         /* the new node's entry version */
+    Register<bit<8>, link_slot_t>(LINK_SLOTS)  link_chained;     /* 1: chained onto the node below (chain mode) */
+    Register<bit<32>, link_slot_t>(LINK_SLOTS) link_pred_lh;     /* the LH of the node it was chained onto */
     Register<bit<8>, link_slot_t>(LINK_SLOTS)  cas_out_valid;
     Register<bit<64>, link_slot_t>(LINK_SLOTS) cas_out_src_mac;
     Register<bit<64>, link_slot_t>(LINK_SLOTS) cas_out_dst_mac;
@@ -742,22 +940,41 @@ control SwordboxIngress(inout headers_t hdr,
     RegisterAction<bit<8>, link_slot_t, bit<8>>(link_ver) link_ver_read = {
         void apply(inout bit<8> value, out bit<8> rv) { rv = value; }
     };
+    RegisterAction<bit<8>, link_slot_t, bit<8>>(link_chained) link_chained_write = {
+        void apply(inout bit<8> value) { value = meta.link_chained; }
+    };
+    RegisterAction<bit<8>, link_slot_t, bit<8>>(link_chained) link_chained_read = {
+        void apply(inout bit<8> value, out bit<8> rv) { rv = value; }
+    };
+    RegisterAction<bit<32>, link_slot_t, bit<32>>(link_pred_lh) link_pred_lh_write = {
+        void apply(inout bit<32> value) { value = meta.pred_lh; }
+    };
+    RegisterAction<bit<32>, link_slot_t, bit<32>>(link_pred_lh) link_pred_lh_read = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; }
+    };
+    RegisterAction<bit<32>, link_slot_t, bit<32>>(link_lh) link_lh_read = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; }
+    };
 
     /* ---- hashes: one unit per field list ---- */
     Hash<link_slot_t>(HashAlgorithm_t.CRC32) link_hash_cas;   /* client, server, PSN of a CAS */
     Hash<link_slot_t>(HashAlgorithm_t.CRC32) link_hash_ack;   /* the same, reversed, of its ACK */
     Hash<map_slot_t>(HashAlgorithm_t.CRC32)  node_hash_write; /* a node WRITE's own LH */
     Hash<map_slot_t>(HashAlgorithm_t.CRC32)  node_hash_cas;   /* the LH a CAS links */
+    Hash<map_slot_t>(HashAlgorithm_t.CRC32)  node_hash_ack;   /* the LH a chained CAS's ACK links */
+    Hash<map_slot_t>(HashAlgorithm_t.CRC32)  node2_hash_write; /* the second way's: LH, LH + NODE_SALT */
+    Hash<map_slot_t>(HashAlgorithm_t.CRC32)  node2_hash_cas;
+    Hash<map_slot_t>(HashAlgorithm_t.CRC32)  node2_hash_ack;
     Hash<map_slot_t>(HashAlgorithm_t.CRC32)  addr_hash_write; /* a node WRITE's VA */
     Hash<map_slot_t>(HashAlgorithm_t.CRC32)  addr_hash_read;  /* a READ's VA */
 
     /* ---- counters ---- */
     /* The contract's stats counter (docs/swordbox-p4.md, "Counters") is
-     * counted at up to eight places on one path through ingress, and a
-     * Tofino counter counts at most once per packet. So its cells are counted in eight counters of the
-     * same indexes: stats (requests seen) and stats_part2 .. stats_part8,
+     * counted at up to nine places on one path through ingress, and a
+     * Tofino counter counts at most once per packet. So its cells are counted in nine counters of the
+     * same indexes: stats (requests seen) and stats_part2 .. stats_part9,
      * each counted at most once on any path; cell i of the contract's
-     * counter is the sum of cell i of the eight. ctrl.ReadCounter("stats")
+     * counter is the sum of cell i of the nine. ctrl.ReadCounter("stats")
      * reads that sum (it adds the parts it finds in the P4Info). */
     Counter<bit<64>, bit<32>>(STAT_COUNT, CounterType_t.PACKETS) stats;       /* requests seen */
     Counter<bit<64>, bit<32>>(STAT_COUNT, CounterType_t.PACKETS) stats_part2; /* ACK: outstanding cleared */
@@ -767,6 +984,7 @@ control SwordboxIngress(inout headers_t hdr,
     Counter<bit<64>, bit<32>>(STAT_COUNT, CounterType_t.PACKETS) stats_part6; /* link unresolved */
     Counter<bit<64>, bit<32>>(STAT_COUNT, CounterType_t.PACKETS) stats_part7; /* steered, expired, READ steered or missed */
     Counter<bit<64>, bit<32>>(STAT_COUNT, CounterType_t.PACKETS) stats_part8; /* link ambiguous */
+    Counter<bit<64>, bit<32>>(STAT_COUNT, CounterType_t.PACKETS) stats_part9; /* chain mode: CAS chained or refused, chain ended, READ chain busy */
     Counter<bit<64>, bit<32>>(KEY_SLOTS, CounterType_t.PACKETS) key_cas_steered;
     Counter<bit<64>, bit<32>>(KEY_SLOTS, CounterType_t.PACKETS) key_reads_steered;
     Counter<bit<64>, bit<32>>(KEY_SLOTS, CounterType_t.PACKETS) key_read_misses;
@@ -849,6 +1067,7 @@ control SwordboxIngress(inout headers_t hdr,
         meta.clover_key = 0;
         meta.node_va_hi = 0;
         meta.node_va_lo = 0;
+        meta.node_ver = 0;
         meta.new_lh = 0;
         meta.new_ver = 0;
         meta.link_match = 0;
@@ -856,30 +1075,118 @@ control SwordboxIngress(inout headers_t hdr,
         meta.ambiguous = 0;
         meta.linking = 0;
         meta.tail_fresh = 0;
-        meta.confirmed = 0;
-        meta.drop_tail = 0;
         meta.count4 = 0;
         meta.stat4 = 0;
+        meta.count9 = 0;
+        meta.stat9 = 0;
+        meta.chain = 0;
+        meta.chained = 0;
+        meta.node_chained = 0;
+        meta.node_way = 0;
+        meta.tail_lh = 0;
+        meta.spec_valid = 0;
+        meta.spec_key = 0;
+        meta.spec_lh = 0;
+        meta.link_chained = 0;
+        meta.pred_lh = 0;
+        meta.resubmit = 0;
+        if (ig_intr_md.resubmit_flag == 0) {
+            meta.resub.setInvalid();
+        }
 
         if (hdr.packet_out.isValid()) {
             /* PacketOut: sent as is to the port the controller chose; never steered. */
             ig_tm_md.ucast_egress_port = (PortId_t)hdr.packet_out.egress_port;
             hdr.packet_out.setInvalid();
         } else {
-            forward.apply();
-
             if (hdr.bth.isValid()) {
                 config.apply();
                 /* x * 1000 = x * 1024 - x * 16 - x * 8 */
                 meta.ttl_ns = (meta.ttl_us << 10) - (meta.ttl_us << 4) - (meta.ttl_us << 3);
                 meta.now = ig_prsr_md.global_tstamp;
+                if ((meta.mode & (MODE_WRITE | MODE_CHAIN)) == (MODE_WRITE | MODE_CHAIN)) {
+                    meta.chain = 1;
+                }
             }
 
-            /* ATOMIC ACK: the outcome of the CAS it answers. The ACK block and the
-             * request block are the two arms of one if (an ATOMIC ACK is no request),
-             * so that no register is accessed on a path through both: bf-p4c decides
-             * mutual exclusion from this structure, not from the conditions. */
-            if (hdr.atomic_ack.isValid()) {
+            if (ig_intr_md.resubmit_flag == 0 && meta.chain == 1 && hdr.bth.opcode == OP_COMPARE_SWAP &&
+                hdr.atomic_eth.compare[63:19] == 0 && hdr.atomic_eth.swap[59:28] != 0 &&
+                hdr.atomic_eth.swap[59:28] != LH_DELETED) {
+                /* A linking CAS in chain mode, first pass: whether it is chained
+                 * (rule 10) depends on the key's chain end and on the node's mark,
+                 * and both change when it is; a stage reads or writes its register
+                 * once per pass. So this pass only reads them and decides, and the
+                 * packet is resubmitted with the decision: the second pass is the
+                 * CAS's processing (below), which writes them. */
+                meta.new_lh = hdr.atomic_eth.swap[59:28];
+                meta.new_ver = hdr.atomic_eth.swap[26:19];
+                meta.node_slot = node_hash_cas.get({ meta.new_lh });
+                meta.node_lh = node_lh_read.execute(meta.node_slot);
+                meta.node_ver = node_ver_read.execute(meta.node_slot);
+                if (meta.node_lh == meta.new_lh && meta.node_ver == meta.new_ver) {
+                    meta.node_va_hi = node_va_hi_read.execute(meta.node_slot);
+                    meta.node_va_lo = node_va_lo_read.execute(meta.node_slot);
+                    meta.clover_key = node_key_read.execute(meta.node_slot);
+                    meta.node_chained = node_chained_cas.execute(meta.node_slot);
+                    meta.key_known = 1;
+                } else {
+                    meta.node2_slot = node2_hash_cas.get({ meta.new_lh, meta.new_lh + NODE_SALT });
+                    meta.node_lh = node2_lh_read.execute(meta.node2_slot);
+                    meta.node_ver = node2_ver_read.execute(meta.node2_slot);
+                    if (meta.node_lh == meta.new_lh && meta.node_ver == meta.new_ver) {
+                        meta.node_va_hi = node2_va_hi_read.execute(meta.node2_slot);
+                        meta.node_va_lo = node2_va_lo_read.execute(meta.node2_slot);
+                        meta.clover_key = node2_key_read.execute(meta.node2_slot);
+                        meta.node_chained = node2_chained_cas.execute(meta.node2_slot);
+                        meta.key_known = 1;
+                    }
+                }
+                if (meta.key_known == 1) {
+                    tracked_keys.apply();
+                }
+                meta.resub.setValid();
+                meta.resub.live = 0;
+                meta.resub.refused = 0;
+                meta.resub.confirm = 0;
+                meta.resub.stale = 0;
+                meta.resub.chain_ok = 0;
+                meta.resub.drop_tail = 0;
+                meta.resub.chain_end = 0;
+                meta.resub.clear_spec = 0;
+                meta.resub.seed = 0;
+                meta.resub.unmark = 0;
+                meta.resub.lh = 0;
+                meta.resub.pad = 0;
+                if (meta.tracked == 1) {
+                    meta.spec_key = spec_key_read.execute(meta.key_slot);
+                    meta.spec_valid = spec_valid_read.execute(meta.key_slot);
+                    meta.spec_ts = (bit<48>)spec_ts_read.execute(meta.key_slot);
+                    meta.spec_va_hi = spec_va_hi_read.execute(meta.key_slot);
+                    meta.spec_va_lo = spec_va_lo_read.execute(meta.key_slot);
+                    meta.spec_ver = spec_ver_read.execute(meta.key_slot);
+                    meta.spec_dst_ip = spec_dst_ip_read.execute(meta.key_slot);
+                    meta.tail_age = meta.now - meta.spec_ts;
+                    if (meta.spec_valid == 1 && meta.spec_key == meta.clover_key &&
+                        meta.spec_dst_ip == hdr.ipv4.dst_addr && (bit<64>)meta.tail_age < meta.ttl_ns) {
+                        meta.resub.live = 1;
+                        /* Not chained: a node chained before, and a CAS that, steered
+                         * to the chain's end, would come back with the tail word its
+                         * client compares (the v1model program says why). */
+                        if (meta.node_chained == 1 ||
+                            ((meta.spec_va_hi != hdr.atomic_eth.va[63:32] || meta.spec_va_lo != hdr.atomic_eth.va[31:0]) &&
+                             meta.spec_ver == hdr.atomic_eth.compare[18:11])) {
+                            meta.resub.refused = 1;
+                        }
+                    }
+                }
+                meta.resubmit = 1;
+            } else if (ig_intr_md.resubmit_flag == 0 && hdr.atomic_ack.isValid()) {
+                /* ATOMIC ACK, first pass: the outcome of the CAS it answers. It
+                 * clears the record and reads what rules 6 and 11 decide by (the
+                 * compare and VA as forwarded after the tail, in the stages a CAS
+                 * writes them); an ACK of a tracked link is resubmitted with the
+                 * decision, and its second pass (below) writes the tail and the
+                 * chain. The record's other readers read it in this order too. */
                 meta.link_slot = link_hash_ack.get({ hdr.ipv4.dst_addr, hdr.ipv4.src_addr, hdr.bth.psn });
                 meta.link_psn = cas_out_psn_read.execute(meta.link_slot);
                 meta.link_cip = cas_out_src_ip_read.execute(meta.link_slot);
@@ -893,238 +1200,417 @@ control SwordboxIngress(inout headers_t hdr,
                     stats_part2.count(STAT_ACKS_CLEARED);
                     meta.link_tracked = link_tracked_read.execute(meta.link_slot);
                     if (meta.link_tracked == 1) {
-                        /* The record in the stage order of its registers: the part a
-                         * CAS writes before it reads the tail, then the compare as
-                         * forwarded (written after), then the tail. */
                         meta.key_slot = (key_slot_t)link_key_slot_read.execute(meta.link_slot);
                         meta.link_key = link_key_read.execute(meta.link_slot);
                         meta.link_ts = (bit<48>)cas_out_ts_read.execute(meta.link_slot);
-                        meta.node_va_hi = link_va_hi_read.execute(meta.link_slot);
-                        meta.node_va_lo = link_va_lo_read.execute(meta.link_slot);
-                        meta.node_ver = link_ver_read.execute(meta.link_slot);
+                        meta.spec_key = spec_key_read.execute(meta.key_slot);
+                        meta.spec_valid = spec_valid_read.execute(meta.key_slot);
+                        meta.spec_ts = (bit<48>)spec_ts_read.execute(meta.key_slot);
+                        meta.link_chained = link_chained_read.execute(meta.link_slot);
+                        meta.pred_lh = link_pred_lh_read.execute(meta.link_slot);
+                        meta.tail_key = tail_key_read.execute(meta.key_slot);
+                        meta.tail_ts = (bit<48>)tail_ts_read.execute(meta.key_slot);
+                        meta.tail_va_hi = tail_va_hi_read.execute(meta.key_slot);
+                        meta.tail_va_lo = tail_va_lo_read.execute(meta.key_slot);
+                        meta.tail_valid = tail_valid_read.execute(meta.key_slot);
+                        meta.tail_lh = tail_lh_read.execute(meta.key_slot);
                         meta.link_cmp = cas_out_compare_read.execute(meta.link_slot);
-                        if (hdr.atomic_ack.orig == meta.link_cmp) {
-                            /* The CAS succeeded: its node is linked after a node that was
-                             * the tail, so it is now the tail. A confirmation older than
-                             * the cached tail (ACKs of two links reordered) is not applied. */
-                            meta.key_differs = tail_key_confirm.execute(meta.key_slot);
-                            meta.confirmed = tail_ts_confirm.execute(meta.key_slot);
-                            if (meta.confirmed == 1) {
-                                tail_va_hi_confirm.execute(meta.key_slot);
-                                tail_va_lo_confirm.execute(meta.key_slot);
-                                tail_ver_write.execute(meta.key_slot);
-                                tail_dst_ip_write.execute(meta.key_slot);
-                                tail_valid_ack.execute(meta.key_slot);
-                                stats_part3.count(STAT_TAIL_CONFIRMED);
+                        meta.link_va = cas_out_va_read.execute(meta.link_slot);
+
+                        meta.resub.setValid();
+                        meta.resub.live = 0;
+                        meta.resub.refused = 0;
+                        meta.resub.confirm = 0;
+                        meta.resub.stale = 0;
+                        meta.resub.chain_ok = 0;
+                        meta.resub.drop_tail = 0;
+                        meta.resub.chain_end = 0;
+                        meta.resub.clear_spec = 0;
+                        meta.resub.seed = 0;
+                        meta.resub.unmark = 0;
+                        meta.resub.lh = 0;
+                        meta.resub.pad = 0;
+                        /* The CAS failed and was aimed at the cached tail: that tail
+                         * has a successor the switch did not learn. */
+                        if (hdr.atomic_ack.orig != meta.link_cmp && meta.tail_valid == 1 &&
+                            meta.tail_key == meta.link_key &&
+                            meta.tail_va_hi == meta.link_va[63:32] && meta.tail_va_lo == meta.link_va[31:0]) {
+                            meta.resub.drop_tail = 1;
+                        }
+                        if (meta.link_chained == 1) {
+                            /* Rule 11: a chained success confirms its node when its
+                             * predecessor is the confirmed tail; any other outcome
+                             * ends the chain, and a failure unmarks its node. */
+                            if (hdr.atomic_ack.orig == meta.link_cmp) {
+                                if (meta.tail_valid == 1 && meta.tail_key == meta.link_key &&
+                                    meta.tail_lh == meta.pred_lh) {
+                                    meta.resub.chain_ok = 1;
+                                } else {
+                                    meta.resub.chain_end = 1;
+                                }
                             } else {
-                                stats_part3.count(STAT_CONFIRM_STALE);
+                                meta.resub.chain_end = 1;
+                                meta.resub.unmark = 1;
+                            }
+                            if (meta.resub.chain_end == 1 && meta.spec_key == meta.link_key) {
+                                meta.resub.clear_spec = 1;
+                            }
+                        } else if (hdr.atomic_ack.orig == meta.link_cmp) {
+                            /* Rule 6: confirmed unless the cached tail of the key was
+                             * linked by a CAS forwarded later (48-bit wrap-around). */
+                            if (meta.tail_key != meta.link_key ||
+                                ((meta.link_ts - meta.tail_ts) & 48w0x800000000000) == 0) {
+                                meta.resub.confirm = 1;
+                                if (meta.chain == 1) {
+                                    meta.resub.lh = 1;
+                                    /* Rule 11: no live chain of this key: start one here. */
+                                    meta.tail_age = meta.now - meta.spec_ts;
+                                    if (meta.spec_valid == 0 || meta.spec_key != meta.link_key ||
+                                        (bit<64>)meta.tail_age >= meta.ttl_ns) {
+                                        meta.resub.seed = 1;
+                                    }
+                                }
+                            } else {
+                                meta.resub.stale = 1;
+                            }
+                        }
+                        meta.resubmit = 1;
+                    }
+                }
+                if (meta.resubmit == 0) {
+                    forward.apply();
+                }
+            } else {
+                forward.apply();
+
+                if (hdr.atomic_ack.isValid()) {
+                    /* ATOMIC ACK of a tracked link, second pass: what the first
+                     * pass decided. */
+                    meta.link_slot = link_hash_ack.get({ hdr.ipv4.dst_addr, hdr.ipv4.src_addr, hdr.bth.psn });
+                    meta.link_lh = link_lh_read.execute(meta.link_slot);
+                    if (meta.resub.unmark == 1) {
+                        /* The chain's end had a successor the switch did not learn:
+                         * this node may be chained again (its client's retry). */
+                        meta.node_slot = node_hash_ack.get({ meta.link_lh });
+                        meta.node_lh = node_lh_read.execute(meta.node_slot);
+                        node_chained_unmark.execute(meta.node_slot);
+                        meta.node2_slot = node2_hash_ack.get({ meta.link_lh, meta.link_lh + NODE_SALT });
+                        meta.node_lh = node2_lh_read.execute(meta.node2_slot);
+                        node2_chained_unmark.execute(meta.node2_slot);
+                    }
+                    meta.key_slot = (key_slot_t)link_key_slot_read.execute(meta.link_slot);
+                    meta.link_key = link_key_read.execute(meta.link_slot);
+                    meta.link_ts = (bit<48>)cas_out_ts_read.execute(meta.link_slot);
+                    meta.node_va_hi = link_va_hi_read.execute(meta.link_slot);
+                    meta.node_va_lo = link_va_lo_read.execute(meta.link_slot);
+                    meta.node_ver = link_ver_read.execute(meta.link_slot);
+                    if (meta.resub.seed == 1) {
+                        spec_key_seed.execute(meta.key_slot);
+                        spec_valid_set.execute(meta.key_slot);
+                        spec_ts_seed.execute(meta.key_slot);
+                        spec_lh_seed.execute(meta.key_slot);
+                        spec_va_hi_seed.execute(meta.key_slot);
+                        spec_va_lo_seed.execute(meta.key_slot);
+                        spec_ver_seed.execute(meta.key_slot);
+                        spec_dst_ip_seed.execute(meta.key_slot);
+                    } else if (meta.resub.clear_spec == 1) {
+                        spec_valid_clear.execute(meta.key_slot);
+                    }
+                    if (meta.resub.confirm == 1 || meta.resub.chain_ok == 1) {
+                        if (meta.resub.confirm == 1) {
+                            tail_key_write.execute(meta.key_slot);
+                        }
+                        tail_ts_write.execute(meta.key_slot);
+                        tail_va_hi_write.execute(meta.key_slot);
+                        tail_va_lo_write.execute(meta.key_slot);
+                        tail_ver_write.execute(meta.key_slot);
+                        tail_dst_ip_write.execute(meta.key_slot);
+                        if (meta.resub.confirm == 1) {
+                            tail_valid_set.execute(meta.key_slot);
+                        }
+                        if (meta.resub.lh == 1 || meta.resub.chain_ok == 1) {
+                            tail_lh_write.execute(meta.key_slot);
+                        }
+                        stats_part3.count(STAT_TAIL_CONFIRMED);
+                    } else if (meta.resub.drop_tail == 1) {
+                        tail_valid_clear.execute(meta.key_slot);
+                        stats_part3.count(STAT_TAIL_DROPPED);
+                    } else if (meta.resub.stale == 1) {
+                        stats_part3.count(STAT_CONFIRM_STALE);
+                    }
+                    if (meta.resub.chain_end == 1) {
+                        stats_part9.count(STAT_CHAIN_BROKEN);
+                    }
+                } else if (hdr.bth.isValid() && meta.mode != 0 &&
+                           (hdr.bth.opcode <= OP_READ_REQUEST || hdr.bth.opcode == OP_COMPARE_SWAP ||
+                            hdr.bth.opcode == OP_FETCH_ADD)) {
+                    /* Requests (SEND, WRITE, READ, atomics) while steering is on. */
+                    stats.count(STAT_ROCE);
+
+                    if (hdr.node.isValid() && hdr.reth.dma_len == meta.node_size) {
+                        /* Node WRITE: learn where the node lives, by its handle and by its VA,
+                         * tracked key or not; in chain mode in the second way too. */
+                        meta.clover_key = hdr.node.key7 ++ hdr.node.key6 ++ hdr.node.key5 ++ hdr.node.key4 ++
+                                          hdr.node.key3 ++ hdr.node.key2 ++ hdr.node.key1 ++ hdr.node.key0;
+                        meta.node_lh = hdr.node.self3 ++ hdr.node.self2 ++ hdr.node.self1 ++ hdr.node.self0;
+                        meta.node_ver = hdr.node.hw2[2:0] ++ hdr.node.hw1[7:3];
+                        meta.node_slot = node_hash_write.get({ meta.node_lh });
+                        node_lh_write.execute(meta.node_slot);
+                        node_ver_write.execute(meta.node_slot);
+                        node_va_hi_write.execute(meta.node_slot);
+                        node_va_lo_write.execute(meta.node_slot);
+                        node_key_write.execute(meta.node_slot);
+                        node_chained_write.execute(meta.node_slot);
+                        if (meta.chain == 1) {
+                            meta.node2_slot = node2_hash_write.get({ meta.node_lh, meta.node_lh + NODE_SALT });
+                            node2_lh_write.execute(meta.node2_slot);
+                            node2_ver_write.execute(meta.node2_slot);
+                            node2_va_hi_write.execute(meta.node2_slot);
+                            node2_va_lo_write.execute(meta.node2_slot);
+                            node2_key_write.execute(meta.node2_slot);
+                            node2_chained_write.execute(meta.node2_slot);
+                        }
+                        meta.addr_slot = addr_hash_write.get({ hdr.reth.va });
+                        addr_va_hi_write.execute(meta.addr_slot);
+                        addr_va_lo_write.execute(meta.addr_slot);
+                        addr_key_write.execute(meta.addr_slot);
+                        meta.stat4 = STAT_NODE_WRITES;
+                        meta.count4 = 1;
+                    } else if (hdr.bth.opcode == OP_COMPARE_SWAP) {
+                        meta.new_lh = hdr.atomic_eth.swap[59:28];
+                        meta.new_ver = hdr.atomic_eth.swap[26:19];
+                        meta.psn = (bit<32>)hdr.bth.psn;
+                        meta.link_slot = link_hash_cas.get({ hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.bth.psn });
+                        meta.link_psn = cas_out_psn_swap.execute(meta.link_slot);
+                        meta.link_cip = cas_out_src_ip_swap.execute(meta.link_slot);
+                        meta.link_mip = cas_out_dst_ip_swap.execute(meta.link_slot);
+                        meta.orig_va_hi = link_orig_va_hi_swap.execute(meta.link_slot);
+                        meta.orig_va_lo = link_orig_va_lo_swap.execute(meta.link_slot);
+                        meta.link_lh = link_lh_swap.execute(meta.link_slot);
+                        /* The record at this slot has this CAS's client, server and PSN (valid,
+                         * or cleared by its ACK): with the same VA and new node as the client
+                         * sent them it is a retransmission; otherwise another queue pair of
+                         * the same host used the same PSN, and this CAS confirms nothing. */
+                        if (meta.link_psn == meta.psn &&
+                            meta.link_cip == hdr.ipv4.src_addr && meta.link_mip == hdr.ipv4.dst_addr) {
+                            if (meta.orig_va_hi == hdr.atomic_eth.va[63:32] && meta.orig_va_lo == hdr.atomic_eth.va[31:0] &&
+                                meta.link_lh == meta.new_lh) {
+                                meta.retrans = 1;
+                            } else {
+                                meta.ambiguous = 1;
+                            }
+                        }
+                        /* Chained (rule 10): its first pass found the key's chain live
+                         * and not refusing it, and it is neither a retransmission nor
+                         * ambiguous. */
+                        if (meta.resub.isValid() && meta.resub.live == 1 && meta.resub.refused == 0 &&
+                            meta.retrans == 0 && meta.ambiguous == 0) {
+                            meta.chained = 1;
+                        }
+                        meta.link_valid = cas_out_valid_cas.execute(meta.link_slot);
+                        /* A linking CAS: compare is a tail word and swap names a node. */
+                        if (meta.retrans == 0 && hdr.atomic_eth.compare[63:19] == 0 && meta.new_lh != 0 &&
+                            meta.new_lh != LH_DELETED) {
+                            meta.linking = 1;
+                            stats_part5.count(STAT_CAS);
+                            meta.node_slot = node_hash_cas.get({ meta.new_lh });
+                            meta.node_lh = node_lh_read.execute(meta.node_slot);
+                            meta.node_ver = node_ver_read.execute(meta.node_slot);
+                            if (meta.node_lh == meta.new_lh && meta.node_ver == meta.new_ver) {
+                                meta.node_va_hi = node_va_hi_read.execute(meta.node_slot);
+                                meta.node_va_lo = node_va_lo_read.execute(meta.node_slot);
+                                meta.clover_key = node_key_read.execute(meta.node_slot);
+                                meta.node_chained = node_chained_cas.execute(meta.node_slot);
+                                meta.key_known = 1;
+                            } else if (meta.chain == 1) {
+                                meta.node2_slot = node2_hash_cas.get({ meta.new_lh, meta.new_lh + NODE_SALT });
+                                meta.node_lh = node2_lh_read.execute(meta.node2_slot);
+                                meta.node_ver = node2_ver_read.execute(meta.node2_slot);
+                                if (meta.node_lh == meta.new_lh && meta.node_ver == meta.new_ver) {
+                                    meta.node_va_hi = node2_va_hi_read.execute(meta.node2_slot);
+                                    meta.node_va_lo = node2_va_lo_read.execute(meta.node2_slot);
+                                    meta.clover_key = node2_key_read.execute(meta.node2_slot);
+                                    meta.node_chained = node2_chained_cas.execute(meta.node2_slot);
+                                    meta.key_known = 1;
+                                } else {
+                                    stats_part6.count(STAT_LINK_UNRESOLVED);
+                                }
+                            } else {
+                                stats_part6.count(STAT_LINK_UNRESOLVED);
+                            }
+                        }
+                    } else if (hdr.bth.opcode == OP_READ_REQUEST && hdr.reth.dma_len == meta.node_size &&
+                               (meta.mode & MODE_READ) != 0) {
+                        meta.addr_slot = addr_hash_read.get({ hdr.reth.va });
+                        meta.addr_va_hi = addr_va_hi_read.execute(meta.addr_slot);
+                        meta.addr_va_lo = addr_va_lo_read.execute(meta.addr_slot);
+                        if (meta.addr_va_hi == hdr.reth.va[63:32] && meta.addr_va_lo == hdr.reth.va[31:0]) {
+                            meta.clover_key = addr_key_read.execute(meta.addr_slot);
+                            meta.key_known = 1;
+                        }
+                        meta.stat4 = STAT_READS;
+                        meta.count4 = 1;
+                    }
+
+                    /* One lookup of the key for both steering paths. */
+                    if (meta.key_known == 1) {
+                        tracked_keys.apply();
+                    }
+
+                    if (hdr.bth.opcode == OP_COMPARE_SWAP) {
+                        /* The record's registers that do not depend on the chain or the
+                         * tail, before their stages: a retransmission reads them, any
+                         * other CAS writes them. Only a linking CAS of a tracked key
+                         * confirms a tail. */
+                        meta.linking = meta.linking & meta.tracked;
+                        if (meta.ambiguous == 1) {
+                            meta.linking = 0;
+                            stats_part8.count(STAT_LINK_AMBIGUOUS);
+                        }
+                        if (meta.retrans == 1) {
+                            meta.stat4 = STAT_RETRANSMITS;
+                            meta.count4 = 1;
+                            meta.link_tracked = link_tracked_read.execute(meta.link_slot);
+                            if (meta.link_tracked == 1) {
+                                meta.key_slot = (key_slot_t)link_key_slot_read.execute(meta.link_slot);
+                                key_retransmits.count((bit<32>)meta.key_slot);
                             }
                         } else {
-                            /* The CAS failed. If it was aimed at the cached tail, that
-                             * tail has a successor the switch did not learn: forget it. */
-                            meta.link_va = cas_out_va_read.execute(meta.link_slot);
-                            meta.tail_key = tail_key_read.execute(meta.key_slot);
-                            meta.tail_va_hi = tail_va_hi_confirm.execute(meta.key_slot);
-                            meta.tail_va_lo = tail_va_lo_confirm.execute(meta.key_slot);
-                            if (meta.tail_key == meta.link_key &&
-                                meta.tail_va_hi == meta.link_va[63:32] && meta.tail_va_lo == meta.link_va[31:0]) {
-                                meta.drop_tail = 1;
-                                meta.tail_valid = tail_valid_ack.execute(meta.key_slot);
-                                if (meta.tail_valid == 1) {
-                                    stats_part3.count(STAT_TAIL_DROPPED);
+                            if (meta.link_valid == 1) {
+                                meta.stat4 = STAT_LINK_TAKEOVER;
+                                meta.count4 = 1;
+                            }
+                            link_tracked_write.execute(meta.link_slot);
+                            link_key_slot_write.execute(meta.link_slot);
+                            link_key_write.execute(meta.link_slot);
+                            cas_out_ts_write.execute(meta.link_slot);
+                            link_va_hi_write.execute(meta.link_slot);
+                            link_va_lo_write.execute(meta.link_slot);
+                            link_ver_write.execute(meta.link_slot);
+                        }
+                        /* Rule 10: the key's chain end becomes this CAS's node, and the
+                         * old end is its predecessor (the chain's key, memory node and
+                         * validity stay). */
+                        if (meta.chained == 1) {
+                            spec_ts_chain.execute(meta.key_slot);
+                            meta.pred_lh = spec_lh_chain.execute(meta.key_slot);
+                            meta.spec_va_hi = spec_va_hi_chain.execute(meta.key_slot);
+                            meta.spec_va_lo = spec_va_lo_chain.execute(meta.key_slot);
+                            meta.spec_ver = spec_ver_chain.execute(meta.key_slot);
+                            meta.link_chained = 1;
+                            meta.stat9 = STAT_CAS_CHAINED;
+                            meta.count9 = 1;
+                        } else if (meta.resub.isValid() && meta.resub.refused == 1 && meta.retrans == 0 && meta.ambiguous == 0) {
+                            meta.stat9 = STAT_CHAIN_REFUSED;
+                            meta.count9 = 1;
+                        }
+                        if (meta.retrans == 0) {
+                            link_chained_write.execute(meta.link_slot);
+                            link_pred_lh_write.execute(meta.link_slot);
+                        }
+                    } else if (hdr.bth.opcode == OP_READ_REQUEST && hdr.reth.dma_len == meta.node_size &&
+                               (meta.mode & MODE_READ) != 0) {
+                        /* Rule 12: the key's chain, to tell whether links are in flight. */
+                        if (meta.chain == 1 && meta.tracked == 1) {
+                            meta.spec_key = spec_key_read.execute(meta.key_slot);
+                            meta.spec_valid = spec_valid_read.execute(meta.key_slot);
+                            meta.spec_lh = spec_lh_read.execute(meta.key_slot);
+                        }
+                    }
+
+                    /* One read of the key's tail, and the age in nanoseconds. */
+                    if (meta.tracked == 1) {
+                        meta.tail_key = tail_key_read.execute(meta.key_slot);
+                        meta.tail_ts = (bit<48>)tail_ts_read.execute(meta.key_slot);
+                        meta.tail_va_hi = tail_va_hi_read.execute(meta.key_slot);
+                        meta.tail_va_lo = tail_va_lo_read.execute(meta.key_slot);
+                        meta.tail_ver = tail_ver_read.execute(meta.key_slot);
+                        meta.tail_dst_ip = tail_dst_ip_read.execute(meta.key_slot);
+                        meta.tail_valid = tail_valid_read.execute(meta.key_slot);
+                        meta.tail_lh = tail_lh_read.execute(meta.key_slot);
+                        meta.tail_age = meta.now - meta.tail_ts;
+                        if (meta.tail_valid == 1 && meta.tail_key == meta.clover_key &&
+                            meta.tail_dst_ip == hdr.ipv4.dst_addr && (bit<64>)meta.tail_age < meta.ttl_ns) {
+                            meta.tail_fresh = 1;
+                        }
+                    }
+
+                    if (hdr.bth.opcode == OP_COMPARE_SWAP) {
+                        if (meta.retrans == 1) {
+                            /* Forwarded exactly as the first copy. */
+                            hdr.atomic_eth.compare = cas_out_compare_read.execute(meta.link_slot);
+                            hdr.atomic_eth.va = cas_out_va_read.execute(meta.link_slot);
+                            hdr.atomic_eth.swap = cas_out_swap_read.execute(meta.link_slot);
+                        } else {
+                            if (meta.chained == 1) {
+                                /* Chained: steered onto the chain's old end (its VA and
+                                 * entry version), unless the client aimed there. */
+                                if (meta.spec_va_hi != hdr.atomic_eth.va[63:32] || meta.spec_va_lo != hdr.atomic_eth.va[31:0]) {
+                                    hdr.atomic_eth.va = meta.spec_va_hi ++ meta.spec_va_lo;
+                                    hdr.atomic_eth.compare[18:11] = meta.spec_ver;
+                                    hdr.atomic_eth.swap[18:11] = meta.spec_ver;
+                                    key_cas_steered.count((bit<32>)meta.key_slot);
+                                    stats_part7.count(STAT_CAS_STEERED);
+                                }
+                            } else if (meta.tracked == 1 && meta.tail_valid == 1 && meta.tail_key == meta.clover_key &&
+                                meta.tail_dst_ip == hdr.ipv4.dst_addr &&
+                                (meta.tail_va_hi != hdr.atomic_eth.va[63:32] || meta.tail_va_lo != hdr.atomic_eth.va[31:0])) {
+                                /* A linking CAS of a tracked key aimed elsewhere than its tail. */
+                                if (meta.tail_fresh == 0) {
+                                    stats_part7.count(STAT_TAIL_EXPIRED);
+                                } else if ((meta.mode & MODE_WRITE) != 0) {
+                                    /* Stale CAS: steer it to the confirmed tail; the tail's entry
+                                     * version goes into bits 18..11 of compare and swap. */
+                                    hdr.atomic_eth.va = meta.tail_va_hi ++ meta.tail_va_lo;
+                                    hdr.atomic_eth.compare[18:11] = meta.tail_ver;
+                                    hdr.atomic_eth.swap[18:11] = meta.tail_ver;
+                                    key_cas_steered.count((bit<32>)meta.key_slot);
+                                    stats_part7.count(STAT_CAS_STEERED);
                                 }
                             }
+                            /* The record's registers as forwarded, after the tail's stage. */
+                            cas_out_compare_write.execute(meta.link_slot);
+                            cas_out_va_write.execute(meta.link_slot);
+                            cas_out_swap_write.execute(meta.link_slot);
+                            cas_out_src_mac_write.execute(meta.link_slot);
+                            cas_out_dst_mac_write.execute(meta.link_slot);
+                            cas_out_udp_sport_write.execute(meta.link_slot);
+                            cas_out_dst_qp_write.execute(meta.link_slot);
+                            cas_out_pkey_write.execute(meta.link_slot);
+                            cas_out_rkey_write.execute(meta.link_slot);
                         }
-                    }
-                }
-            } else if (hdr.bth.isValid() && meta.mode != 0 &&
-                       (hdr.bth.opcode <= OP_READ_REQUEST || hdr.bth.opcode == OP_COMPARE_SWAP ||
-                        hdr.bth.opcode == OP_FETCH_ADD)) {
-                /* Requests (SEND, WRITE, READ, atomics) while steering is on. */
-                stats.count(STAT_ROCE);
-
-                if (hdr.node.isValid() && hdr.reth.dma_len == meta.node_size) {
-                    /* Node WRITE: learn where the node lives, by its handle and by its VA,
-                     * tracked key or not. */
-                    meta.clover_key = hdr.node.key7 ++ hdr.node.key6 ++ hdr.node.key5 ++ hdr.node.key4 ++
-                                      hdr.node.key3 ++ hdr.node.key2 ++ hdr.node.key1 ++ hdr.node.key0;
-                    meta.node_lh = hdr.node.self3 ++ hdr.node.self2 ++ hdr.node.self1 ++ hdr.node.self0;
-                    meta.node_ver = hdr.node.hw2[2:0] ++ hdr.node.hw1[7:3];
-                    meta.node_slot = node_hash_write.get({ meta.node_lh });
-                    node_lh_write.execute(meta.node_slot);
-                    node_ver_write.execute(meta.node_slot);
-                    node_va_hi_write.execute(meta.node_slot);
-                    node_va_lo_write.execute(meta.node_slot);
-                    node_key_write.execute(meta.node_slot);
-                    meta.addr_slot = addr_hash_write.get({ hdr.reth.va });
-                    addr_va_hi_write.execute(meta.addr_slot);
-                    addr_va_lo_write.execute(meta.addr_slot);
-                    addr_key_write.execute(meta.addr_slot);
-                    meta.stat4 = STAT_NODE_WRITES;
-                    meta.count4 = 1;
-                } else if (hdr.bth.opcode == OP_COMPARE_SWAP) {
-                    meta.new_lh = hdr.atomic_eth.swap[59:28];
-                    meta.new_ver = hdr.atomic_eth.swap[26:19];
-                    meta.psn = (bit<32>)hdr.bth.psn;
-                    meta.link_slot = link_hash_cas.get({ hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.bth.psn });
-                    meta.link_psn = cas_out_psn_swap.execute(meta.link_slot);
-                    meta.link_cip = cas_out_src_ip_swap.execute(meta.link_slot);
-                    meta.link_mip = cas_out_dst_ip_swap.execute(meta.link_slot);
-                    meta.orig_va_hi = link_orig_va_hi_swap.execute(meta.link_slot);
-                    meta.orig_va_lo = link_orig_va_lo_swap.execute(meta.link_slot);
-                    meta.link_lh = link_lh_swap.execute(meta.link_slot);
-                    /* The record at this slot has this CAS's client, server and PSN (valid,
-                     * or cleared by its ACK): with the same VA and new node as the client
-                     * sent them it is a retransmission; otherwise another queue pair of
-                     * the same host used the same PSN, and this CAS confirms nothing. */
-                    if (meta.link_psn == meta.psn &&
-                        meta.link_cip == hdr.ipv4.src_addr && meta.link_mip == hdr.ipv4.dst_addr) {
-                        if (meta.orig_va_hi == hdr.atomic_eth.va[63:32] && meta.orig_va_lo == hdr.atomic_eth.va[31:0] &&
-                            meta.link_lh == meta.new_lh) {
-                            meta.retrans = 1;
+                    } else if (hdr.bth.opcode == OP_READ_REQUEST && hdr.reth.dma_len == meta.node_size &&
+                               (meta.mode & MODE_READ) != 0) {
+                        if (meta.spec_valid == 1 && meta.spec_key == meta.clover_key && meta.spec_lh != meta.tail_lh) {
+                            /* Chain mode: links after the confirmed tail are in flight,
+                             * so it may have a successor already: not steered. */
+                            meta.tail_fresh = 0;
+                            meta.stat9 = STAT_READ_CHAIN_BUSY;
+                            meta.count9 = 1;
+                        }
+                        if (meta.tail_fresh == 1) {
+                            if (meta.tail_va_hi != hdr.reth.va[63:32] || meta.tail_va_lo != hdr.reth.va[31:0]) {
+                                hdr.reth.va = meta.tail_va_hi ++ meta.tail_va_lo;
+                                key_reads_steered.count((bit<32>)meta.key_slot);
+                                stats_part7.count(STAT_READS_STEERED);
+                            }
                         } else {
-                            meta.ambiguous = 1;
-                        }
-                    }
-                    meta.link_valid = cas_out_valid_cas.execute(meta.link_slot);
-                    /* A linking CAS: compare is a tail word and swap names a node. */
-                    if (meta.retrans == 0 && hdr.atomic_eth.compare[63:19] == 0 && meta.new_lh != 0 &&
-                        meta.new_lh != LH_DELETED) {
-                        meta.linking = 1;
-                        stats_part5.count(STAT_CAS);
-                        meta.node_slot = node_hash_cas.get({ meta.new_lh });
-                        meta.node_lh = node_lh_read.execute(meta.node_slot);
-                        meta.node_ver = node_ver_read.execute(meta.node_slot);
-                        if (meta.node_lh == meta.new_lh && meta.node_ver == meta.new_ver) {
-                            meta.node_va_hi = node_va_hi_read.execute(meta.node_slot);
-                            meta.node_va_lo = node_va_lo_read.execute(meta.node_slot);
-                            meta.clover_key = node_key_read.execute(meta.node_slot);
-                            meta.key_known = 1;
-                        } else {
-                            stats_part6.count(STAT_LINK_UNRESOLVED);
-                        }
-                    }
-                } else if (hdr.bth.opcode == OP_READ_REQUEST && hdr.reth.dma_len == meta.node_size &&
-                           (meta.mode & MODE_READ) != 0) {
-                    meta.addr_slot = addr_hash_read.get({ hdr.reth.va });
-                    meta.addr_va_hi = addr_va_hi_read.execute(meta.addr_slot);
-                    meta.addr_va_lo = addr_va_lo_read.execute(meta.addr_slot);
-                    if (meta.addr_va_hi == hdr.reth.va[63:32] && meta.addr_va_lo == hdr.reth.va[31:0]) {
-                        meta.clover_key = addr_key_read.execute(meta.addr_slot);
-                        meta.key_known = 1;
-                    }
-                    meta.stat4 = STAT_READS;
-                    meta.count4 = 1;
-                }
-
-                /* One lookup of the key for both steering paths. */
-                if (meta.key_known == 1) {
-                    tracked_keys.apply();
-                }
-
-                if (hdr.bth.opcode == OP_COMPARE_SWAP) {
-                    /* The record's registers that do not depend on the tail, before
-                     * the tail's stage: a retransmission reads them, any other CAS
-                     * writes them. Only a linking CAS of a tracked key confirms a tail. */
-                    meta.linking = meta.linking & meta.tracked;
-                    if (meta.ambiguous == 1) {
-                        meta.linking = 0;
-                        stats_part8.count(STAT_LINK_AMBIGUOUS);
-                    }
-                    if (meta.retrans == 1) {
-                        meta.stat4 = STAT_RETRANSMITS;
-                        meta.count4 = 1;
-                        meta.link_tracked = link_tracked_read.execute(meta.link_slot);
-                        if (meta.link_tracked == 1) {
-                            meta.key_slot = (key_slot_t)link_key_slot_read.execute(meta.link_slot);
-                            key_retransmits.count((bit<32>)meta.key_slot);
-                        }
-                    } else {
-                        if (meta.link_valid == 1) {
-                            meta.stat4 = STAT_LINK_TAKEOVER;
-                            meta.count4 = 1;
-                        }
-                        link_tracked_write.execute(meta.link_slot);
-                        link_key_slot_write.execute(meta.link_slot);
-                        link_key_write.execute(meta.link_slot);
-                        cas_out_ts_write.execute(meta.link_slot);
-                        link_va_hi_write.execute(meta.link_slot);
-                        link_va_lo_write.execute(meta.link_slot);
-                        link_ver_write.execute(meta.link_slot);
-                    }
-                }
-
-                /* One read of the key's tail, in the order the ATOMIC ACK writes it,
-                 * and the age in nanoseconds. */
-                if (meta.tracked == 1) {
-                    meta.tail_key = tail_key_read.execute(meta.key_slot);
-                    meta.tail_ts = (bit<48>)tail_ts_read.execute(meta.key_slot);
-                    meta.tail_va_hi = tail_va_hi_read.execute(meta.key_slot);
-                    meta.tail_va_lo = tail_va_lo_read.execute(meta.key_slot);
-                    meta.tail_ver = tail_ver_read.execute(meta.key_slot);
-                    meta.tail_dst_ip = tail_dst_ip_read.execute(meta.key_slot);
-                    meta.tail_valid = tail_valid_read.execute(meta.key_slot);
-                    meta.tail_age = meta.now - meta.tail_ts;
-                    if (meta.tail_valid == 1 && meta.tail_key == meta.clover_key &&
-                        meta.tail_dst_ip == hdr.ipv4.dst_addr && (bit<64>)meta.tail_age < meta.ttl_ns) {
-                        meta.tail_fresh = 1;
-                    }
-                }
-
-                if (hdr.bth.opcode == OP_COMPARE_SWAP) {
-                    if (meta.retrans == 1) {
-                        /* Forwarded exactly as the first copy. */
-                        hdr.atomic_eth.compare = cas_out_compare_read.execute(meta.link_slot);
-                        hdr.atomic_eth.va = cas_out_va_read.execute(meta.link_slot);
-                        hdr.atomic_eth.swap = cas_out_swap_read.execute(meta.link_slot);
-                    } else {
-                        /* A linking CAS of a tracked key aimed elsewhere than its tail. */
-                        if (meta.tracked == 1 && meta.tail_valid == 1 && meta.tail_key == meta.clover_key &&
-                            meta.tail_dst_ip == hdr.ipv4.dst_addr &&
-                            (meta.tail_va_hi != hdr.atomic_eth.va[63:32] || meta.tail_va_lo != hdr.atomic_eth.va[31:0])) {
-                            if (meta.tail_fresh == 0) {
-                                stats_part7.count(STAT_TAIL_EXPIRED);
-                            } else if ((meta.mode & MODE_WRITE) != 0) {
-                                /* Stale CAS: steer it to the confirmed tail; the tail's entry
-                                 * version goes into bits 18..11 of compare and swap. */
-                                hdr.atomic_eth.va = meta.tail_va_hi ++ meta.tail_va_lo;
-                                hdr.atomic_eth.compare[18:11] = meta.tail_ver;
-                                hdr.atomic_eth.swap[18:11] = meta.tail_ver;
-                                key_cas_steered.count((bit<32>)meta.key_slot);
-                                stats_part7.count(STAT_CAS_STEERED);
+                            stats_part7.count(STAT_READ_MISSES);
+                            if (meta.tracked == 1) {
+                                key_read_misses.count((bit<32>)meta.key_slot);
                             }
                         }
-                        /* The record's registers as forwarded, after the tail's stage. */
-                        cas_out_compare_write.execute(meta.link_slot);
-                        cas_out_va_write.execute(meta.link_slot);
-                        cas_out_swap_write.execute(meta.link_slot);
-                        cas_out_src_mac_write.execute(meta.link_slot);
-                        cas_out_dst_mac_write.execute(meta.link_slot);
-                        cas_out_udp_sport_write.execute(meta.link_slot);
-                        cas_out_dst_qp_write.execute(meta.link_slot);
-                        cas_out_pkey_write.execute(meta.link_slot);
-                        cas_out_rkey_write.execute(meta.link_slot);
                     }
-                } else if (hdr.bth.opcode == OP_READ_REQUEST && hdr.reth.dma_len == meta.node_size &&
-                           (meta.mode & MODE_READ) != 0) {
-                    if (meta.tail_fresh == 1) {
-                        if (meta.tail_va_hi != hdr.reth.va[63:32] || meta.tail_va_lo != hdr.reth.va[31:0]) {
-                            hdr.reth.va = meta.tail_va_hi ++ meta.tail_va_lo;
-                            key_reads_steered.count((bit<32>)meta.key_slot);
-                            stats_part7.count(STAT_READS_STEERED);
-                        }
-                    } else {
-                        stats_part7.count(STAT_READ_MISSES);
-                        if (meta.tracked == 1) {
-                            key_read_misses.count((bit<32>)meta.key_slot);
-                        }
-                    }
-                }
 
-                /* stats_part4's cells are set on four paths above, which a Tofino
-                 * counter cannot tell apart (the ifs are in sequence): one count. */
-                if (meta.count4 == 1) {
-                    stats_part4.count(meta.stat4);
+                    /* stats_part4's and stats_part9's cells are set on several paths
+                     * above, which a Tofino counter cannot tell apart (the ifs are in
+                     * sequence): one count each. */
+                    if (meta.count4 == 1) {
+                        stats_part4.count(meta.stat4);
+                    }
+                    if (meta.count9 == 1) {
+                        stats_part9.count(meta.stat9);
+                    }
                 }
             }
 
@@ -1136,6 +1622,10 @@ control SwordboxIngress(inout headers_t hdr,
         }
         /* Ingress only: the packet goes from the traffic manager to its port. */
         ig_tm_md.bypass_egress = 1;
+        /* A first pass that decided for its second is resubmitted. */
+        if (meta.resubmit == 1) {
+            ig_dprsr_md.resubmit_type = 1;
+        }
     }
 }
 
@@ -1143,7 +1633,11 @@ control SwordboxIngressDeparser(packet_out packet,
                                 inout headers_t hdr,
                                 in metadata_t meta,
                                 in ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
+    Resubmit() resubmit;
     apply {
+        if (ig_dprsr_md.resubmit_type == 1) {
+            resubmit.emit(meta.resub);
+        }
         packet.emit(hdr.packet_in);
         packet.emit(hdr.ethernet);
         packet.emit(hdr.ipv4);
