@@ -257,8 +257,22 @@ func TestTNADifferentialClock(t *testing.T) {
 	}
 	for seed := range seeds {
 		t.Run(fmt.Sprintf("random traffic seed %d", seed), func(t *testing.T) {
-			randomTraffic(t, uint64(seed), steps)
+			randomTraffic(t, uint64(seed), steps, false)
 		})
+	}
+	// Chain mode: the seeds together must chain, refuse, end chains and
+	// hold READs back (stats 16-19); 1500 frames each, also under -short.
+	var chainState []string
+	for seed := range max(seeds, 2) {
+		t.Run(fmt.Sprintf("random traffic in chain mode seed %d", seed), func(t *testing.T) {
+			chainState = append(chainState, randomTraffic(t, uint64(seed), 1500, true)...)
+		})
+	}
+	for _, i := range []int{statCASChained, statChainBroken, statChainRefused, statReadChainBusy} {
+		want := fmt.Sprintf("counter %sstats[%d]", prefix, i)
+		if !slices.ContainsFunc(chainState, func(l string) bool { return len(l) > len(want) && l[:len(want)] == want }) {
+			t.Errorf("%s stayed 0 in every chain-mode run: the random traffic does not exercise it", want)
+		}
 	}
 }
 
@@ -271,11 +285,20 @@ type sentCAS struct {
 }
 
 // randomTraffic sends steps random frames through a devPair, checking
-// every frame out and the stats after each, and all state at the end.
-func randomTraffic(t *testing.T, seed uint64, steps int) {
+// every frame out and the stats after each, and all state at the end. In
+// chain mode (docs/swordbox-p4.md, "Chain mode") it starts in mode 7,
+// changes to any mode 0..7, and draws entry versions from 0..7, so that a
+// chain's end often has the version a CAS compares (rule 10's refusal).
+func randomTraffic(t *testing.T, seed uint64, steps int, chain bool) []string {
 	d := newDevPair(t)
 	rng := rand.New(rand.NewPCG(seed, 0x7e57))
-	d.steer(modeBoth)
+	modes, evs := 4, 256
+	if chain {
+		d.steer(modeBoth | modeChain)
+		modes, evs = 8, 8
+	} else {
+		d.steer(modeBoth)
+	}
 	const ttl = 400
 	d.setConfig("tail_ttl", ttl)
 	d.write(p4v1.Update_INSERT, d.trackEntry(otherKey, keySlot+1))
@@ -291,7 +314,7 @@ func randomTraffic(t *testing.T, seed uint64, steps int) {
 		if i%5 == 4 {
 			va += uint64(i) << 32 // another high half
 		}
-		nodes = append(nodes, node{va: va, lh: 0x100 + uint32(i), ev: uint8(rng.IntN(256)), key: keys[rng.IntN(len(keys))]})
+		nodes = append(nodes, node{va: va, lh: 0x100 + uint32(i), ev: uint8(rng.IntN(evs)), key: keys[rng.IntN(len(keys))]})
 	}
 	psn := map[qp]uint32{}
 	var sent []sentCAS
@@ -364,7 +387,11 @@ func randomTraffic(t *testing.T, seed uint64, steps int) {
 			}
 			d.process(now, p4rt.DefaultCPUPort, out)
 		case op < 97:
-			d.setConfig("mode", uint64(rng.IntN(4)))
+			m := uint64(rng.IntN(modes))
+			if chain && rng.IntN(4) != 0 {
+				m = modeChain | 1 | uint64(rng.IntN(2))*2 // mostly 5 or 7
+			}
+			d.setConfig("mode", m)
 		case op < 98: // the controller reassigns a slot
 			d.setRegister("tail_valid", int64(keySlot+rng.IntN(2)), 0)
 		case op < 99:
@@ -379,12 +406,13 @@ func randomTraffic(t *testing.T, seed uint64, steps int) {
 	t.Logf("seed %d, %d frames: %s", seed, d.frames, strings.Join(slices.DeleteFunc(slices.Clone(s), func(l string) bool {
 		return !strings.HasPrefix(l, "counter "+prefix+"stats[")
 	}), "; "))
-	for _, want := range []string{fmt.Sprintf("counter %sstats[%d]", prefix, statCASSteered), fmt.Sprintf("counter %sstats[%d]", prefix, statTailConfirmed),
-		fmt.Sprintf("counter %sstats[%d]", prefix, statReadsSteered), fmt.Sprintf("counter %sstats[%d]", prefix, statRetransmits)} {
+	for _, i := range []int{statCASSteered, statTailConfirmed, statReadsSteered, statRetransmits} {
+		want := fmt.Sprintf("counter %sstats[%d]", prefix, i)
 		if !slices.ContainsFunc(s, func(l string) bool { return len(l) > len(want) && l[:len(want)] == want }) {
 			t.Errorf("seed %d: %s stayed 0: the random traffic does not exercise it", seed, want)
 		}
 	}
+	return s
 }
 
 // casForwarded sends a CAS and returns it with the compare as forwarded.

@@ -72,7 +72,7 @@ func loadTNA(t testing.TB) ([]byte, *configv1.P4Info) {
 
 // tsRegisters hold switch timestamps: microseconds on v1model,
 // nanoseconds on TNA.
-var tsRegisters = map[string]bool{"tail_ts": true, "cas_out_ts": true}
+var tsRegisters = map[string]bool{"tail_ts": true, "cas_out_ts": true, "spec_ts": true}
 
 // sameName reports whether the TNA program's P4Info name tna names the
 // v1model program's object v1: the same name, or a dotted extension of it
@@ -556,6 +556,7 @@ var ptfCases = []struct {
 	{"TestSamePSNOnTwoQPsConfirmsNothing", TestSamePSNOnTwoQPsConfirmsNothing},
 	{"TestSteeredCASWithTshark", TestSteeredCASWithTshark},
 	{"TestNodeWriteWithTshark", TestNodeWriteWithTshark},
+	{"TestChainRules", TestChainRules},
 }
 
 // ptfElsewhere are the packet tests that do not run with a twin, and why.
@@ -573,14 +574,14 @@ func TestTNADifferentialPTF(t *testing.T) {
 }
 
 // TestTNADifferentialCoversPTF fails when a packet test of
-// swordbox_test.go or tshark_test.go is neither run with a twin nor
+// swordbox_test.go, tshark_test.go or chain_test.go is neither run with a twin nor
 // listed with the reason it is not.
 func TestTNADifferentialCoversPTF(t *testing.T) {
 	listed := map[string]bool{}
 	for _, c := range ptfCases {
 		listed[c.name] = true
 	}
-	for _, file := range []string{"swordbox_test.go", "tshark_test.go"} {
+	for _, file := range []string{"swordbox_test.go", "tshark_test.go", "chain_test.go"} {
 		f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
 		if err != nil {
 			t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -101,40 +102,57 @@ func TestTNADifferentialRackTrace(t *testing.T) {
 	if len(frames) < 1000 {
 		t.Fatalf("%s: %d frames; want a trace of at least 1000", rackTracePath, len(frames))
 	}
-	d := newDevPair(t)
-	for mac, port := range cfg.Forward {
-		hw, err := net.ParseMAC(mac)
-		if err != nil || len(hw) != 6 {
-			t.Fatalf("%s: forward MAC %q: %v", rackTracePath, mac, err)
-		}
-		d.forward([6]byte(hw), port)
-	}
-	for key, slot := range cfg.Tracked {
-		k, err := strconv.ParseUint(key, 10, 64)
-		if err != nil {
-			t.Fatalf("%s: tracked key %q: %v", rackTracePath, key, err)
-		}
-		d.write(p4v1.Update_INSERT, d.trackEntry(k, slot))
-	}
-	d.setConfig("node_size", cfg.NodeSize)
-	d.setConfig("tail_ttl", cfg.TailTTLus)
-	d.setConfig("mode", cfg.SteerMode)
-	for i, f := range frames {
-		d.process(1000+f.at, f.port, f.frame)
-		if i == len(frames)/2 {
-			d.checkState(fmt.Sprintf("after frame %d of %s", i+1, rackTracePath))
-		}
-	}
-	s := d.checkState("at the end of " + rackTracePath)
-	for _, i := range []int{statCASSteered, statReadsSteered, statTailConfirmed, statRetransmits} {
-		want := fmt.Sprintf("counter %sstats[%d] = ", prefix, i)
-		found := false
-		for _, l := range s {
-			found = found || strings.HasPrefix(l, want)
-		}
-		if !found {
-			t.Errorf("%s: stats[%d] stayed 0 over the trace", rackTracePath, i)
-		}
+	// As recorded, and with chain mode on (docs/swordbox-p4.md, "Chain
+	// mode"): the same client frames and the memory nodes' recorded ACKs,
+	// which now answer CASes the switch chained.
+	for _, c := range []struct {
+		name  string
+		mode  uint64
+		stats []int
+	}{
+		{"as recorded", cfg.SteerMode, []int{statCASSteered, statReadsSteered, statTailConfirmed, statRetransmits}},
+		{"in chain mode", cfg.SteerMode | modeChain, []int{statCASChained, statTailConfirmed}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d := newDevPair(t)
+			for mac, port := range cfg.Forward {
+				hw, err := net.ParseMAC(mac)
+				if err != nil || len(hw) != 6 {
+					t.Fatalf("%s: forward MAC %q: %v", rackTracePath, mac, err)
+				}
+				d.forward([6]byte(hw), port)
+			}
+			for key, slot := range cfg.Tracked {
+				k, err := strconv.ParseUint(key, 10, 64)
+				if err != nil {
+					t.Fatalf("%s: tracked key %q: %v", rackTracePath, key, err)
+				}
+				d.write(p4v1.Update_INSERT, d.trackEntry(k, slot))
+			}
+			d.setConfig("node_size", cfg.NodeSize)
+			d.setConfig("tail_ttl", cfg.TailTTLus)
+			d.setConfig("mode", c.mode)
+			for i, f := range frames {
+				d.process(1000+f.at, f.port, f.frame)
+				if i == len(frames)/2 {
+					d.checkState(fmt.Sprintf("after frame %d of %s", i+1, rackTracePath))
+				}
+			}
+			s := d.checkState("at the end of " + rackTracePath)
+			for _, i := range c.stats {
+				want := fmt.Sprintf("counter %sstats[%d] = ", prefix, i)
+				found := false
+				for _, l := range s {
+					found = found || strings.HasPrefix(l, want)
+				}
+				if !found {
+					t.Errorf("%s: stats[%d] stayed 0 over the trace", rackTracePath, i)
+				}
+			}
+			t.Logf("%s", strings.Join(slices.DeleteFunc(slices.Clone(s), func(l string) bool {
+				return !strings.HasPrefix(l, "counter "+prefix+"stats[")
+			}), "; "))
+		})
 	}
 }
 
