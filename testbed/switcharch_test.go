@@ -8,16 +8,24 @@ import (
 
 // TestLinRackTNA: linearizability on the software rack whose switch runs
 // p4/tna/swordbox.p4 (the Tofino program on the target's TNA model) under
-// the same controller, in every steering mode, on 64 hot keys; the modes
-// that steer must steer (runLin's checks).
+// the same controller, in every steering mode and in chain mode
+// (docs/swordbox-p4.md, "Chain mode"), on 64 hot keys; the modes that
+// steer must steer, and chain mode must chain (runLin's checks).
 func TestLinRackTNA(t *testing.T) {
-	for i, mode := range []string{SteerOff, SteerWrite, SteerReadWrite} {
-		t.Run(mode, func(t *testing.T) {
-			o := hot(linBase(t), mode, uint64(40+i))
-			o.SwitchArch = ArchTNA
+	for i, c := range []struct {
+		mode  string
+		chain bool
+	}{{SteerOff, false}, {SteerWrite, false}, {SteerReadWrite, false}, {SteerReadWrite, true}} {
+		name := c.mode
+		if c.chain {
+			name += "+chain"
+		}
+		t.Run(name, func(t *testing.T) {
+			o := hot(linBase(t), c.mode, uint64(40+i))
+			o.SwitchArch, o.Chain = ArchTNA, c.chain
 			res := runLin(t, "tna", o)
 			const statTailsConfirmed = 12 // docs/swordbox-p4.md, "Counters"
-			if mode != SteerOff && res.Stats[statTailsConfirmed] == 0 {
+			if c.mode != SteerOff && res.Stats[statTailsConfirmed] == 0 {
 				t.Errorf("the TNA program confirmed no tail")
 			}
 		})
