@@ -28,8 +28,8 @@ type Plan struct {
 	// of the tracked_keys table size and the per-key counter size).
 	KeySlots int
 	// NoChain: the rack asks for chain mode and the program has none (no
-	// spec_valid register: the TNA program); write steering then steers
-	// to confirmed tails only.
+	// spec_valid register); write steering then steers to confirmed tails
+	// only.
 	NoChain bool
 }
 

@@ -92,7 +92,7 @@ Scenarios:
 	f := c.Flags()
 	f.String("system", "clover", "memory system: clover, swarm (SWARM-KV: docs/swarm.md) or sherman (docs/sherman.md)")
 	f.String("switch-arch", testbed.ArchV1Model, "switch program of the rack: v1model (p4/swordbox.p4) or tna (p4/tna/swordbox.p4, the Tofino program), both on the Go target; --system clover, in process")
-	f.Bool("chain", true, "chained write steering: a CAS is steered onto the key's last forwarded link, not only onto a confirmed tail (docs/swordbox-p4.md, \"Chain mode\"); --chain=false steers to confirmed tails only; the v1model program only (with --switch-arch tna, --chain=false)")
+	f.Bool("chain", true, "chained write steering: a CAS is steered onto the key's last forwarded link, not only onto a confirmed tail (docs/swordbox-p4.md, \"Chain mode\"); --chain=false steers to confirmed tails only; both switch programs have it")
 	addShermanFlags(f)
 	f.String("scenario", testbed.ScenarioDefault, "one of "+strings.Join(testbed.Scenarios, ", "))
 	f.Int("keys", 1024, "number of Clover keys (YCSB record count)")
@@ -145,9 +145,6 @@ func benchSettings() *settingTable {
 		}
 		if c.SwitchArch != testbed.ArchV1Model && ((c.System != "" && c.System != "clover") || c.Netns) {
 			return fmt.Errorf("--switch-arch %s: only --system clover on the in-process rack runs it (not --netns, not swarm or sherman)", c.SwitchArch)
-		}
-		if c.SwitchArch == testbed.ArchTNA && c.Chain {
-			return fmt.Errorf("--chain: the tna program has no chain mode (docs/swordbox-p4.md, \"Chain mode\"); add --chain=false")
 		}
 		return nil
 	})

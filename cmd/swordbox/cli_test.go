@@ -272,7 +272,9 @@ func TestBadInputIsRefused(t *testing.T) {
 			"switch program ../../p4/swordbox.p4 is a v1model program, not tna"},
 		{"bench switch arch", append([]string{"bench", "--switch-arch", "tofino"}, noBench...), nil, `bench: --switch-arch: switch architecture "tofino": want v1model or tna`},
 		{"bench switch arch netns", append([]string{"bench", "--switch-arch", "tna", "--netns"}, noBench...), nil, "bench: --switch-arch tna: only --system clover on the in-process rack"},
-		{"bench switch arch tna chain", append([]string{"bench", "--switch-arch", "tna"}, noBench...), nil, `bench: --chain: the tna program has no chain mode`},
+		// The tna program has chain mode: --switch-arch tna --chain passes the
+		// settings' checks, and the next check (the workloads) refuses.
+		{"bench switch arch tna chain", append([]string{"bench", "--switch-arch", "tna", "--chain", "--workloads", "zz"}, noBench...), nil, `bench: --workloads: ycsb: unknown workload "zz"`},
 		{"bench switch arch swarm", append([]string{"bench", "--switch-arch", "tna", "--system", "swarm"}, noBench...), nil, "bench: --switch-arch tna: only --system clover on the in-process rack"},
 		// ctrl
 		{"ctrl object-size", []string{"ctrl", "run", "--object-size", "0"}, nil, "ctrl run: --object-size 0: out of range 1..4072"},

@@ -76,7 +76,7 @@ type Config struct {
 	// Chain turns on chained write steering (docs/swordbox-p4.md, "Chain
 	// mode"): a linking CAS is steered onto the node of the key's previous
 	// linking CAS, confirmed or not, instead of onto the confirmed tail.
-	// Programs without chain mode (the TNA program) ignore it.
+	// Programs without chain mode (no spec_valid register) ignore it.
 	Chain bool `mapstructure:"chain"`
 
 	RepairPeriod    time.Duration `mapstructure:"repair-period"`
