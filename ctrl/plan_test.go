@@ -2,10 +2,12 @@ package ctrl
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	p4 "github.com/p4lang/p4runtime/go/p4/v1"
 
 	"github.com/swordbox/swordbox/ctrl/p4rtc"
@@ -116,9 +118,9 @@ func TestBuildPlanRefusesBeforeWriting(t *testing.T) {
 }
 
 // TestBuildPlanChain: chain mode adds mode bit 2 to write steering where
-// the program keeps a chain per key (the v1model program), and is reported
-// as unavailable, leaving the mode as it was, where it does not (the TNA
-// program).
+// the program keeps a chain per key (the v1model and the TNA program), and
+// is reported as unavailable, leaving the mode as it was, where it does
+// not (a program without the spec_valid register).
 func TestBuildPlanChain(t *testing.T) {
 	for _, tc := range []struct {
 		p4info   string
@@ -126,16 +128,26 @@ func TestBuildPlanChain(t *testing.T) {
 		chain    bool
 		mode     uint64
 		noChain  bool
+		drop     string // a register the program lacks
 	}{
-		{"../p4/swordbox.p4info.txtpb", rack.SteerReadWrite, true, modeWrite | modeRead | modeChain, false},
-		{"../p4/swordbox.p4info.txtpb", rack.SteerWrite, true, modeWrite | modeChain, false},
-		{"../p4/swordbox.p4info.txtpb", rack.SteerReadWrite, false, modeWrite | modeRead, false},
-		{"../p4/swordbox.p4info.txtpb", rack.SteerOff, true, 0, false},
-		{"../p4/tna/swordbox.p4info.txtpb", rack.SteerReadWrite, true, modeWrite | modeRead, true},
+		{"../p4/swordbox.p4info.txtpb", rack.SteerReadWrite, true, modeWrite | modeRead | modeChain, false, ""},
+		{"../p4/swordbox.p4info.txtpb", rack.SteerWrite, true, modeWrite | modeChain, false, ""},
+		{"../p4/swordbox.p4info.txtpb", rack.SteerReadWrite, false, modeWrite | modeRead, false, ""},
+		{"../p4/swordbox.p4info.txtpb", rack.SteerOff, true, 0, false, ""},
+		{"../p4/tna/swordbox.p4info.txtpb", rack.SteerReadWrite, true, modeWrite | modeRead | modeChain, false, ""},
+		{"../p4/tna/swordbox.p4info.txtpb", rack.SteerWrite, false, modeWrite, false, ""},
+		{"../p4/swordbox.p4info.txtpb", rack.SteerReadWrite, true, modeWrite | modeRead, true, "SwordboxIngress.spec_valid"},
 	} {
 		info, err := p4rtc.LoadP4Info(tc.p4info)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if tc.drop != "" {
+			n := len(info.Registers)
+			info.Registers = slices.DeleteFunc(info.Registers, func(r *configv1.Register) bool { return r.GetPreamble().GetName() == tc.drop })
+			if len(info.Registers) != n-1 {
+				t.Fatalf("%s has no register %s", tc.p4info, tc.drop)
+			}
 		}
 		s, err := p4rtc.NewSchema(info)
 		if err != nil {

@@ -16,7 +16,7 @@ import (
 
 // TestReadCounterSumsParts runs one scenario (two puts, the second steered
 // and lost) on the v1model program and on the Tofino program, whose stats
-// cells are counted in stats and stats_part2 .. stats_part8: ReadCounter
+// cells are counted in stats and stats_part2 .. stats_part9: ReadCounter
 // of stats gives the same cells on both, and on the Tofino program the
 // base counter alone does not.
 func TestReadCounterSumsParts(t *testing.T) {
