@@ -58,24 +58,29 @@
  *
  * Placement on the stages (docs/swordbox-p4.md, "The Tofino program"):
  *
- *   - The ACK block and the request block are the two arms of one if, and
- *     every register is accessed at most once on any path through the
+ *   - Every register is accessed at most once on any path through the
  *     program's branches (bf-p4c decides mutual exclusion from the
- *     structure, not from the conditions): a retransmission reads the
- *     record in the else of the branch that writes it.
- *   - The CAS record is split by stage: the registers a CAS writes before
- *     it reads the key's tail (who, which key and node, when), and the
- *     ones it writes after (the compare, VA and swap as forwarded, which
- *     steering takes from the tail, and the frame fields). The tail is read
- *     and written in one order on every path; the node map too.
- *   - What one pass cannot do: the ATOMIC ACK decides success by the
- *     compare as forwarded, and a failure's drop by the VA as forwarded,
- *     before it writes the tail, and those two are written after the tail
- *     is read. The target's placement check (target.CompileOptions.
- *     TofinoPlacement, off when this program is loaded) reports that one
- *     cycle and nothing else (p4/ptf's TestTNASwordboxPlacementReport); on
- *     hardware the ACK needs a second pass (a resubmit). This target runs
- *     the program in one pass, one packet at a time, like the v1model one.
+ *     structure, not from the conditions), and the registers are accessed
+ *     in one order on every path: the CAS record's identity (client,
+ *     server, PSN, VA and LH as sent), cas_out_valid, the node map (first
+ *     way, second way), the record's key part (who, which key and node,
+ *     when), the key's chain end (spec_*), the record's chain part
+ *     (link_chained, link_pred_lh), the key's tail, then the record as
+ *     forwarded (compare, VA, swap, frame fields). The target's placement
+ *     check (target.CompileOptions.TofinoPlacement) passes
+ *     (p4/ptf's TestTNASwordboxPlacementReport).
+ *   - Two kinds of packets take two passes (Resubmit, no recirculation):
+ *     the ATOMIC ACK of a tracked link and, in chain mode, a linking CAS.
+ *     The ACK decides rule 6 and 11 by the compare and VA as forwarded,
+ *     which the CAS writes after it reads the tail (rule 5 takes them from
+ *     the tail), and then writes the tail; and a chained CAS decides by the
+ *     chain end and the node's mark and then writes both. A packet carries
+ *     data only to later stages, so no single pass can; the first pass
+ *     reads and decides (no write but the record's clearing), carries the
+ *     decision in the resubmit header (resub_t), and the second pass writes.
+ *     The target resubmits at once, before any other packet, so the two
+ *     passes see the state one pass would; on hardware other packets may
+ *     pass in between (docs/swordbox-p4.md says what that changes).
  *
  * The ICRC is not recomputed and the IPv4 header is never changed, exactly
  * as in the v1model program (docs/swordbox-p4.md, rule 9).
@@ -279,7 +284,8 @@ header resub_t {
     bit<1>  seed;       /* ACK: start a chain at the node just confirmed */
     bit<1>  unmark;     /* ACK: a chained failure: its node may be chained again */
     bit<1>  lh;         /* ACK: an unchained confirmation in chain mode writes tail_lh */
-    bit<53> pad;
+    bit<21> pad;
+    bit<32> end_lh;     /* CAS: the LH of the chain's end the first pass decided by */
 }
 
 struct headers_t {
@@ -598,20 +604,44 @@ control SwordboxIngress(inout headers_t hdr,
     /* A chained CAS (second pass): the chain's end becomes its node; the old
      * end is returned (its LH is the CAS's predecessor, its VA and version
      * steer the CAS). The chain's key, memory node and validity stay. */
-    RegisterAction<bit<64>, key_slot_t, bit<64>>(spec_ts) spec_ts_chain = {
-        void apply(inout bit<64> value) { value = (bit<64>)meta.now; }
-    };
     RegisterAction<bit<32>, key_slot_t, bit<32>>(spec_lh) spec_lh_chain = {
-        void apply(inout bit<32> value, out bit<32> rv) { rv = value; value = meta.new_lh; }
+        void apply(inout bit<32> value, out bit<32> rv) {
+            rv = value;
+            if (value == meta.resub.end_lh) {
+                value = meta.new_lh;
+            }
+        }
+    };
+    RegisterAction<bit<64>, key_slot_t, bit<64>>(spec_ts) spec_ts_chain = {
+        void apply(inout bit<64> value) {
+            if (meta.chained == 1) {
+                value = (bit<64>)meta.now;
+            }
+        }
     };
     RegisterAction<bit<32>, key_slot_t, bit<32>>(spec_va_hi) spec_va_hi_chain = {
-        void apply(inout bit<32> value, out bit<32> rv) { rv = value; value = meta.node_va_hi; }
+        void apply(inout bit<32> value, out bit<32> rv) {
+            rv = value;
+            if (meta.chained == 1) {
+                value = meta.node_va_hi;
+            }
+        }
     };
     RegisterAction<bit<32>, key_slot_t, bit<32>>(spec_va_lo) spec_va_lo_chain = {
-        void apply(inout bit<32> value, out bit<32> rv) { rv = value; value = meta.node_va_lo; }
+        void apply(inout bit<32> value, out bit<32> rv) {
+            rv = value;
+            if (meta.chained == 1) {
+                value = meta.node_va_lo;
+            }
+        }
     };
     RegisterAction<bit<8>, key_slot_t, bit<8>>(spec_ver) spec_ver_chain = {
-        void apply(inout bit<8> value, out bit<8> rv) { rv = value; value = meta.new_ver; }
+        void apply(inout bit<8> value, out bit<8> rv) {
+            rv = value;
+            if (meta.chained == 1) {
+                value = meta.new_ver;
+            }
+        }
     };
     /* An ACK (second pass) starts a chain at the node it confirmed, or ends
      * the key's chain. */
@@ -697,7 +727,7 @@ control SwordboxIngress(inout headers_t hdr,
     RegisterAction<bit<8>, map_slot_t, bit<8>>(node_chained) node_chained_cas = {
         void apply(inout bit<8> value, out bit<8> rv) {
             rv = value;
-            if (meta.chained == 1) {
+            if (meta.chained == 1 && value == 0) {
                 value = 1;
             }
         }
@@ -745,7 +775,7 @@ control SwordboxIngress(inout headers_t hdr,
     RegisterAction<bit<8>, map_slot_t, bit<8>>(node2_chained) node2_chained_cas = {
         void apply(inout bit<8> value, out bit<8> rv) {
             rv = value;
-            if (meta.chained == 1) {
+            if (meta.chained == 1 && value == 0) {
                 value = 1;
             }
         }
@@ -1157,9 +1187,11 @@ control SwordboxIngress(inout headers_t hdr,
                 meta.resub.unmark = 0;
                 meta.resub.lh = 0;
                 meta.resub.pad = 0;
+                meta.resub.end_lh = 0;
                 if (meta.tracked == 1) {
                     meta.spec_key = spec_key_read.execute(meta.key_slot);
                     meta.spec_valid = spec_valid_read.execute(meta.key_slot);
+                    meta.resub.end_lh = spec_lh_read.execute(meta.key_slot);
                     meta.spec_ts = (bit<48>)spec_ts_read.execute(meta.key_slot);
                     meta.spec_va_hi = spec_va_hi_read.execute(meta.key_slot);
                     meta.spec_va_lo = spec_va_lo_read.execute(meta.key_slot);
@@ -1230,6 +1262,7 @@ control SwordboxIngress(inout headers_t hdr,
                         meta.resub.unmark = 0;
                         meta.resub.lh = 0;
                         meta.resub.pad = 0;
+                        meta.resub.end_lh = 0;
                         /* The CAS failed and was aimed at the cached tail: that tail
                          * has a successor the switch did not learn. */
                         if (hdr.atomic_ack.orig != meta.link_cmp && meta.tail_valid == 1 &&
@@ -1307,8 +1340,8 @@ control SwordboxIngress(inout headers_t hdr,
                     if (meta.resub.seed == 1) {
                         spec_key_seed.execute(meta.key_slot);
                         spec_valid_set.execute(meta.key_slot);
-                        spec_ts_seed.execute(meta.key_slot);
                         spec_lh_seed.execute(meta.key_slot);
+                        spec_ts_seed.execute(meta.key_slot);
                         spec_va_hi_seed.execute(meta.key_slot);
                         spec_va_lo_seed.execute(meta.key_slot);
                         spec_ver_seed.execute(meta.key_slot);
@@ -1463,6 +1496,17 @@ control SwordboxIngress(inout headers_t hdr,
                          * other CAS writes them. Only a linking CAS of a tracked key
                          * confirms a tail. */
                         meta.linking = meta.linking & meta.tracked;
+                        /* What the first pass decided by, again where it may have
+                         * changed on a Tofino (not on this target): the node was
+                         * chained in between (refused, as rule 10 says), or its key
+                         * is no longer tracked or its node no longer in the map. */
+                        if (meta.chained == 1 && meta.node_chained == 1) {
+                            meta.chained = 0;
+                            meta.resub.refused = 1;
+                        }
+                        if (meta.tracked == 0) {
+                            meta.chained = 0;
+                        }
                         if (meta.ambiguous == 1) {
                             meta.linking = 0;
                             stats_part8.count(STAT_LINK_AMBIGUOUS);
@@ -1492,11 +1536,20 @@ control SwordboxIngress(inout headers_t hdr,
                          * old end is its predecessor (the chain's key, memory node and
                          * validity stay). */
                         if (meta.chained == 1) {
-                            spec_ts_chain.execute(meta.key_slot);
+                            /* Only onto the end the first pass decided by: on a
+                             * Tofino another CAS may have moved it in between (this
+                             * target resubmits at once, so it never does here). */
                             meta.pred_lh = spec_lh_chain.execute(meta.key_slot);
+                            if (meta.pred_lh != meta.resub.end_lh) {
+                                meta.chained = 0;
+                                meta.pred_lh = 0;
+                            }
+                            spec_ts_chain.execute(meta.key_slot);
                             meta.spec_va_hi = spec_va_hi_chain.execute(meta.key_slot);
                             meta.spec_va_lo = spec_va_lo_chain.execute(meta.key_slot);
                             meta.spec_ver = spec_ver_chain.execute(meta.key_slot);
+                        }
+                        if (meta.chained == 1) {
                             meta.link_chained = 1;
                             meta.stat9 = STAT_CAS_CHAINED;
                             meta.count9 = 1;
