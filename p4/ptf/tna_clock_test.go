@@ -251,6 +251,69 @@ func TestTNADifferentialClock(t *testing.T) {
 		}
 		d.checkState("after the TTL boundary")
 	})
+	// Chain mode's two freshness tests on the same boundary: an unchained
+	// success starts a chain when the key's is not live (now - spec_ts >=
+	// tail_ttl, rule 11), and a CAS is chained onto a live one only
+	// (rule 10).
+	t.Run("chain TTL boundary", func(t *testing.T) {
+		const ttl, fwd = 100, 1000
+		for _, c := range []struct {
+			delta   uint64
+			end     node // the chain's end after the second ACK
+			chained bool // a CAS at fwd+delta is chained
+		}{{ttl - 1, nA1, true}, {ttl, nB1, false}} {
+			d := newDevPair(t)
+			d.steer(modeBoth | modeChain)
+			d.setConfig("tail_ttl", ttl)
+			d.process(fwd, 1, nodeWrite(t, qpA, 100, nA1, valueSize))
+			d.process(fwd, 2, nodeWrite(t, qpB, 200, nB1, valueSize))
+			d.process(fwd, 4, nodeWrite(t, qpC, 300, nA3, valueSize))
+			d.process(fwd, 1, link(t, qpA, 101, nT0.va, nT0.ev, nA1))
+			d.process(fwd, 2, link(t, qpB, 201, nA1.va, nA1.ev, nB1))
+			d.process(fwd+1, 3, atomicAck(t, qpA, 101, hw(0, 0, nT0.ev)))       // A1 confirmed: the chain starts there, spec_ts = fwd
+			d.process(fwd+c.delta, 3, atomicAck(t, qpB, 201, hw(0, 0, nA1.ev))) // B1 confirmed: a new chain only if A1's is stale
+			d.process(fwd+c.delta, 4, link(t, qpC, 301, nT0.va, nT0.ev, nA3))
+			s := d.checkState(fmt.Sprintf("at fwd+%d", c.delta))
+			end := fmt.Sprintf("register %sspec_lh[%d] = %d", prefix, keySlot, c.end.lh)
+			if c.chained {
+				end = fmt.Sprintf("register %sspec_lh[%d] = %d", prefix, keySlot, nA3.lh) // A3 chained onto A1
+			}
+			chained := fmt.Sprintf("counter %sstats[%d] = 1 packets", prefix, statCASChained)
+			if !slices.Contains(s, end) || slices.ContainsFunc(s, func(l string) bool { return strings.HasPrefix(l, chained) }) != c.chained {
+				t.Errorf("at fwd+%d: want %q and chained %v; state %v", c.delta, end, c.chained, s)
+			}
+		}
+	})
+	// A chain ends (a chained CAS failed) after its key's slot went to
+	// another key, which started a chain of its own there: that chain
+	// stays (rule 11 ends the chain of the key the CAS linked).
+	t.Run("chain end after the slot was reassigned", func(t *testing.T) {
+		d := newDevPair(t)
+		d.steer(modeBoth | modeChain)
+		nO1 := node{0x00007f0000050000, 0x51, 4, otherKey}
+		const at = 1000
+		d.process(at, 1, nodeWrite(t, qpA, 100, nA1, valueSize))
+		d.process(at, 2, nodeWrite(t, qpB, 200, nA3, valueSize))
+		d.process(at, 4, nodeWrite(t, qpC, 300, nO1, valueSize))
+		d.process(at, 1, link(t, qpA, 101, nT0.va, nT0.ev, nA1))
+		d.process(at+1, 3, atomicAck(t, qpA, 101, hw(0, 0, nT0.ev))) // A1 confirmed, hotKey's chain starts there
+		d.process(at+2, 2, link(t, qpB, 201, nT0.va, nT0.ev, nA3))   // chained onto A1
+		d.write(p4v1.Update_DELETE, d.trackEntry(hotKey, keySlot))
+		d.write(p4v1.Update_INSERT, d.trackEntry(otherKey, keySlot))
+		d.process(at+3, 4, link(t, qpC, 301, nT0.va, nT0.ev, nO1))
+		d.process(at+4, 3, atomicAck(t, qpC, 301, hw(0, 0, nT0.ev)))    // O1 confirmed: otherKey's chain starts in the slot
+		d.process(at+5, 3, atomicAck(t, qpB, 201, hw(0x99, 1, nA1.ev))) // A3's chained CAS failed: hotKey's chain ends
+		s := d.checkState("at the end")
+		for _, want := range []string{
+			fmt.Sprintf("register %sspec_valid[%d] = 1", prefix, keySlot),
+			fmt.Sprintf("register %sspec_lh[%d] = %d", prefix, keySlot, nO1.lh),
+			fmt.Sprintf("counter %sstats[%d] = 1 packets 0 bytes", prefix, statChainBroken),
+		} {
+			if !slices.Contains(s, want) {
+				t.Errorf("want %q; state %v", want, s)
+			}
+		}
+	})
 	steps, seeds := 1500, 3
 	if testing.Short() {
 		steps, seeds = 1000, 1
@@ -260,15 +323,21 @@ func TestTNADifferentialClock(t *testing.T) {
 			randomTraffic(t, uint64(seed), steps, false)
 		})
 	}
-	// Chain mode: the seeds together must chain, refuse, end chains and
-	// hold READs back (stats 16-19); 1500 frames each, also under -short.
+	// Chain mode: the seeds together must steer, confirm, see
+	// retransmissions, chain, refuse, end chains and hold READs back;
+	// 1500 frames each, also under -short.
 	var chainState []string
+	ran := 0
 	for seed := range max(seeds, 2) {
 		t.Run(fmt.Sprintf("random traffic in chain mode seed %d", seed), func(t *testing.T) {
+			ran++
 			chainState = append(chainState, randomTraffic(t, uint64(seed), 1500, true)...)
 		})
 	}
-	for _, i := range []int{statCASChained, statChainBroken, statChainRefused, statReadChainBusy} {
+	if ran == 0 {
+		return // -run chose other subtests
+	}
+	for _, i := range []int{statCASSteered, statTailConfirmed, statReadsSteered, statRetransmits, statCASChained, statChainBroken, statChainRefused, statReadChainBusy} {
 		want := fmt.Sprintf("counter %sstats[%d]", prefix, i)
 		if !slices.ContainsFunc(chainState, func(l string) bool { return len(l) > len(want) && l[:len(want)] == want }) {
 			t.Errorf("%s stayed 0 in every chain-mode run: the random traffic does not exercise it", want)
@@ -302,6 +371,7 @@ func randomTraffic(t *testing.T, seed uint64, steps int, chain bool) []string {
 	const ttl = 400
 	d.setConfig("tail_ttl", ttl)
 	d.write(p4v1.Update_INSERT, d.trackEntry(otherKey, keySlot+1))
+	slotKey := uint64(otherKey) // the key tracked at keySlot+1
 	// Two memory nodes (memnode and clientC's port as a second one), four
 	// QPs to the first (two of client A's host) and one to the second.
 	qpA2 := qp{clientA, memnode, 49155, 0x14}
@@ -394,9 +464,12 @@ func randomTraffic(t *testing.T, seed uint64, steps int, chain bool) []string {
 			d.setConfig("mode", m)
 		case op < 98: // the controller reassigns a slot
 			d.setRegister("tail_valid", int64(keySlot+rng.IntN(2)), 0)
-		case op < 99:
-			d.write(p4v1.Update_DELETE, d.trackEntry(otherKey, keySlot+1))
-			d.write(p4v1.Update_INSERT, d.trackEntry(otherKey, keySlot+1))
+		case op < 99: // untrack and track again; in chain mode sometimes another key in the slot
+			d.write(p4v1.Update_DELETE, d.trackEntry(slotKey, keySlot+1))
+			if chain && rng.IntN(2) == 0 {
+				slotKey = otherKey + coldKey - slotKey
+			}
+			d.write(p4v1.Update_INSERT, d.trackEntry(slotKey, keySlot+1))
 		default:
 			d.process(now, q.from.port, nodeWrite(t, q, p, pick(), valueSize))
 		}
@@ -406,6 +479,9 @@ func randomTraffic(t *testing.T, seed uint64, steps int, chain bool) []string {
 	t.Logf("seed %d, %d frames: %s", seed, d.frames, strings.Join(slices.DeleteFunc(slices.Clone(s), func(l string) bool {
 		return !strings.HasPrefix(l, "counter "+prefix+"stats[")
 	}), "; "))
+	if chain {
+		return s // TestTNADifferentialClock checks the chain-mode runs together
+	}
 	for _, i := range []int{statCASSteered, statTailConfirmed, statReadsSteered, statRetransmits} {
 		want := fmt.Sprintf("counter %sstats[%d]", prefix, i)
 		if !slices.ContainsFunc(s, func(l string) bool { return len(l) > len(want) && l[:len(want)] == want }) {
