@@ -353,10 +353,6 @@ struct metadata_t {
     bit<1>     retrans;
     bit<1>     ambiguous;
     bit<1>     linking;
-    /* the confirmation at the ATOMIC ACK */
-    bit<8>     key_differs;
-    bit<8>     confirmed;
-    bit<1>     drop_tail;
     /* the stats_part4 and stats_part9 cells this packet counts, if any */
     bit<32>    stat4;
     bit<1>     count4;
@@ -367,7 +363,6 @@ struct metadata_t {
     bit<1>     chained;     /* this CAS is chained onto the key's chain end */
     bit<8>     node_chained;
     map_slot_t node2_slot;
-    bit<1>     node_way;    /* 1: the node was found in the node map's second way */
     bit<32>    tail_lh;
     bit<8>     spec_valid;
     bit<64>    spec_key;
@@ -1112,7 +1107,6 @@ control SwordboxIngress(inout headers_t hdr,
         meta.chain = 0;
         meta.chained = 0;
         meta.node_chained = 0;
-        meta.node_way = 0;
         meta.tail_lh = 0;
         meta.spec_valid = 0;
         meta.spec_key = 0;
