@@ -1151,7 +1151,7 @@ control SwordboxIngress(inout headers_t hdr,
                     meta.node_va_hi = node_va_hi_read.execute(meta.node_slot);
                     meta.node_va_lo = node_va_lo_read.execute(meta.node_slot);
                     meta.clover_key = node_key_read.execute(meta.node_slot);
-                    meta.node_chained = node_chained_cas.execute(meta.node_slot);
+                    meta.node_chained = node_chained_cas.execute(meta.node_slot); /* meta.chained is 0: a read */
                     meta.key_known = 1;
                 } else {
                     meta.node2_slot = node2_hash_cas.get({ meta.new_lh, meta.new_lh + NODE_SALT });
