@@ -47,7 +47,8 @@ func switchProgramName(arch string) string {
 // v1model): the file at path if path is set, else the program built into
 // the binary for arch. It returns the program, the file name compiler
 // messages use and the source (the P4Runtime device config). A program
-// written for another architecture than arch is refused.
+// written for another architecture than arch is refused, and so is a
+// built-in Tofino program that fails the Tofino placement check.
 func SwitchProgram(arch, path string) (*target.Program, string, []byte, error) {
 	if arch == "" {
 		arch = ArchV1Model
@@ -72,6 +73,13 @@ func SwitchProgram(arch, path string) (*target.Program, string, []byte, error) {
 	}
 	if got := prog.P4Info().GetPkgInfo().GetArch(); got != arch {
 		return nil, "", nil, fmt.Errorf("switch program %s is a %s program, not %s", file, got, arch)
+	}
+	if arch == ArchTNA && path == "" {
+		// The built-in Tofino program must also place on Tofino's stages
+		// (docs/swordbox-p4.md); a user's program is the user's to check.
+		if err := prog.TofinoPlacement(); err != nil {
+			return nil, "", nil, fmt.Errorf("switch program %s: %w", file, err)
+		}
 	}
 	return prog, file, src, nil
 }
