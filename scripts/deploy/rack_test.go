@@ -18,21 +18,31 @@ import (
 // management network. The script sets the data NICs up, starts the memory
 // node and Clover's metadata server as daemons, and runs a client host
 // through load, warmup and run; the controller programs the switch with
-// write steering from a rack file written as docs/deploy.md says (each
+// write steering in chain mode from a rack file written as docs/deploy.md says (each
 // host's own MAC, the memory node's printed region, tracked-keys.sh's
-// keys). It needs root (veths, AF_PACKET).
+// keys). It needs root (veths, AF_PACKET). It runs once per switch
+// program: the v1model one, and the Tofino one with chain mode.
 func TestOneHostRack(t *testing.T) {
 	if testing.Short() {
-		t.Skip("a rack of processes on veths (about 10 s)")
+		t.Skip("a rack of processes on veths (about 10 s per program)")
 	}
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: veth pairs and AF_PACKET")
 	}
 	bin := swordbox(t)
+	for _, arch := range []struct{ name, program, p4info string }{
+		{"v1model", "p4/swordbox.p4", "p4/swordbox.p4info.txtpb"},
+		{"tna", "p4/tna/swordbox.p4", "p4/tna/swordbox.p4info.txtpb"},
+	} {
+		t.Run(arch.name, func(t *testing.T) { oneHostRack(t, bin, arch.name, arch.program, arch.p4info) })
+	}
+}
+
+func oneHostRack(t *testing.T, bin, arch, program, p4info string) {
 	run := t.TempDir()
 	// Interface names of this test only (the machine's namespace is
 	// shared): at most 13 characters, the peer gets "-p".
-	tag := fmt.Sprintf("sbd%d", os.Getpid()%100000)
+	tag := fmt.Sprintf("sbd%s%d", arch[:1], os.Getpid()%100000)
 	cli, ms, mem := tag+"c", tag+"s", tag+"m"
 	veths := func(op string) error {
 		c := exec.Command("scripts/veths.sh", op, cli, ms, mem)
@@ -54,7 +64,7 @@ func TestOneHostRack(t *testing.T) {
 
 	// The switch: ports 1 (client), 3 (metadata server), 11 (memory node).
 	grpc := freeAddr(t)
-	sw := startDaemon(t, bin, "switch", "--grpc", grpc, "--ports", fmt.Sprintf("1=%s,3=%s,11=%s", cli, ms, mem))
+	sw := startDaemon(t, bin, "switch", "--arch", arch, "--p4", program, "--grpc", grpc, "--ports", fmt.Sprintf("1=%s,3=%s,11=%s", cli, ms, mem))
 	defer sw.stop(t)
 	sw.wait(t, "P4Runtime on")
 
@@ -100,10 +110,11 @@ func TestOneHostRack(t *testing.T) {
 	}
 	rack := fmt.Sprintf(`ctrl:
   switch: %s
-  p4info: p4/swordbox.p4info.txtpb
-  device-config: p4/swordbox.p4
+  p4info: %s
+  device-config: %s
   push-pipeline: true
   steering: write
+  chain: true
   object-size: 128
   hosts:
     - {name: client0, mac: "%s", ip: 10.0.0.1, port: 1}
@@ -113,7 +124,7 @@ func TestOneHostRack(t *testing.T) {
     - host: mem0
       regions:
         - {base: "%#x", length: "%#x"}
-  %s`, grpc, macOf(cli+"-p"), macOf(ms+"-p"), macOf(mem+"-p"), base, length, keys)
+  %s`, grpc, p4info, program, macOf(cli+"-p"), macOf(ms+"-p"), macOf(mem+"-p"), base, length, keys)
 	rackFile := filepath.Join(run, "rack.yaml")
 	if err := os.WriteFile(rackFile, []byte(rack), 0o644); err != nil {
 		t.Fatal(err)
@@ -189,6 +200,11 @@ func TestOneHostRack(t *testing.T) {
 	}
 	if stat[2] == 0 || stat[12] == 0 {
 		t.Errorf("the switch saw %d linking CAS and confirmed %d tails: steering is not configured", stat[2], stat[12])
+	}
+	// and chained CASes onto the keys' last forwarded links (stats[16],
+	// chain mode, set by the rack file's chain: true).
+	if stat[16] == 0 {
+		t.Errorf("the switch chained no CAS: chain mode is not configured")
 	}
 }
 
