@@ -112,8 +112,7 @@ type ServerConfig struct {
 	// (waitOnWord; docs/middlebox.md, "Sherman"). It implies
 	// AnswerFailedCAS.
 	WaitFailedCAS bool `mapstructure:"wait-failed-cas" yaml:"wait-failed-cas"`
-	// AnswerAtSend (off in every rack: docs/middlebox.md, "Not safe yet")
-	// makes the engine answer a CMP_SWAP it converts to a
+	// AnswerAtSend makes the engine answer a CMP_SWAP it converts to a
 	// WRITE on the shared connection when it sends the WRITE, instead of
 	// at the server's ACK, when the client has nothing else outstanding
 	// (answerAtSend; docs/middlebox.md, "Sherman"). The engine keeps a

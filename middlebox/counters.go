@@ -69,6 +69,7 @@ type Counters struct {
 	AtSendStoreFull     uint64 // converted CMP_SWAP answered at the server's ACK because every copy slot was taken (answerAtSend)
 	AtSendResent        uint64 // copies of WRITEs answered at sending, resent by the engine (replayFrom)
 	AtSendFailed        uint64 // WRITEs answered at sending that the server refused with a fatal NAK (otherNAK)
+	AtSendBehindData    uint64 // converted CMP_SWAP answered at the server's ACK because a data operation was unacknowledged on the shared connection (answerAtSend)
 	Parked              uint64 // requests held behind the barrier instead of dropped (parkBehindBarrier)
 	ParkedSent          uint64 // parked requests sent (releaseParked): at the barrier once their client's operations completed, or waiting CMP_SWAPs woken
 	ParkedDuplicates    uint64 // retransmissions of a parked request, dropped (the parked copy goes)
@@ -135,6 +136,7 @@ func (c *Counters) Map() map[string]uint64 {
 	add("at-send-store-full", c.AtSendStoreFull)
 	add("at-send-resent", c.AtSendResent)
 	add("at-send-failed", c.AtSendFailed)
+	add("at-send-behind-data", c.AtSendBehindData)
 	add("parked", c.Parked)
 	add("parked-sent", c.ParkedSent)
 	add("parked-duplicates", c.ParkedDuplicates)
@@ -206,6 +208,7 @@ func (c *Counters) Add(o *Counters) {
 	c.AtSendStoreFull += o.AtSendStoreFull
 	c.AtSendResent += o.AtSendResent
 	c.AtSendFailed += o.AtSendFailed
+	c.AtSendBehindData += o.AtSendBehindData
 	c.Parked += o.Parked
 	c.ParkedSent += o.ParkedSent
 	c.ParkedDuplicates += o.ParkedDuplicates

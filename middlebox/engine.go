@@ -466,6 +466,9 @@ func (e *Engine) forwardRequest(now int64, si, ci, home int32, psn roce.PSN, npk
 			e.writeOnWords(si, p.Payload, dmaLen, first, va, onShared)
 		}
 	}
+	if onShared && sv.atSend {
+		noteSharedData(o, sv, first, npkts, cls, va, dmaLen)
+	}
 	if remapped {
 		retargetRequest(p.Frame, p.L3Off, p.L4Off, p.BTHOff, o)
 		e.c.Remapped++

@@ -135,6 +135,9 @@ func (e *Engine) fastRequest(now int64, f []byte, out *Out) bool {
 	}
 	o := &e.conns[home]
 	first := e.record(c, o, ci, home, psn, npkts, cls, op == roce.OpRCFetchAdd)
+	if home == sv.shared && sv.atSend {
+		noteSharedData(o, sv, first, npkts, cls, va, dmaLen)
+	}
 	if home != ci {
 		eth, ip, udp, b := xHeaders(f)
 		retargetRequestHdrs(eth, ip, udp, b, o)

@@ -399,7 +399,17 @@ type sentCopy struct {
 // word was sent only after the server acknowledged every earlier
 // operation of its client (parkBehindBarrier), the data WRITE among them,
 // so an operation the new holder sends after this answer, on any
-// connection, reaches a server that has already executed that data.
+// connection, reaches a server that has already executed that data. That
+// holds when the data and the release travel on different connections.
+// When they travel on the shared connection itself (the releasing client's
+// own connection is the shared one, or its operations followed an
+// outstanding one there), nothing holds the release: RC order puts the
+// data before the grant at the server, but only among the shared
+// connection's operations, and the new holder's READ goes on its own. So
+// no CMP_SWAP is answered at sending while a request that may change
+// memory other than the lock words is unacknowledged on the shared
+// connection (dataOutstanding): it is answered at the server's ACK, which
+// acknowledges that request too.
 //
 // What is acknowledged may not be lost: the engine keeps its own copy of
 // the WRITE in e.sent until the server acknowledges its PSN, and resends
@@ -421,6 +431,10 @@ func (e *Engine) answerAtSend(c, o *conn, en *entry, frame []byte, bad uint32, o
 		c.fifoHead() != en.outPSN || !c.ready() || len(frame) > parkBytes {
 		return
 	}
+	if dataOutstanding(o) {
+		e.c.AtSendBehindData++
+		return
+	}
 	if len(e.sentFree) == 0 {
 		e.c.AtSendStoreFull++
 		return
@@ -438,6 +452,43 @@ func (e *Engine) answerAtSend(c, o *conn, en *entry, frame []byte, bad uint32, o
 	c.rememberAtomic(en.inPSN, en.prior)
 	e.c.CASAnsweredAtSend++
 	e.pendingNAK(c, out)
+}
+
+// noteSharedData notes a request sent on server sv's shared connection o
+// (map entry first, npkts outgoing PSNs, class cls, at va for dmaLen bytes)
+// that may change memory other than sv's lock words (cas-to-write ranges):
+// anything but a READ, an atomic on a lock word or a WRITE within them.
+// answerAtSend answers no CMP_SWAP while such a request is unacknowledged
+// (dataOutstanding).
+func noteSharedData(o *conn, sv *server, first *entry, npkts uint32, cls opClass, va uint64, dmaLen uint32) {
+	switch cls {
+	case opRead:
+		return
+	case opAtomic:
+		if inRanges(sv.cas, va) {
+			return
+		}
+	case opWriteOnly:
+		if inRanges(sv.cas, va) && (dmaLen == 0 || inRanges(sv.cas, va+uint64(dmaLen)-1)) {
+			return
+		}
+	}
+	o.dataTo, o.dataOut = first.outPSN.Add(int(npkts)-1), true
+}
+
+// dataOutstanding reports whether a request noted by noteSharedData on
+// shared connection o is not yet acknowledged by the server. Outstanding
+// PSNs lie within the ring after o.ackedTo, so a dataTo outside that
+// window was acknowledged (the flag is cleared then).
+func dataOutstanding(o *conn) bool {
+	if !o.dataOut {
+		return false
+	}
+	if d := o.dataTo.Sub(o.ackedTo); d > 0 && int(d) <= len(o.ring) {
+		return true
+	}
+	o.dataOut = false
+	return false
 }
 
 // sentDone completes a WRITE answered at sending (kAtomicSent): the server

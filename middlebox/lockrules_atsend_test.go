@@ -307,3 +307,57 @@ func TestWaitingCASOtherRequestAtItsPSN(t *testing.T) {
 		t.Fatalf("counters: %s", c.String())
 	}
 }
+
+// The holder whose own connection is the shared one writes its data and
+// releases on that connection (no barrier: one connection, RC order at
+// the server). The waiter's grant goes out behind the release, but it is
+// not answered at sending while the data WRITE is unacknowledged: the new
+// holder's page READ goes on its own connection, which the server does not
+// order behind the shared one, and would read the page without the data
+// (a lost or delayed data WRITE: an insert lost, seen in
+// TestLinearizableHotKeys/cas-to-write/faults). It is answered when the
+// server acknowledges the grant, which acknowledges the data before it;
+// once no data is outstanding on the shared connection, grants are
+// answered at sending again.
+func TestAtSendWaitsForDataOnShared(t *testing.T) {
+	r := newTestRack(t, 3, freeConfig())
+	s0 := r.cli[0].psn
+	f, p0 := r.cas(0, 0x1000, 0, 0xa) // client 0, whose connection is the shared one, takes the lock
+	res := r.run(ClientSide, f)
+	if len(res) != 2 {
+		t.Fatalf("%d frames, want the WRITE and the ATOMIC ACK", len(res))
+	}
+	r.checkAtomicAck(res[1], 0, p0, 0, 1)
+	f1, p1 := r.cas(1, 0x1000, 0, 0xb)
+	r.none(ClientSide, f1)                // waits
+	fd, _ := r.write(0, 0x5000, le64(42)) // the data, on client 0's connection: the shared one
+	r.checkToServer(r.one(ClientSide, fd), 0, roce.OpRCWriteOnly, s0+1)
+	fr, pr := r.write(0, 0x1000, le64(0)) // the release, behind it
+	res = r.run(ClientSide, fr)
+	if len(res) != 2 {
+		t.Fatalf("%d frames, want the release and the grant only (no ATOMIC ACK while the data is unacknowledged)", len(res))
+	}
+	r.checkToServer(res[0], 0, roce.OpRCWriteOnly, s0+2)
+	r.checkToServer(res[1], 0, roce.OpRCWriteOnly, s0+3)
+	// The server acknowledges through the grant: the release and the grant
+	// are answered.
+	res = r.run(ServerSide, r.ack(0, s0+3, synACK, 4))
+	if len(res) != 2 {
+		t.Fatalf("%d frames, want the release's ACK and the grant's ATOMIC ACK", len(res))
+	}
+	r.checkToClient(res[0], 0, roce.OpRCAcknowledge, pr)
+	r.checkAtomicAck(res[1], 1, p1, 0, 1)
+	// Nothing of data outstanding: client 1's release lets client 2's
+	// CMP_SWAP be answered at sending.
+	fr1, _ := r.write(1, 0x1000, le64(0))
+	r.checkToServer(r.one(ClientSide, fr1), 0, roce.OpRCWriteOnly, s0+4)
+	f2, p2 := r.cas(2, 0x1000, 0, 0xc)
+	res = r.run(ClientSide, f2)
+	if len(res) != 2 {
+		t.Fatalf("%d frames, want the WRITE and the ATOMIC ACK", len(res))
+	}
+	r.checkAtomicAck(res[1], 2, p2, 0, 1)
+	if c := r.e.Counters(); c.CASAnsweredAtSend != 2 || c.AtSendBehindData != 1 {
+		t.Fatalf("counters: %s", c.String())
+	}
+}

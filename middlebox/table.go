@@ -102,6 +102,11 @@ type conn struct {
 	ring     []entry
 	rmask    uint32
 	log      *replayLog // NAKReplay, shared connections only: copies of the requests sent
+	// dataTo is the last outgoing PSN of a request that may change memory
+	// other than the lock words (dataOut: one was sent), kept on a server's
+	// shared connection when it answers at sending (noteSharedData).
+	dataTo  roce.PSN
+	dataOut bool
 
 	tmpl       ackTemplate
 	lastSeen   int64

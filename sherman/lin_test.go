@@ -233,6 +233,9 @@ func TestLinearizableHotKeys(t *testing.T) {
 				if converts && (c.CASToWrite == 0 || c.Remapped == 0) {
 					t.Errorf("middlebox: %d CAS to WRITE, %d remapped: the lock traffic did not go through the shared connection", c.CASToWrite, c.Remapped)
 				}
+				if converts && c.CASAnsweredAtSend == 0 {
+					t.Errorf("middlebox: no CMP_SWAP answered at sending: the answer-at-send rule was not exercised")
+				}
 				if !converts && (c.CASToWrite != 0 || c.Remapped != 0) {
 					t.Errorf("middlebox in %s mode converted %d CAS, remapped %d", mode, c.CASToWrite, c.Remapped)
 				}

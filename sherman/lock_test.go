@@ -144,6 +144,9 @@ func TestReleaseOrdering(t *testing.T) {
 			if mode == testbed.ShermanCASToWrite && c.Parked+c.Drops[middlebox.DropBarrier] == 0 {
 				t.Error("CAS to WRITE: no release was held behind its data (parked and drop.barrier 0): the hazard was not exercised")
 			}
+			if (mode == testbed.ShermanCASToWrite || mode == testbed.ShermanCASToWriteNode) && c.CASAnsweredAtSend == 0 {
+				t.Error("CAS to WRITE: no lock CMP_SWAP answered at sending: the answer-at-send rule was not exercised")
+			}
 		})
 	}
 }

@@ -264,7 +264,7 @@ func NewShermanRack(ctx context.Context, cfg ShermanConfig) (_ *ShermanRack, err
 		if cfg.Mode == ShermanCASToWrite || cfg.Mode == ShermanCASToWriteNode {
 			lo := r.Locks[i].Addr()
 			rg := middlebox.Range{Lo: lo, Hi: lo + sherman.LockRegionSize}
-			s.Remap, s.CASToWrite, s.AnswerFailedCAS, s.WaitFailedCAS = []middlebox.Range{rg}, []middlebox.Range{rg}, true, true
+			s.Remap, s.CASToWrite, s.AnswerFailedCAS, s.WaitFailedCAS, s.AnswerAtSend = []middlebox.Range{rg}, []middlebox.Range{rg}, true, true, true
 			for w := uint64(0); w < sherman.NumLocks; w++ {
 				mcfg.Words = append(mcfg.Words, middlebox.WordConfig{VA: lo + 8*w})
 			}

@@ -165,7 +165,7 @@ func RunShermanCell(ctx context.Context, spec testbed.ShermanCellSpec) (report.C
 	if conv {
 		lo := locks.Addr()
 		rg := middlebox.Range{Lo: lo, Hi: lo + sherman.LockRegionSize}
-		srv.Remap, srv.CASToWrite, srv.AnswerFailedCAS, srv.WaitFailedCAS = []middlebox.Range{rg}, []middlebox.Range{rg}, true, true
+		srv.Remap, srv.CASToWrite, srv.AnswerFailedCAS, srv.WaitFailedCAS, srv.AnswerAtSend = []middlebox.Range{rg}, []middlebox.Range{rg}, true, true, true
 		for w := uint64(0); w < sherman.NumLocks; w++ {
 			mcfg.Words = append(mcfg.Words, middlebox.WordConfig{VA: lo + 8*w})
 		}
