@@ -250,10 +250,23 @@ func (e *Engine) flush(ci int32, out *Out) {
 	if c.fcount == 0 && c.park.ok && c.park.word == 0 {
 		e.releaseParked(ci, out)
 	}
-	e.pendingNAK(c, out)
+	if c.nakPending { // rare: the call is made only then, inlined or not
+		e.pendingNAK(c, out)
+	}
 }
 
 // serverAck handles a (coalesced) ACK for outgoing PSN psn.
+//
+// It is kept out of ack for profile-guided optimization (without a
+// profile it is too large to be inlined anyway). The profile's call edges
+// name the function that makes the call, and the compiler inlines a hot
+// call only into the function that holds it in the source: with serverAck
+// inlined into ack, its calls to ackRange and flushTouched would be ack's,
+// which the profile does not name, and would stay calls (measured:
+// EngineMix/icrc-check ~3 ns/frame slower with PGO than with serverAck on
+// its own, which inlines both).
+//
+//go:noinline
 func (e *Engine) serverAck(oi int32, psn roce.PSN, out *Out) {
 	o := &e.conns[oi]
 	if psn.Sub(o.ackedTo) <= 0 {
@@ -470,7 +483,8 @@ func (e *Engine) readResp(oi int32, psn roce.PSN, op roce.Opcode, f []byte, icrc
 			retargetResponse(f, xIP, xUDP, xBTH, c)
 		}
 		put24(f[xBTH+roce.BTHAckPSNOff+1:], uint32(en.inPSN))
-		roce.IPv4(f[xIP:xUDP]).UpdateChecksum()
+		ip := roce.IPv4(f[xIP:xUDP])
+		ip.SetChecksum(ip.ComputeChecksum()) // not UpdateChecksum: see fastRequest
 		putICRC(f, xIP, icrcOff, bad)
 	} else {
 		if !e.verify {

@@ -3,7 +3,7 @@
 # toolchain uses for profile-guided optimization of the swordbox binary
 # (go build/run/install ./cmd/swordbox pick it up by themselves: -pgo=auto).
 #
-#   scripts/pgo.sh            # ~1 minute
+#   scripts/pgo.sh            # ~1 minute (MBOX_DUR, RACK_DUR: the two runs)
 #
 # The profile is the merge of two runs of the binary built without PGO:
 #   1. swordbox middlebox bench --io engine (the middlebox's recorded mix,
@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 go build -pgo=off -o "$tmp/swordbox" ./cmd/swordbox
-"$tmp/swordbox" --cpuprofile "$tmp/mbox.pprof" middlebox bench --io engine --duration "${MBOX_DUR:-8s}" >/dev/null
+"$tmp/swordbox" --cpuprofile "$tmp/mbox.pprof" middlebox bench --io engine --duration "${MBOX_DUR:-20s}" >/dev/null
 "$tmp/swordbox" --cpuprofile "$tmp/rack.pprof" bench --duration "${RACK_DUR:-2s}" --warmup 500ms \
 	--workloads c,a --results "" --no-progress >/dev/null
 go tool pprof -proto "$tmp/mbox.pprof" "$tmp/rack.pprof" >"$tmp/merged.pgo" 2>/dev/null
