@@ -19,10 +19,11 @@ type p4infoConfig struct {
 func newP4infoCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "p4info FILE.p4",
-		Short: "Compile a P4_16 v1model program and write its P4Info (text format)",
-		Long: `p4info compiles FILE.p4 with the swordbox v1model target (the same front end
-that executes it in the software switch) and writes its P4Info as protobuf
-text, with p4c's names and IDs, in p4c's layout (byte-stable, so the file
+		Short: "Compile a P4_16 program (v1model or tna) and write its P4Info (text format)",
+		Long: `p4info compiles FILE.p4 with the swordbox target (the same front end that
+executes it in the software switch; v1model or tna, by the architecture the
+program includes) and writes its P4Info as protobuf text, with p4c's names
+and IDs (bf-p4c --p4runtime-force-std-externs's for a tna program), in p4c's layout (byte-stable, so the file
 can be committed). By default it writes FILE.p4info.txtpb next to FILE.p4
 (p4/swordbox.p4 -> p4/swordbox.p4info.txtpb); --out - writes to stdout.
 A program the target cannot run is refused with file:line:col and a reason.`,
