@@ -23,8 +23,8 @@ func newP4infoCmd() *cobra.Command {
 		Long: `p4info compiles FILE.p4 with the swordbox target (the same front end that
 executes it in the software switch; v1model or tna, by the architecture the
 program includes) and writes its P4Info as protobuf text, with p4c's names
-and IDs (bf-p4c --p4runtime-force-std-externs's for a tna program), in p4c's layout (byte-stable, so the file
-can be committed). By default it writes FILE.p4info.txtpb next to FILE.p4
+and IDs (for a tna program, those of bf-p4c --p4runtime-force-std-externs),
+in p4c's layout (byte-stable, so the file can be committed). By default it writes FILE.p4info.txtpb next to FILE.p4
 (p4/swordbox.p4 -> p4/swordbox.p4info.txtpb); --out - writes to stdout.
 A program the target cannot run is refused with file:line:col and a reason.`,
 		Args: cobra.ExactArgs(1),
