@@ -219,6 +219,16 @@ func (r *testRack) checkToServer(x emitted, j int, op roce.Opcode, psn uint32) {
 	}
 }
 
+// checkGrantWrite checks a converted lock CMP_SWAP as sent on the shared
+// connection (client 0's) at psn: a WRITE of its swap value.
+func (r *testRack) checkGrantWrite(x emitted, psn uint32, swap uint64) {
+	r.t.Helper()
+	r.checkToServer(x, 0, roce.OpRCWriteOnly, psn)
+	if v := binary.LittleEndian.Uint64(x.p.Payload); v != swap {
+		r.t.Fatalf("the granted CMP_SWAP writes %#x, want its swap value %#x", v, swap)
+	}
+}
+
 // checkToClient checks a response sent to client i.
 func (r *testRack) checkToClient(x emitted, i int, op roce.Opcode, psn uint32) {
 	r.t.Helper()
