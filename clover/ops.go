@@ -563,8 +563,9 @@ func (c *Client) link(ctx context.Context, key uint64, e *cursorEntry, next Ptr)
 			// A tail word of another version: a switch steered the CAS
 			// to another node, which may be a node the switch chained
 			// onto before its own link executed; or a slow CAS that may
-			// have met a reused slot. It succeeded if and only if n is (or becomes) linked
-			// after x: prove it, which also finds n's predecessor.
+			// have met a reused slot. It succeeded if and only if n is
+			// (or becomes) linked after x: prove it, which also finds n's
+			// predecessor.
 			pred, err := c.proveLink(ctx, key, x, next)
 			if err != nil {
 				// If n is linked, its predecessor is never retired.

@@ -346,9 +346,10 @@ func (s *steerer) nodeWrite(va uint64, pl []byte) {
 	hw := binary.LittleEndian.Uint64(pl[0:8])
 	key := binary.LittleEndian.Uint64(pl[8:16])
 	lh := binary.LittleEndian.Uint32(pl[16:20])
-	*s.nodeSlot(lh) = nodeEntry{lh: lh, ver: uint8(hw >> verShift & verMask), va: va, key: key}
+	ne := nodeEntry{lh: lh, ver: uint8(hw >> verShift & verMask), va: va, key: key}
+	*s.nodeSlot(lh) = ne
 	if s.chain {
-		*s.nodeSlot2(lh) = nodeEntry{lh: lh, ver: uint8(hw >> verShift & verMask), va: va, key: key}
+		*s.nodeSlot2(lh) = ne
 	}
 	*s.addrSlot(va) = addrEntry{va: va, key: key}
 	s.stats[stNodeWrites]++
