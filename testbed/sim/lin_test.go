@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/anishathalye/porcupine"
 
+	"github.com/swordbox/swordbox/ctrl"
 	"github.com/swordbox/swordbox/testbed/kvmodel"
 )
 
@@ -98,6 +100,15 @@ func TestCloverLinearizableVirtual(t *testing.T) {
 			}
 			if len(hist) < 500 || steering == "read-write" && m.ReadsSteered == 0 {
 				t.Fatalf("%d operations, %d steered reads", len(hist), m.ReadsSteered)
+			}
+			if tc.chain {
+				sw, err := cr.SwitchStats(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if chained := sw[int64(slices.Index(ctrl.StatNames, "cas_chained"))]; chained == 0 || m.CASSteered == 0 {
+					t.Fatalf("chain mode: %d CAS chained, %d steered successes proven", chained, m.CASSteered)
+				}
 			}
 			t.Logf("steering %s: %d operations linearizable; CAS %d, failed %d, steered reads %d", steering, len(hist), m.CAS, m.CASFailures, m.ReadsSteered)
 		})
