@@ -275,6 +275,8 @@ func TestBadInputIsRefused(t *testing.T) {
 		// The tna program has chain mode: --switch-arch tna --chain passes the
 		// settings' checks, and the next check (the workloads) refuses.
 		{"bench switch arch tna chain", append([]string{"bench", "--switch-arch", "tna", "--chain", "--workloads", "zz"}, noBench...), nil, `bench: --workloads: ycsb: unknown workload "zz"`},
+		{"bench chain value", append([]string{"bench", "--chain=maybe"}, noBench...), nil, `invalid argument "maybe" for "--chain" flag`},
+		{"ctrl run chain value", []string{"ctrl", "run", "--chain=2"}, nil, `invalid argument "2" for "--chain" flag`},
 		{"bench switch arch swarm", append([]string{"bench", "--switch-arch", "tna", "--system", "swarm"}, noBench...), nil, "bench: --switch-arch tna: only --system clover on the in-process rack"},
 		// ctrl
 		{"ctrl object-size", []string{"ctrl", "run", "--object-size", "0"}, nil, "ctrl run: --object-size 0: out of range 1..4072"},
