@@ -137,7 +137,7 @@ func RunShermanCell(ctx context.Context, spec ShermanCellSpec) (report.Cell, err
 		zipf = z
 	}
 	r, err := NewShermanRack(ctx, ShermanConfig{Mode: spec.Mode, MemoryNodes: spec.MemoryNodes, ClientHosts: spec.ClientHosts,
-		Threads: spec.Threads, Timing: spec.Timing, MemorySize: ShermanMemory(spec.KeySpace)})
+		Threads: spec.Threads, Timing: spec.Timing, MemorySize: ShermanMemory(spec.KeySpace, spec.Threads)})
 	if err != nil {
 		return cell, err
 	}
@@ -295,10 +295,13 @@ func RunShermanCell(ctx context.Context, spec ShermanCellSpec) (report.Cell, err
 	return cell, nil
 }
 
-// ShermanMemory sizes a memory node's data region for a key space: leaves
-// half full after splits (27 keys per KiB), a chunk per thread besides.
-func ShermanMemory(keySpace int) int {
-	need := (keySpace/27+1)*sherman.PageSize*2 + 256*sherman.DefaultChunkSize
+// ShermanMemory sizes a memory node's data region for a key space and a
+// thread count: leaves half full after splits (27 keys per KiB), and a
+// chunk for each thread's allocator besides (each thread holds one
+// partly used chunk), with 64 to spare and never fewer than 256.
+func ShermanMemory(keySpace, threads int) int {
+	chunks := max(256, threads+64)
+	need := (keySpace/27+1)*sherman.PageSize*2 + chunks*sherman.DefaultChunkSize
 	mb := (need + (1<<20 - 1)) >> 20
 	return mb << 20
 }

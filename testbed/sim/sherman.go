@@ -96,7 +96,7 @@ func RunShermanCell(ctx context.Context, spec testbed.ShermanCellSpec) (report.C
 	if err != nil {
 		return cell, err
 	}
-	memSize := testbed.ShermanMemory(spec.KeySpace)
+	memSize := testbed.ShermanMemory(spec.KeySpace, spec.Threads)
 	data, err := mem.Device().Register(make([]byte, memSize), verbs.AccessAll)
 	if err != nil {
 		return cell, err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/swordbox/swordbox/roce/verbs"
 	"github.com/swordbox/swordbox/sherman"
+	"github.com/swordbox/swordbox/testbed"
 )
 
 // shermanRun runs Sherman, unchanged, on a virtual-time rack: one memory
@@ -106,4 +107,21 @@ func shermanRun(t *testing.T, seed uint64) (int, uint64) {
 // same run twice.
 func TestShermanInVirtualTime(t *testing.T) {
 	twice(t, "inserts", 100, 5, shermanRun)
+}
+
+// TestShermanCellManyThreads runs a cell with more threads than the
+// memory node had chunks to spare for a small key space (256): every
+// thread's allocator holds a chunk, so the node's data region must grow
+// with the threads (--sweep takes up to 1024), not only with the key space.
+func TestShermanCellManyThreads(t *testing.T) {
+	spec := testbed.ShermanCellSpec{Mode: testbed.ShermanPlain, ReadRatio: 50, Dist: testbed.DistUniform,
+		KeySpace: 1024, WarmRatio: 0.8, Threads: 320, ClientHosts: 7, MemoryNodes: 1,
+		Duration: 200 * time.Microsecond, Seed: 1}
+	cell, err := RunShermanCell(context.Background(), spec)
+	if err != nil {
+		t.Fatalf("%d threads: %v", spec.Threads, err)
+	}
+	if cell.Ops == 0 {
+		t.Fatalf("%d threads: no operation completed in %s", spec.Threads, spec.Duration)
+	}
 }
