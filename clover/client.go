@@ -48,9 +48,10 @@ type ClientConfig struct {
 	// 50ms): a read that took longer is discarded and retried, and a cursor
 	// validated longer ago is not trusted to identify its slot.
 	ReadTimeout time.Duration
-	// MaxChase bounds a get's chain walk, and a put's walk to the tail,
-	// before it jumps through the shortcut (default 4: past a few hops the
-	// shortcut's READ and a walk from it cost less).
+	// MaxChase bounds a get's chain walk from its cursor, and a put's walk
+	// to the tail, before it jumps through the shortcut (default 4: past a
+	// few hops the shortcut's READ and a walk from it cost less). A get
+	// jumps once and walks on from the shortcut without a bound.
 	MaxChase int
 }
 

@@ -1,6 +1,7 @@
 package clover
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -214,4 +215,46 @@ func TestLinearizableHotKeysFaultyLinks(t *testing.T) {
 		dropped, dup, reord = dropped+s.Dropped, dup+s.Duplicated, reord+s.Reordered
 	}
 	t.Logf("faults injected on the hub side: dropped %d duplicated %d reordered %d", dropped, dup, reord)
+}
+
+// TestGetFarBehindGoesOnFromShortcut: a get whose cursor is many nodes
+// behind the tail walks MaxChase hops with node READs, then READs the
+// shortcut once and walks on from there: the node the shortcut names is
+// the tail here, so the get ends with that node's READ, without a header
+// walk before it and without the MS.
+func TestGetFarBehindGoesOnFromShortcut(t *testing.T) {
+	r := newTestRack(t, rackConfig{clients: 2, valueSize: 128, layout: smallLayout()})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	a, b := r.clients[0], r.clients[1]
+	if err := a.Create(ctx, 5, val(1, 128)); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]byte, 128)
+	if err := a.Get(ctx, 5, out); err != nil { // a's cursor: the first node
+		t.Fatal(err)
+	}
+	const puts = 20
+	for i := 0; i < puts; i++ {
+		if err := b.Put(ctx, 5, val(uint64(100+i), 128)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(20 * time.Millisecond) // the last shortcut WRITE is not waited for
+	m0 := a.Metrics()
+	if err := a.Get(ctx, 5, out); err != nil {
+		t.Fatal(err)
+	}
+	m1 := a.Metrics()
+	if want := val(100+puts-1, 128); !bytes.Equal(out, want) {
+		t.Fatalf("get after %d puts: value %x, want %x", puts, out[:8], want[:8])
+	}
+	// MaxChase node READs from the cursor, the shortcut, the tail.
+	if want := uint64(a.cfg.MaxChase + 2); m1.Reads-m0.Reads != want || m1.RoundTrips-m0.RoundTrips != want {
+		t.Errorf("get %d nodes behind: %d READs in %d round trips, want %d", puts, m1.Reads-m0.Reads, m1.RoundTrips-m0.RoundTrips, want)
+	}
+	if m1.Recoveries-m0.Recoveries != 1 || m1.RecoveryReads != m0.RecoveryReads || m1.MSRequests != m0.MSRequests {
+		t.Errorf("get %d nodes behind: %d recoveries, %d recovery header READs, %d MS requests; want the shortcut once, no header walk, no MS",
+			puts, m1.Recoveries-m0.Recoveries, m1.RecoveryReads-m0.RecoveryReads, m1.MSRequests-m0.MSRequests)
+	}
 }

@@ -307,6 +307,9 @@ func (c *Client) writeShortcut(s ShortcutRef, p Ptr) error {
 // the key's current value and the cursor moves to it. If it is not (the
 // switch's tail lags), the get finishes without steering: header READs to
 // the tail, then a READ of the value alone (not node-sized).
+//
+// A get walks from its cursor with node READs; MaxChase hops behind, it
+// READs the shortcut once and walks on from there to the tail.
 func (c *Client) Get(ctx context.Context, key uint64, dst []byte) error {
 	if err := c.maybeFlush(ctx); err != nil {
 		return err
@@ -320,6 +323,7 @@ func (c *Client) Get(ctx context.Context, key uint64, dst []byte) error {
 	}
 	hops := 0
 	rechecked := false
+	jumped := false // to the shortcut, once
 	p := e.ptr
 	for attempt := 0; ; attempt++ {
 		if attempt > 1<<16 {
@@ -397,12 +401,27 @@ func (c *Client) Get(ctx context.Context, key uint64, dst []byte) error {
 		default:
 			hops++
 			p = Ptr{LH: next, Ver: h.NextVersion()}
-			if hops%c.cfg.MaxChase == 0 {
-				if err := c.recover(ctx, key, e); err != nil {
-					return c.notFound(err)
-				}
-				p = e.ptr
+			if hops%c.cfg.MaxChase != 0 || jumped {
+				continue
 			}
+			if e.shortcut != 0 {
+				// Far behind: go on from the shortcut (written after
+				// every put), with node READs to the tail, however far.
+				s, err := c.readShortcut(ctx, e.shortcut)
+				if err != nil {
+					return err
+				}
+				c.m.Recoveries++
+				if !s.IsZero() {
+					p = s
+				}
+				jumped = true
+				continue
+			}
+			if err := c.recover(ctx, key, e); err != nil {
+				return c.notFound(err)
+			}
+			p = e.ptr
 		}
 	}
 }
