@@ -207,8 +207,11 @@ func TestRackEndToEnd(t *testing.T) {
 				t.Errorf("off: the switch steered: %v", cell.Steering)
 			}
 		case testbed.ModeWriteRead:
-			if cell.Steering["node_writes"] == 0 || cell.Steering["cas_steered"] == 0 {
-				t.Errorf("write+read: the switch learned %d node WRITEs and steered %d CAS", cell.Steering["node_writes"], cell.Steering["cas_steered"])
+			// With 4 threads few CASes meet a stale cursor (about 1 in
+			// 700 is steered), so steered READs are what must show.
+			if cell.Steering["node_writes"] == 0 || cell.Steering["tails_confirmed"] == 0 || cell.Steering["reads_steered"] == 0 {
+				t.Errorf("write+read: the switch learned %d node WRITEs, confirmed %d tails, steered %d READs and %d CAS",
+					cell.Steering["node_writes"], cell.Steering["tails_confirmed"], cell.Steering["reads_steered"], cell.Steering["cas_steered"])
 			}
 		}
 		if left, _ := Namespaces(opts.Prefix); len(left) != 0 {
