@@ -22,7 +22,8 @@ type CloverConfig struct {
 	Threads     int // default 32
 	ValueSize   int // default 128
 	Keys        int // default 1024
-	// Chunks of 1 MiB the memory node offers for version nodes (default 96).
+	// Chunks of 1 MiB the memory node offers for version nodes (default
+	// CloverChunks of the keys, value size and threads).
 	Chunks int
 	// ReadTimeout (T_r, default DefaultReadTimeout) and EpochPeriod (T_e,
 	// default 30s) of Clover's GC.
@@ -64,7 +65,11 @@ func NewCloverRack(ctx context.Context, cfg CloverConfig) (_ *CloverRack, err er
 		cfg.Keys = 1024
 	}
 	if cfg.Chunks <= 0 {
-		cfg.Chunks = 96
+		n, err := CloverChunks(cfg.Keys, cfg.ValueSize, cfg.Threads)
+		if err != nil {
+			return nil, fmt.Errorf("testbed: %w", err)
+		}
+		cfg.Chunks = n
 	}
 	if cfg.ReadTimeout <= 0 {
 		cfg.ReadTimeout = DefaultReadTimeout
@@ -77,9 +82,7 @@ func NewCloverRack(ctx context.Context, cfg CloverConfig) (_ *CloverRack, err er
 	if cfg.CursorCache <= 0 {
 		cfg.CursorCache = cfg.Keys
 	}
-	// Shortcuts: one per key, with room for inserts (workload D) and the
-	// metadata server's reserved first index; each is 8 bytes.
-	layout := clover.RegionLayout{Shortcuts: 2*cfg.Keys + 64, Chunks: cfg.Chunks, ChunkSize: clover.DefaultChunkSize}
+	layout := CloverLayout(cfg.Keys, cfg.Chunks)
 	if err := layout.Validate(); err != nil {
 		return nil, fmt.Errorf("testbed: clover layout: %w", err)
 	}

@@ -334,7 +334,7 @@ func RunLinearizability(ctx context.Context, o LinOptions) (*LinResult, error) {
 	}
 	defer cr.Close()
 	res := &LinResult{}
-	if res.NodeSlots, err = nodeSlots(o.ValueSize, o.Chunks); err != nil {
+	if res.NodeSlots, err = nodeSlots(o.ValueSize, cr.cfg.Chunks); err != nil {
 		return nil, err
 	}
 	if err := createKeys(ctx, cr, o.Keys, o.ValueSize); err != nil {
@@ -477,9 +477,6 @@ func (o *LinOptions) validate() error {
 // nodeSlots is the number of version-node slots chunks of Clover's region
 // hold for values of valueSize bytes.
 func nodeSlots(valueSize, chunks int) (int, error) {
-	if chunks == 0 {
-		chunks = 96 // CloverConfig's default
-	}
 	c, err := clover.ClassFor(clover.NodeSize(valueSize))
 	if err != nil {
 		return 0, err

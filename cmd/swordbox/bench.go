@@ -140,6 +140,11 @@ func benchSettings() *settingTable {
 		if (c.System == "" || c.System == "clover") && c.ClientHosts > c.Threads {
 			return fmt.Errorf("--client-hosts %d is more than --threads %d: every client host needs a thread", c.ClientHosts, c.Threads)
 		}
+		if c.System == "" || c.System == "clover" {
+			if _, err := testbed.CloverChunks(c.Keys, c.ValueSize, c.Threads); err != nil {
+				return fmt.Errorf("--keys %d with --value-size %d and --threads %d: %w", c.Keys, c.ValueSize, c.Threads, err)
+			}
+		}
 		if err := testbed.CheckSwitchArch(c.SwitchArch); err != nil {
 			return fmt.Errorf("--switch-arch: %w", err)
 		}

@@ -100,7 +100,7 @@ SIGINT or SIGTERM.`,
 	f.String("listen", "127.0.0.1:7472", "connection manager address clients dial (TCP host:port)")
 	f.String("memnode", "127.0.0.1:7471", "the memory node's connection manager (TCP host:port)")
 	f.Int("keys", 1024, "Clover keys the region is laid out for (one shortcut each, room for as many inserts)")
-	f.Int("chunks", netns.DefaultChunks, "1 MiB chunks of the region for version nodes")
+	f.Int("chunks", netns.DefaultChunks, "1 MiB chunks of the region for version nodes (room for two per key and two ALLOC batches of 32 per client thread)")
 	f.Int("threads", 32, "client threads expected (sizes the completion queue)")
 	f.Duration("read-timeout", netns.DefaultReadTimeout, "Clover's T_r")
 	f.Duration("epoch-period", netns.DefaultEpochPeriod, "Clover's T_e")
@@ -212,7 +212,7 @@ func cloverMSSettings() *settingTable {
 		setSpan("mtu", 256, 512, 1024, 2048, 4096),
 		durSpan("ack-timeout", 10*time.Microsecond, 10*time.Second).orZero("the RNIC's default, 8ms"),
 		intSpan("keys", 1, 1<<20),
-		intSpan("chunks", 1, 4096).because("1 MiB each, in this host's memory"),
+		intSpan("chunks", 1, 1000).because("1 MiB each; with the shortcuts of 1,048,576 keys, 1,000 fill the 1 GiB a Clover LH addresses"),
 		intSpan("threads", 1, 4096),
 		durSpan("read-timeout", time.Microsecond, time.Minute),
 		durSpan("epoch-period", time.Microsecond, time.Hour),

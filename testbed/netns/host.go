@@ -22,20 +22,20 @@ import (
 
 // Clover's defaults on the rack, as testbed.NewCloverRack takes them.
 const (
-	DefaultChunks      = 96
+	DefaultChunks      = testbed.DefaultCloverChunks
 	DefaultReadTimeout = 50 * time.Millisecond
 	DefaultEpochPeriod = 200 * time.Millisecond
 	qpDepth            = 256
 )
 
 // CloverLayout is the memory node's Clover region for keys keys, the same
-// layout testbed.NewCloverRack uses: one shortcut per key with room for
-// inserts and the metadata server's reserved index, chunks of 1 MiB.
+// layout testbed.NewCloverRack uses (testbed.CloverLayout), with
+// DefaultChunks chunks if chunks is 0 or less.
 func CloverLayout(keys, chunks int) clover.RegionLayout {
 	if chunks <= 0 {
 		chunks = DefaultChunks
 	}
-	return clover.RegionLayout{Shortcuts: 2*keys + 64, Chunks: chunks, ChunkSize: clover.DefaultChunkSize}
+	return testbed.CloverLayout(keys, chunks)
 }
 
 // MSConfig configures the metadata server host (`swordbox clover ms`).

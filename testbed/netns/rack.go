@@ -260,7 +260,11 @@ func NewCellRack(ctx context.Context, spec testbed.CellSpec, setup testbed.CellS
 
 	// Memory node: the region InitRegion would lay out, zeroed; the
 	// metadata server writes its header.
-	layout := CloverLayout(spec.Keys, 0)
+	chunks, err := testbed.CloverChunks(spec.Keys, spec.ValueSize, spec.Threads)
+	if err != nil {
+		return nil, fmt.Errorf("netns: %w", err)
+	}
+	layout := CloverLayout(spec.Keys, chunks)
 	timing := "off"
 	if spec.Timing != nil {
 		timing = "cx5"
@@ -301,7 +305,7 @@ func NewCellRack(ctx context.Context, spec testbed.CellSpec, setup testbed.CellS
 
 	// Metadata server and client hosts.
 	common := []string{"--keys", strconv.Itoa(spec.Keys), "--threads", strconv.Itoa(spec.Threads), "--ack-timeout", opts.AckTimeout.String()}
-	ms, err := r.start("ms", "clover-ms", append([]string{"clover", "ms", "--iface", "d0",
+	ms, err := r.start("ms", "clover-ms", append([]string{"clover", "ms", "--iface", "d0", "--chunks", strconv.Itoa(chunks),
 		"--mac", macString(testbed.HostMAC(1)), "--ip", ipString(testbed.HostIP(1)),
 		"--listen", mgmtIP(1) + ":" + msCMPort, "--memnode", mgmtIP(0) + ":" + memCMPort}, common...)...)
 	if err != nil {

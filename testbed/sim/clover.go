@@ -62,7 +62,8 @@ type CloverConfig struct {
 	// operations are the ones the seed names.
 	Warmup, Duration time.Duration
 	// ReadTimeout is Clover's T_r (default 50ms); Chunks the 1 MiB chunks
-	// of the memory node (default 96).
+	// of the memory node (default testbed.CloverChunks of the keys, value
+	// size and threads).
 	ReadTimeout time.Duration
 	Chunks      int
 }
@@ -138,7 +139,11 @@ func NewCloverRack(ctx context.Context, cfg CloverConfig) (_ *CloverRack, err er
 		cfg.ReadTimeout = 50 * time.Millisecond
 	}
 	if cfg.Chunks == 0 {
-		cfg.Chunks = 96
+		n, err := testbed.CloverChunks(cfg.Keys, cfg.ValueSize, cfg.Threads)
+		if err != nil {
+			return nil, fmt.Errorf("sim: %w", err)
+		}
+		cfg.Chunks = n
 	}
 	if cfg.Steering == "" {
 		cfg.Steering = rack.SteerOff
@@ -148,8 +153,8 @@ func NewCloverRack(ctx context.Context, cfg CloverConfig) (_ *CloverRack, err er
 		return nil, fmt.Errorf("sim: clover: memory nodes %d: want 1 to 16", cfg.MemoryNodes)
 	case cfg.ClientHosts < 1 || cfg.ClientHosts > 250:
 		return nil, fmt.Errorf("sim: clover: client hosts %d: want 1 to 250", cfg.ClientHosts)
-	case cfg.Threads < 1 || cfg.Threads > 4000:
-		return nil, fmt.Errorf("sim: clover: threads %d: want 1 to 4000", cfg.Threads)
+	case cfg.Threads < 1 || cfg.Threads > 4096:
+		return nil, fmt.Errorf("sim: clover: threads %d: want 1 to 4096", cfg.Threads)
 	case cfg.MSCPU < 0 || cfg.MSCPU > time.Millisecond:
 		return nil, fmt.Errorf("sim: clover: metadata server CPU %v per completion: want 0 to 1ms", cfg.MSCPU)
 	case cfg.WriteFraction < 0 || cfg.WriteFraction > 1:
@@ -161,7 +166,7 @@ func NewCloverRack(ctx context.Context, cfg CloverConfig) (_ *CloverRack, err er
 	if err != nil {
 		return nil, fmt.Errorf("sim: clover: workload: %w", err)
 	}
-	layout := clover.RegionLayout{Shortcuts: 2*cfg.Keys + 64, Chunks: cfg.Chunks, ChunkSize: clover.DefaultChunkSize}
+	layout := testbed.CloverLayout(cfg.Keys, cfg.Chunks)
 	if err := layout.Validate(); err != nil {
 		return nil, fmt.Errorf("sim: clover: layout: %w", err)
 	}

@@ -1,0 +1,70 @@
+package testbed
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/swordbox/swordbox/clover"
+)
+
+func TestCloverChunks(t *testing.T) {
+	for _, tc := range []struct {
+		name                    string
+		keys, valueSize, thread int
+		want                    int    // chunks, if no error
+		err                     string // part of the error
+	}{
+		{"the racks' default", 1024, 128, 240, DefaultCloverChunks, ""},
+		{"many threads", 1024, 128, 4096, DefaultCloverChunks, ""},                                 // 4096 x 64 x 192 B = 48 MiB
+		{"the largest key count", 1 << 20, 128, 240, (192*(2<<20+2*240*32) + 1<<20 - 1) >> 20, ""}, // 192-byte slots
+		{"large values", 1024, 4072, 480, 128, ""},                                                 // 4096 B x (2 x 1024 + 2 x 480 x 32) = 128 MiB
+		{"too many large values", 1 << 20, 4072, 240, 0, "more than the 1024 MiB a Clover LH addresses"},
+		{"a value no slab class holds", 1024, 16384, 1, 0, "larger than the largest slab class"},
+		{"no keys", 0, 128, 1, 0, "at least 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := CloverChunks(tc.keys, tc.valueSize, tc.thread)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("CloverChunks(%d, %d, %d) = %d, %v; want an error with %q", tc.keys, tc.valueSize, tc.thread, got, err, tc.err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("CloverChunks(%d, %d, %d) = %d, %v; want %d", tc.keys, tc.valueSize, tc.thread, got, err, tc.want)
+			}
+			if err := CloverLayout(tc.keys, got).Validate(); err != nil {
+				t.Errorf("its layout: %v", err)
+			}
+		})
+	}
+}
+
+// TestCloverChunksMostKeys: the key count the error names as the most that
+// fits does fit, and a few more than the exact bound do not.
+func TestCloverChunksMostKeys(t *testing.T) {
+	for _, vs := range []int{128, 1000, 4072} {
+		_, err := CloverChunks(1<<20, vs, 240)
+		if err == nil {
+			continue
+		}
+		var most int
+		msg := err.Error()
+		i := strings.Index(msg, "at most about ")
+		if i < 0 {
+			t.Fatalf("%d-byte values: %v names no most", vs, err)
+		}
+		if _, err := fmt.Sscan(msg[i+len("at most about "):], &most); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := CloverChunks(most, vs, 240); err != nil {
+			t.Errorf("%d-byte values: %d keys, named as fitting: %v", vs, most, err)
+		}
+		class, _ := clover.ClassFor(clover.NodeSize(vs))
+		over := most + (4<<20)/(2*clover.SlabClasses[class])
+		if _, err := CloverChunks(over, vs, 240); err == nil {
+			t.Errorf("%d-byte values: %d keys fit, more than the %d named", vs, over, most)
+		}
+	}
+}
