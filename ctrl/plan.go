@@ -33,6 +33,20 @@ type Plan struct {
 	NoChain bool
 }
 
+// KeySlots is the number of keys the pipeline s can steer at once: the
+// smaller of its tracked_keys table's size and its per-key counter's.
+func KeySlots(s *p4rtc.Schema) (int, error) {
+	t, err := s.Table(tTrackedKeys)
+	if err != nil {
+		return 0, err
+	}
+	c, err := s.Counter(cKeyCAS)
+	if err != nil {
+		return 0, err
+	}
+	return int(min(t.GetSize(), c.GetSize())), nil
+}
+
 // BuildPlan computes the plan of rack r against the pipeline s.
 func BuildPlan(r *rack.Rack, s *p4rtc.Schema) (*Plan, error) {
 	p := &Plan{Tracked: map[uint64]uint16{}}
@@ -66,15 +80,9 @@ func BuildPlan(r *rack.Rack, s *p4rtc.Schema) (*Plan, error) {
 	cfg.IsDefaultAction = true
 	p.Config = cfg
 
-	t, err := s.Table(tTrackedKeys)
-	if err != nil {
+	if p.KeySlots, err = KeySlots(s); err != nil {
 		return nil, err
 	}
-	c, err := s.Counter(cKeyCAS)
-	if err != nil {
-		return nil, err
-	}
-	p.KeySlots = int(min(t.GetSize(), c.GetSize()))
 	if len(r.TrackedKeys) > p.KeySlots {
 		return nil, fmt.Errorf("ctrl.tracked-keys: %d keys, the switch has %d key slots", len(r.TrackedKeys), p.KeySlots)
 	}

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/swordbox/swordbox/clover"
+	"github.com/swordbox/swordbox/testbed/ycsb"
 )
 
 func TestCloverChunks(t *testing.T) {
@@ -66,5 +68,51 @@ func TestCloverChunksMostKeys(t *testing.T) {
 		if _, err := CloverChunks(over, vs, 240); err == nil {
 			t.Errorf("%d-byte values: %d keys fit, more than the %d named", vs, over, most)
 		}
+	}
+}
+
+// TestCheckCells: suites whose cells no rack can hold are refused before
+// anything runs, and the cells that fit pass.
+func TestCheckCells(t *testing.T) {
+	slots, err := SwitchKeySlots(ArchV1Model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := SuiteConfig{Scenario: ScenarioDefault, Keys: 1024, ValueSize: 128, Threads: 240, ClientHosts: 7,
+		Duration: time.Second, Workloads: []ycsb.Kind{ycsb.WorkloadA}, Modes: []string{ModeOff, ModeWriteRead}}
+	for _, tc := range []struct {
+		name string
+		edit func(*SuiteConfig)
+		err  string
+	}{
+		{"the default", func(*SuiteConfig) {}, ""},
+		{"every key steered, as many as the switch holds", func(c *SuiteConfig) { c.Keys = slots }, ""},
+		{"every key steered, more than the switch holds", func(c *SuiteConfig) { c.Keys = slots + 1 },
+			fmt.Sprintf("cell a write+read: steers %d keys, the switch program has %d key slots", slots+1, slots)},
+		{"more keys than the switch holds, unsteered", func(c *SuiteConfig) { c.Keys, c.Modes = 1<<20, []string{ModeOff} }, ""},
+		{"partial, the hottest keys the switch holds", func(c *SuiteConfig) {
+			c.Scenario, c.Keys, c.Sweep = ScenarioPartial, 1<<20, []string{"8", fmt.Sprint(slots)}
+		}, ""},
+		{"partial, all of more keys than the switch holds", func(c *SuiteConfig) {
+			c.Scenario, c.Keys, c.Sweep = ScenarioPartial, 1<<20, []string{"8", "all"}
+		}, "cell a tracked=all write+read: steers 1048576 keys"},
+		{"object sizes a region cannot hold", func(c *SuiteConfig) {
+			c.Scenario, c.Keys, c.Modes, c.Sweep = ScenarioSize, 1<<20, []string{ModeOff}, []string{"128", "3000"}
+		}, "cell a size=3000 off: clover region: 1048576 keys of 3000-byte values"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := base
+			tc.edit(&c)
+			cells, err := c.Cells()
+			if tc.err == "" {
+				if err != nil || len(cells) == 0 {
+					t.Fatalf("%d cells, %v", len(cells), err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Fatalf("%d cells, %v; want an error with %q", len(cells), err, tc.err)
+			}
+		})
 	}
 }

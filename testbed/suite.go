@@ -192,7 +192,41 @@ func (c SuiteConfig) Cells() ([]CellSpec, error) {
 	default:
 		return nil, fmt.Errorf("testbed: unknown scenario %q (want one of %v)", c.Scenario, Scenarios)
 	}
+	if err := CheckCells(out, c.SwitchArch); err != nil {
+		return nil, err
+	}
 	return out, nil
+}
+
+// CheckCells refuses, before anything runs, cells no rack can hold: a
+// Clover region an LH cannot address (CloverChunks), or more keys to steer
+// than the switch program of architecture arch has key slots.
+func CheckCells(cells []CellSpec, arch string) error {
+	slots := -1
+	for _, s := range cells {
+		if _, err := CloverChunks(s.Keys, s.ValueSize, s.Threads); err != nil {
+			return fmt.Errorf("testbed: cell %s: %w", s.label(), err)
+		}
+		if s.Mode == ModeOff {
+			continue
+		}
+		tracked := s.Tracked
+		if tracked < 0 || tracked > s.Keys {
+			tracked = s.Keys
+		}
+		if slots < 0 {
+			n, err := SwitchKeySlots(arch)
+			if err != nil {
+				return fmt.Errorf("testbed: %w", err)
+			}
+			slots = n
+		}
+		if tracked > slots {
+			return fmt.Errorf("testbed: cell %s: steers %d keys, the switch program has %d key slots (steer at most %d: fewer keys, mode off, or the partial scenario with at most %d tracked)",
+				s.label(), tracked, slots, slots, slots)
+		}
+	}
+	return nil
 }
 
 // CASMuxCells expands a cas-mux configuration: every client QP count of the
@@ -362,4 +396,15 @@ func readTimeout(d time.Duration) time.Duration {
 		return DefaultReadTimeout
 	}
 	return d
+}
+
+// label names a cell in errors: its workload, parameter and mode.
+func (s CellSpec) label() string {
+	var parts []string
+	for _, p := range []string{string(s.Workload), s.Param, s.Mode} {
+		if p != "" {
+			parts = append(parts, p)
+		}
+	}
+	return strings.Join(parts, " ")
 }

@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/swordbox/swordbox/ctrl"
+	"github.com/swordbox/swordbox/ctrl/p4rtc"
 	"github.com/swordbox/swordbox/netio"
 	swp4 "github.com/swordbox/swordbox/p4"
 	"github.com/swordbox/swordbox/p4/target"
@@ -82,6 +84,20 @@ func SwitchProgram(arch, path string) (*target.Program, string, []byte, error) {
 		}
 	}
 	return prog, file, src, nil
+}
+
+// SwitchKeySlots is the number of keys the built-in switch program of
+// architecture arch ("" is v1model) can steer at once (ctrl.KeySlots).
+func SwitchKeySlots(arch string) (int, error) {
+	prog, _, _, err := SwitchProgram(arch, "")
+	if err != nil {
+		return 0, err
+	}
+	schema, err := p4rtc.NewSchema(prog.P4Info())
+	if err != nil {
+		return 0, fmt.Errorf("switch program: %w", err)
+	}
+	return ctrl.KeySlots(schema)
 }
 
 // SwitchTap receives every frame that enters the switch, with the switch

@@ -204,6 +204,8 @@ func TestBadInputIsRefused(t *testing.T) {
 		{"bench threads lots", append([]string{"bench", "--threads", "lots"}, noBench...), nil, `invalid argument "lots" for "--threads"`},
 		{"bench client-hosts 0", append([]string{"bench", "--client-hosts", "0"}, noBench...), nil, "bench: --client-hosts 0: out of range 1..64"},
 		{"bench client-hosts over threads", append([]string{"bench", "--client-hosts", "8", "--threads", "4"}, noBench...), nil, "--client-hosts 8 is more than --threads 4"},
+		{"bench more keys than the switch steers", append([]string{"bench", "--keys", "8192"}, noBench...), nil,
+			"bench: testbed: cell c write: steers 8192 keys, the switch program has 4096 key slots (steer at most 4096: fewer keys, mode off, or the partial scenario with at most 4096 tracked)"},
 		{"bench keys of values too large", append([]string{"bench", "--keys", "1048576", "--value-size", "4072"}, noBench...), nil,
 			"bench: --keys 1048576 with --value-size 4072 and --threads 240: clover region: 1048576 keys of 4072-byte values (4096-byte slots) with 240 threads need 8269 MiB on the memory node, more than the 1024 MiB a Clover LH addresses (at most about 122895 keys of that size)"},
 		{"bench keys 0", append([]string{"bench", "--keys", "0"}, noBench...), nil, "bench: --keys 0: out of range 1..1048576"},

@@ -169,14 +169,17 @@ func Cells(c testbed.SuiteConfig) ([]testbed.CellSpec, error) {
 	var out []testbed.CellSpec
 	for _, v := range sweep {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 4000 {
-			return nil, fmt.Errorf("sim: scenario threads: --sweep %q: want thread counts from 1 to 4000", v)
+		if err != nil || n < 1 || n > 4096 {
+			return nil, fmt.Errorf("sim: scenario threads: --sweep %q: want thread counts from 1 to 4096", v)
 		}
 		for _, s := range cells {
 			s.Scenario, s.Threads, s.Param = ScenarioThreads, n, "threads="+v
 			s.ClientHosts = min(s.ClientHosts, n)
 			out = append(out, s)
 		}
+	}
+	if err := testbed.CheckCells(out, c.SwitchArch); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
