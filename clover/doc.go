@@ -153,9 +153,14 @@
 //     and walk on from the tail reached, for up to a second (about what an
 //     RC requester takes to give up on the late CAS). Found: success, and
 //     the node found is the predecessor to retire (the walk is GC traffic:
-//     Metrics.GCVerbs; ProofWaits counts the pauses). Every hop is checked,
-//     so a reclaimed slot on the way, or no N within the second, leaves the
-//     put ErrUncertain: N is never linked again, since it may still appear.
+//     Metrics.GCVerbs; ProofWaits counts the pauses). Every hop is checked;
+//     a reclaimed slot on the way (a walk that fell more than T_r behind
+//     the chain's growth, on a loaded machine) starts the walk again from
+//     the key's shortcut, written only after a proven link, at most four
+//     times. A reclaimed slot after that, or no N within the second, leaves
+//     the put ErrUncertain: N is never linked again, since it may still
+//     appear (and if it came before the shortcut, it is linked, but its
+//     predecessor is not known: RetireUnknown).
 //   - A word of X's version with a next pointer: X moved; walk on from its
 //     successor and CAS again.
 //   - A word of another version with a next pointer: the switch steered

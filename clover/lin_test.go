@@ -258,3 +258,46 @@ func TestGetFarBehindGoesOnFromShortcut(t *testing.T) {
 			puts, m1.Recoveries-m0.Recoveries, m1.RecoveryReads-m0.RecoveryReads, m1.MSRequests-m0.MSRequests)
 	}
 }
+
+// TestProofGoesOnFromShortcut: a proof walk that meets a reclaimed slot
+// (here: another key's node in it) starts again from the key's shortcut,
+// after which every node is linked, and finds n's predecessor there;
+// without a shortcut it ends stale, n's fate unknown.
+func TestProofGoesOnFromShortcut(t *testing.T) {
+	r := newTestRack(t, rackConfig{clients: 1, valueSize: 128, layout: smallLayout()})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c := r.clients[0]
+	c.cfg.RetireBatch = MaxBatch // nothing retired (nor reclaimed) meanwhile
+	if err := c.Create(ctx, 5, val(1, 128)); err != nil {
+		t.Fatal(err)
+	}
+	e, err := c.cursor(ctx, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := e.ptr
+	var chain []Ptr // x -> a -> b -> n
+	for i := 0; i < 3; i++ {
+		if err := c.Put(ctx, 5, val(uint64(10+i), 128)); err != nil {
+			t.Fatal(err)
+		}
+		chain = append(chain, e.ptr)
+	}
+	a, b, n := chain[0], chain[1], chain[2]
+	if err := c.writeShortcut(e.shortcut, b); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond) // the shortcut WRITE is not waited for
+	if pred, err := c.proveLink(ctx, 5, x, n, e.shortcut); err != nil || pred != b {
+		t.Fatalf("proof from x over a whole chain: predecessor %v, %v; want %v", pred, err, b)
+	}
+	Node(r.mem()[a.LH.Offset():]).SetKey(6) // a's slot now holds another key's node
+	if _, err := c.proveLink(ctx, 5, x, n, 0); !errors.Is(err, errStale) {
+		t.Fatalf("proof past a reclaimed slot without a shortcut: %v, want %v", err, errStale)
+	}
+	pred, err := c.proveLink(ctx, 5, x, n, e.shortcut)
+	if err != nil || pred != b {
+		t.Fatalf("proof past a reclaimed slot: predecessor %v, %v; want %v from the shortcut", pred, err, b)
+	}
+}

@@ -585,7 +585,7 @@ func (c *Client) link(ctx context.Context, key uint64, e *cursorEntry, next Ptr)
 			// have met a reused slot. It succeeded if and only if n is
 			// (or becomes) linked after x: prove it, which also finds n's
 			// predecessor.
-			pred, err := c.proveLink(ctx, key, x, next)
+			pred, err := c.proveLink(ctx, key, x, next, e.shortcut)
 			if err != nil {
 				// If n is linked, its predecessor is never retired.
 				c.m.Uncertain++
@@ -637,14 +637,31 @@ var errUnproven = errors.New("clover: steered link not seen in the chain in time
 // after a node whose own linking CAS has not executed yet (lost and being
 // retransmitted, or failed and being retried by its client), and n appears
 // in the chain when it does. Every hop is checked (key, own handle,
-// version), so a reclaimed slot on the way ends the walk (errStale); and
-// it gives up proofPatience after it started (errUnproven). Either leaves
-// n's fate unknown.
-func (c *Client) proveLink(ctx context.Context, key uint64, x, n Ptr) (Ptr, error) {
+// version), so a reclaimed slot on the way ends the walk (errStale): the
+// walk then starts again from the key's shortcut s (written only after a
+// link was proven, so every node after it is linked too), at most
+// proofRestarts times, since n may come after it; a walk that falls more
+// than T_r behind the chain's growth (a loaded machine, a hot key) meets
+// such slots. It gives up proofPatience after it started (errUnproven).
+// Either error leaves n's fate unknown.
+func (c *Client) proveLink(ctx context.Context, key uint64, x, n Ptr, s ShortcutRef) (Ptr, error) {
 	deadline := c.now() + proofPatience
 	wait := proofWaitMin
+	restarts := 0
 	for from := x; ; {
 		p, found, err := c.findLink(ctx, key, from, n, 1<<20, true)
+		if errors.Is(err, errStale) && s != 0 && restarts < proofRestarts && c.now() < deadline {
+			restarts++
+			sc, err := c.readShortcut(ctx, s)
+			if err != nil {
+				return Ptr{}, err
+			}
+			if sc.IsZero() {
+				return Ptr{}, errStale
+			}
+			from = sc
+			continue
+		}
 		if err != nil || found {
 			return p, err
 		}
@@ -671,6 +688,7 @@ const (
 	proofWaitMin  = 2 * time.Microsecond
 	proofWaitMax  = time.Millisecond
 	proofPatience = time.Second
+	proofRestarts = 4
 )
 
 // recheckDeleted asks the MS, after a CAS met a delete mark, whether the key
