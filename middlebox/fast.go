@@ -61,12 +61,6 @@ func xHeaders(f []byte) (*[roce.EthernetLen]byte, *[roce.IPv4MinLen]byte, *[roce
 	return (*[roce.EthernetLen]byte)(h[:]), (*[roce.IPv4MinLen]byte)(h[xIP:]), (*[roce.UDPLen]byte)(h[xUDP:]), (*[roce.BTHLen]byte)(h[xBTH:])
 }
 
-// icrcErr returns the ICRC stored in the packet in f (common layout) that
-// ends at end xor the one it should carry: zero for an intact packet.
-func icrcErr(f []byte, end int) uint32 {
-	return icrcErrAt(f, xIP, end-roce.ICRCLen)
-}
-
 // fastRequest handles f, received from a client, if it is the common case
 // (see above), and reports whether it did.
 func (e *Engine) fastRequest(now int64, f []byte, out *Out) bool {
@@ -112,7 +106,7 @@ func (e *Engine) fastRequest(now int64, f []byte, out *Out) bool {
 	if psn != c.inNext || !c.inKnown || !c.outKnown || !c.macKnown || !c.pkeyKnown || c.park.ok {
 		return false
 	}
-	bad := icrcErr(f, end) // carried into the rewritten frame's ICRC (putICRC)
+	bad := icrcErrAt(f, xIP, end-roce.ICRCLen) // carried into the rewritten frame's ICRC (putICRC)
 	if bad != 0 && e.verify {
 		e.c.Drops[DropBadICRC]++
 		return true
@@ -205,7 +199,7 @@ func (e *Engine) fastResponse(now int64, f []byte, out *Out) bool {
 	if !ok {
 		return false
 	}
-	if e.verify && icrcErr(f, end) != 0 {
+	if e.verify && icrcErrAt(f, xIP, end-roce.ICRCLen) != 0 {
 		e.c.Drops[DropBadICRC]++
 		return true
 	}

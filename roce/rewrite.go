@@ -146,16 +146,21 @@ const AtomicWriteLen20 = IPv4MinLen + UDPLen + BTHLen + RETHLen + 8 + ICRCLen
 // caller has checked both, and the opcode): it rewrites f in place and
 // returns it AtomicWriteLen20 bytes after l3, the IPv4 checksum and the
 // ICRC left for the caller to compute.
+//
+// It is written to be inlined (the middlebox's fast path calls it once per
+// CMP_SWAP it converts): the offsets are constants into the packet p, whose
+// length the compiler then knows, so the writes need no bounds checks.
 func AtomicToWrite20(f []byte, l3 int, store uint64) []byte {
 	f = f[:l3+AtomicWriteLen20]
-	bth := l3 + IPv4MinLen + UDPLen
-	ext := bth + BTHLen
-	f[bth+BTHOpcodeOff] = byte(OpRCWriteOnly)
-	binary.BigEndian.PutUint32(f[ext+RETHDMALenOff:], 8)
-	binary.LittleEndian.PutUint64(f[ext+RETHLen:], store)
-	binary.BigEndian.PutUint16(f[l3+IPv4TotalLenOff:], AtomicWriteLen20)
-	binary.BigEndian.PutUint16(f[l3+IPv4MinLen+UDPLengthOff:], AtomicWriteLen20-IPv4MinLen)
-	f[l3+IPv4MinLen+UDPChecksumOff], f[l3+IPv4MinLen+UDPChecksumOff+1] = 0, 0
+	p := f[l3:]
+	const bth = IPv4MinLen + UDPLen
+	const ext = bth + BTHLen
+	p[bth+BTHOpcodeOff] = byte(OpRCWriteOnly)
+	binary.BigEndian.PutUint32(p[ext+RETHDMALenOff:], 8)
+	binary.LittleEndian.PutUint64(p[ext+RETHLen:], store)
+	binary.BigEndian.PutUint16(p[IPv4TotalLenOff:], AtomicWriteLen20)
+	binary.BigEndian.PutUint16(p[IPv4MinLen+UDPLengthOff:], AtomicWriteLen20-IPv4MinLen)
+	binary.BigEndian.PutUint16(p[IPv4MinLen+UDPChecksumOff:], 0)
 	return f
 }
 
