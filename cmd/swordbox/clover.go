@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/swordbox/swordbox/clover"
 	"github.com/swordbox/swordbox/roce/rnic"
 	"github.com/swordbox/swordbox/testbed"
 	"github.com/swordbox/swordbox/testbed/netns"
@@ -212,11 +213,19 @@ func cloverMSSettings() *settingTable {
 		setSpan("mtu", 256, 512, 1024, 2048, 4096),
 		durSpan("ack-timeout", 10*time.Microsecond, 10*time.Second).orZero("the RNIC's default, 8ms"),
 		intSpan("keys", 1, 1<<20),
-		intSpan("chunks", 1, 1000).because("1 MiB each; with the shortcuts of 1,048,576 keys, 1,000 fill the 1 GiB a Clover LH addresses"),
+		intSpan("chunks", 1, 1024).because("1 MiB each, with the shortcuts within the 1 GiB a Clover LH addresses"),
 		intSpan("threads", 1, 4096),
 		durSpan("read-timeout", time.Microsecond, time.Minute),
 		durSpan("epoch-period", time.Microsecond, time.Hour),
-	)
+	).withCheck(func(cfg any) error {
+		c := cfg.(*cloverMSConfig)
+		if l := netns.CloverLayout(c.Keys, c.Chunks); l.Size() > clover.MaxRegionSize {
+			most := (clover.MaxRegionSize - l.DataOff()) / clover.DefaultChunkSize
+			return fmt.Errorf("--chunks %d with --keys %d: a region of %d MiB, more than the %d MiB a Clover LH addresses (at most %d chunks with these keys)",
+				c.Chunks, c.Keys, l.Size()>>20, clover.MaxRegionSize>>20, most)
+		}
+		return nil
+	})
 }
 
 // cloverClientsSettings is the settings table of the "clover-clients"
