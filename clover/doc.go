@@ -92,7 +92,7 @@
 //     after every put. A get MaxChase hops behind goes on from the shortcut
 //     once, with node READs to the tail however far: on a hot key the tail
 //     moves while a get walks, and a recovery that walks headers and then
-//     READs the value found the tail moved again by that last READ (at 240
+//     READs the value finds the tail moved again by that last READ (at 240
 //     threads, 50 % writes, zipf 0.99 in virtual time, steering off, read
 //     p99 59-73 us that way, 35-39 us this way).
 //   - Read timeout: a READ that completes more than T_r after it was posted
