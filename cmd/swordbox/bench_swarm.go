@@ -84,6 +84,20 @@ func runBenchSwarm(cmd *cobra.Command, cfg benchConfig) error {
 	case cfg.Zipf < 0 || cfg.Zipf > 10:
 		return fmt.Errorf("bench: --zipf %v: want 0 (0.99) or up to 10", cfg.Zipf)
 	}
+	// A writer holds an out-of-place log buffer for every key it wrote
+	// last (swarm/doc.go), at most swarm.MaxLogBuffers; keys spread over the
+	// writers, so the threads bound the keys, with 1024 buffers each to
+	// spare for the run's chance and 32768 keys for a workload's inserts.
+	most, why := cfg.Threads*(swarm.MaxLogBuffers-1024), ""
+	for _, w := range cfg.Workloads {
+		if mix, _, _ := ycsb.Preset(ycsb.Kind(w)); mix.Insert > 0 {
+			most, why = most-32768, ", less the 32768 kept for workload d's inserts"
+		}
+	}
+	if cfg.Keys > most {
+		return fmt.Errorf("bench: --keys %d with --threads %d: want at most %d with --system swarm (a writer holds a log buffer for each key it wrote last, at most %d%s)",
+			cfg.Keys, cfg.Threads, max(most, 0), swarm.MaxLogBuffers-1024, why)
+	}
 	if cfg.Zipf == 0 {
 		cfg.Zipf = ycsb.DefaultZipfConstant
 	}

@@ -281,6 +281,10 @@ func TestBadInputIsRefused(t *testing.T) {
 		{"bench switch arch tna chain", append([]string{"bench", "--switch-arch", "tna", "--chain", "--workloads", "zz"}, noBench...), nil, `bench: --workloads: ycsb: unknown workload "zz"`},
 		{"bench chain value", append([]string{"bench", "--chain=maybe"}, noBench...), nil, `invalid argument "maybe" for "--chain" flag`},
 		{"ctrl run chain value", []string{"ctrl", "run", "--chain=2"}, nil, `invalid argument "2" for "--chain" flag`},
+		{"bench swarm keys past the writers' logs", append([]string{"bench", "--system", "swarm", "--keys", "1000000"}, noBench...), nil,
+			"bench: --keys 1000000 with --threads 8: want at most 221184 with --system swarm (a writer holds a log buffer for each key it wrote last, at most 31744, less the 32768 kept for workload d's inserts)"},
+		{"bench swarm keys past the writers' logs, no inserts", append([]string{"bench", "--system", "swarm", "--keys", "253953", "--workloads", "a,c"}, noBench...), nil,
+			"bench: --keys 253953 with --threads 8: want at most 253952 with --system swarm (a writer holds a log buffer for each key it wrote last, at most 31744)"},
 		{"bench switch arch swarm", append([]string{"bench", "--switch-arch", "tna", "--system", "swarm"}, noBench...), nil, "bench: --switch-arch tna: only --system clover on the in-process rack"},
 		// ctrl
 		{"ctrl object-size", []string{"ctrl", "run", "--object-size", "0"}, nil, "ctrl run: --object-size 0: out of range 1..4072"},
