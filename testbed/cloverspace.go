@@ -21,11 +21,10 @@ func CloverChunks(keys, valueSize, threads int) (int, error) {
 	if keys < 1 || valueSize < 1 || threads < 1 {
 		return 0, fmt.Errorf("clover region: %d keys, %d-byte values, %d threads: each must be at least 1", keys, valueSize, threads)
 	}
-	class, err := clover.ClassFor(clover.NodeSize(valueSize))
+	slot, err := cloverSlot(valueSize)
 	if err != nil {
 		return 0, fmt.Errorf("clover region: %d-byte values: %w", valueSize, err)
 	}
-	slot := clover.SlabClasses[class]
 	need := slot * (2*keys + 2*threads*clover.MaxBatch)
 	chunks := max(DefaultCloverChunks, (need+clover.DefaultChunkSize-1)/clover.DefaultChunkSize)
 	layout := CloverLayout(keys, chunks)
@@ -44,4 +43,13 @@ func CloverChunks(keys, valueSize, threads int) (int, error) {
 // inserts (workload D) and the metadata server's reserved first index.
 func CloverLayout(keys, chunks int) clover.RegionLayout {
 	return clover.RegionLayout{Shortcuts: 2*keys + 64, Chunks: chunks, ChunkSize: clover.DefaultChunkSize}
+}
+
+// cloverSlot is the slab slot a Clover node of valueSize-byte values takes.
+func cloverSlot(valueSize int) (int, error) {
+	class, err := clover.ClassFor(clover.NodeSize(valueSize))
+	if err != nil {
+		return 0, err
+	}
+	return clover.SlabClasses[class], nil
 }

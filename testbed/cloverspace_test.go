@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/swordbox/swordbox/clover"
 	"github.com/swordbox/swordbox/testbed/ycsb"
 )
 
@@ -46,10 +45,10 @@ func TestCloverChunks(t *testing.T) {
 // TestCloverChunksMostKeys: the key count the error names as the most that
 // fits does fit, and a few more than the exact bound do not.
 func TestCloverChunksMostKeys(t *testing.T) {
-	for _, vs := range []int{128, 1000, 4072} {
+	for _, vs := range []int{1000, 2000, 4072} { // 1,048,576 such values never fit
 		_, err := CloverChunks(1<<20, vs, 240)
 		if err == nil {
-			continue
+			t.Fatalf("%d-byte values: 1048576 keys fit", vs)
 		}
 		var most int
 		msg := err.Error()
@@ -63,8 +62,11 @@ func TestCloverChunksMostKeys(t *testing.T) {
 		if _, err := CloverChunks(most, vs, 240); err != nil {
 			t.Errorf("%d-byte values: %d keys, named as fitting: %v", vs, most, err)
 		}
-		class, _ := clover.ClassFor(clover.NodeSize(vs))
-		over := most + (4<<20)/(2*clover.SlabClasses[class])
+		slot, err := cloverSlot(vs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		over := most + (4<<20)/(2*slot)
 		if _, err := CloverChunks(over, vs, 240); err == nil {
 			t.Errorf("%d-byte values: %d keys fit, more than the %d named", vs, over, most)
 		}

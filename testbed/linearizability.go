@@ -477,11 +477,11 @@ func (o *LinOptions) validate() error {
 // nodeSlots is the number of version-node slots chunks of Clover's region
 // hold for values of valueSize bytes.
 func nodeSlots(valueSize, chunks int) (int, error) {
-	c, err := clover.ClassFor(clover.NodeSize(valueSize))
+	slot, err := cloverSlot(valueSize)
 	if err != nil {
 		return 0, err
 	}
-	return chunks * (clover.DefaultChunkSize / clover.SlabClasses[c]), nil
+	return chunks * (clover.DefaultChunkSize / slot), nil
 }
 
 // createKeys creates keys 1..n with zero values, spread over the clients.

@@ -15,6 +15,10 @@ import (
 	"github.com/swordbox/swordbox/testbed/ycsb"
 )
 
+// SwarmInsertRoom is the index slots a SWARM-KV cell keeps beyond its keys
+// for a workload's inserts (YCSB D).
+const SwarmInsertRoom = 32768
+
 // SWARM-KV bench modes: what sits between the clients and the memory
 // nodes.
 const (
@@ -104,7 +108,7 @@ func newSwarmBed(ctx context.Context, spec SwarmCellSpec) (*swarmBed, error) {
 	}
 	slots := spec.Keys
 	if mix, _, _ := ycsb.Preset(spec.Workload); mix.Insert > 0 {
-		slots += 32768 // room for the run's inserts
+		slots += SwarmInsertRoom
 	}
 	r, err := NewSwarmRack(ctx, SwarmConfig{Threads: spec.Threads, ClientHosts: spec.ClientHosts, Keys: slots,
 		ValueSize: spec.ValueSize, Middlebox: mbox, CASToWrite: conv, Timing: spec.Timing})

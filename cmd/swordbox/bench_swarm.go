@@ -87,11 +87,13 @@ func runBenchSwarm(cmd *cobra.Command, cfg benchConfig) error {
 	// A writer holds an out-of-place log buffer for every key it wrote
 	// last (swarm/doc.go), at most swarm.MaxLogBuffers; keys spread over the
 	// writers, so the threads bound the keys, with 1024 buffers each to
-	// spare for the run's chance and 32768 keys for a workload's inserts.
+	// spare for the run's chance and testbed.SwarmInsertRoom keys for a
+	// workload's inserts.
 	most, why := cfg.Threads*(swarm.MaxLogBuffers-1024), ""
 	for _, w := range cfg.Workloads {
 		if mix, _, _ := ycsb.Preset(ycsb.Kind(w)); mix.Insert > 0 {
-			most, why = most-32768, ", less the 32768 kept for workload d's inserts"
+			most = cfg.Threads*(swarm.MaxLogBuffers-1024) - testbed.SwarmInsertRoom
+			why = fmt.Sprintf(", less the %d kept for workload d's inserts", testbed.SwarmInsertRoom)
 		}
 	}
 	if cfg.Keys > most {

@@ -68,6 +68,10 @@ type CloverConfig struct {
 	Chunks      int
 }
 
+// MaxThreads is the most Clover client threads a virtual-time rack runs
+// (bench's --threads takes as many).
+const MaxThreads = 4096
+
 // CloverResult is what a run measured, in virtual time.
 type CloverResult struct {
 	// Clock is "virtual": the time every figure is in.
@@ -153,8 +157,8 @@ func NewCloverRack(ctx context.Context, cfg CloverConfig) (_ *CloverRack, err er
 		return nil, fmt.Errorf("sim: clover: memory nodes %d: want 1 to 16", cfg.MemoryNodes)
 	case cfg.ClientHosts < 1 || cfg.ClientHosts > 250:
 		return nil, fmt.Errorf("sim: clover: client hosts %d: want 1 to 250", cfg.ClientHosts)
-	case cfg.Threads < 1 || cfg.Threads > 4096:
-		return nil, fmt.Errorf("sim: clover: threads %d: want 1 to 4096", cfg.Threads)
+	case cfg.Threads < 1 || cfg.Threads > MaxThreads:
+		return nil, fmt.Errorf("sim: clover: threads %d: want 1 to %d", cfg.Threads, MaxThreads)
 	case cfg.MSCPU < 0 || cfg.MSCPU > time.Millisecond:
 		return nil, fmt.Errorf("sim: clover: metadata server CPU %v per completion: want 0 to 1ms", cfg.MSCPU)
 	case cfg.WriteFraction < 0 || cfg.WriteFraction > 1:

@@ -169,8 +169,8 @@ func Cells(c testbed.SuiteConfig) ([]testbed.CellSpec, error) {
 	var out []testbed.CellSpec
 	for _, v := range sweep {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 4096 {
-			return nil, fmt.Errorf("sim: scenario threads: --sweep %q: want thread counts from 1 to 4096", v)
+		if err != nil || n < 1 || n > MaxThreads {
+			return nil, fmt.Errorf("sim: scenario threads: --sweep %q: want thread counts from 1 to %d", v, MaxThreads)
 		}
 		for _, s := range cells {
 			s.Scenario, s.Threads, s.Param = ScenarioThreads, n, "threads="+v
