@@ -95,7 +95,7 @@ Scenarios:
 	f.Bool("chain", true, "chained write steering: a CAS is steered onto the key's last forwarded link, not only onto a confirmed tail (docs/swordbox-p4.md, \"Chain mode\"); --chain=false steers to confirmed tails only; both switch programs have it")
 	addShermanFlags(f)
 	f.String("scenario", testbed.ScenarioDefault, "one of "+strings.Join(testbed.Scenarios, ", "))
-	f.Int("keys", 1024, "number of Clover keys (YCSB record count)")
+	f.Int("keys", 1024, "number of Clover keys (YCSB record count); also within the 1 GiB Clover region with --value-size and --threads, at most the switch's 4096 key slots when steered, and with --system swarm at most --threads x 31744 (docs/bench.md)")
 	f.Int("value-size", 128, "object (value) size in bytes")
 	f.Float64("zipf", 0, "zipfian constant of key popularity (0: 0.99, or 1.5 for partial)")
 	f.StringSlice("workloads", []string{"c", "b", "a", "write-only"}, "YCSB workloads of the default scenario (a, b, c, d, f, write-only)")

@@ -369,6 +369,7 @@ func TestHelpDocumentsRanges(t *testing.T) {
 		want string
 	}{
 		{[]string{"bench", "--help"}, "[range 1..4096]"},
+		{[]string{"bench", "--help"}, "at most the switch's 4096 key slots when steered, and with --system swarm at most --threads x 31744 (docs/bench.md) [range 1..1048576]"},
 		{[]string{"bench", "--help"}, "[range 100µs..1s] (default 2ms)"},
 		{[]string{"bench", "--help"}, "as Sherman's benchmark) [range 64..4194304]"},
 		{[]string{"bench", "--help"}, "sherman: memory nodes [range 1..16]"},
