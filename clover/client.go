@@ -112,6 +112,12 @@ type Metrics struct {
 	ProofWaits uint64
 	// AllocWaits: ALLOCs answered "no space" and retried after T_r/4.
 	AllocWaits uint64
+	// First-try operations, the "successful operations" of SwordBox's
+	// Figure 5 as we read it: gets whose first node READ (steered or not)
+	// returned the tail, and puts whose cursor was the tail (no header
+	// READ beyond the persistence READ, no recovery) and whose one CAS
+	// linked.
+	GetsFirstTry, PutsFirstTry uint64
 }
 
 // Add adds o's counters to m (MaxChase: the larger).
@@ -128,7 +134,7 @@ func (m *Metrics) combine(o Metrics, sign uint64) {
 		s uint64
 	}{
 		{&m.Gets, o.Gets}, {&m.Puts, o.Puts}, {&m.Creates, o.Creates}, {&m.Deletes, o.Deletes},
-		{&m.NotFound, o.NotFound}, {&m.CAS, o.CAS}, {&m.CASFailures, o.CASFailures}, {&m.Retries, o.Retries},
+		{&m.NotFound, o.NotFound}, {&m.GetsFirstTry, o.GetsFirstTry}, {&m.PutsFirstTry, o.PutsFirstTry}, {&m.CAS, o.CAS}, {&m.CASFailures, o.CASFailures}, {&m.Retries, o.Retries},
 		{&m.CASSteered, o.CASSteered}, {&m.Uncertain, o.Uncertain}, {&m.ReadsSteered, o.ReadsSteered},
 		{&m.StaleCursors, o.StaleCursors}, {&m.Recoveries, o.Recoveries}, {&m.ReadTimeouts, o.ReadTimeouts},
 		{&m.SteeredNonTail, o.SteeredNonTail}, {&m.PreCASReads, o.PreCASReads}, {&m.ChaseReads, o.ChaseReads},

@@ -259,6 +259,52 @@ func TestGetFarBehindGoesOnFromShortcut(t *testing.T) {
 	}
 }
 
+// TestFirstTry: a get or put counts as first-try when its cursor was the
+// tail (one node READ for a get; for a put, the persistence READ and one
+// CAS); after another client's puts the cursor is stale and neither does.
+func TestFirstTry(t *testing.T) {
+	r := newTestRack(t, rackConfig{clients: 2, valueSize: 128, layout: smallLayout()})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	a, b := r.clients[0], r.clients[1]
+	if err := a.Create(ctx, 5, val(1, 128)); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]byte, 128)
+	for _, tc := range []struct {
+		name       string
+		otherPuts  int // b's puts just before
+		put        bool
+		gets, puts uint64 // first-try counts it adds
+	}{
+		{"get at the tail", 0, false, 1, 0},
+		{"put at the tail", 0, true, 0, 1},
+		{"get behind", 2, false, 0, 0},
+		{"put behind", 2, true, 0, 0},
+		{"get at the tail again", 0, false, 1, 0},
+	} {
+		for i := 0; i < tc.otherPuts; i++ {
+			if err := b.Put(ctx, 5, val(uint64(50+i), 128)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m0 := a.Metrics()
+		var err error
+		if tc.put {
+			err = a.Put(ctx, 5, val(7, 128))
+		} else {
+			err = a.Get(ctx, 5, out)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		m1 := a.Metrics()
+		if g, p := m1.GetsFirstTry-m0.GetsFirstTry, m1.PutsFirstTry-m0.PutsFirstTry; g != tc.gets || p != tc.puts {
+			t.Errorf("%s: first-try gets %d, puts %d; want %d, %d", tc.name, g, p, tc.gets, tc.puts)
+		}
+	}
+}
+
 // TestProofGoesOnFromShortcut: a proof walk that meets a reclaimed slot
 // (here: another key's node in it) starts again from the key's shortcut,
 // after which every node is linked, and finds n's predecessor there;

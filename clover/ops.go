@@ -384,6 +384,9 @@ func (c *Client) Get(ctx context.Context, key uint64, dst []byte) error {
 			copy(dst, n.Value())
 			c.validate(e, at, t)
 			c.m.Gets++
+			if attempt == 0 {
+				c.m.GetsFirstTry++
+			}
 			c.chase(hops)
 			return nil
 		case steered:
@@ -786,6 +789,7 @@ func (c *Client) Put(ctx context.Context, key uint64, value []byte) error {
 // written) and links n.
 func (c *Client) putLink(ctx context.Context, key uint64, e *cursorEntry, n Ptr) (Ptr, linkResult, error) {
 	var reads uint64
+	recoveries := c.m.Recoveries
 	err := c.toTail(ctx, key, e, e.ptr, &reads)
 	if reads > 1 {
 		c.m.PreCASReads += reads - 1 // the first is the persistence READ every put makes
@@ -796,7 +800,12 @@ func (c *Client) putLink(ctx context.Context, key uint64, e *cursorEntry, n Ptr)
 		}
 		return Ptr{}, 0, err
 	}
-	return c.link(ctx, key, e, n)
+	atTail, retries := reads == 1 && c.m.Recoveries == recoveries, c.m.Retries
+	x, res, err := c.link(ctx, key, e, n)
+	if err == nil && res == linked && atTail && c.m.Retries == retries {
+		c.m.PutsFirstTry++
+	}
+	return x, res, err
 }
 
 // Create makes a new key with its first value; ErrExists if it exists.

@@ -177,6 +177,7 @@ func fillCell(cell *report.Cell, spec CellSpec, steer string, ms *Measured, c0, 
 		"cas_steered_ok":         float64(m.CASSteered),
 		"retire_unknown":         float64(m.RetireUnknown),
 		"uncertain":              float64(m.Uncertain),
+		"first_try_per_op":       float64(m.GetsFirstTry+m.PutsFirstTry) / ops,
 	}
 	if c0.Switch != nil && c1.Switch != nil {
 		cell.Steering = map[string]uint64{}
