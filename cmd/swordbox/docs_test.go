@@ -552,3 +552,89 @@ func TestBenchDocsRanges(t *testing.T) {
 		}
 	}
 }
+
+// inlineSpanRE matches a backticked span of Markdown prose, which may run
+// over a line break.
+var inlineSpanRE = regexp.MustCompile("`([^`]+)`")
+
+// TestDocsInlineCommandsExist: every swordbox command line the README and
+// the docs quote inline in their prose (`swordbox <command> --flag ...`,
+// the fenced blocks being TestDocsRunAsWritten's) names a command the
+// binary has and only flags that command takes. Values are not checked
+// (prose writes "..." or alternatives for them), and a span with a
+// placeholder in angle brackets names no command.
+func TestDocsInlineCommandsExist(t *testing.T) {
+	files := []string{"../../README.md"}
+	docs, _ := filepath.Glob("../../docs/*.md")
+	files = append(files, docs...)
+	checked := 0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prose := regexp.MustCompile("(?ms)^```.*?^```").ReplaceAllStringFunc(string(data), func(block string) string {
+			return strings.Repeat("\n", strings.Count(block, "\n")) // keep line numbers
+		})
+		for _, m := range inlineSpanRE.FindAllStringSubmatchIndex(prose, -1) {
+			span := strings.Join(strings.Fields(prose[m[2]:m[3]]), " ")
+			if strings.Contains(span, "<") {
+				continue
+			}
+			_, args, ok := swordboxArgs(strings.Fields(span))
+			if !ok || len(args) == 0 {
+				continue
+			}
+			where := fmt.Sprintf("%s:%d", strings.TrimPrefix(f, "../../"), strings.Count(prose[:m[0]], "\n")+1)
+			// A table writes alternatives as a\|b: each is a command.
+			variants := [][]string{args}
+			for i, w := range args {
+				if alts := strings.Split(strings.ReplaceAll(w, `\|`, "|"), "|"); len(alts) > 1 && !strings.HasPrefix(w, "-") {
+					variants = nil
+					for _, alt := range alts {
+						variants = append(variants, append(append(slices.Clone(args[:i]), alt), args[i+1:]...))
+					}
+					break
+				}
+			}
+			for _, args := range variants {
+				checked++
+				checkInlineCommand(t, where, span, args)
+			}
+		}
+	}
+	if checked < 20 {
+		t.Errorf("only %d inline commands found: the extraction is broken", checked)
+	}
+	t.Logf("checked %d inline swordbox commands", checked)
+}
+
+// checkInlineCommand checks one inline command line's command and flag
+// names (TestDocsInlineCommandsExist).
+func checkInlineCommand(t *testing.T, where, span string, args []string) {
+	t.Helper()
+	cmd, rest, err := newRootCmd(new(cpuProfile)).Find(args)
+	if err != nil {
+		t.Errorf("%s: `%s`: %v", where, span, err)
+		return
+	}
+	if cmd.HasSubCommands() && len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
+		t.Errorf("%s: `%s`: %q has no subcommand %q", where, span, cmd.CommandPath(), rest[0])
+		return
+	}
+	cmd.InitDefaultHelpFlag()
+	for _, w := range rest {
+		w = strings.Trim(w, "[]")
+		switch {
+		case strings.HasPrefix(w, "--"):
+			name, _, _ := strings.Cut(w[2:], "=")
+			if cmd.Flags().Lookup(name) == nil && cmd.InheritedFlags().Lookup(name) == nil {
+				t.Errorf("%s: `%s`: %s has no flag --%s", where, span, cmd.CommandPath(), name)
+			}
+		case len(w) == 2 && w[0] == '-' && w[1] != '-':
+			if cmd.Flags().ShorthandLookup(w[1:]) == nil && cmd.InheritedFlags().ShorthandLookup(w[1:]) == nil {
+				t.Errorf("%s: `%s`: %s has no flag %s", where, span, cmd.CommandPath(), w)
+			}
+		}
+	}
+}
