@@ -791,3 +791,45 @@ func TestDocsTestCommandsExist(t *testing.T) {
 	}
 	t.Logf("checked %d go test lines", checked)
 }
+
+// TestDocsYAMLBlocksLoad: every YAML block of the README and the docs whose
+// top-level key is a settings section (the middlebox's every key in
+// docs/middlebox.md, the rack file of docs/deploy.md) is a configuration
+// the binary loads and validates as written, for the section's first
+// command (checkOnly: unknown keys, wrong types and ranges are refused).
+func TestDocsYAMLBlocksLoad(t *testing.T) {
+	t.Chdir("../..")
+	files := []string{"README.md"}
+	docs, _ := filepath.Glob("docs/*.md")
+	files = append(files, docs...)
+	block := regexp.MustCompile("(?ms)^```ya?ml\n(.*?)^```")
+	n := 0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range block.FindAllSubmatchIndex(data, -1) {
+			body := data[m[2]:m[3]]
+			section, _, _ := strings.Cut(string(body), ":")
+			tab, ok := settings[section]
+			if !ok {
+				continue
+			}
+			n++
+			where := fmt.Sprintf("%s:%d", f, strings.Count(string(data[:m[0]]), "\n")+1)
+			path := filepath.Join(t.TempDir(), "config.yaml")
+			if err := os.WriteFile(path, body, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			args := append(strings.Fields(tab.commands[0]), "--config", path)
+			if c := startSwordboxMode(t, "check", nil, args...); c.wait(20*time.Second) != 0 {
+				t.Errorf("%s: the %s block is refused by swordbox %s: %s", where, section, tab.commands[0], c.stderr)
+			}
+		}
+	}
+	if n < 2 {
+		t.Errorf("only %d YAML blocks of a settings section found: the extraction is broken", n)
+	}
+	t.Logf("loaded %d YAML blocks", n)
+}
