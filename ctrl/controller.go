@@ -1,8 +1,10 @@
 // Package ctrl is swordbox's control plane: from a rack configuration it
-// programs a switch running swordbox.p4 over P4Runtime (forwarding,
-// steering mode, node size, tracked keys), keeps the rack safe by
-// retransmitting CAS requests that stay outstanding on the switch (SwordBox
-// section 4.5), moves partial steering to the hottest keys (section 6.4.4),
+// programs a switch running swordbox.p4 over P4Runtime (forwarding; the
+// config table's default entry: steering mode, chain mode, node size, tail
+// TTL; tracked keys), retransmits CAS requests that stay outstanding on the
+// switch so that a client whose CAS was lost need not wait for its own
+// retransmission timeout (repair, SwordBox section 4.5; steering's
+// correctness does not depend on it), moves partial steering to the hottest keys (section 6.4.4),
 // and exports what it sees on a Prometheus endpoint.
 //
 // It speaks only P4Runtime (through ctrl/p4rtc) and knows the program only

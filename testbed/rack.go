@@ -1,16 +1,34 @@
 // Package testbed assembles software racks and runs benchmarks on them.
 //
-// A Rack is the in-process software rack: the Go v1model target running
-// p4/swordbox.p4, served over real gRPC on loopback by p4/p4rt and programmed
-// by the real controller (ctrl) exactly as on a hardware rack; a memory node
-// and host RNICs (roce/rnic) joined to the switch's ports by in-memory links
-// (netio) that can inject faults. Every frame between two hosts crosses the
-// switch, where the rack counts it. The memory systems (clover) and the
-// benchmark harness (bench.go) sit on top.
+// A Rack (rack.go) is the in-process software rack: the Go target running
+// p4/swordbox.p4 (or the Tofino program p4/tna/swordbox.p4: switcharch.go),
+// served over real gRPC on loopback by p4/p4rt and programmed by the real
+// controller (ctrl) exactly as on a hardware rack; a memory node and host
+// RNICs (roce/rnic) joined to the switch's ports by in-memory links (netio)
+// that can inject faults. Every frame between two hosts crosses the switch,
+// where the rack counts it. On top of it:
 //
-// It owns assembly, the switch-port byte counters and the harness. It does not
-// own any protocol: the switch, controller, RNIC and memory systems are the
-// project's real components, unmodified.
+//   - Clover's rack (clover.go, cloverspace.go: how big its region must be)
+//     and the benchmark cells of `swordbox bench` (bench.go: CellSpec,
+//     RunCell). RunCellOn (cell.go) is the one cell runner of every rack: the
+//     in-process rack, the namespace rack (testbed/netns) and the
+//     virtual-time rack (testbed/sim) implement CellRack. suite.go turns a
+//     scenario into cells (SuiteConfig, RunSuite).
+//   - The cas-mux scenario (casmux.go: SwordBox Figure 10, lock CAS through
+//     the middlebox).
+//   - Sherman (sherman.go, sherman_bench.go) and SWARM-KV (swarm.go,
+//     swarm_bench.go) on racks of in-memory links without a steering switch:
+//     the middlebox sits between clients and memory nodes (for SWARM-KV, in
+//     the modes that use it).
+//   - Linearizability runs of Clover with the real switch program in the
+//     loop, checked with porcupine (linearizability.go; the model is
+//     testbed/kvmodel).
+//   - The harness every system shares (harness.go: KV, Drive, Percentile).
+//
+// It owns assembly, the switch-port byte counters, the harness and the cell
+// runner. It does not own any protocol: the switch, controller, middlebox,
+// RNIC and memory systems are the project's real components, unmodified.
+// YCSB workloads are testbed/ycsb's, report formats testbed/report's.
 package testbed
 
 import (

@@ -552,3 +552,284 @@ func TestBenchDocsRanges(t *testing.T) {
 		}
 	}
 }
+
+// inlineSpanRE matches a backticked span of Markdown prose, which may run
+// over a line break.
+var inlineSpanRE = regexp.MustCompile("`([^`]+)`")
+
+// TestDocsInlineCommandsExist: every swordbox command line the README and
+// the docs quote inline in their prose (`swordbox <command> --flag ...`,
+// the fenced blocks being TestDocsRunAsWritten's) names a command the
+// binary has and only flags that command takes. Values are not checked
+// (prose writes "..." or alternatives for them), and a span with a
+// placeholder in angle brackets names no command.
+func TestDocsInlineCommandsExist(t *testing.T) {
+	files := []string{"../../README.md"}
+	docs, _ := filepath.Glob("../../docs/*.md")
+	files = append(files, docs...)
+	checked := 0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prose := regexp.MustCompile("(?ms)^```.*?^```").ReplaceAllStringFunc(string(data), func(block string) string {
+			return strings.Repeat("\n", strings.Count(block, "\n")) // keep line numbers
+		})
+		for _, m := range inlineSpanRE.FindAllStringSubmatchIndex(prose, -1) {
+			span := strings.Join(strings.Fields(prose[m[2]:m[3]]), " ")
+			if strings.Contains(span, "<") {
+				continue
+			}
+			_, args, ok := swordboxArgs(strings.Fields(span))
+			if !ok || len(args) == 0 {
+				continue
+			}
+			where := fmt.Sprintf("%s:%d", strings.TrimPrefix(f, "../../"), strings.Count(prose[:m[0]], "\n")+1)
+			// A table writes alternatives as a\|b: each is a command.
+			variants := [][]string{args}
+			for i, w := range args {
+				if alts := strings.Split(strings.ReplaceAll(w, `\|`, "|"), "|"); len(alts) > 1 && !strings.HasPrefix(w, "-") {
+					variants = nil
+					for _, alt := range alts {
+						variants = append(variants, append(append(slices.Clone(args[:i]), alt), args[i+1:]...))
+					}
+					break
+				}
+			}
+			for _, args := range variants {
+				checked++
+				checkInlineCommand(t, where, span, args)
+			}
+		}
+	}
+	if checked < 20 {
+		t.Errorf("only %d inline commands found: the extraction is broken", checked)
+	}
+	t.Logf("checked %d inline swordbox commands", checked)
+}
+
+// checkInlineCommand checks one inline command line's command and flag
+// names (TestDocsInlineCommandsExist).
+func checkInlineCommand(t *testing.T, where, span string, args []string) {
+	t.Helper()
+	cmd, rest, err := newRootCmd(new(cpuProfile)).Find(args)
+	if err != nil {
+		t.Errorf("%s: `%s`: %v", where, span, err)
+		return
+	}
+	if cmd.HasSubCommands() && len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
+		t.Errorf("%s: `%s`: %q has no subcommand %q", where, span, cmd.CommandPath(), rest[0])
+		return
+	}
+	cmd.InitDefaultHelpFlag()
+	for _, w := range rest {
+		w = strings.Trim(w, "[]")
+		switch {
+		case strings.HasPrefix(w, "--"):
+			name, _, _ := strings.Cut(w[2:], "=")
+			if cmd.Flags().Lookup(name) == nil && cmd.InheritedFlags().Lookup(name) == nil {
+				t.Errorf("%s: `%s`: %s has no flag --%s", where, span, cmd.CommandPath(), name)
+			}
+		case len(w) == 2 && w[0] == '-' && w[1] != '-':
+			if cmd.Flags().ShorthandLookup(w[1:]) == nil && cmd.InheritedFlags().ShorthandLookup(w[1:]) == nil {
+				t.Errorf("%s: `%s`: %s has no flag %s", where, span, cmd.CommandPath(), w)
+			}
+		}
+	}
+}
+
+// goTestFlags are the flags of go test and go build a doc's go test line
+// may use; any other flag must be one the named packages' tests define.
+var goTestFlags = map[string]bool{
+	"artifacts": true, "bench": true, "benchtime": true, "count": true, "cover": true, "covermode": true,
+	"coverpkg": true, "cpu": true, "failfast": true, "fullpath": true, "fuzz": true, "fuzztime": true,
+	"fuzzminimizetime": true, "json": true, "list": true, "outputdir": true, "parallel": true, "run": true,
+	"short": true, "shuffle": true, "skip": true, "timeout": true, "v": true, "vet": true, "benchmem": true,
+	"blockprofile": true, "coverprofile": true, "cpuprofile": true, "memprofile": true, "mutexprofile": true,
+	"trace": true, "args": true, "c": true, "exec": true, "o": true, "tags": true, "pgo": true, "race": true,
+}
+
+// goTestValueFlags take the next word as their value.
+var goTestValueFlags = map[string]bool{
+	"bench": true, "benchtime": true, "count": true, "cpu": true, "fuzz": true, "fuzztime": true,
+	"fuzzminimizetime": true, "outputdir": true, "parallel": true, "run": true, "skip": true, "timeout": true,
+	"o": true, "tags": true, "exec": true, "covermode": true, "coverpkg": true, "coverprofile": true,
+	"cpuprofile": true, "memprofile": true, "blockprofile": true, "mutexprofile": true, "trace": true,
+}
+
+// TestDocsTestCommandsExist: every go test line of the README and the docs
+// (fenced or inline) names packages that exist, -run, -bench and -fuzz
+// patterns that select at least one test, benchmark or fuzz target of
+// theirs (-run is not checked beside -bench or -fuzz, where it only keeps
+// the tests out), and flags that go test has or the packages' tests
+// define. TestDocsRunAsWritten lists these lines without running them.
+func TestDocsTestCommandsExist(t *testing.T) {
+	t.Chdir("../..")
+	files := []string{"README.md"}
+	docs, _ := filepath.Glob("docs/*.md")
+	files = append(files, docs...)
+	var lines []docLine
+	for _, f := range files {
+		for _, b := range docBlocks(t, f) {
+			lines = append(lines, b.lines...)
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prose := regexp.MustCompile("(?ms)^```.*?^```").ReplaceAllString(string(data), "")
+		for _, m := range inlineSpanRE.FindAllStringSubmatch(prose, -1) {
+			if strings.HasPrefix(m[1], "go test ./") || strings.HasPrefix(m[1], "go test -") {
+				lines = append(lines, parseDocLine(f+" (inline)", strings.Join(strings.Fields(m[1]), " ")))
+			}
+		}
+	}
+	checked := 0
+	for _, l := range lines {
+		w := l.words
+		if len(w) < 2 || w[0] != "go" || w[1] != "test" {
+			continue
+		}
+		checked++
+		var pkgs []string
+		pats := map[string]string{}
+		var custom []string
+		for i := 2; i < len(w); i++ {
+			switch {
+			case w[i] == "-args":
+				for _, a := range w[i+1:] {
+					if strings.HasPrefix(a, "-") {
+						custom = append(custom, strings.TrimLeft(a, "-"))
+					}
+				}
+				i = len(w)
+			case strings.HasPrefix(w[i], "-"):
+				name, val, hasVal := strings.Cut(strings.TrimLeft(w[i], "-"), "=")
+				name = strings.TrimPrefix(name, "test.")
+				if !goTestFlags[name] {
+					custom = append(custom, name)
+					continue
+				}
+				if goTestValueFlags[name] && !hasVal && i+1 < len(w) {
+					i++
+					val = w[i]
+				}
+				if name == "run" || name == "bench" || name == "fuzz" {
+					pats[name] = val
+				}
+			default:
+				pkgs = append(pkgs, w[i])
+			}
+		}
+		var dirs []string
+		for _, p := range pkgs {
+			if !strings.HasPrefix(p, "./") {
+				continue // a value of a custom flag (-mbox.diff-nak broadcast)
+			}
+			root, recursive := strings.CutSuffix(p, "/...")
+			if _, err := os.Stat(root); err != nil {
+				t.Errorf("%s: go test: no package %s", l.where, p)
+				continue
+			}
+			if !recursive {
+				dirs = append(dirs, root)
+				continue
+			}
+			filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+				if err == nil && d.IsDir() {
+					dirs = append(dirs, path)
+				}
+				return nil
+			})
+		}
+		if len(dirs) == 0 {
+			continue // go test -c, -fuzz and the like without a package in prose
+		}
+		var src strings.Builder
+		for _, d := range dirs {
+			tests, _ := filepath.Glob(filepath.Join(d, "*_test.go"))
+			for _, f := range tests {
+				b, err := os.ReadFile(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				src.Write(b)
+			}
+		}
+		code := src.String()
+		for kind, pat := range pats {
+			if kind == "run" && (pats["bench"] != "" || pats["fuzz"] != "") {
+				continue
+			}
+			prefix := map[string]string{"run": "Test", "bench": "Benchmark", "fuzz": "Fuzz"}[kind]
+			top, _, _ := strings.Cut(pat, "/")
+			re, err := regexp.Compile(top)
+			if err != nil {
+				t.Errorf("%s: -%s %q: %v", l.where, kind, pat, err)
+				continue
+			}
+			found := false
+			for _, m := range regexp.MustCompile(`(?m)^func (`+prefix+`\w*)\(`).FindAllStringSubmatch(code, -1) {
+				if re.MatchString(m[1]) {
+					found = true
+					break
+				}
+			}
+			if !found {
+				t.Errorf("%s: -%s %q selects no %s function in %s", l.where, kind, pat, prefix, strings.Join(pkgs, " "))
+			}
+		}
+		for _, name := range custom {
+			if !strings.Contains(code, `"`+name+`"`) {
+				t.Errorf("%s: flag -%s is neither go test's nor defined by the tests of %s", l.where, name, strings.Join(pkgs, " "))
+			}
+		}
+	}
+	if checked < 15 {
+		t.Errorf("only %d go test lines found: the extraction is broken", checked)
+	}
+	t.Logf("checked %d go test lines", checked)
+}
+
+// TestDocsYAMLBlocksLoad: every YAML block of the README and the docs whose
+// top-level key is a settings section (the middlebox's every key in
+// docs/middlebox.md, the rack file of docs/deploy.md) is a configuration
+// the binary loads and validates as written, for the section's first
+// command (checkOnly: unknown keys, wrong types and ranges are refused).
+func TestDocsYAMLBlocksLoad(t *testing.T) {
+	t.Chdir("../..")
+	files := []string{"README.md"}
+	docs, _ := filepath.Glob("docs/*.md")
+	files = append(files, docs...)
+	block := regexp.MustCompile("(?ms)^```ya?ml\n(.*?)^```")
+	n := 0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range block.FindAllSubmatchIndex(data, -1) {
+			body := data[m[2]:m[3]]
+			section, _, _ := strings.Cut(string(body), ":")
+			tab, ok := settings[section]
+			if !ok {
+				continue
+			}
+			n++
+			where := fmt.Sprintf("%s:%d", f, strings.Count(string(data[:m[0]]), "\n")+1)
+			path := filepath.Join(t.TempDir(), "config.yaml")
+			if err := os.WriteFile(path, body, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			args := append(strings.Fields(tab.commands[0]), "--config", path)
+			if c := startSwordboxMode(t, "check", nil, args...); c.wait(20*time.Second) != 0 {
+				t.Errorf("%s: the %s block is refused by swordbox %s: %s", where, section, tab.commands[0], c.stderr)
+			}
+		}
+	}
+	if n < 2 {
+		t.Errorf("only %d YAML blocks of a settings section found: the extraction is broken", n)
+	}
+	t.Logf("loaded %d YAML blocks", n)
+}

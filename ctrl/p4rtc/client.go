@@ -1,5 +1,5 @@
 // Package p4rtc is swordbox's P4Runtime client: it connects to one switch
-// (our Go v1model target, BMv2's simple_switch_grpc or Stratum on a
+// (our Go target, BMv2's simple_switch_grpc or Stratum on a
 // Tofino), takes part in primary/backup arbitration on the StreamChannel,
 // pushes a pipeline, and writes and reads entities whose names it resolves
 // through the P4Info (see Schema). It owns the gRPC connection, the stream,

@@ -1,9 +1,9 @@
 // Package rack is the controller's configuration of a rack: where the
 // switch is and how to reach it, the hosts on the switch's ports (MAC, IP,
 // port), which of them are memory nodes and which of their regions are
-// steered, the steering mode and object size, which keys are tracked (a
-// fixed list, or the hottest N), and the periods and thresholds of the
-// control loops.
+// steered, the steering mode, chain mode, object size and tail TTL, which
+// keys are tracked (a fixed list, or the hottest N), and the periods and
+// thresholds of the control loops.
 //
 // It owns decoding (Config is filled by viper/mapstructure from YAML,
 // SWORDBOX_CTRL_* environment variables and flags, see cmd/swordbox) and
