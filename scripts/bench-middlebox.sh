@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # bench-middlebox.sh: the middlebox over DPDK net_ring vdevs, side by side
-# with dpdk-testpmd on the same kind of vdevs, in one run (issue 6).
+# with dpdk-testpmd on the same kind of vdevs, in one run.
 #
 #   sudo scripts/bench-middlebox.sh            # 5 s each
 #   DUR=10 CORES=1 sudo scripts/bench-middlebox.sh
 #
 # 1. dpdk-testpmd (one forwarding core, two net_ring vdevs, packets injected
-#    with "start tx_first"), in io mode (the issue's baseline: it moves mbuf
+#    with "start tx_first"), in io mode (the baseline: it moves mbuf
 #    pointers between rings and never reads a packet) and in csum mode (it
 #    parses every packet and checks its checksums, nearer to what the
 #    middlebox does): Mpps = packets received on both ports between two
@@ -20,7 +20,7 @@
 #    replays the same frames with the engine replaced by a forwarder that
 #    loads the loop as the engine did (what the loop alone could reach).
 # Then it prints the figures and the ratios middlebox / testpmd io (the
-# issue's goal: >= 0.3) and middlebox / testpmd csum.
+# target: >= 0.3) and middlebox / testpmd csum.
 #
 # Memory: with HUGE=auto (default) both testpmd and the middlebox run on
 # 2 MiB hugepages, as DPDK is meant to: the script reserves what they need

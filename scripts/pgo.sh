@@ -7,7 +7,7 @@
 #
 # The profile is the merge of two runs of the binary built without PGO:
 #   1. swordbox middlebox bench --io engine (the middlebox's recorded mix,
-#      the issue-6 hot path), and
+#      the engine's per-frame hot path), and
 #   2. swordbox bench (the main job: the A/B benchmark on the in-process
 #      rack, shortened), so that its hot paths are weighed too.
 # PGO mostly inlines the hot calls and lays out the hot blocks; it changes

@@ -16,9 +16,10 @@ package testbed
 //     the metadata server carved, so more linked nodes than carved slots
 //     means some slot held two of them in turn.
 //   - A switch reset writes zero to every register the P4Info declares
-//     (MODIFY with the index unset), which also clears the configuration
-//     registers, and then has the controller take charge again as it does
-//     when a switch comes back; tables and counters are left as they are.
+//     (MODIFY with the index unset) and resets the config table's default
+//     entry (RestoreConfig: steering off, as on a restarted switch), and
+//     then has the controller take charge again as it does when a switch
+//     comes back; other tables and the counters are left as they are.
 
 import (
 	"context"
