@@ -118,6 +118,9 @@ type Metrics struct {
 	// READ beyond the persistence READ, no recovery) and whose one CAS
 	// linked.
 	GetsFirstTry, PutsFirstTry uint64
+	// CursorMisses: lookups at the MS for a key this client held no
+	// cursor for (its first touch of the key, or after a delete).
+	CursorMisses uint64
 }
 
 // Add adds o's counters to m (MaxChase: the larger).
@@ -134,7 +137,7 @@ func (m *Metrics) combine(o Metrics, sign uint64) {
 		s uint64
 	}{
 		{&m.Gets, o.Gets}, {&m.Puts, o.Puts}, {&m.Creates, o.Creates}, {&m.Deletes, o.Deletes},
-		{&m.NotFound, o.NotFound}, {&m.GetsFirstTry, o.GetsFirstTry}, {&m.PutsFirstTry, o.PutsFirstTry}, {&m.CAS, o.CAS}, {&m.CASFailures, o.CASFailures}, {&m.Retries, o.Retries},
+		{&m.NotFound, o.NotFound}, {&m.GetsFirstTry, o.GetsFirstTry}, {&m.PutsFirstTry, o.PutsFirstTry}, {&m.CursorMisses, o.CursorMisses}, {&m.CAS, o.CAS}, {&m.CASFailures, o.CASFailures}, {&m.Retries, o.Retries},
 		{&m.CASSteered, o.CASSteered}, {&m.Uncertain, o.Uncertain}, {&m.ReadsSteered, o.ReadsSteered},
 		{&m.StaleCursors, o.StaleCursors}, {&m.Recoveries, o.Recoveries}, {&m.ReadTimeouts, o.ReadTimeouts},
 		{&m.SteeredNonTail, o.SteeredNonTail}, {&m.PreCASReads, o.PreCASReads}, {&m.ChaseReads, o.ChaseReads},

@@ -303,6 +303,10 @@ func TestFirstTry(t *testing.T) {
 			t.Errorf("%s: first-try gets %d, puts %d; want %d, %d", tc.name, g, p, tc.gets, tc.puts)
 		}
 	}
+	// A created the key (a cursor from the start); b looked it up once.
+	if ma, mb := a.Metrics().CursorMisses, b.Metrics().CursorMisses; ma != 0 || mb != 1 {
+		t.Errorf("cursor misses: creator %d, other client %d; want 0, 1", ma, mb)
+	}
 }
 
 // TestProofGoesOnFromShortcut: a proof walk that meets a reclaimed slot

@@ -64,6 +64,7 @@ func (c *Client) cursor(ctx context.Context, key uint64) (*cursorEntry, error) {
 	if e := c.entry(key); e != nil && !e.ptr.IsZero() {
 		return e, nil
 	}
+	c.m.CursorMisses++
 	ki, err := c.lookup(ctx, key)
 	if err != nil {
 		return nil, err

@@ -137,3 +137,27 @@ func TestContentionNotes(t *testing.T) {
 		t.Errorf("notes without an off cell with CAS: %q", n)
 	}
 }
+
+func TestColdNotes(t *testing.T) {
+	cell := func(misses float64) report.Cell {
+		return report.Cell{Mechanism: map[string]float64{"cursor_misses_per_op": misses}}
+	}
+	for _, tc := range []struct {
+		name  string
+		cells []report.Cell
+		want  string // "" for no note
+	}{
+		{"steady", []report.Cell{cell(0.03), cell(0.05)}, ""},
+		{"no mechanism (cas-mux, Sherman)", []report.Cell{{}}, ""},
+		{"at the threshold", []report.Cell{cell(ColdCursorMisses)}, ""},
+		{"cold", []report.Cell{cell(0.03), cell(0.78), cell(0.52)}, "2 of 3 cells measured cold cursor caches: up to 0.78"},
+	} {
+		notes := ColdNotes(tc.cells)
+		switch {
+		case tc.want == "" && len(notes) != 0:
+			t.Errorf("%s: notes %q, want none", tc.name, notes)
+		case tc.want != "" && (len(notes) != 1 || !strings.Contains(notes[0], tc.want)):
+			t.Errorf("%s: notes %q, want one containing %q", tc.name, notes, tc.want)
+		}
+	}
+}

@@ -178,6 +178,7 @@ func fillCell(cell *report.Cell, spec CellSpec, steer string, ms *Measured, c0, 
 		"retire_unknown":         float64(m.RetireUnknown),
 		"uncertain":              float64(m.Uncertain),
 		"first_try_per_op":       float64(m.GetsFirstTry+m.PutsFirstTry) / ops,
+		"cursor_misses_per_op":   float64(m.CursorMisses) / ops,
 	}
 	if c0.Switch != nil && c1.Switch != nil {
 		cell.Steering = map[string]uint64{}

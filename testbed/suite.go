@@ -364,7 +364,33 @@ func RunSuite(ctx context.Context, c SuiteConfig, progress func(i, n int, label 
 		progress(len(specs), len(specs), "done")
 	}
 	run.Notes = append(run.Notes, contentionNotes(run.Cells)...)
+	run.Notes = append(run.Notes, ColdNotes(run.Cells)...)
 	return run, nil
+}
+
+// ColdCursorMisses is the share of operations that were a thread's first
+// touch of their key (cursor misses per operation) above which a cell is
+// called cold in the run's notes. A long run has few (0.01-0.06 per
+// operation at the design point after 80 ms of virtual warm-up, against
+// 0.67-0.78 after the default 2 ms).
+const ColdCursorMisses = 0.1
+
+// ColdNotes says when cells measured threads meeting keys for the first
+// time (every rack's suite adds it to the run's notes): such an operation starts from the metadata server's latest
+// pointer, near the tail, where a thread that has run for a while holds a
+// cursor left where it last saw the tail, often far behind it.
+func ColdNotes(cells []report.Cell) []string {
+	n, worst := 0, 0.0
+	for _, c := range cells {
+		if v := c.Mechanism["cursor_misses_per_op"]; v > ColdCursorMisses {
+			n++
+			worst = math.Max(worst, v)
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("%d of %d cells measured cold cursor caches: up to %.2f operations in one were a thread's first touch of its key (a metadata-server lookup instead of a cursor). A long run has nearly none, and its figures differ (stale cursors cost off more, and steering wins less of its READs): lengthen the warm-up (--warmup, or --virtual-warmup 80ms with --clock virtual) to measure the steady state (docs/bench.md, \"Short virtual cells start cold\").", n, len(cells), worst)}
 }
 
 // contentionNotes says, per workload, how much contention the rack showed

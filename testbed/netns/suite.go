@@ -67,5 +67,6 @@ func RunSuite(ctx context.Context, c testbed.SuiteConfig, opts Options, progress
 	if progress != nil {
 		progress(len(specs), len(specs), "done")
 	}
+	run.Notes = append(run.Notes, testbed.ColdNotes(run.Cells)...)
 	return run, nil
 }

@@ -78,6 +78,7 @@ var MechanismColumns = []struct{ Key, Head, Doc string }{
 	{"tails_dropped", "tails dropped", "cached tails the switch forgot because a CAS steered to them failed"},
 	{"retire_unknown", "retire-unknown", "steered links whose predecessor the client could not find (leaked slot)"},
 	{"uncertain", "uncertain", "puts whose outcome the client could not establish"},
+	{"cursor_misses_per_op", "cursor miss/op", "lookups at the metadata server for a key the thread held no cursor for (its first touch of the key): many mean the cell measured cold cursor caches, not the steady state of a long run"},
 	{"first_try_per_op", "first-try/op", "operations that succeeded at their first attempt: gets whose first node READ was the tail, puts whose cursor was the tail and whose one CAS linked (SwordBox Figure 5's \"successful operations\", as we read it)"},
 }
 

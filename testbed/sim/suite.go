@@ -88,6 +88,7 @@ func runCells(ctx context.Context, run *report.Run, n int, progress func(i, n in
 	if progress != nil {
 		progress(n, n, "done")
 	}
+	run.Notes = append(run.Notes, testbed.ColdNotes(run.Cells)...)
 	return nil
 }
 
