@@ -310,7 +310,11 @@ func TestBadInputIsRefused(t *testing.T) {
 		{"middlebox bench duration", []string{"middlebox", "bench", "--duration", "-1s"}, nil, "middlebox bench: --duration -1s: out of range 10ms..1h"},
 		{"middlebox bench clients", []string{"middlebox", "bench", "--clients", "0"}, nil, "middlebox bench: --clients 0: out of range 1..1024"},
 		{"middlebox bench pct", []string{"middlebox", "bench", "--cas-pct", "60", "--read-pct", "50"}, nil, "--cas-pct 60 + --read-pct 50 is more than 100"},
-		{"middlebox bench coalesce", []string{"middlebox", "bench", "--coalesce", "0"}, nil, "middlebox bench: --coalesce 0: out of range 1..1024"},
+		{"middlebox bench coalesce", []string{"middlebox", "bench", "--coalesce", "0"}, nil, "middlebox bench: --coalesce 0: out of range 1..256"},
+		// A round past the engine's per-client window: one client's requests
+		// beyond 256 outstanding were dropped and counted as processed.
+		{"middlebox bench coalesce past the window", []string{"middlebox", "bench", "--clients", "1", "--coalesce", "257"}, nil,
+			"middlebox bench: --coalesce 257: out of range 1..256; the middlebox's per-client window: one client may have a whole round outstanding"},
 		{"middlebox bench io", []string{"middlebox", "bench", "--io", "sideways"}, nil, `--io "sideways": want engine, ring or dpdk`},
 		// clover
 		{"clover ms keys", []string{"clover", "ms", "--keys", "0"}, nil, "clover ms: --keys 0: out of range 1..1048576"},

@@ -254,7 +254,11 @@ func middleboxBenchSettings() *settingTable {
 		intSpan("clients", 1, 1024),
 		intSpan("cas-pct", 0, 100),
 		intSpan("read-pct", 0, 100),
-		intSpan("coalesce", 1, 1024),
+		// A round of --coalesce requests is outstanding until the server's
+		// ACK, and any one client may hold all of it: more than the
+		// engine's per-client window and the engine drops the excess
+		// (window-full), the drops counted as frames processed.
+		intSpan("coalesce", 1, middlebox.DefaultWindow).because("the middlebox's per-client window: one client may have a whole round outstanding"),
 	).withCheck(func(cfg any) error {
 		c := cfg.(*mboxBenchConfig)
 		if c.CASPct+c.ReadPct > 100 {
