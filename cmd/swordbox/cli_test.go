@@ -266,9 +266,16 @@ func TestBadInputIsRefused(t *testing.T) {
 		{"memnode workers", []string{"memnode", "--workers", "65", "--listen", ""}, nil, "memnode: --workers 65: out of range 0..64"},
 		{"memnode stats-period", []string{"memnode", "--stats-period", "-1s", "--listen", ""}, nil, "memnode: --stats-period -1s: out of range 10ms..24h or 0 (only at exit)"},
 		// switch
-		{"switch cpu-port 600", []string{"switch", "--cpu-port", "600", "--grpc", "127.0.0.1:0"}, nil, "switch: --cpu-port 600: out of range 0..511"},
+		{"switch cpu-port 600", []string{"switch", "--cpu-port", "600", "--grpc", "127.0.0.1:0"}, nil, "switch: --cpu-port 600: out of range 1..511"},
 		{"switch stats", []string{"switch", "--stats", "-1s", "--grpc", "127.0.0.1:0"}, nil, "switch: --stats -1s: out of range 10ms..24h or 0 (never)"},
-		{"switch port number", []string{"switch", "--ports", "600=mem", "--grpc", "127.0.0.1:0"}, nil, "port number must be 0..511"},
+		{"switch port number", []string{"switch", "--ports", "600=mem", "--grpc", "127.0.0.1:0"}, nil, `switch: --ports "600=mem": port number must be 0..510 (511 is v1model's drop port)`},
+		{"switch port number tna", []string{"switch", "--arch", "tna", "--ports", "512=mem", "--grpc", "127.0.0.1:0"}, nil, `switch: --ports "512=mem": port number must be 0..511`},
+		// v1model drops what is sent to port 511: a host there, or the CPU
+		// port there, was accepted and never received a frame.
+		{"switch port 511 v1model", []string{"switch", "--ports", "511=mem", "--grpc", "127.0.0.1:0"}, nil, `switch: --ports "511=mem": port number must be 0..510 (511 is v1model's drop port)`},
+		{"switch cpu-port 511 v1model", []string{"switch", "--cpu-port", "511", "--grpc", "127.0.0.1:0"}, nil, "switch: --cpu-port 511 with --arch v1model: want 1..510 (511 is v1model's drop port: PacketIn would never leave)"},
+		// 0 was printed as the CPU port while the target used 255.
+		{"switch cpu-port 0", []string{"switch", "--cpu-port", "0", "--grpc", "127.0.0.1:0"}, nil, "switch: --cpu-port 0: out of range 1..511; "},
 		{"switch arch", []string{"switch", "--arch", "bmv2", "--grpc", "127.0.0.1:0"}, nil, `switch: --arch: switch architecture "bmv2": want v1model or tna`},
 		{"switch arch of the program", []string{"switch", "--arch", "v1model", "--p4", "../../p4/tna/swordbox.p4", "--grpc", "127.0.0.1:0"}, nil,
 			"switch program ../../p4/tna/swordbox.p4 is a tna program, not v1model"},
@@ -382,7 +389,7 @@ func TestHelpDocumentsRanges(t *testing.T) {
 		{[]string{"ctrl", "run", "--help"}, "[range 1µs..1h; keep it below half of Clover's T_r]"},
 		{[]string{"perf", "--help"}, "[range 1..1024]"},
 		{[]string{"memnode", "--help"}, "[range 1ms..8760h or 0 (run until interrupted)]"},
-		{[]string{"switch", "--help"}, "[range 0..511; v1model's and TNA's 9-bit port numbers]"},
+		{[]string{"switch", "--help"}, "[range 1..511; v1model's and TNA's 9-bit port numbers; at most 510 with --arch v1model, whose port 511 drops]"},
 		{[]string{"ctrl", "show", "--help"}, "swordbox ctrl show tables --switch 127.0.0.1:9559\n"},
 	} {
 		p := startSwordbox(t, nil, tc.args...)
