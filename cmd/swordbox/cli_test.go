@@ -301,6 +301,13 @@ func TestBadInputIsRefused(t *testing.T) {
 		{"ctrl hot-keys-period", []string{"ctrl", "run", "--hot-keys-period", "0s"}, nil, "ctrl run: --hot-keys-period 0s: out of range 1ms..24h"},
 		{"ctrl repair-threshold", []string{"ctrl", "run", "--repair-threshold", "0s"}, nil, "ctrl run: --repair-threshold 0s: out of range 1ms..1h"},
 		{"ctrl hot-keys", []string{"ctrl", "run", "--hot-keys", "5000"}, nil, "ctrl run: --hot-keys 5000: out of range 0..4096"},
+		// 0 was taken as 1.
+		{"ctrl hot-keys-min-delta 0", []string{"ctrl", "run", "--hot-keys-min-delta", "0"}, nil, "ctrl run: --hot-keys-min-delta 0: out of range 1..4294967296"},
+		{"ctrl hot-keys-min-delta env", []string{"ctrl", "run"}, []string{"SWORDBOX_CTRL_HOT_KEYS_MIN_DELTA=0"}, "ctrl run: SWORDBOX_CTRL_HOT_KEYS_MIN_DELTA=0: out of range 1..4294967296"},
+		// Without probe slots no candidate is ever measured: the controller
+		// ran and steered nothing.
+		{"ctrl hot-keys without probes", []string{"ctrl", "run", "--p4info", p4info, "--device-config", p4src, "--steering", "off", "--hot-keys", "4", "--hot-key-range", "0-99", "--hot-key-probes", "0"}, nil,
+			"--hot-key-probes: ctrl.hot-key-probes: 0 with hot-keys 4: want at least 1"},
 		{"ctrl typo in a list entry", []string{"ctrl", "run", "--config", rackTypo}, nil, "config " + rackTypo + ": ctrl.hosts[1].mca: unknown setting (known: ip, mac, name, port)"},
 		{"ctrl bad value in a list entry", []string{"ctrl", "run", "--config", rackBadPort}, nil, "config " + rackBadPort + `: ctrl.hosts[0].port: "one" is not an integer`},
 		{"ctrl show with the run's typo", []string{"ctrl", "show", "tables", "--config", rackTypo}, nil, "ctrl.hosts[1].mca: unknown setting"},
