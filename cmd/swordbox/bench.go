@@ -125,7 +125,7 @@ func benchSettings() *settingTable {
 	return newSection([]string{"bench"},
 		intSpan("keys", 1, 1<<20),
 		intSpan("value-size", 1, 4072).because("a Clover node, 24-byte header and value, in one 4096-byte MTU"),
-		span{key: "zipf", lo: 0.01, hi: 5}.orZero("the scenario's default"),
+		span{key: "zipf", lo: testbed.MinZipf, hi: testbed.MaxZipf}.orZero("the scenario's default"),
 		intSpan("threads", 1, 4096),
 		intSpan("client-hosts", 1, 64),
 		durSpan("duration", 10*time.Millisecond, 24*time.Hour),

@@ -229,6 +229,16 @@ func TestBadInputIsRefused(t *testing.T) {
 		{"bench modes", append([]string{"bench", "--modes", "sideways"}, noBench...), nil, "sideways"},
 		{"bench timing", append([]string{"bench", "--timing", "cx9"}, noBench...), nil, "timing model"},
 		{"bench cas-mux sweep", append([]string{"bench", "--scenario", "cas-mux", "--sweep", "0"}, noBench...), nil, "client QPs"},
+		// Swept values are checked as the flags they stand for, before the
+		// first cell: NaN failed in cell 1, 100 and 1e-9 ran though --zipf
+		// refuses them, a tracked count past --keys ran as all, the size
+		// sweep stopped at 3000 while --value-size takes 4072, and the
+		// default scenario ignored --sweep.
+		{"bench zipf sweep NaN", append([]string{"bench", "--scenario", "zipf", "--sweep", "NaN"}, noBench...), nil, `bench: testbed: zipf: constant "NaN": want 0.01..5`},
+		{"bench zipf sweep 100", append([]string{"bench", "--scenario", "zipf", "--sweep", "0.99,100"}, noBench...), nil, `bench: testbed: zipf: constant "100": want 0.01..5`},
+		{"bench partial sweep past the keys", append([]string{"bench", "--scenario", "partial", "--keys", "1024", "--sweep", "0,1025"}, noBench...), nil, `bench: testbed: partial: tracked keys "1025": want 0..1024 (the keys) or all`},
+		{"bench size sweep", append([]string{"bench", "--scenario", "size", "--sweep", "4073"}, noBench...), nil, `bench: testbed: size: object size "4073": want 1..4072 bytes`},
+		{"bench default sweep", append([]string{"bench", "--sweep", "5"}, noBench...), nil, "bench: testbed: scenario default sweeps nothing (its cells are the workloads x the modes): --sweep 5 is for partial, zipf, size or cas-mux"},
 		{"bench env", append([]string{"bench"}, noBench...), []string{"SWORDBOX_BENCH_THREADS=0"}, "bench: SWORDBOX_BENCH_THREADS=0: out of range 1..4096"},
 		{"bench env not a number", append([]string{"bench"}, noBench...), []string{"SWORDBOX_BENCH_KEYS=many"}, `bench: SWORDBOX_BENCH_KEYS="many": "many" is not an integer`},
 		{"bench unknown section", append([]string{"bench", "--config", badSection}, noBench...), nil, "config " + badSection + ": bnech: unknown section (known: "},

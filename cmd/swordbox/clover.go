@@ -239,7 +239,7 @@ func cloverClientsSettings() *settingTable {
 		intSpan("threads", 1, 4096),
 		intSpan("keys", 1, 1<<20),
 		intSpan("value-size", 1, 4072).because("a Clover node, 24-byte header and value, in one 4096-byte MTU"),
-		span{key: "zipf", lo: 0.01, hi: 5},
+		span{key: "zipf", lo: testbed.MinZipf, hi: testbed.MaxZipf},
 		durSpan("warmup", 0, time.Hour),
 		durSpan("duration", 10*time.Millisecond, 24*time.Hour),
 		durSpan("read-timeout", time.Microsecond, time.Minute),
