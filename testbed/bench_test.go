@@ -2,6 +2,7 @@ package testbed
 
 import (
 	"context"
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -41,6 +42,31 @@ func TestRunCellSmoke(t *testing.T) {
 // The cas-mux cell keeps mutual exclusion (RunCASMux checks every lock and
 // unlock) in both modes, and the middlebox really rewrites CAS into WRITE in
 // the cas-to-write mode and never in the cas mode.
+// An interrupted cas-mux cell stops at once, without a result, whatever
+// its --duration (it slept the whole duration, deaf to SIGINT and SIGTERM).
+func TestRunCASMuxStopsWithItsContext(t *testing.T) {
+	for _, spec := range []CASMuxSpec{
+		{Mode: ModeCASToWrite, QPs: 2, Duration: time.Hour},
+		{Mode: ModeCAS, QPs: 2, Duration: time.Second, Warmup: time.Hour},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		done := make(chan error, 1)
+		go func() {
+			_, err := RunCASMux(ctx, spec)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("%+v: err %v, want the context's", spec, err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%+v: still running 20s after its context ended", spec)
+		}
+	}
+}
+
 func TestRunCASMux(t *testing.T) {
 	for _, mode := range []string{ModeCAS, ModeCASToWrite} {
 		c, err := RunCASMux(context.Background(), CASMuxSpec{Mode: mode, QPs: 4, Duration: 500 * time.Millisecond, Warmup: 100 * time.Millisecond})
