@@ -172,3 +172,40 @@ func TestContentionNotes(t *testing.T) {
 		t.Errorf("notes without an off cell with CAS: %q", n)
 	}
 }
+
+// sleepyKV answers every operation after a millisecond, or when its
+// context ends.
+type sleepyKV struct{}
+
+func (sleepyKV) Get(ctx context.Context, _ uint64, buf []byte) ([]byte, error) {
+	return buf, sleepyKV{}.Put(ctx, 0, nil)
+}
+
+func (sleepyKV) Put(ctx context.Context, _ uint64, _ []byte) error {
+	select {
+	case <-time.After(time.Millisecond):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// A measurement cut short by its context (SIGINT or SIGTERM in the bench)
+// is an error, not a cell: it passed for a whole --duration before.
+func TestDriveInterruptedIsNoMeasurement(t *testing.T) {
+	w, err := ycsb.New(ycsb.Config{Workload: ycsb.WorkloadA, RecordCount: 16, ValueSize: 8, Clients: 2, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kvs := []KV{sleepyKV{}, sleepyKV{}}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	l, err := Drive(ctx, w, kvs, 8, time.Hour)
+	if !errors.Is(err, context.DeadlineExceeded) || l == nil || l.Ops == 0 {
+		t.Fatalf("Drive interrupted after 100ms of 1h: load %+v, err %v; want the operations so far and the context's error", l, err)
+	}
+	// A measurement that ran its whole duration stands.
+	if l, err := Drive(context.Background(), w, kvs, 8, 50*time.Millisecond); err != nil || l.Ops == 0 {
+		t.Fatalf("Drive for 50ms: load %+v, err %v", l, err)
+	}
+}
