@@ -268,6 +268,8 @@ func TestBadInputIsRefused(t *testing.T) {
 		{"perf test name", []string{"perf", "swim_bw"}, nil, "swim_bw"},
 		// memnode
 		{"memnode regions 0", []string{"memnode", "--regions", "0", "--listen", ""}, nil, "memnode: --regions 0: out of range 1..1024"},
+		// A nanosecond past 8760h rounded onto it as a float64 and was taken.
+		{"memnode duration 8760h1ns", []string{"memnode", "--duration", "8760h0m0.000000001s", "--listen", ""}, nil, "memnode: --duration 8760h0m0.000000001s: out of range 1ms..8760h or 0 (run until interrupted)"},
 		{"memnode duration -1s", []string{"memnode", "--duration", "-1s", "--listen", ""}, nil, "memnode: --duration -1s: out of range 1ms..8760h or 0 (run until interrupted)"},
 		{"memnode size", []string{"memnode", "--size", "0", "--listen", ""}, nil, "memnode: --size 0: out of range 4KiB.."},
 		{"memnode regions too small", []string{"memnode", "--size", "64KiB", "--regions", "64", "--listen", ""}, nil, "leaves regions under 4KiB"},
