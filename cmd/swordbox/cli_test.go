@@ -259,6 +259,12 @@ func TestBadInputIsRefused(t *testing.T) {
 		{"perf duration -1s", []string{"perf", "write_bw", "--duration", "-1s"}, nil, "perf: --duration -1s: out of range 10ms..24h"},
 		{"perf mtu", []string{"perf", "write_bw", "--mtu", "1000"}, nil, "perf: --mtu 1000: want one of 256, 512, 1024, 2048, 4096"},
 		{"perf drop", []string{"perf", "write_bw", "--drop", "2"}, nil, "perf: --drop 2: out of range 0..1"},
+		// A link that loses every frame ran until the RNIC gave up
+		// (RETRY_EXC_ERR), with no word of why.
+		{"perf drop 1", []string{"perf", "write_bw", "--drop", "1"}, nil, "perf: --drop 1: every frame is lost, no operation can complete: want below 1"},
+		{"perf corrupt 1", []string{"perf", "write_bw", "--corrupt", "1"}, nil, "perf: --corrupt 1: every frame is lost, no operation can complete: want below 1"},
+		{"perf drop that RC gives up on", []string{"perf", "write_bw", "--drop", "0.9", "--duration", "10s"}, nil,
+			"perf: qp 0: WRITE completed RETRY_EXC_ERR (the link loses frames, --drop 0.9 and --corrupt 0: the RNIC gave up on a request its retransmissions did not get through)"},
 		{"perf mem-size", []string{"perf", "write_bw", "--mem-size", "1024GiB"}, nil, "perf: --mem-size 1024GiB: out of range 4KiB.."},
 		{"perf mem-size text", []string{"perf", "write_bw", "--mem-size", "lots"}, nil, `perf: --mem-size lots: "lots" is not a byte count`},
 		{"perf mem-size too small", []string{"perf", "write_bw", "--qps", "64", "--depth", "64", "--size", "4096", "--mem-size", "1MiB"}, nil, "need 16MiB of memory node, more than --mem-size 1MiB"},
