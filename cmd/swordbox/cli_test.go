@@ -188,6 +188,8 @@ func TestBadInputIsRefused(t *testing.T) {
 	mboxRing := writeFile(t, dir, "mbox3.yaml", "middlebox:\n  ring-size: many\n")
 	mboxSteer := writeFile(t, dir, "mbox4.yaml", "middlebox:\n  steering:\n    mdoe: both\n")
 	mboxList := writeFile(t, dir, "mbox5.yaml", "middlebox:\n  servers: 10.0.0.2\n")
+	mboxHuge := writeFile(t, dir, "mbox6.yaml", "middlebox:\n  window: 1048576\n  conn-ring-size: 1048576\n  max-conns: 1048576\n")
+	mboxHoldoff := writeFile(t, dir, "mbox7.yaml", "middlebox:\n  replay-holdoff: -1s\n")
 	text := writeFile(t, dir, "notes.txt", "hello\n")
 	empty := writeFile(t, dir, "empty.pcap", "")
 	noBench := []string{"--duration", "1h", "--no-progress", "--results", ""}
@@ -337,6 +339,11 @@ func TestBadInputIsRefused(t *testing.T) {
 		{"middlebox nested section typo", []string{"middlebox", "run", "--config", mboxSteer}, nil, "config " + mboxSteer + ": middlebox.steering.mdoe: unknown setting (known: "},
 		{"middlebox list given a scalar", []string{"middlebox", "run", "--config", mboxList}, nil, "config " + mboxList + `: middlebox.servers: want a list, got "10.0.0.2"`},
 		{"middlebox cores", []string{"middlebox", "run", "--cores", "0"}, nil, "middlebox run: --cores 0: out of range 1..64"},
+		// Tables that cannot fit ran until traffic filled them (out of
+		// memory); a negative holdoff was taken.
+		{"middlebox tables past memory", []string{"middlebox", "run", "--config", mboxHuge}, nil,
+			"middlebox run: max-conns 1048576, window 1048576, conn-ring-size 1048576 with --cores 1: the connection tables may take "},
+		{"middlebox replay-holdoff", []string{"middlebox", "run", "--config", mboxHoldoff}, nil, "config " + mboxHoldoff + ": middlebox config: replay-holdoff -1s: want 1µs..1s (0: default 1ms)"},
 		{"middlebox burst", []string{"middlebox", "run", "--burst", "0"}, nil, "middlebox run: --burst 0: out of range 1..1024"},
 		{"middlebox io", []string{"middlebox", "run", "--io", "sideways"}, nil, `middlebox run: --io "sideways": want afpacket or dpdk`},
 		{"middlebox bench duration", []string{"middlebox", "bench", "--duration", "-1s"}, nil, "middlebox bench: --duration -1s: out of range 10ms..1h"},

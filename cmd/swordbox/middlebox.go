@@ -242,7 +242,19 @@ func middleboxRunSettings() *settingTable {
 		intSpan("cores", 1, 64),
 		durSpan("stats-period", 10*time.Millisecond, 24*time.Hour).orZero("only at exit"),
 		intSpan("burst", 1, 1024),
-	)
+	).withCheck(func(cfg any) error {
+		// Each core's engine fills its connection table as connections
+		// are learned: one that cannot fit would end the run when
+		// traffic arrives, out of memory.
+		c := cfg.(*mboxRunConfig)
+		mem, why := memoryCap()
+		if need := c.Engine.TableBytes() * int64(c.Cores); need > mem {
+			e := c.Engine.Defaulted()
+			return fmt.Errorf("max-conns %d, window %d, conn-ring-size %d with --cores %d: the connection tables may take %s, more than %s (%s)",
+				e.MaxConns, e.Window, e.ConnRingSize, c.Cores, formatBytes(need), formatBytes(mem), why)
+		}
+		return nil
+	})
 }
 
 // middleboxBenchSettings is the settings table of the "middlebox-bench"
