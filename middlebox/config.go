@@ -221,17 +221,27 @@ func (c *Config) withDefaults() Config {
 // engine runs it.
 func (c *Config) Defaulted() Config { return c.withDefaults() }
 
-// TableBytes is the most memory the connection table of one engine may
-// take: MaxConns connections, each with its window of outstanding
-// operations and its map of ConnRingSize entries, a server's shared one
-// with RingSize entries and a replay log. Validate does not bound it (it
-// depends on the machine); a command compares it with the memory it has.
+// TableBytes is the most memory the tables of one engine may take: the
+// connection table (MaxConns connections, each with its window of
+// outstanding operations and its map of ConnRingSize entries, a server's
+// shared one with RingSize entries and a replay log) and the steering
+// maps. Validate does not bound it (it depends on the machine); a command
+// compares it with the memory it has.
 func (c *Config) TableBytes() int64 {
 	d := c.withDefaults()
 	ent := int64(unsafe.Sizeof(entry{}))
 	conn := int64(unsafe.Sizeof(conn{})) + int64(d.Window)*int64(unsafe.Sizeof(roce.PSN(0))+unsafe.Sizeof(inRef{})) + int64(d.ConnRingSize)*ent
 	shared := int64(max(d.RingSize-d.ConnRingSize, 0))*ent + int64(d.ReplayLogBytes)
-	return int64(d.MaxConns)*conn + int64(len(d.Servers))*shared
+	n := int64(d.MaxConns)*conn + int64(len(d.Servers))*shared
+	if st := d.Steering; st != nil {
+		nodes := int64(orDefault(st.NodeSlots, DefaultSteerNodeSlots))
+		if st.chain() {
+			nodes *= 2 // nodes2
+		}
+		n += nodes*int64(unsafe.Sizeof(nodeEntry{})) + int64(orDefault(st.AddrSlots, DefaultSteerAddrSlots))*int64(unsafe.Sizeof(addrEntry{})) +
+			int64(orDefault(st.CASSlots, DefaultSteerCASSlots))*int64(unsafe.Sizeof(casRecord{}))
+	}
+	return n
 }
 
 // Validate checks the configuration (after defaults).

@@ -59,3 +59,18 @@ func TestConfigValidate(t *testing.T) {
 		})
 	}
 }
+
+// TableBytes counts what the engine allocates as it learns: the
+// connection tables grow with the window and the steering maps with their
+// slots.
+func TestTableBytes(t *testing.T) {
+	small := Config{}
+	wide := Config{Window: 1 << 20}
+	steer := Config{Steering: &SteerConfig{Mode: "write", NodeSize: 152, NodeSlots: 1 << 24, AddrSlots: 1 << 24, CASSlots: 1 << 24}}
+	if s, w := small.TableBytes(), wide.TableBytes(); s <= 0 || w < s+int64(DefaultMaxConns)*(1<<20-DefaultWindow)*8 {
+		t.Errorf("window 2^20 over %d conns: %d bytes, default: %d", DefaultMaxConns, w, s)
+	}
+	if s, st := small.TableBytes(), steer.TableBytes(); st < s+3<<24*8 {
+		t.Errorf("steering slots 3 x 2^24: %d bytes, without steering: %d", st, s)
+	}
+}

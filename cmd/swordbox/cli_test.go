@@ -342,7 +342,7 @@ func TestBadInputIsRefused(t *testing.T) {
 		// Tables that cannot fit ran until traffic filled them (out of
 		// memory); a negative holdoff was taken.
 		{"middlebox tables past memory", []string{"middlebox", "run", "--config", mboxHuge}, nil,
-			"middlebox run: max-conns 1048576, window 1048576, conn-ring-size 1048576 with --cores 1: the connection tables may take "},
+			"middlebox run: max-conns 1048576, window 1048576, conn-ring-size 1048576 with --cores 1: the engines' tables (connections, steering maps) may take "},
 		{"middlebox replay-holdoff", []string{"middlebox", "run", "--config", mboxHoldoff}, nil, "config " + mboxHoldoff + ": middlebox config: replay-holdoff -1s: want 1µs..1s (0: default 1ms)"},
 		{"middlebox burst", []string{"middlebox", "run", "--burst", "0"}, nil, "middlebox run: --burst 0: out of range 1..1024"},
 		{"middlebox io", []string{"middlebox", "run", "--io", "sideways"}, nil, `middlebox run: --io "sideways": want afpacket or dpdk`},

@@ -243,14 +243,14 @@ func middleboxRunSettings() *settingTable {
 		durSpan("stats-period", 10*time.Millisecond, 24*time.Hour).orZero("only at exit"),
 		intSpan("burst", 1, 1024),
 	).withCheck(func(cfg any) error {
-		// Each core's engine fills its connection table as connections
-		// are learned: one that cannot fit would end the run when
-		// traffic arrives, out of memory.
+		// Each core's engine fills its tables as traffic arrives
+		// (connections learned, steering slots used): tables that cannot
+		// fit would end the run mid-way, out of memory.
 		c := cfg.(*mboxRunConfig)
 		mem, why := memoryCap()
 		if need := c.Engine.TableBytes() * int64(c.Cores); need > mem {
 			e := c.Engine.Defaulted()
-			return fmt.Errorf("max-conns %d, window %d, conn-ring-size %d with --cores %d: the connection tables may take %s, more than %s (%s)",
+			return fmt.Errorf("max-conns %d, window %d, conn-ring-size %d with --cores %d: the engines' tables (connections, steering maps) may take %s, more than %s (%s)",
 				e.MaxConns, e.Window, e.ConnRingSize, c.Cores, formatBytes(need), formatBytes(mem), why)
 		}
 		return nil
