@@ -141,8 +141,8 @@ func benchSettings() *settingTable {
 			return fmt.Errorf("--client-hosts %d is more than --threads %d: every client host needs a thread", c.ClientHosts, c.Threads)
 		}
 		if c.System == "" || c.System == "clover" {
-			if _, err := testbed.CloverChunks(c.Keys, c.ValueSize, c.Threads); err != nil {
-				return fmt.Errorf("--keys %d with --value-size %d and --threads %d: %w", c.Keys, c.ValueSize, c.Threads, err)
+			if err := checkCloverRegion(c.Keys, c.ValueSize, c.Threads); err != nil {
+				return err
 			}
 		}
 		if err := testbed.CheckSwitchArch(c.SwitchArch); err != nil {

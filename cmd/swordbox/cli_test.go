@@ -374,6 +374,13 @@ func TestBadInputIsRefused(t *testing.T) {
 		{"clover clients duration", []string{"clover", "clients", "--duration", "1ms"}, nil, "clover clients: --duration 1ms: out of range 10ms..24h"},
 		{"clover clients read-timeout", []string{"clover", "clients", "--read-timeout", "2m"}, nil, "clover clients: --read-timeout 2m: out of range 1µs..1m"},
 		{"clover clients host", []string{"clover", "clients", "--host", "2", "--hosts", "2"}, nil, "clover clients: --host 2: want 0..1 (--hosts 2)"},
+		// Both were refused only after the RNIC started (the hosts), or
+		// after connecting to the memory node and the metadata server (the
+		// region), on three lines.
+		{"clover clients hosts over threads", []string{"clover", "clients", "--hosts", "4", "--threads", "2", "--host", "3"}, nil,
+			"clover clients: --hosts 4 is more than --threads 2: every client host needs a thread"},
+		{"clover clients region", []string{"clover", "clients", "--keys", "1048576", "--value-size", "4072"}, nil,
+			"clover clients: --keys 1048576 with --value-size 4072 and --threads 32: clover region: 1048576 keys of 4072-byte values (4096-byte slots) with 32 threads need "},
 		{"clover clients zipf", []string{"clover", "clients", "--zipf", "0"}, nil, "clover clients: --zipf 0: out of range 0.01..5"},
 		{"clover clients workload", []string{"clover", "clients", "--workload", "z"}, nil, "clover clients: --workload"},
 		// decode, p4info
