@@ -275,6 +275,8 @@ func TestBadInputIsRefused(t *testing.T) {
 		{"perf workers", []string{"perf", "write_bw", "--workers", "65"}, nil, "perf: --workers 65: out of range 0..64"},
 		{"perf test name", []string{"perf", "swim_bw"}, nil, "swim_bw"},
 		// memnode
+		// It panicked (nil listener) once the node was up.
+		{"memnode listen empty", []string{"memnode", "--listen", ""}, nil, "memnode: --listen is empty: want the connection manager's host:port"},
 		{"memnode regions 0", []string{"memnode", "--regions", "0", "--listen", ""}, nil, "memnode: --regions 0: out of range 1..1024"},
 		// A nanosecond past 8760h rounded onto it as a float64 and was taken.
 		{"memnode duration 8760h1ns", []string{"memnode", "--duration", "8760h0m0.000000001s", "--listen", ""}, nil, "memnode: --duration 8760h0m0.000000001s: out of range 1ms..8760h or 0 (run until interrupted)"},

@@ -59,6 +59,11 @@ its own --mac and --ip, not the interface's. See docs/rnic.md.`,
 			if err := loadConfig(cmd, "memnode", &cfg); err != nil {
 				return err
 			}
+			if cfg.Listen == "" {
+				// Clients reach the node's regions only through its
+				// connection manager.
+				return fmt.Errorf("memnode: --listen is empty: want the connection manager's host:port")
+			}
 			port, err := openDataPort(cfg.Iface)
 			if err != nil {
 				return fmt.Errorf("memnode: %w", err)
