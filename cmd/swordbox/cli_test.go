@@ -163,6 +163,9 @@ func TestBadInputIsRefused(t *testing.T) {
 	badValue := writeFile(t, dir, "lots.yaml", "bench:\n  threads: lots\n")
 	badRange := writeFile(t, dir, "zero.yaml", "bench:\n  threads: 0\n")
 	badDur := writeFile(t, dir, "dur.yaml", "bench:\n  duration: soon\n")
+	fraction := writeFile(t, dir, "frac.yaml", "bench:\n  threads: 2.5\n")
+	wrapped := writeFile(t, dir, "wrap.yaml", "switch:\n  cpu-port: 4294967551\n")
+	unitless := writeFile(t, dir, "unitless.yaml", "bench:\n  warmup: 5\n")
 	rackTypo := writeFile(t, dir, "rack.yaml", `ctrl:
   p4info: `+p4info+`
   device-config: `+p4src+`
@@ -246,6 +249,11 @@ func TestBadInputIsRefused(t *testing.T) {
 		{"bench unknown section", append([]string{"bench", "--config", badSection}, noBench...), nil, "config " + badSection + ": bnech: unknown section (known: "},
 		{"bench bad value in file", append([]string{"bench", "--config", badValue}, noBench...), nil, "config " + badValue + `: bench.threads: "lots" is not an integer`},
 		{"bench range in file", append([]string{"bench", "--config", badRange}, noBench...), nil, "config " + badRange + ": bench.threads: 0: out of range 1..4096"},
+		// Numbers of a file are taken as written, as a flag takes them:
+		// 2.5 ran as 2 threads, 4294967551 as CPU port 255, 5 as 5ns.
+		{"bench fraction in file", append([]string{"bench", "--config", fraction}, noBench...), nil, "config " + fraction + ": bench.threads: 2.5 is not an integer"},
+		{"switch wrapped number in file", []string{"switch", "--config", wrapped, "--grpc", "127.0.0.1:0"}, nil, "config " + wrapped + ": switch.cpu-port: 4294967551 is too large for a non-negative integer of 32 bits"},
+		{"bench unitless duration in file", append([]string{"bench", "--config", unitless}, noBench...), nil, "config " + unitless + ": bench.warmup: 5 is not a duration (such as 250ms, 8s, 1m)"},
 		{"bench duration in file", append([]string{"bench", "--config", badDur}, noBench...), nil, "config " + badDur + `: bench.duration: "soon" is not a duration`},
 		{"bench env not a bool", append([]string{"bench"}, noBench...), []string{"SWORDBOX_BENCH_JSON=perhaps"}, `bench: SWORDBOX_BENCH_JSON="perhaps": "perhaps" is not true or false`},
 		{"bench env not a duration", append([]string{"bench"}, noBench...), []string{"SWORDBOX_BENCH_WARMUP=soon"}, `bench: SWORDBOX_BENCH_WARMUP="soon": "soon" is not a duration`},
