@@ -121,6 +121,7 @@ func TestSuiteCells(t *testing.T) {
 		{SuiteConfig{Scenario: ScenarioPartial, Keys: 64, Sweep: []string{"64", "all"}}, 2, false},
 		{SuiteConfig{Scenario: ScenarioPartial, Keys: 64, Sweep: []string{"65"}}, 0, true},
 		{SuiteConfig{Sweep: []string{"5"}}, 0, true},
+		{SuiteConfig{Scenario: ScenarioZipf, Zipf: 1.2}, 0, true},
 		{SuiteConfig{Modes: []string{"sideways"}}, 0, true},
 		{SuiteConfig{Scenario: "nope"}, 0, true},
 		{SuiteConfig{Timing: "cx9"}, 0, true},

@@ -127,6 +127,9 @@ func (c *SuiteConfig) defaults() {
 
 // Cells expands the configuration into the cells to run, in order.
 func (c SuiteConfig) Cells() ([]CellSpec, error) {
+	if c.Scenario == ScenarioZipf && c.Zipf != 0 {
+		return nil, fmt.Errorf("testbed: scenario zipf sweeps the zipfian constant: --zipf %g would be ignored (give the constants with --sweep)", c.Zipf)
+	}
 	c.defaults()
 	for _, m := range c.Modes {
 		if _, err := steeringFor(m); err != nil {

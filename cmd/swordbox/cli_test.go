@@ -243,6 +243,8 @@ func TestBadInputIsRefused(t *testing.T) {
 		{"bench zipf sweep 100", append([]string{"bench", "--scenario", "zipf", "--sweep", "0.99,100"}, noBench...), nil, `bench: testbed: zipf: constant "100": want 0.01..5`},
 		{"bench partial sweep past the keys", append([]string{"bench", "--scenario", "partial", "--keys", "1024", "--sweep", "0,1025"}, noBench...), nil, `bench: testbed: partial: tracked keys "1025": want 0..1024 (the keys) or all`},
 		{"bench size sweep", append([]string{"bench", "--scenario", "size", "--sweep", "4073"}, noBench...), nil, `bench: testbed: size: object size "4073": want 1..4072 bytes`},
+		{"bench zipf scenario with --zipf", append([]string{"bench", "--scenario", "zipf", "--zipf", "1.2"}, noBench...), nil,
+			"bench: testbed: scenario zipf sweeps the zipfian constant: --zipf 1.2 would be ignored (give the constants with --sweep)"},
 		{"bench default sweep", append([]string{"bench", "--sweep", "5"}, noBench...), nil, "bench: testbed: scenario default sweeps nothing (its cells are the workloads x the modes): --sweep 5 is for partial, zipf, size or cas-mux"},
 		{"bench env", append([]string{"bench"}, noBench...), []string{"SWORDBOX_BENCH_THREADS=0"}, "bench: SWORDBOX_BENCH_THREADS=0: out of range 1..4096"},
 		{"bench env not a number", append([]string{"bench"}, noBench...), []string{"SWORDBOX_BENCH_KEYS=many"}, `bench: SWORDBOX_BENCH_KEYS="many": "many" is not an integer`},
