@@ -221,7 +221,7 @@ connection stays on one core).`,
 	}
 	b := c.Flags()
 	b.String("io", "engine", "engine | ring | dpdk")
-	b.Int("cores", 1, "cores (one engine and one memory server each)")
+	b.Int("cores", 1, "cores (one engine and one memory server each; with --io ring or dpdk two DPDK ports each, at most half of the DPDK build's RTE_MAX_ETHPORTS: 16 with Debian's)")
 	b.Bool("json", false, "print the result as JSON")
 	b.Duration("duration", 3*time.Second, "measured time per core")
 	b.Int("clients", 16, "client connections per memory server")
