@@ -169,7 +169,7 @@ func addCloverHostFlags(f *pflag.FlagSet, mac, ip string) {
 	f.String("iface", "", "data interface (AF_PACKET, root); empty: an in-memory link (smoke test only)")
 	f.String("mac", mac, "MAC address of the host's RNIC")
 	f.String("ip", ip, "IPv4 address of the host's RNIC")
-	f.Int("mtu", 1024, "path MTU (256, 512, 1024, 2048, 4096)")
+	f.Int("mtu", 1024, "path MTU (256, 512, 1024, 2048, 4096); an --iface must carry 78 bytes more")
 	f.Duration("ack-timeout", 0, "the RNIC's local ACK timeout (0: the RNIC's default, 8ms)")
 }
 
@@ -195,7 +195,7 @@ func cloverDevice(role, iface, mac, ip string, mtu int, ackTimeout time.Duration
 		return nil, fmt.Errorf("clover %s: %w", role, err)
 	}
 	rc.Name, rc.Timeout = "clover-"+role, ackTimeout
-	port, err := openDataPort(iface)
+	port, err := openDataPort(iface, mtu)
 	if err != nil {
 		return nil, fmt.Errorf("clover %s: %w", role, err)
 	}

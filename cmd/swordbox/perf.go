@@ -94,7 +94,7 @@ what the client sends. See docs/rnic.md.`,
 	f.Int("size", 64, "bytes per WRITE or READ")
 	f.Duration("duration", 5*time.Second, "measured time (after a warm-up of a tenth, at most 500ms)")
 	f.Bool("json", false, "print the summary as JSON")
-	f.Int("mtu", 1024, "path MTU")
+	f.Int("mtu", 1024, "path MTU; an --iface must carry 78 bytes more")
 	f.String("remote", "", "connection manager address of a swordbox memnode (empty: in-process node)")
 	f.String("iface", "", "data interface for --remote (AF_PACKET, root)")
 	f.String("mac", "02:00:00:00:01:01", "MAC address of the client RNIC (--remote)")
@@ -182,7 +182,7 @@ func runPerf(ctx context.Context, test string, cfg perfConfig) (perftest.Result,
 		return perftest.Result{}, fmt.Errorf("perf: %w", err)
 	}
 	var port netio.Port
-	if port, err = openDataPort(cfg.Iface); err != nil {
+	if port, err = openDataPort(cfg.Iface, cfg.MTU); err != nil {
 		return perftest.Result{}, fmt.Errorf("perf: %w", err)
 	}
 	if faults.Active() {
