@@ -5,6 +5,9 @@ import (
 	"net"
 	"net/netip"
 	"time"
+	"unsafe"
+
+	"github.com/swordbox/swordbox/roce"
 )
 
 // Defaults of Config's sizes.
@@ -17,6 +20,16 @@ const (
 	DefaultMaxConns       = 4096
 	DefaultMaxWords       = 1 << 14
 	DefaultPMTU           = 4096
+)
+
+// Bounds of Config's sizes that are not powers of two.
+const (
+	MaxConnsLimit = 1 << 20
+	MaxWordsLimit = 1 << 24
+	// MaxReplayHoldoff keeps a replay within a client's retransmission
+	// timer's reach: a longer holdoff leaves a lost request to the
+	// clients' own retries.
+	MaxReplayHoldoff = time.Second
 )
 
 // NAK recovery modes (Config.NAKRecovery).
@@ -204,6 +217,33 @@ func (c *Config) withDefaults() Config {
 	return d
 }
 
+// Defaulted is c with every zero size replaced by its default, as the
+// engine runs it.
+func (c *Config) Defaulted() Config { return c.withDefaults() }
+
+// TableBytes is the most memory the tables of one engine may take: the
+// connection table (MaxConns connections, each with its window of
+// outstanding operations and its map of ConnRingSize entries, a server's
+// shared one with RingSize entries and a replay log) and the steering
+// maps. Validate does not bound it (it depends on the machine); a command
+// compares it with the memory it has.
+func (c *Config) TableBytes() int64 {
+	d := c.withDefaults()
+	ent := int64(unsafe.Sizeof(entry{}))
+	conn := int64(unsafe.Sizeof(conn{})) + int64(d.Window)*int64(unsafe.Sizeof(roce.PSN(0))+unsafe.Sizeof(inRef{})) + int64(d.ConnRingSize)*ent
+	shared := int64(max(d.RingSize-d.ConnRingSize, 0))*ent + int64(d.ReplayLogBytes)
+	n := int64(d.MaxConns)*conn + int64(len(d.Servers))*shared
+	if st := d.Steering; st != nil {
+		nodes := int64(orDefault(st.NodeSlots, DefaultSteerNodeSlots))
+		if st.chain() {
+			nodes *= 2 // nodes2
+		}
+		n += nodes*int64(unsafe.Sizeof(nodeEntry{})) + int64(orDefault(st.AddrSlots, DefaultSteerAddrSlots))*int64(unsafe.Sizeof(addrEntry{})) +
+			int64(orDefault(st.CASSlots, DefaultSteerCASSlots))*int64(unsafe.Sizeof(casRecord{}))
+	}
+	return n
+}
+
 // Validate checks the configuration (after defaults).
 func (c *Config) Validate() error {
 	d := c.withDefaults()
@@ -224,11 +264,14 @@ func (c *Config) Validate() error {
 	if d.NAKRecovery != NAKReplay && d.NAKRecovery != NAKBroadcast {
 		return fmt.Errorf("middlebox config: nak-recovery %q: want %q or %q", d.NAKRecovery, NAKReplay, NAKBroadcast)
 	}
-	if d.MaxConns < 1 || d.MaxConns > 1<<20 {
-		return fmt.Errorf("middlebox config: max-conns %d out of range", d.MaxConns)
+	if d.MaxConns < 1 || d.MaxConns > MaxConnsLimit {
+		return fmt.Errorf("middlebox config: max-conns %d: want 1..%d (0: default %d)", d.MaxConns, MaxConnsLimit, DefaultMaxConns)
 	}
-	if d.MaxWords < 1 || d.MaxWords > 1<<24 {
-		return fmt.Errorf("middlebox config: max-words %d out of range", d.MaxWords)
+	if d.MaxWords < 1 || d.MaxWords > MaxWordsLimit {
+		return fmt.Errorf("middlebox config: max-words %d: want 1..%d (0: default %d)", d.MaxWords, MaxWordsLimit, DefaultMaxWords)
+	}
+	if d.ReplayHoldoff < time.Microsecond || d.ReplayHoldoff > MaxReplayHoldoff {
+		return fmt.Errorf("middlebox config: replay-holdoff %v: want 1µs..%v (0: default 1ms)", d.ReplayHoldoff, MaxReplayHoldoff)
 	}
 	seen := map[netip.Addr]bool{}
 	for i, s := range d.Servers {

@@ -39,6 +39,12 @@ const (
 	CNPPayloadLen   = 16
 )
 
+// LinkMTUOverhead is how far a link's MTU (the IPv4 packet it carries)
+// must exceed the RoCE path MTU: IPv4, UDP, BTH, RETH and ICRC, with room
+// for the AtomicETH (docs/deploy.md, "NICs and the fabric"; the deploy
+// scripts check the same figure).
+const LinkMTUOverhead = 78
+
 // Ethernet is a view of an Ethernet II header: 14 bytes, or 18 with one
 // IEEE 802.1Q tag.
 type Ethernet []byte

@@ -2,6 +2,7 @@ package testbed
 
 import (
 	"context"
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -41,6 +42,31 @@ func TestRunCellSmoke(t *testing.T) {
 // The cas-mux cell keeps mutual exclusion (RunCASMux checks every lock and
 // unlock) in both modes, and the middlebox really rewrites CAS into WRITE in
 // the cas-to-write mode and never in the cas mode.
+// An interrupted cas-mux cell stops at once, without a result, whatever
+// its --duration (it slept the whole duration, deaf to SIGINT and SIGTERM).
+func TestRunCASMuxStopsWithItsContext(t *testing.T) {
+	for _, spec := range []CASMuxSpec{
+		{Mode: ModeCASToWrite, QPs: 2, Duration: time.Hour},
+		{Mode: ModeCAS, QPs: 2, Duration: time.Second, Warmup: time.Hour},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		done := make(chan error, 1)
+		go func() {
+			_, err := RunCASMux(ctx, spec)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("%+v: err %v, want the context's", spec, err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%+v: still running 20s after its context ended", spec)
+		}
+	}
+}
+
 func TestRunCASMux(t *testing.T) {
 	for _, mode := range []string{ModeCAS, ModeCASToWrite} {
 		c, err := RunCASMux(context.Background(), CASMuxSpec{Mode: mode, QPs: 4, Duration: 500 * time.Millisecond, Warmup: 100 * time.Millisecond})
@@ -86,6 +112,16 @@ func TestSuiteCells(t *testing.T) {
 		{SuiteConfig{Scenario: ScenarioSize, Sweep: []string{"64", "256"}}, 6, false},
 		{SuiteConfig{Scenario: ScenarioPartial, Sweep: []string{"x"}}, 0, true},
 		{SuiteConfig{Scenario: ScenarioSize, Sweep: []string{"0"}}, 0, true},
+		// Swept values in the ranges of the flags they stand for.
+		{SuiteConfig{Scenario: ScenarioSize, Sweep: []string{"4072"}}, 3, false},
+		{SuiteConfig{Scenario: ScenarioSize, Sweep: []string{"4073"}}, 0, true},
+		{SuiteConfig{Scenario: ScenarioZipf, Sweep: []string{"NaN"}}, 0, true},
+		{SuiteConfig{Scenario: ScenarioZipf, Sweep: []string{"5.01"}}, 0, true},
+		{SuiteConfig{Scenario: ScenarioZipf, Sweep: []string{"0.01", "5"}}, 6, false},
+		{SuiteConfig{Scenario: ScenarioPartial, Keys: 64, Sweep: []string{"64", "all"}}, 2, false},
+		{SuiteConfig{Scenario: ScenarioPartial, Keys: 64, Sweep: []string{"65"}}, 0, true},
+		{SuiteConfig{Sweep: []string{"5"}}, 0, true},
+		{SuiteConfig{Scenario: ScenarioZipf, Zipf: 1.2}, 0, true},
 		{SuiteConfig{Modes: []string{"sideways"}}, 0, true},
 		{SuiteConfig{Scenario: "nope"}, 0, true},
 		{SuiteConfig{Timing: "cx9"}, 0, true},
@@ -159,5 +195,42 @@ func TestColdNotes(t *testing.T) {
 		case tc.want != "" && (len(notes) != 1 || !strings.Contains(notes[0], tc.want)):
 			t.Errorf("%s: notes %q, want one containing %q", tc.name, notes, tc.want)
 		}
+	}
+}
+
+// sleepyKV answers every operation after a millisecond, or when its
+// context ends.
+type sleepyKV struct{}
+
+func (sleepyKV) Get(ctx context.Context, _ uint64, buf []byte) ([]byte, error) {
+	return buf, sleepyKV{}.Put(ctx, 0, nil)
+}
+
+func (sleepyKV) Put(ctx context.Context, _ uint64, _ []byte) error {
+	select {
+	case <-time.After(time.Millisecond):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// A measurement cut short by its context (SIGINT or SIGTERM in the bench)
+// is an error, not a cell: it passed for a whole --duration before.
+func TestDriveInterruptedIsNoMeasurement(t *testing.T) {
+	w, err := ycsb.New(ycsb.Config{Workload: ycsb.WorkloadA, RecordCount: 16, ValueSize: 8, Clients: 2, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kvs := []KV{sleepyKV{}, sleepyKV{}}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	l, err := Drive(ctx, w, kvs, 8, time.Hour)
+	if !errors.Is(err, context.DeadlineExceeded) || l == nil || l.Ops == 0 {
+		t.Fatalf("Drive interrupted after 100ms of 1h: load %+v, err %v; want the operations so far and the context's error", l, err)
+	}
+	// A measurement that ran its whole duration stands.
+	if l, err := Drive(context.Background(), w, kvs, 8, 50*time.Millisecond); err != nil || l.Ops == 0 {
+		t.Fatalf("Drive for 50ms: load %+v, err %v", l, err)
 	}
 }

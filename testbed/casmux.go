@@ -199,16 +199,28 @@ func RunCASMux(ctx context.Context, spec CASMuxSpec) (report.Cell, error) {
 			}
 		}(i)
 	}
-	time.Sleep(spec.Warmup)
-	w0 := cp.bytes.Load() + sp.bytes.Load()
-	measuring.Store(true)
-	start := time.Now()
-	time.Sleep(spec.Duration)
-	measuring.Store(false)
-	elapsed := time.Since(start)
-	w1 := cp.bytes.Load() + sp.bytes.Load()
+	// The warm-up and the measurement end early when ctx does (SIGINT or
+	// SIGTERM in the bench): the cell then has no result.
+	wait := func(d time.Duration) bool { return rnic.WallClock{}.Sleep(ctx, d) == nil }
+	var w0, w1 uint64
+	var elapsed time.Duration
+	if wait(spec.Warmup) {
+		w0 = cp.bytes.Load() + sp.bytes.Load()
+		measuring.Store(true)
+		start := time.Now()
+		done := wait(spec.Duration)
+		measuring.Store(false)
+		elapsed = time.Since(start)
+		w1 = cp.bytes.Load() + sp.bytes.Load()
+		if !done {
+			elapsed = 0
+		}
+	}
 	stop.Store(true)
 	wg.Wait()
+	if elapsed == 0 {
+		return cell, fmt.Errorf("testbed: cas-mux: %w", ctx.Err())
+	}
 	for _, e := range errs {
 		if e != nil {
 			return cell, e

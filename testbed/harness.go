@@ -64,6 +64,7 @@ func Drive(ctx context.Context, w *ycsb.Workload, clients []KV, valueSize int, d
 	var stop atomic.Bool
 	start := time.Now()
 	deadline := start.Add(d)
+	parent := ctx
 	ctx, cancel := context.WithDeadline(ctx, deadline.Add(10*time.Second))
 	defer cancel()
 	for i := range clients {
@@ -141,6 +142,11 @@ func Drive(ctx context.Context, w *ycsb.Workload, clients []KV, valueSize int, d
 	}
 	if failed == len(clients) && len(clients) > 0 {
 		return l, fmt.Errorf("testbed: every client failed: %w", l.FirstErr)
+	}
+	if err := parent.Err(); err != nil && l.Elapsed < d {
+		// Interrupted (SIGINT or SIGTERM in the bench): what ran is not
+		// the measurement asked for, and must not pass for one.
+		return l, fmt.Errorf("testbed: stopped after %s of %s: %w", l.Elapsed.Round(time.Millisecond), d, err)
 	}
 	return l, nil
 }

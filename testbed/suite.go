@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/swordbox/swordbox/ctrl/rack"
 	"github.com/swordbox/swordbox/roce/rnic"
 	"github.com/swordbox/swordbox/testbed/report"
 	"github.com/swordbox/swordbox/testbed/ycsb"
@@ -33,6 +34,13 @@ var Scenarios = []string{ScenarioDefault, ScenarioPartial, ScenarioZipf, Scenari
 const (
 	DefaultThreads     = 240
 	DefaultClientHosts = 7
+)
+
+// MinZipf and MaxZipf bound a zipfian constant of the bench: its --zipf
+// and the zipf scenario's swept constants.
+const (
+	MinZipf = 0.01
+	MaxZipf = 5.0
 )
 
 // SuiteConfig is everything a benchmark run is made of. The zero value of a
@@ -119,6 +127,9 @@ func (c *SuiteConfig) defaults() {
 
 // Cells expands the configuration into the cells to run, in order.
 func (c SuiteConfig) Cells() ([]CellSpec, error) {
+	if c.Scenario == ScenarioZipf && c.Zipf != 0 {
+		return nil, fmt.Errorf("testbed: scenario zipf sweeps the zipfian constant: --zipf %g would be ignored (give the constants with --sweep)", c.Zipf)
+	}
 	c.defaults()
 	for _, m := range c.Modes {
 		if _, err := steeringFor(m); err != nil {
@@ -144,6 +155,9 @@ func (c SuiteConfig) Cells() ([]CellSpec, error) {
 	}
 	switch c.Scenario {
 	case ScenarioDefault:
+		if len(c.Sweep) > 0 {
+			return nil, fmt.Errorf("testbed: scenario default sweeps nothing (its cells are the workloads x the modes): --sweep %s is for partial, zipf, size or cas-mux", strings.Join(c.Sweep, ","))
+		}
 		for _, w := range c.Workloads {
 			for _, m := range c.Modes {
 				s := base
@@ -155,8 +169,8 @@ func (c SuiteConfig) Cells() ([]CellSpec, error) {
 		for _, v := range sweep([]string{"0", "8", "16", "32", "64", "all"}) {
 			n := -1
 			if v != "all" {
-				if n, err = strconv.Atoi(v); err != nil || n < 0 {
-					return nil, fmt.Errorf("testbed: partial: tracked keys %q: want a count or all", v)
+				if n, err = strconv.Atoi(v); err != nil || n < 0 || n > c.Keys {
+					return nil, fmt.Errorf("testbed: partial: tracked keys %q: want 0..%d (the keys) or all", v, c.Keys)
 				}
 			}
 			s := base
@@ -166,8 +180,8 @@ func (c SuiteConfig) Cells() ([]CellSpec, error) {
 	case ScenarioZipf:
 		for _, v := range sweep([]string{"0.6", "0.8", "0.99", "1.2", "1.5"}) {
 			z, err := strconv.ParseFloat(v, 64)
-			if err != nil || z <= 0 {
-				return nil, fmt.Errorf("testbed: zipf: constant %q: want a positive number", v)
+			if err != nil || !(z >= MinZipf && z <= MaxZipf) {
+				return nil, fmt.Errorf("testbed: zipf: constant %q: want %g..%g", v, MinZipf, MaxZipf)
 			}
 			for _, m := range c.Modes {
 				s := base
@@ -178,8 +192,8 @@ func (c SuiteConfig) Cells() ([]CellSpec, error) {
 	case ScenarioSize:
 		for _, v := range sweep([]string{"64", "128", "256", "512", "1024"}) {
 			n, err := strconv.Atoi(v)
-			if err != nil || n <= 0 || n > 3000 {
-				return nil, fmt.Errorf("testbed: size: object size %q: want 1..3000 bytes", v)
+			if err != nil || n <= 0 || n > rack.MaxObjectSize {
+				return nil, fmt.Errorf("testbed: size: object size %q: want 1..%d bytes (a Clover node, %d-byte header and value, in one 4096-byte MTU)", v, rack.MaxObjectSize, rack.NodeOverhead)
 			}
 			for _, m := range c.Modes {
 				s := base

@@ -125,7 +125,7 @@ func benchSettings() *settingTable {
 	return newSection([]string{"bench"},
 		intSpan("keys", 1, 1<<20),
 		intSpan("value-size", 1, 4072).because("a Clover node, 24-byte header and value, in one 4096-byte MTU"),
-		span{key: "zipf", lo: 0.01, hi: 5}.orZero("the scenario's default"),
+		span{key: "zipf", lo: testbed.MinZipf, hi: testbed.MaxZipf}.orZero("the scenario's default"),
 		intSpan("threads", 1, 4096),
 		intSpan("client-hosts", 1, 64),
 		durSpan("duration", 10*time.Millisecond, 24*time.Hour),
@@ -141,8 +141,8 @@ func benchSettings() *settingTable {
 			return fmt.Errorf("--client-hosts %d is more than --threads %d: every client host needs a thread", c.ClientHosts, c.Threads)
 		}
 		if c.System == "" || c.System == "clover" {
-			if _, err := testbed.CloverChunks(c.Keys, c.ValueSize, c.Threads); err != nil {
-				return fmt.Errorf("--keys %d with --value-size %d and --threads %d: %w", c.Keys, c.ValueSize, c.Threads, err)
+			if err := checkCloverRegion(c.Keys, c.ValueSize, c.Threads); err != nil {
+				return err
 			}
 		}
 		if err := testbed.CheckSwitchArch(c.SwitchArch); err != nil {

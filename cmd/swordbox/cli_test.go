@@ -163,6 +163,9 @@ func TestBadInputIsRefused(t *testing.T) {
 	badValue := writeFile(t, dir, "lots.yaml", "bench:\n  threads: lots\n")
 	badRange := writeFile(t, dir, "zero.yaml", "bench:\n  threads: 0\n")
 	badDur := writeFile(t, dir, "dur.yaml", "bench:\n  duration: soon\n")
+	fraction := writeFile(t, dir, "frac.yaml", "bench:\n  threads: 2.5\n")
+	wrapped := writeFile(t, dir, "wrap.yaml", "switch:\n  cpu-port: 4294967551\n")
+	unitless := writeFile(t, dir, "unitless.yaml", "bench:\n  warmup: 5\n")
 	rackTypo := writeFile(t, dir, "rack.yaml", `ctrl:
   p4info: `+p4info+`
   device-config: `+p4src+`
@@ -188,6 +191,8 @@ func TestBadInputIsRefused(t *testing.T) {
 	mboxRing := writeFile(t, dir, "mbox3.yaml", "middlebox:\n  ring-size: many\n")
 	mboxSteer := writeFile(t, dir, "mbox4.yaml", "middlebox:\n  steering:\n    mdoe: both\n")
 	mboxList := writeFile(t, dir, "mbox5.yaml", "middlebox:\n  servers: 10.0.0.2\n")
+	mboxHuge := writeFile(t, dir, "mbox6.yaml", "middlebox:\n  window: 1048576\n  conn-ring-size: 1048576\n  max-conns: 1048576\n")
+	mboxHoldoff := writeFile(t, dir, "mbox7.yaml", "middlebox:\n  replay-holdoff: -1s\n")
 	text := writeFile(t, dir, "notes.txt", "hello\n")
 	empty := writeFile(t, dir, "empty.pcap", "")
 	noBench := []string{"--duration", "1h", "--no-progress", "--results", ""}
@@ -229,11 +234,28 @@ func TestBadInputIsRefused(t *testing.T) {
 		{"bench modes", append([]string{"bench", "--modes", "sideways"}, noBench...), nil, "sideways"},
 		{"bench timing", append([]string{"bench", "--timing", "cx9"}, noBench...), nil, "timing model"},
 		{"bench cas-mux sweep", append([]string{"bench", "--scenario", "cas-mux", "--sweep", "0"}, noBench...), nil, "client QPs"},
+		// Swept values are checked as the flags they stand for, before the
+		// first cell: NaN failed in cell 1, 100 and 1e-9 ran though --zipf
+		// refuses them, a tracked count past --keys ran as all, the size
+		// sweep stopped at 3000 while --value-size takes 4072, and the
+		// default scenario ignored --sweep.
+		{"bench zipf sweep NaN", append([]string{"bench", "--scenario", "zipf", "--sweep", "NaN"}, noBench...), nil, `bench: testbed: zipf: constant "NaN": want 0.01..5`},
+		{"bench zipf sweep 100", append([]string{"bench", "--scenario", "zipf", "--sweep", "0.99,100"}, noBench...), nil, `bench: testbed: zipf: constant "100": want 0.01..5`},
+		{"bench partial sweep past the keys", append([]string{"bench", "--scenario", "partial", "--keys", "1024", "--sweep", "0,1025"}, noBench...), nil, `bench: testbed: partial: tracked keys "1025": want 0..1024 (the keys) or all`},
+		{"bench size sweep", append([]string{"bench", "--scenario", "size", "--sweep", "4073"}, noBench...), nil, `bench: testbed: size: object size "4073": want 1..4072 bytes`},
+		{"bench zipf scenario with --zipf", append([]string{"bench", "--scenario", "zipf", "--zipf", "1.2"}, noBench...), nil,
+			"bench: testbed: scenario zipf sweeps the zipfian constant: --zipf 1.2 would be ignored (give the constants with --sweep)"},
+		{"bench default sweep", append([]string{"bench", "--sweep", "5"}, noBench...), nil, "bench: testbed: scenario default sweeps nothing (its cells are the workloads x the modes): --sweep 5 is for partial, zipf, size or cas-mux"},
 		{"bench env", append([]string{"bench"}, noBench...), []string{"SWORDBOX_BENCH_THREADS=0"}, "bench: SWORDBOX_BENCH_THREADS=0: out of range 1..4096"},
 		{"bench env not a number", append([]string{"bench"}, noBench...), []string{"SWORDBOX_BENCH_KEYS=many"}, `bench: SWORDBOX_BENCH_KEYS="many": "many" is not an integer`},
 		{"bench unknown section", append([]string{"bench", "--config", badSection}, noBench...), nil, "config " + badSection + ": bnech: unknown section (known: "},
 		{"bench bad value in file", append([]string{"bench", "--config", badValue}, noBench...), nil, "config " + badValue + `: bench.threads: "lots" is not an integer`},
 		{"bench range in file", append([]string{"bench", "--config", badRange}, noBench...), nil, "config " + badRange + ": bench.threads: 0: out of range 1..4096"},
+		// Numbers of a file are taken as written, as a flag takes them:
+		// 2.5 ran as 2 threads, 4294967551 as CPU port 255, 5 as 5ns.
+		{"bench fraction in file", append([]string{"bench", "--config", fraction}, noBench...), nil, "config " + fraction + ": bench.threads: 2.5 is not an integer"},
+		{"switch wrapped number in file", []string{"switch", "--config", wrapped, "--grpc", "127.0.0.1:0"}, nil, "config " + wrapped + ": switch.cpu-port: 4294967551 is too large for a non-negative integer of 32 bits"},
+		{"bench unitless duration in file", append([]string{"bench", "--config", unitless}, noBench...), nil, "config " + unitless + ": bench.warmup: 5 is not a duration (such as 250ms, 8s, 1m)"},
 		{"bench duration in file", append([]string{"bench", "--config", badDur}, noBench...), nil, "config " + badDur + `: bench.duration: "soon" is not a duration`},
 		{"bench env not a bool", append([]string{"bench"}, noBench...), []string{"SWORDBOX_BENCH_JSON=perhaps"}, `bench: SWORDBOX_BENCH_JSON="perhaps": "perhaps" is not true or false`},
 		{"bench env not a duration", append([]string{"bench"}, noBench...), []string{"SWORDBOX_BENCH_WARMUP=soon"}, `bench: SWORDBOX_BENCH_WARMUP="soon": "soon" is not a duration`},
@@ -249,6 +271,12 @@ func TestBadInputIsRefused(t *testing.T) {
 		{"perf duration -1s", []string{"perf", "write_bw", "--duration", "-1s"}, nil, "perf: --duration -1s: out of range 10ms..24h"},
 		{"perf mtu", []string{"perf", "write_bw", "--mtu", "1000"}, nil, "perf: --mtu 1000: want one of 256, 512, 1024, 2048, 4096"},
 		{"perf drop", []string{"perf", "write_bw", "--drop", "2"}, nil, "perf: --drop 2: out of range 0..1"},
+		// A link that loses every frame ran until the RNIC gave up
+		// (RETRY_EXC_ERR), with no word of why.
+		{"perf drop 1", []string{"perf", "write_bw", "--drop", "1"}, nil, "perf: --drop 1: every frame is lost, no operation can complete: want below 1"},
+		{"perf corrupt 1", []string{"perf", "write_bw", "--corrupt", "1"}, nil, "perf: --corrupt 1: every frame is lost, no operation can complete: want below 1"},
+		{"perf drop that RC gives up on", []string{"perf", "write_bw", "--drop", "0.9", "--duration", "10s"}, nil,
+			"perf: qp 0: WRITE completed RETRY_EXC_ERR (the link loses frames, --drop 0.9 and --corrupt 0: the RNIC gave up on a request its retransmissions did not get through)"},
 		{"perf mem-size", []string{"perf", "write_bw", "--mem-size", "1024GiB"}, nil, "perf: --mem-size 1024GiB: out of range 4KiB.."},
 		{"perf mem-size text", []string{"perf", "write_bw", "--mem-size", "lots"}, nil, `perf: --mem-size lots: "lots" is not a byte count`},
 		{"perf mem-size too small", []string{"perf", "write_bw", "--qps", "64", "--depth", "64", "--size", "4096", "--mem-size", "1MiB"}, nil, "need 16MiB of memory node, more than --mem-size 1MiB"},
@@ -257,7 +285,11 @@ func TestBadInputIsRefused(t *testing.T) {
 		{"perf workers", []string{"perf", "write_bw", "--workers", "65"}, nil, "perf: --workers 65: out of range 0..64"},
 		{"perf test name", []string{"perf", "swim_bw"}, nil, "swim_bw"},
 		// memnode
+		// It panicked (nil listener) once the node was up.
+		{"memnode listen empty", []string{"memnode", "--listen", ""}, nil, "memnode: --listen is empty: want the connection manager's host:port"},
 		{"memnode regions 0", []string{"memnode", "--regions", "0", "--listen", ""}, nil, "memnode: --regions 0: out of range 1..1024"},
+		// A nanosecond past 8760h rounded onto it as a float64 and was taken.
+		{"memnode duration 8760h1ns", []string{"memnode", "--duration", "8760h0m0.000000001s", "--listen", ""}, nil, "memnode: --duration 8760h0m0.000000001s: out of range 1ms..8760h or 0 (run until interrupted)"},
 		{"memnode duration -1s", []string{"memnode", "--duration", "-1s", "--listen", ""}, nil, "memnode: --duration -1s: out of range 1ms..8760h or 0 (run until interrupted)"},
 		{"memnode size", []string{"memnode", "--size", "0", "--listen", ""}, nil, "memnode: --size 0: out of range 4KiB.."},
 		{"memnode regions too small", []string{"memnode", "--size", "64KiB", "--regions", "64", "--listen", ""}, nil, "leaves regions under 4KiB"},
@@ -266,9 +298,16 @@ func TestBadInputIsRefused(t *testing.T) {
 		{"memnode workers", []string{"memnode", "--workers", "65", "--listen", ""}, nil, "memnode: --workers 65: out of range 0..64"},
 		{"memnode stats-period", []string{"memnode", "--stats-period", "-1s", "--listen", ""}, nil, "memnode: --stats-period -1s: out of range 10ms..24h or 0 (only at exit)"},
 		// switch
-		{"switch cpu-port 600", []string{"switch", "--cpu-port", "600", "--grpc", "127.0.0.1:0"}, nil, "switch: --cpu-port 600: out of range 0..511"},
+		{"switch cpu-port 600", []string{"switch", "--cpu-port", "600", "--grpc", "127.0.0.1:0"}, nil, "switch: --cpu-port 600: out of range 1..511"},
 		{"switch stats", []string{"switch", "--stats", "-1s", "--grpc", "127.0.0.1:0"}, nil, "switch: --stats -1s: out of range 10ms..24h or 0 (never)"},
-		{"switch port number", []string{"switch", "--ports", "600=mem", "--grpc", "127.0.0.1:0"}, nil, "port number must be 0..511"},
+		{"switch port number", []string{"switch", "--ports", "600=mem", "--grpc", "127.0.0.1:0"}, nil, `switch: --ports "600=mem": port number must be 0..510 (511 is v1model's drop port)`},
+		{"switch port number tna", []string{"switch", "--arch", "tna", "--ports", "512=mem", "--grpc", "127.0.0.1:0"}, nil, `switch: --ports "512=mem": port number must be 0..511`},
+		// v1model drops what is sent to port 511: a host there, or the CPU
+		// port there, was accepted and never received a frame.
+		{"switch port 511 v1model", []string{"switch", "--ports", "511=mem", "--grpc", "127.0.0.1:0"}, nil, `switch: --ports "511=mem": port number must be 0..510 (511 is v1model's drop port)`},
+		{"switch cpu-port 511 v1model", []string{"switch", "--cpu-port", "511", "--grpc", "127.0.0.1:0"}, nil, "switch: --cpu-port 511 with --arch v1model: want 1..510 (511 is v1model's drop port: PacketIn would never leave)"},
+		// 0 was printed as the CPU port while the target used 255.
+		{"switch cpu-port 0", []string{"switch", "--cpu-port", "0", "--grpc", "127.0.0.1:0"}, nil, "switch: --cpu-port 0: out of range 1..511; "},
 		{"switch arch", []string{"switch", "--arch", "bmv2", "--grpc", "127.0.0.1:0"}, nil, `switch: --arch: switch architecture "bmv2": want v1model or tna`},
 		{"switch arch of the program", []string{"switch", "--arch", "v1model", "--p4", "../../p4/tna/swordbox.p4", "--grpc", "127.0.0.1:0"}, nil,
 			"switch program ../../p4/tna/swordbox.p4 is a tna program, not v1model"},
@@ -294,6 +333,13 @@ func TestBadInputIsRefused(t *testing.T) {
 		{"ctrl hot-keys-period", []string{"ctrl", "run", "--hot-keys-period", "0s"}, nil, "ctrl run: --hot-keys-period 0s: out of range 1ms..24h"},
 		{"ctrl repair-threshold", []string{"ctrl", "run", "--repair-threshold", "0s"}, nil, "ctrl run: --repair-threshold 0s: out of range 1ms..1h"},
 		{"ctrl hot-keys", []string{"ctrl", "run", "--hot-keys", "5000"}, nil, "ctrl run: --hot-keys 5000: out of range 0..4096"},
+		// 0 was taken as 1.
+		{"ctrl hot-keys-min-delta 0", []string{"ctrl", "run", "--hot-keys-min-delta", "0"}, nil, "ctrl run: --hot-keys-min-delta 0: out of range 1..4294967296"},
+		{"ctrl hot-keys-min-delta env", []string{"ctrl", "run"}, []string{"SWORDBOX_CTRL_HOT_KEYS_MIN_DELTA=0"}, "ctrl run: SWORDBOX_CTRL_HOT_KEYS_MIN_DELTA=0: out of range 1..4294967296"},
+		// Without probe slots no candidate is ever measured: the controller
+		// ran and steered nothing.
+		{"ctrl hot-keys without probes", []string{"ctrl", "run", "--p4info", p4info, "--device-config", p4src, "--steering", "off", "--hot-keys", "4", "--hot-key-range", "0-99", "--hot-key-probes", "0"}, nil,
+			"--hot-key-probes: ctrl.hot-key-probes: 0 with hot-keys 4: want at least 1"},
 		{"ctrl typo in a list entry", []string{"ctrl", "run", "--config", rackTypo}, nil, "config " + rackTypo + ": ctrl.hosts[1].mca: unknown setting (known: ip, mac, name, port)"},
 		{"ctrl bad value in a list entry", []string{"ctrl", "run", "--config", rackBadPort}, nil, "config " + rackBadPort + `: ctrl.hosts[0].port: "one" is not an integer`},
 		{"ctrl show with the run's typo", []string{"ctrl", "show", "tables", "--config", rackTypo}, nil, "ctrl.hosts[1].mca: unknown setting"},
@@ -305,12 +351,21 @@ func TestBadInputIsRefused(t *testing.T) {
 		{"middlebox nested section typo", []string{"middlebox", "run", "--config", mboxSteer}, nil, "config " + mboxSteer + ": middlebox.steering.mdoe: unknown setting (known: "},
 		{"middlebox list given a scalar", []string{"middlebox", "run", "--config", mboxList}, nil, "config " + mboxList + `: middlebox.servers: want a list, got "10.0.0.2"`},
 		{"middlebox cores", []string{"middlebox", "run", "--cores", "0"}, nil, "middlebox run: --cores 0: out of range 1..64"},
+		// Tables that cannot fit ran until traffic filled them (out of
+		// memory); a negative holdoff was taken.
+		{"middlebox tables past memory", []string{"middlebox", "run", "--config", mboxHuge}, nil,
+			"middlebox run: max-conns 1048576, window 1048576, conn-ring-size 1048576 with --cores 1: the engines' tables (connections, steering maps) may take "},
+		{"middlebox replay-holdoff", []string{"middlebox", "run", "--config", mboxHoldoff}, nil, "config " + mboxHoldoff + ": middlebox config: replay-holdoff -1s: want 1µs..1s (0: default 1ms)"},
 		{"middlebox burst", []string{"middlebox", "run", "--burst", "0"}, nil, "middlebox run: --burst 0: out of range 1..1024"},
 		{"middlebox io", []string{"middlebox", "run", "--io", "sideways"}, nil, `middlebox run: --io "sideways": want afpacket or dpdk`},
 		{"middlebox bench duration", []string{"middlebox", "bench", "--duration", "-1s"}, nil, "middlebox bench: --duration -1s: out of range 10ms..1h"},
 		{"middlebox bench clients", []string{"middlebox", "bench", "--clients", "0"}, nil, "middlebox bench: --clients 0: out of range 1..1024"},
 		{"middlebox bench pct", []string{"middlebox", "bench", "--cas-pct", "60", "--read-pct", "50"}, nil, "--cas-pct 60 + --read-pct 50 is more than 100"},
-		{"middlebox bench coalesce", []string{"middlebox", "bench", "--coalesce", "0"}, nil, "middlebox bench: --coalesce 0: out of range 1..1024"},
+		{"middlebox bench coalesce", []string{"middlebox", "bench", "--coalesce", "0"}, nil, "middlebox bench: --coalesce 0: out of range 1..256"},
+		// A round past the engine's per-client window: one client's requests
+		// beyond 256 outstanding were dropped and counted as processed.
+		{"middlebox bench coalesce past the window", []string{"middlebox", "bench", "--clients", "1", "--coalesce", "257"}, nil,
+			"middlebox bench: --coalesce 257: out of range 1..256; the middlebox's per-client window: one client may have a whole round outstanding"},
 		{"middlebox bench io", []string{"middlebox", "bench", "--io", "sideways"}, nil, `--io "sideways": want engine, ring or dpdk`},
 		// clover
 		{"clover ms keys", []string{"clover", "ms", "--keys", "0"}, nil, "clover ms: --keys 0: out of range 1..1048576"},
@@ -331,6 +386,13 @@ func TestBadInputIsRefused(t *testing.T) {
 		{"clover clients duration", []string{"clover", "clients", "--duration", "1ms"}, nil, "clover clients: --duration 1ms: out of range 10ms..24h"},
 		{"clover clients read-timeout", []string{"clover", "clients", "--read-timeout", "2m"}, nil, "clover clients: --read-timeout 2m: out of range 1µs..1m"},
 		{"clover clients host", []string{"clover", "clients", "--host", "2", "--hosts", "2"}, nil, "clover clients: --host 2: want 0..1 (--hosts 2)"},
+		// Both were refused only after the RNIC started (the hosts), or
+		// after connecting to the memory node and the metadata server (the
+		// region), on three lines.
+		{"clover clients hosts over threads", []string{"clover", "clients", "--hosts", "4", "--threads", "2", "--host", "3"}, nil,
+			"clover clients: --hosts 4 is more than --threads 2: every client host needs a thread"},
+		{"clover clients region", []string{"clover", "clients", "--keys", "1048576", "--value-size", "4072"}, nil,
+			"clover clients: --keys 1048576 with --value-size 4072 and --threads 32: clover region: 1048576 keys of 4072-byte values (4096-byte slots) with 32 threads need "},
 		{"clover clients zipf", []string{"clover", "clients", "--zipf", "0"}, nil, "clover clients: --zipf 0: out of range 0.01..5"},
 		{"clover clients workload", []string{"clover", "clients", "--workload", "z"}, nil, "clover clients: --workload"},
 		// decode, p4info
@@ -378,7 +440,7 @@ func TestHelpDocumentsRanges(t *testing.T) {
 		{[]string{"ctrl", "run", "--help"}, "[range 1µs..1h; keep it below half of Clover's T_r]"},
 		{[]string{"perf", "--help"}, "[range 1..1024]"},
 		{[]string{"memnode", "--help"}, "[range 1ms..8760h or 0 (run until interrupted)]"},
-		{[]string{"switch", "--help"}, "[range 0..511; v1model's and TNA's 9-bit port numbers]"},
+		{[]string{"switch", "--help"}, "[range 1..511; v1model's and TNA's 9-bit port numbers; at most 510 with --arch v1model, whose port 511 drops]"},
 		{[]string{"ctrl", "show", "--help"}, "swordbox ctrl show tables --switch 127.0.0.1:9559\n"},
 	} {
 		p := startSwordbox(t, nil, tc.args...)

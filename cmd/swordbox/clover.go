@@ -150,10 +150,10 @@ A failure prints {"event":"error","error":"..."} and exits non-zero.`,
 	f.String("memnode", "127.0.0.1:7471", "the memory node's connection manager (TCP host:port)")
 	f.String("ms", "127.0.0.1:7472", "the metadata server's connection manager (TCP host:port)")
 	f.Int("host", 0, "this client host's index (0-based)")
-	f.Int("hosts", 1, "client hosts in the rack")
+	f.Int("hosts", 1, "client hosts in the rack (at most --threads)")
 	f.Int("threads", 32, "client threads in the rack, over all hosts")
 	f.String("workload", "a", "YCSB workload (a, b, c, d, f, write-only)")
-	f.Int("keys", 1024, "Clover keys (YCSB record count)")
+	f.Int("keys", 1024, "Clover keys (YCSB record count; with --value-size and --threads within the 1 GiB a Clover LH addresses)")
 	f.Int("value-size", 128, "object (value) size in bytes")
 	f.Float64("zipf", 0.99, "zipfian constant")
 	f.Uint64("seed", 1, "workload seed (host h uses netns.HostSeed(seed, h))")
@@ -169,7 +169,7 @@ func addCloverHostFlags(f *pflag.FlagSet, mac, ip string) {
 	f.String("iface", "", "data interface (AF_PACKET, root); empty: an in-memory link (smoke test only)")
 	f.String("mac", mac, "MAC address of the host's RNIC")
 	f.String("ip", ip, "IPv4 address of the host's RNIC")
-	f.Int("mtu", 1024, "path MTU (256, 512, 1024, 2048, 4096)")
+	f.Int("mtu", 1024, "path MTU (256, 512, 1024, 2048, 4096); an --iface must carry 78 bytes more")
 	f.Duration("ack-timeout", 0, "the RNIC's local ACK timeout (0: the RNIC's default, 8ms)")
 }
 
@@ -195,7 +195,7 @@ func cloverDevice(role, iface, mac, ip string, mtu int, ackTimeout time.Duration
 		return nil, fmt.Errorf("clover %s: %w", role, err)
 	}
 	rc.Name, rc.Timeout = "clover-"+role, ackTimeout
-	port, err := openDataPort(iface)
+	port, err := openDataPort(iface, mtu)
 	if err != nil {
 		return nil, fmt.Errorf("clover %s: %w", role, err)
 	}
@@ -239,7 +239,7 @@ func cloverClientsSettings() *settingTable {
 		intSpan("threads", 1, 4096),
 		intSpan("keys", 1, 1<<20),
 		intSpan("value-size", 1, 4072).because("a Clover node, 24-byte header and value, in one 4096-byte MTU"),
-		span{key: "zipf", lo: 0.01, hi: 5},
+		span{key: "zipf", lo: testbed.MinZipf, hi: testbed.MaxZipf},
 		durSpan("warmup", 0, time.Hour),
 		durSpan("duration", 10*time.Millisecond, 24*time.Hour),
 		durSpan("read-timeout", time.Microsecond, time.Minute),
@@ -248,8 +248,20 @@ func cloverClientsSettings() *settingTable {
 		if c.Host >= c.Hosts {
 			return fmt.Errorf("--host %d: want 0..%d (--hosts %d)", c.Host, c.Hosts-1, c.Hosts)
 		}
-		return nil
+		if c.Hosts > c.Threads {
+			return fmt.Errorf("--hosts %d is more than --threads %d: every client host needs a thread", c.Hosts, c.Threads)
+		}
+		return checkCloverRegion(c.Keys, c.ValueSize, c.Threads)
 	})
+}
+
+// checkCloverRegion refuses keys of valueSize-byte values with threads
+// client threads that no Clover region holds (testbed.CloverChunks).
+func checkCloverRegion(keys, valueSize, threads int) error {
+	if _, err := testbed.CloverChunks(keys, valueSize, threads); err != nil {
+		return fmt.Errorf("--keys %d with --value-size %d and --threads %d: %w", keys, valueSize, threads, err)
+	}
+	return nil
 }
 
 // runBenchNetns is `swordbox bench --netns`: the same cells as the

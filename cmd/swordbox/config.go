@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"reflect"
 	"sort"
@@ -269,6 +270,9 @@ func decodeLeaf(t reflect.Type, raw any) error {
 	if raw == nil {
 		return nil
 	}
+	if err := exactNumber(t, raw); err != nil {
+		return err
+	}
 	dst := reflect.New(t)
 	dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
 		Result: dst.Interface(), WeaklyTypedInput: true, DecodeHook: decodeHooks(),
@@ -278,6 +282,70 @@ func decodeLeaf(t reflect.Type, raw any) error {
 	}
 	if err := dec.Decode(raw); err != nil {
 		return fmt.Errorf("%s is not %s", describeRaw(raw), typeName(t))
+	}
+	return nil
+}
+
+// exactNumber refuses a number of a config file that its field would not
+// hold as written, where mapstructure's weak decoding truncates or wraps
+// it: a fraction or a value past the bits of an integer (threads: 2.5 was
+// 2, cpu-port: 4294967551 was 255), a negative unsigned (device-id: -1 was
+// 2^64-1), and a bare number for a duration (warmup: 5 was 5ns; a flag or
+// a variable needs a unit).
+func exactNumber(t reflect.Type, raw any) error {
+	var f float64
+	var u uint64
+	isUint := false
+	switch x := raw.(type) {
+	case int:
+		f = float64(x)
+	case int64:
+		f = float64(x)
+	case uint64:
+		f, u, isUint = float64(x), x, true
+	case float64:
+		f = x
+	case []any:
+		if t.Kind() == reflect.Slice {
+			for _, e := range x {
+				if err := exactNumber(t.Elem(), e); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	default:
+		return nil
+	}
+	wrong := fmt.Errorf("%s is not %s", describeRaw(raw), typeName(t))
+	if t == reflect.TypeOf(time.Duration(0)) {
+		if f != 0 {
+			return wrong
+		}
+		return nil
+	}
+	v := reflect.New(t).Elem()
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if f != math.Trunc(f) {
+			return wrong
+		}
+		if (isUint && u > math.MaxInt64) || (!isUint && (f >= math.MaxInt64 || f < math.MinInt64)) || v.OverflowInt(int64(f)) {
+			return fmt.Errorf("%s is too large for %s of %d bits", describeRaw(raw), typeName(t), t.Bits())
+		}
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if f != math.Trunc(f) || f < 0 {
+			return wrong
+		}
+		if !isUint {
+			if f >= math.MaxUint64 {
+				return fmt.Errorf("%s is too large for %s of %d bits", describeRaw(raw), typeName(t), t.Bits())
+			}
+			u = uint64(f)
+		}
+		if v.OverflowUint(u) {
+			return fmt.Errorf("%s is too large for %s of %d bits", describeRaw(raw), typeName(t), t.Bits())
+		}
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -75,5 +76,39 @@ func TestLoadConfigPrecedence(t *testing.T) {
 				t.Errorf("got %+v, want %+v", got, tc.want)
 			}
 		})
+	}
+}
+
+// A number in a config file is taken as written or refused, never
+// truncated or wrapped into its field (mapstructure's weak decoding does
+// both); YAML gives int, uint64 (past int64) and float64.
+func TestExactNumber(t *testing.T) {
+	tInt, tU32, tU64 := reflect.TypeOf(0), reflect.TypeOf(uint32(0)), reflect.TypeOf(uint64(0))
+	tDur, tKeys := reflect.TypeOf(time.Duration(0)), reflect.TypeOf([]uint64(nil))
+	for _, tc := range []struct {
+		t    reflect.Type
+		raw  any
+		want string // "" = taken
+	}{
+		{tInt, 240, ""},
+		{tInt, 1e3, ""},
+		{tInt, 2.5, "2.5 is not an integer"},
+		{tInt, uint64(9999999999999999999), "9999999999999999999 is too large for an integer of 64 bits"},
+		{tInt, 1e19, "1e+19 is too large for an integer of 64 bits"},
+		{tU32, 511, ""},
+		{tU32, 4294967551, "4294967551 is too large for a non-negative integer of 32 bits"},
+		{tU32, -1, "-1 is not a non-negative integer"},
+		{tU64, uint64(18446744073709551615), ""},
+		{tU64, -1, "-1 is not a non-negative integer"},
+		{tDur, 0, ""},
+		{tDur, 5, "5 is not a duration"},
+		{tDur, "5ms", ""},
+		{tKeys, []any{1, 2}, ""},
+		{tKeys, []any{1, -1}, "-1 is not a non-negative integer"},
+	} {
+		err := decodeLeaf(tc.t, tc.raw)
+		if (err == nil) != (tc.want == "") || (err != nil && !strings.HasPrefix(err.Error(), tc.want)) {
+			t.Errorf("%v into %v: err %v, want %q", tc.raw, tc.t, err, tc.want)
+		}
 	}
 }

@@ -175,8 +175,10 @@ func addCtrlSwitchFlags(f *pflag.FlagSet, d rack.Config) {
 func ctrlSettings() *settingTable {
 	return newSection([]string{"ctrl run", "ctrl show"},
 		intSpan("object-size", 1, 4072).because("a Clover node, 24-byte header and value, in one 4096-byte MTU"),
-		intSpan("hot-keys", 0, 4096).because("the switch's key slots"),
+		intSpan("hot-keys", 0, 4096).because("the switch's key slots, with the hot-key-probes"),
 		intSpan("hot-key-probes", 0, 4096),
+		// HotKeys takes 0 as 1: a newcomer needs at least one access.
+		intSpan("hot-keys-min-delta", 1, 1<<32),
 		durSpan("hot-keys-period", time.Millisecond, 24*time.Hour),
 		durSpan("tail-ttl", time.Microsecond, time.Hour).because("keep it below half of Clover's T_r"),
 		durSpan("repair-period", time.Millisecond, time.Hour),

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/swordbox/swordbox/netio"
+	"github.com/swordbox/swordbox/roce"
 	"github.com/swordbox/swordbox/roce/rnic"
 	"github.com/swordbox/swordbox/roce/verbs"
 )
@@ -59,7 +60,12 @@ its own --mac and --ip, not the interface's. See docs/rnic.md.`,
 			if err := loadConfig(cmd, "memnode", &cfg); err != nil {
 				return err
 			}
-			port, err := openDataPort(cfg.Iface)
+			if cfg.Listen == "" {
+				// Clients reach the node's regions only through its
+				// connection manager.
+				return fmt.Errorf("memnode: --listen is empty: want the connection manager's host:port")
+			}
+			port, err := openDataPort(cfg.Iface, cfg.MTU)
 			if err != nil {
 				return fmt.Errorf("memnode: %w", err)
 			}
@@ -108,7 +114,7 @@ its own --mac and --ip, not the interface's. See docs/rnic.md.`,
 	f.String("iface", "", "data interface (AF_PACKET, root); empty: in-memory link")
 	f.String("mac", "02:00:00:00:01:02", "MAC address of the node's RNIC")
 	f.String("ip", "10.0.1.2", "IPv4 address of the node's RNIC")
-	f.Int("mtu", 1024, "path MTU (256, 512, 1024, 2048, 4096)")
+	f.Int("mtu", 1024, "path MTU (256, 512, 1024, 2048, 4096); an --iface must carry 78 bytes more")
 	f.Int("workers", 0, "responder workers QPs are sharded over (0: the receive loop)")
 	f.Bool("skip-icrc", false, "do not verify the ICRC of received frames (behind a steering switch)")
 	f.String("timing", "off", "NIC timing model: off or cx5 (ConnectX-5 atomic caps, SwordBox Figures 3 and 4)")
@@ -153,12 +159,18 @@ func (n *memnode) Close() {
 }
 
 // openDataPort opens an AF_PACKET port on iface, or an in-memory link whose
-// far end is drained when iface is empty.
-func openDataPort(iface string) (netio.Port, error) {
+// far end is drained when iface is empty. An interface whose MTU cannot
+// carry packets of the RoCE path MTU mtu is refused: the kernel would not
+// send them, and the first large message would end in RETRY_EXC_ERR.
+func openDataPort(iface string, mtu int) (netio.Port, error) {
 	if iface == "" {
 		a, b := netio.Pipe()
 		go discard(b)
 		return a, nil
+	}
+	if ifi, err := net.InterfaceByName(iface); err == nil && ifi.MTU < mtu+roce.LinkMTUOverhead {
+		return nil, fmt.Errorf("--mtu %d on %s: its packets take %d bytes, more than the interface's MTU %d (raise it: ip link set %s mtu %d; or lower --mtu)",
+			mtu, iface, mtu+roce.LinkMTUOverhead, ifi.MTU, iface, mtu+roce.LinkMTUOverhead)
 	}
 	p, err := netio.NewAFPacketPort(netio.AFPacketConfig{Interface: iface})
 	if err != nil {

@@ -154,3 +154,37 @@ func FuzzParseBytes(f *testing.F) {
 		}
 	})
 }
+
+// A data interface whose MTU cannot carry packets of the RoCE path MTU is
+// refused when the port opens (memnode, perf --remote and the Clover hosts
+// share openDataPort): a veth's 1500 bytes with --mtu 4096 ended the first
+// 4096-byte WRITE in RETRY_EXC_ERR, the kernel sending none of its packets.
+func TestDataPortMTUTooSmall(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (a veth pair)")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("needs iproute2")
+	}
+	a, b := "sbmtu"+time.Now().Format("150405"), "sbmtp"+time.Now().Format("150405")
+	if out, err := exec.Command("ip", "link", "add", a, "mtu", "1500", "type", "veth", "peer", "name", b).CombinedOutput(); err != nil {
+		t.Fatalf("ip link add: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("ip", "link", "del", a).Run() })
+	for _, args := range [][]string{
+		{"memnode", "--iface", a, "--mtu", "4096", "--listen", "127.0.0.1:0", "--duration", "1s"},
+		{"perf", "write_bw", "--remote", "127.0.0.1:1", "--iface", a, "--mtu", "2048", "--duration", "1s"},
+		{"clover", "ms", "--iface", a, "--mtu", "4096", "--memnode", "127.0.0.1:1"},
+	} {
+		p := startSwordbox(t, nil, args...)
+		if code := p.wait(20 * time.Second); code != 1 || !strings.Contains(p.stderr.String(), "on "+a+": its packets take ") ||
+			!strings.Contains(p.stderr.String(), "more than the interface's MTU 1500") {
+			t.Errorf("%v: exit %d\n%s", args, code, p.stderr)
+		}
+	}
+	// A path MTU the interface carries opens.
+	p := startSwordbox(t, nil, "memnode", "--iface", a, "--mtu", "1024", "--listen", "127.0.0.1:0", "--duration", "100ms")
+	if code := p.wait(20 * time.Second); code != 0 {
+		t.Errorf("memnode --mtu 1024 on a 1500-byte link: exit %d\n%s", code, p.stderr)
+	}
+}

@@ -221,7 +221,7 @@ connection stays on one core).`,
 	}
 	b := c.Flags()
 	b.String("io", "engine", "engine | ring | dpdk")
-	b.Int("cores", 1, "cores (one engine and one memory server each)")
+	b.Int("cores", 1, "cores (one engine and one memory server each; with --io ring or dpdk two DPDK ports each, at most half of the DPDK build's RTE_MAX_ETHPORTS: 16 with Debian's)")
 	b.Bool("json", false, "print the result as JSON")
 	b.Duration("duration", 3*time.Second, "measured time per core")
 	b.Int("clients", 16, "client connections per memory server")
@@ -242,7 +242,19 @@ func middleboxRunSettings() *settingTable {
 		intSpan("cores", 1, 64),
 		durSpan("stats-period", 10*time.Millisecond, 24*time.Hour).orZero("only at exit"),
 		intSpan("burst", 1, 1024),
-	)
+	).withCheck(func(cfg any) error {
+		// Each core's engine fills its tables as traffic arrives
+		// (connections learned, steering slots used): tables that cannot
+		// fit would end the run mid-way, out of memory.
+		c := cfg.(*mboxRunConfig)
+		mem, why := memoryCap()
+		if need := c.Engine.TableBytes() * int64(c.Cores); need > mem {
+			e := c.Engine.Defaulted()
+			return fmt.Errorf("max-conns %d, window %d, conn-ring-size %d with --cores %d: the engines' tables (connections, steering maps) may take %s, more than %s (%s)",
+				e.MaxConns, e.Window, e.ConnRingSize, c.Cores, formatBytes(need), formatBytes(mem), why)
+		}
+		return nil
+	})
 }
 
 // middleboxBenchSettings is the settings table of the "middlebox-bench"
@@ -254,7 +266,11 @@ func middleboxBenchSettings() *settingTable {
 		intSpan("clients", 1, 1024),
 		intSpan("cas-pct", 0, 100),
 		intSpan("read-pct", 0, 100),
-		intSpan("coalesce", 1, 1024),
+		// A round of --coalesce requests is outstanding until the server's
+		// ACK, and any one client may hold all of it: more than the
+		// engine's per-client window and the engine drops the excess
+		// (window-full), the drops counted as frames processed.
+		intSpan("coalesce", 1, middlebox.DefaultWindow).because("the middlebox's per-client window: one client may have a whole round outstanding"),
 	).withCheck(func(cfg any) error {
 		c := cfg.(*mboxBenchConfig)
 		if c.CASPct+c.ReadPct > 100 {

@@ -132,6 +132,25 @@ func (s span) check(v float64) string {
 	return ""
 }
 
+// outsideExactly reports whether an integer field (a duration included)
+// lies outside the span when compared as an integer: float64 holds every
+// integer only up to 2^53, and past it (durations over 104 days, in
+// nanoseconds) a value just outside the span rounds onto its bound.
+func (s span) outsideExactly(fv reflect.Value) bool {
+	if len(s.set) > 0 {
+		return false
+	}
+	switch fv.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		i := fv.Int()
+		return !(i == 0 && s.zero != "") && (i < int64(s.lo) || i > int64(s.hi))
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		u := fv.Uint()
+		return !(u == 0 && s.zero != "") && (float64(u) < s.lo || (s.hi < math.MaxUint64 && u > uint64(s.hi)))
+	}
+	return false
+}
+
 // settingTable is one command's (one config section's) settings.
 type settingTable struct {
 	// commands are the command paths that read the section ("ctrl run").
@@ -214,7 +233,11 @@ func checkSettings(section string, out any, srcs map[string]source) error {
 		if err != nil {
 			return fmt.Errorf("%s: %s: %v", prefix, srcs[s.key].describe(section, s.key, text), err)
 		}
-		if why := s.check(v); why != "" {
+		why := s.check(v)
+		if why == "" && s.outsideExactly(fv) {
+			why = "out of range " + s.rangeText()
+		}
+		if why != "" {
 			d := srcs[s.key].describe(section, s.key, text)
 			if srcs[s.key].kind == "file" {
 				return fmt.Errorf("%s: %s", d, why)

@@ -47,12 +47,13 @@ SetForwardingPipelineConfig, whose p4_device_config is the P4 source text.
 tna); a program of the other architecture is refused.
 
 --ports lists N=SPEC pairs: N is the pipeline port number (0..511, not the CPU
-port) and SPEC is an interface name for an AF_PACKET port (needs root and an
+port; 0..510 with --arch v1model, whose port 511 drops) and SPEC is an interface name for an AF_PACKET port (needs root and an
 existing interface, e.g. a veth), or "mem" for an in-memory port whose far end
 discards what the switch sends (a smoke-test port: it has no traffic source).
 
 The CPU port (--cpu-port, 255 for swordbox.p4) is mapped to PacketIn and
-PacketOut on the P4Runtime StreamChannel.`,
+PacketOut on the P4Runtime StreamChannel; it is 1..511, and at most 510 with
+--arch v1model.`,
 		Example: `  swordbox switch --p4 p4/swordbox.p4 --grpc 127.0.0.1:9559 --ports 1=veth1,2=veth2
   swordbox switch --arch tna --p4 p4/tna/swordbox.p4 --grpc 127.0.0.1:9559 --ports 1=mem,2=mem
   swordbox switch --grpc 127.0.0.1:9559 --ports 1=mem,2=mem`,
@@ -62,7 +63,7 @@ PacketOut on the P4Runtime StreamChannel.`,
 			if err := loadConfig(cmd, "switch", &cfg); err != nil {
 				return err
 			}
-			ports, err := openSwitchPorts(strings.Split(cfg.Ports, ","), cfg.CPUPort)
+			ports, err := openSwitchPorts(strings.Split(cfg.Ports, ","), cfg.CPUPort, maxSwitchPort(cfg.Arch))
 			if err != nil {
 				return err
 			}
@@ -134,8 +135,22 @@ PacketOut on the P4Runtime StreamChannel.`,
 	return c
 }
 
-// openSwitchPorts opens the N=SPEC port list.
-func openSwitchPorts(specs []string, cpuPort uint32) (map[uint32]netio.Port, error) {
+// v1modelDropPort is the port v1model's mark_to_drop sends a packet to:
+// a packet sent there, to a front-panel port or to the CPU, is dropped.
+const v1modelDropPort = 511
+
+// maxSwitchPort is the highest port number a port or the CPU port may
+// have on a switch of architecture arch: 511 (9-bit ports), less
+// v1model's drop port.
+func maxSwitchPort(arch string) uint64 {
+	if arch == testbed.ArchV1Model {
+		return v1modelDropPort - 1
+	}
+	return v1modelDropPort
+}
+
+// openSwitchPorts opens the N=SPEC port list; port numbers go up to max.
+func openSwitchPorts(specs []string, cpuPort uint32, max uint64) (map[uint32]netio.Port, error) {
 	ports := map[uint32]netio.Port{}
 	fail := func(err error) (map[uint32]netio.Port, error) {
 		for _, p := range ports {
@@ -153,8 +168,12 @@ func openSwitchPorts(specs []string, cpuPort uint32) (map[uint32]netio.Port, err
 			return fail(fmt.Errorf("switch: port %q: want N=INTERFACE or N=mem", spec))
 		}
 		n, err := strconv.ParseUint(num, 10, 32)
-		if err != nil || n > 511 {
-			return fail(fmt.Errorf("switch: port %q: port number must be 0..511", spec))
+		if err != nil || n > max {
+			why := ""
+			if max < v1modelDropPort {
+				why = fmt.Sprintf(" (%d is v1model's drop port)", v1modelDropPort)
+			}
+			return fail(fmt.Errorf("switch: --ports %q: port number must be 0..%d%s", spec, max, why))
 		}
 		if uint32(n) == cpuPort {
 			return fail(fmt.Errorf("switch: port %q: %d is the CPU port", spec, n))
@@ -191,11 +210,17 @@ func discard(p netio.Port) {
 // switchSettings is the settings table of the "switch" section.
 func switchSettings() *settingTable {
 	return newSection([]string{"switch"},
-		intSpan("cpu-port", 0, 511).because("v1model's and TNA's 9-bit port numbers"),
+		// 0 is not a port the target can map: p4rt.Options reads it as
+		// p4rt.DefaultCPUPort.
+		intSpan("cpu-port", 1, v1modelDropPort).because("v1model's and TNA's 9-bit port numbers; at most 510 with --arch v1model, whose port 511 drops"),
 		durSpan("stats", 10*time.Millisecond, 24*time.Hour).orZero("never"),
 	).withCheck(func(cfg any) error {
-		if err := testbed.CheckSwitchArch(cfg.(*switchConfig).Arch); err != nil {
+		c := cfg.(*switchConfig)
+		if err := testbed.CheckSwitchArch(c.Arch); err != nil {
 			return fmt.Errorf("--arch: %w", err)
+		}
+		if max := maxSwitchPort(c.Arch); uint64(c.CPUPort) > max {
+			return fmt.Errorf("--cpu-port %d with --arch %s: want 1..%d (%d is v1model's drop port: PacketIn would never leave)", c.CPUPort, c.Arch, max, v1modelDropPort)
 		}
 		return nil
 	})

@@ -354,6 +354,12 @@ func (c Config) Parse() (*Rack, error) {
 	if c.HotKeys > 0 && len(r.Candidates) == 0 {
 		return nil, ferr("hot-key-candidates", "hot-keys needs candidate keys (hot-key-candidates or hot-key-range)")
 	}
+	if c.HotKeys > 0 && c.HotKeyProbes == 0 {
+		// The switch counts a key's activity only while it is tracked: a
+		// candidate is measured in a probe slot, so without one no key
+		// ever becomes hot and nothing is steered.
+		return nil, ferr("hot-key-probes", "0 with hot-keys %d: want at least 1 (a key's activity is counted only while it is tracked; without probe slots no candidate is ever measured)", c.HotKeys)
+	}
 	if c.RepairPeriod <= 0 {
 		return nil, ferr("repair-period", "%s must be positive", c.RepairPeriod)
 	}

@@ -72,6 +72,7 @@ func TestParseRefusesNamingTheField(t *testing.T) {
 		{"ctrl.memory-nodes", func(c *Config) { c.MemoryNodes = nil }},
 		{"ctrl.hot-keys", func(c *Config) { c.HotKeys = 4 }},
 		{"ctrl.hot-keys", func(c *Config) { c.TrackedKeys = nil; c.HotKeys = -1 }},
+		{"ctrl.hot-key-probes", func(c *Config) { c.TrackedKeys, c.HotKeys, c.HotKeyRange, c.HotKeyProbes = nil, 4, "0-99", 0 }},
 		{"ctrl.tracked-keys[2]", func(c *Config) { c.TrackedKeys = []uint64{1, 2, 1} }},
 		{"ctrl.repair-period", func(c *Config) { c.RepairPeriod = 0 }},
 		{"ctrl.repair-threshold", func(c *Config) { c.RepairThreshold = c.RepairPeriod / 2 }},

@@ -91,6 +91,12 @@ func BenchDPDK(cfg DPDKBenchConfig) (BenchResult, error) {
 	if len(vdevs) != 2*cfg.Cores {
 		return BenchResult{}, fmt.Errorf("middlebox: bench: %d vdevs for %d cores: want two per core", len(vdevs), cfg.Cores)
 	}
+	if len(vdevs) > dpdk.MaxPorts {
+		// Refused before the EAL starts: past the limit a vdev fails to
+		// probe, and the port is then missing ("no such device").
+		return BenchResult{}, fmt.Errorf("middlebox: bench: %d cores need %d DPDK ports (two per core), more than this DPDK build's %d (RTE_MAX_ETHPORTS): at most %d cores",
+			cfg.Cores, len(vdevs), dpdk.MaxPorts, dpdk.MaxPorts/2)
+	}
 	eal := cfg.EAL
 	if len(eal) == 0 {
 		eal = benchEAL(cfg.Cores, vdevs)

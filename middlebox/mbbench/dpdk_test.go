@@ -4,6 +4,7 @@ package mbbench
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"runtime"
 	"strconv"
@@ -14,6 +15,23 @@ import (
 	"github.com/swordbox/swordbox/middlebox"
 	"github.com/swordbox/swordbox/netio/dpdk"
 )
+
+// More cores than the build's ports hold two vdevs each are refused
+// before the EAL starts (17 cores failed in the EAL, "net_ring32": no such
+// device).
+func TestBenchDPDKTooManyCores(t *testing.T) {
+	cores := dpdk.MaxPorts/2 + 1
+	started := dpdk.Initialized()
+	_, err := BenchDPDK(DPDKBenchConfig{Mix: DefaultMix, Cores: cores, Duration: time.Millisecond, Ring: true})
+	want := fmt.Sprintf("middlebox: bench: %d cores need %d DPDK ports (two per core), more than this DPDK build's %d (RTE_MAX_ETHPORTS): at most %d cores",
+		cores, 2*cores, dpdk.MaxPorts, dpdk.MaxPorts/2)
+	if err == nil || err.Error() != want {
+		t.Fatalf("err %v, want %s", err, want)
+	}
+	if !started && dpdk.Initialized() {
+		t.Fatal("the EAL was started")
+	}
+}
 
 // The zero-copy DPDK loop on net_ring vdevs: every frame of the mix is
 // processed, nothing is dropped, and the engine multiplexed and converted.

@@ -27,6 +27,11 @@ import (
 // Available reports whether this build includes the DPDK layer.
 const Available = true
 
+// MaxPorts is the most Ethernet ports (vdevs included) this DPDK build
+// holds: its RTE_MAX_ETHPORTS (32 in Debian's). A vdev past it fails to
+// probe.
+const MaxPorts = C.RTE_MAX_ETHPORTS
+
 var eal struct {
 	mu      sync.Mutex
 	args    []string // nil until Init succeeded

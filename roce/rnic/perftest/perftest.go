@@ -335,7 +335,11 @@ func (s *Session) Run(ctx context.Context) (Result, error) {
 		}
 		t := now()
 		if !counting && t >= warm {
-			counting, start = true, t
+			// The window opens at the end of the warm-up, not at the
+			// first completion after it: a batch counted at the instant
+			// the window opened would have no time to its name (a round
+			// trip longer than --duration measured 16 operations in 0s).
+			counting, start = true, warm
 		}
 		for _, wc := range s.wcs[:n] {
 			q, k := int(wc.ID>>32), int(wc.ID&0xffffffff)

@@ -40,6 +40,20 @@ func TestRunDuration(t *testing.T) {
 	}
 }
 
+// A round trip longer than the measured time still gives a rate: the
+// operations that completed over the window from the end of the warm-up
+// on (it reported ops=16 seconds=0 ops-per-sec=0).
+func TestRunRoundTripLongerThanDuration(t *testing.T) {
+	r, err := Run(context.Background(), Config{Test: "write_bw", QPs: 1, Depth: 4, Size: 64, Duration: 20 * time.Millisecond, RegionSize: 1 << 20,
+		Faults: netio.Faults{Delay: 100 * time.Millisecond, Seed: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Ops == 0 || r.Seconds < 0.02 || r.OpsPerSec <= 0 || r.OpsPerSec != float64(r.Ops)/r.Seconds {
+		t.Fatalf("%+v", r)
+	}
+}
+
 // TestSteadyStateAllocations checks that the whole data path (requester,
 // frames, link, responder, completions, and the load generator) allocates
 // nothing per operation once warm: the process-wide allocation count over
