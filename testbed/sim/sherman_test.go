@@ -125,3 +125,24 @@ func TestShermanCellManyThreads(t *testing.T) {
 		t.Fatalf("%d threads: no operation completed in %s", spec.Threads, spec.Duration)
 	}
 }
+
+// TestShermanWindowCountsStarvedOperations: an operation is counted when
+// it completes inside the measured window, with its whole latency, so
+// plain Sherman's operations that starved on a hot lock through the
+// window's start reach its tail (counting only operations that also
+// started inside it kept every latency below the window's length).
+func TestShermanWindowCountsStarvedOperations(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 128-thread contended cell: seconds")
+	}
+	spec := testbed.ShermanCellSpec{Mode: testbed.ShermanPlain, ReadRatio: 50, Dist: testbed.DistZipf, Zipf: 0.99,
+		KeySpace: 4096, WarmRatio: 0.8, Threads: 128, ClientHosts: 7, MemoryNodes: 1,
+		Warmup: 2 * time.Millisecond, Duration: 300 * time.Microsecond, Seed: 1}
+	cell, err := RunShermanCell(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if window := float64(spec.Duration.Microseconds()); cell.Ops == 0 || cell.P999us <= window {
+		t.Fatalf("%d operations, p99.9 %.1f us: want operations longer than the %s window among them", cell.Ops, cell.P999us, spec.Duration)
+	}
+}
