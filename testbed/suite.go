@@ -404,7 +404,7 @@ func ColdNotes(cells []report.Cell) []string {
 	if n == 0 {
 		return nil
 	}
-	return []string{fmt.Sprintf("%d of %d cells measured cold cursor caches: up to %.2f operations in one were a thread's first touch of its key (a metadata-server lookup instead of a cursor). A long run has nearly none, and its figures differ (stale cursors cost off more, and steering wins less of its READs): lengthen the warm-up (--warmup, or --virtual-warmup 80ms with --clock virtual) to measure the steady state (docs/bench.md, \"Short virtual cells start cold\").", n, len(cells), worst)}
+	return []string{fmt.Sprintf("%d of %d cells measured cold cursor caches: up to %.2f operations in one were a thread's first touch of its key (a metadata-server lookup instead of a cursor). A long run has few (0.01-0.06 per operation at the design point), and its figures differ (stale cursors cost off more, and steering wins less of its READs): lengthen the warm-up (--warmup, or --virtual-warmup 80ms with --clock virtual) to measure the steady state (docs/bench.md, \"Short virtual cells start cold\").", n, len(cells), worst)}
 }
 
 // contentionNotes says, per workload, how much contention the rack showed

@@ -307,6 +307,9 @@ func emit(cmd *cobra.Command, cfg benchConfig, run *report.Run) error {
 			}
 		}
 	}
+	for _, n := range testbed.ColdNotes(run.Cells) {
+		fmt.Fprintln(cmd.ErrOrStderr(), "note:", n)
+	}
 	if cfg.Results == "" {
 		return nil
 	}
