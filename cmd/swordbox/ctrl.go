@@ -103,7 +103,7 @@ serves Prometheus metrics on --metrics.`,
 	f.Bool("push-pipeline", d.Push, "push the pipeline when the switch runs none or another one")
 	f.String("metrics", d.Metrics, "serve Prometheus /metrics on this address (empty: off)")
 	f.String("steering", d.Steering, "off | write | read-write")
-	f.Int("object-size", d.ObjectSize, "Clover object size in bytes, 1..4072 (a node is 24 + size)")
+	f.Int("object-size", d.ObjectSize, "Clover object size in bytes (a node is 24 + size)")
 	f.Duration("tail-ttl", d.TailTTL, "how long a confirmed tail may be steered to after the CAS that linked it")
 	f.Bool("chain", d.Chain, "chained write steering: steer a CAS onto the key's last forwarded link (docs/swordbox-p4.md, \"Chain mode\"); ignored, with a warning, by a program without chain mode")
 	f.Int("hot-keys", d.HotKeys, "keep the hottest N keys tracked (instead of tracked-keys)")

@@ -1,6 +1,8 @@
 // Command swordbox is the one CLI of the project: the A/B benchmark on the
 // software rack (bench), the rack's parts as processes (switch, ctrl,
-// middlebox, memnode), microbenchmarks (perf) and tools (decode, p4info).
+// middlebox, memnode, and Clover's metadata server and client threads:
+// clover ms, clover clients), microbenchmarks (perf) and tools (decode,
+// p4info).
 //
 // Every subcommand lives in its own file and is built by its constructor
 // (newBenchCmd, newCtrlCmd, ...); newRootCmd assembles the tree, so that
