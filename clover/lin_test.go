@@ -217,19 +217,27 @@ func TestLinearizableHotKeysFaultyLinks(t *testing.T) {
 	t.Logf("faults injected on the hub side: dropped %d duplicated %d reordered %d", dropped, dup, reord)
 }
 
+// keyOfTwo builds a rack of two clients with 128-byte values; the first
+// creates key, so it holds the key's cursor and the second does not.
+func keyOfTwo(t *testing.T, key uint64) (context.Context, *Client, *Client) {
+	t.Helper()
+	r := newTestRack(t, rackConfig{clients: 2, valueSize: 128, layout: smallLayout()})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	a, b := r.clients[0], r.clients[1]
+	if err := a.Create(ctx, key, val(1, 128)); err != nil {
+		t.Fatal(err)
+	}
+	return ctx, a, b
+}
+
 // TestGetFarBehindGoesOnFromShortcut: a get whose cursor is many nodes
 // behind the tail walks MaxChase hops with node READs, then READs the
 // shortcut once and walks on from there: the node the shortcut names is
 // the tail here, so the get ends with that node's READ, without a header
 // walk before it and without the MS.
 func TestGetFarBehindGoesOnFromShortcut(t *testing.T) {
-	r := newTestRack(t, rackConfig{clients: 2, valueSize: 128, layout: smallLayout()})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	a, b := r.clients[0], r.clients[1]
-	if err := a.Create(ctx, 5, val(1, 128)); err != nil {
-		t.Fatal(err)
-	}
+	ctx, a, b := keyOfTwo(t, 5)
 	out := make([]byte, 128)
 	if err := a.Get(ctx, 5, out); err != nil { // a's cursor: the first node
 		t.Fatal(err)
@@ -263,13 +271,7 @@ func TestGetFarBehindGoesOnFromShortcut(t *testing.T) {
 // tail (one node READ for a get; for a put, the persistence READ and one
 // CAS); after another client's puts the cursor is stale and neither does.
 func TestFirstTry(t *testing.T) {
-	r := newTestRack(t, rackConfig{clients: 2, valueSize: 128, layout: smallLayout()})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	a, b := r.clients[0], r.clients[1]
-	if err := a.Create(ctx, 5, val(1, 128)); err != nil {
-		t.Fatal(err)
-	}
+	ctx, a, b := keyOfTwo(t, 5)
 	out := make([]byte, 128)
 	for _, tc := range []struct {
 		name       string
