@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/swordbox/swordbox/testbed"
+	"github.com/swordbox/swordbox/testbed/netns"
 	"github.com/swordbox/swordbox/testbed/report"
 	"github.com/swordbox/swordbox/testbed/ycsb"
 )
@@ -101,7 +102,7 @@ Scenarios:
 	f.StringSlice("workloads", []string{"c", "b", "a", "write-only"}, "YCSB workloads of the default scenario (a, b, c, d, f, write-only)")
 	f.StringSlice("modes", nil, "modes to compare (default off, write, write+read; cas-mux: cas, cas-to-write)")
 	f.StringSlice("sweep", nil, "values of the scenario's swept parameter (tracked keys, zipf constants, sizes; client threads with --system sherman)")
-	f.Int("threads", testbed.DefaultThreads, "client threads in all, each with its own QPs (the paper's design point: 240)")
+	f.Int("threads", testbed.DefaultThreads, "client threads in all, each with its own QPs (the paper's design point: 240; at most 2048 with --netns)")
 	f.Int("client-hosts", testbed.DefaultClientHosts, "client hosts (RNICs) the threads are spread over")
 	f.Duration("duration", 8*time.Second, "measured time per cell")
 	f.Duration("warmup", time.Second, "unmeasured time per cell before measuring")
@@ -150,6 +151,9 @@ func benchSettings() *settingTable {
 		}
 		if c.SwitchArch != testbed.ArchV1Model && ((c.System != "" && c.System != "clover") || c.Netns) {
 			return fmt.Errorf("--switch-arch %s: only --system clover on the in-process rack runs it (not --netns, not swarm or sherman)", c.SwitchArch)
+		}
+		if c.Netns && c.Threads > netns.MaxThreads {
+			return fmt.Errorf("--threads %d with --netns: the namespace rack holds at most %d (its one metadata-server process loses its connections past that: WR_FLUSH_ERR at 4096 threads on a 2-core machine); the in-process and virtual racks take up to 4096", c.Threads, netns.MaxThreads)
 		}
 		return nil
 	})

@@ -315,6 +315,7 @@ func TestBadInputIsRefused(t *testing.T) {
 			"switch program ../../p4/swordbox.p4 is a v1model program, not tna"},
 		{"bench switch arch", append([]string{"bench", "--switch-arch", "tofino"}, noBench...), nil, `bench: --switch-arch: switch architecture "tofino": want v1model or tna`},
 		{"bench switch arch netns", append([]string{"bench", "--switch-arch", "tna", "--netns"}, noBench...), nil, "bench: --switch-arch tna: only --system clover on the in-process rack"},
+		{"bench netns threads", append([]string{"bench", "--netns", "--threads", "2049"}, noBench...), nil, "--threads 2049 with --netns: the namespace rack holds at most 2048"},
 		// The tna program has chain mode: --switch-arch tna --chain passes the
 		// settings' checks, and the next check (the workloads) refuses.
 		{"bench switch arch tna chain", append([]string{"bench", "--switch-arch", "tna", "--chain", "--workloads", "zz"}, noBench...), nil, `bench: --workloads: ycsb: unknown workload "zz"`},
