@@ -361,3 +361,32 @@ func ExampleRunLinearizability() {
 	fmt.Printf("keys touched %d, not linearizable %d, errors %d\n", res.KeysTouched, len(res.NonLinearizable), res.Errors)
 	// Output: keys touched 16, not linearizable 0, errors 0
 }
+
+// TestWithoutUnseenUnknownPuts: of a key's operations, only the puts of
+// unknown outcome whose value no get returned are dropped.
+func TestWithoutUnseenUnknownPuts(t *testing.T) {
+	op := func(put, unknown bool, v uint64) porcupine.Operation {
+		out := linOutput{unknown: unknown}
+		if !put {
+			out.value = v
+		}
+		return porcupine.Operation{Input: linInput{put: put, key: 1, value: v}, Output: out}
+	}
+	ops := []porcupine.Operation{
+		op(true, false, 1), // a put that returned
+		op(true, true, 2),  // unknown, read below: kept
+		op(true, true, 3),  // unknown, never read: dropped
+		op(false, false, 2),
+		op(true, false, 3+1),
+	}
+	got := withoutUnseenUnknownPuts(slices.Clone(ops))
+	want := []porcupine.Operation{ops[0], ops[1], ops[3], ops[4]}
+	if len(got) != len(want) {
+		t.Fatalf("kept %d operations, want %d: %+v", len(got), len(want), got)
+	}
+	for i := range want {
+		if got[i].Input != want[i].Input || got[i].Output != want[i].Output {
+			t.Errorf("operation %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}
