@@ -204,21 +204,19 @@ func RunCASMux(ctx context.Context, spec CASMuxSpec) (report.Cell, error) {
 	wait := func(d time.Duration) bool { return rnic.WallClock{}.Sleep(ctx, d) == nil }
 	var w0, w1 uint64
 	var elapsed time.Duration
-	if wait(spec.Warmup) {
+	measured := wait(spec.Warmup)
+	if measured {
 		w0 = cp.bytes.Load() + sp.bytes.Load()
 		measuring.Store(true)
 		start := time.Now()
-		done := wait(spec.Duration)
+		measured = wait(spec.Duration)
 		measuring.Store(false)
 		elapsed = time.Since(start)
 		w1 = cp.bytes.Load() + sp.bytes.Load()
-		if !done {
-			elapsed = 0
-		}
 	}
 	stop.Store(true)
 	wg.Wait()
-	if elapsed == 0 {
+	if !measured {
 		return cell, fmt.Errorf("testbed: cas-mux: %w", ctx.Err())
 	}
 	for _, e := range errs {

@@ -90,11 +90,12 @@ func runBenchSwarm(cmd *cobra.Command, cfg benchConfig) error {
 	// spare for the run's chance and testbed.SwarmInsertRoom keys for a
 	// workload's inserts.
 	most, why := cfg.Threads*(swarm.MaxLogBuffers-1024), ""
-	for _, w := range cfg.Workloads {
-		if mix, _, _ := ycsb.Preset(ycsb.Kind(w)); mix.Insert > 0 {
-			most = cfg.Threads*(swarm.MaxLogBuffers-1024) - testbed.SwarmInsertRoom
-			why = fmt.Sprintf(", less the %d kept for workload d's inserts", testbed.SwarmInsertRoom)
-		}
+	if slices.ContainsFunc(cfg.Workloads, func(w string) bool {
+		mix, _, _ := ycsb.Preset(ycsb.Kind(w))
+		return mix.Insert > 0
+	}) {
+		most -= testbed.SwarmInsertRoom
+		why = fmt.Sprintf(", less the %d kept for workload d's inserts", testbed.SwarmInsertRoom)
 	}
 	if cfg.Keys > most {
 		return fmt.Errorf("bench: --keys %d with --threads %d: want at most %d with --system swarm (a writer holds a log buffer for each key it wrote last, at most %d%s)",
