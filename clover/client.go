@@ -137,7 +137,8 @@ func (m *Metrics) combine(o Metrics, sign uint64) {
 		s uint64
 	}{
 		{&m.Gets, o.Gets}, {&m.Puts, o.Puts}, {&m.Creates, o.Creates}, {&m.Deletes, o.Deletes},
-		{&m.NotFound, o.NotFound}, {&m.GetsFirstTry, o.GetsFirstTry}, {&m.PutsFirstTry, o.PutsFirstTry}, {&m.CursorMisses, o.CursorMisses}, {&m.CAS, o.CAS}, {&m.CASFailures, o.CASFailures}, {&m.Retries, o.Retries},
+		{&m.NotFound, o.NotFound}, {&m.GetsFirstTry, o.GetsFirstTry}, {&m.PutsFirstTry, o.PutsFirstTry},
+		{&m.CursorMisses, o.CursorMisses}, {&m.CAS, o.CAS}, {&m.CASFailures, o.CASFailures}, {&m.Retries, o.Retries},
 		{&m.CASSteered, o.CASSteered}, {&m.Uncertain, o.Uncertain}, {&m.ReadsSteered, o.ReadsSteered},
 		{&m.StaleCursors, o.StaleCursors}, {&m.Recoveries, o.Recoveries}, {&m.ReadTimeouts, o.ReadTimeouts},
 		{&m.SteeredNonTail, o.SteeredNonTail}, {&m.PreCASReads, o.PreCASReads}, {&m.ChaseReads, o.ChaseReads},

@@ -4,8 +4,8 @@
 // TTL; tracked keys), retransmits CAS requests that stay outstanding on the
 // switch so that a client whose CAS was lost need not wait for its own
 // retransmission timeout (repair, SwordBox section 4.5; steering's
-// correctness does not depend on it), moves partial steering to the hottest keys (section 6.4.4),
-// and exports what it sees on a Prometheus endpoint.
+// correctness does not depend on it), moves partial steering to the hottest
+// keys (section 6.4.4), and exports what it sees on a Prometheus endpoint.
 //
 // It speaks only P4Runtime (through ctrl/p4rtc) and knows the program only
 // by the P4Info names in names.go (the contract of docs/swordbox-p4.md); it

@@ -390,9 +390,10 @@ func RunSuite(ctx context.Context, c SuiteConfig, progress func(i, n int, label 
 const ColdCursorMisses = 0.1
 
 // ColdNotes says when cells measured threads meeting keys for the first
-// time (every rack's suite adds it to the run's notes): such an operation starts from the metadata server's latest
-// pointer, near the tail, where a thread that has run for a while holds a
-// cursor left where it last saw the tail, often far behind it.
+// time (every rack's suite adds it to the run's notes): such an operation
+// starts from the metadata server's latest pointer, near the tail, where a
+// thread that has run for a while holds a cursor left where it last saw
+// the tail, often far behind it.
 func ColdNotes(cells []report.Cell) []string {
 	n, worst := 0, 0.0
 	for _, c := range cells {

@@ -47,9 +47,10 @@ SetForwardingPipelineConfig, whose p4_device_config is the P4 source text.
 tna); a program of the other architecture is refused.
 
 --ports lists N=SPEC pairs: N is the pipeline port number (0..511, not the CPU
-port; 0..510 with --arch v1model, whose port 511 drops) and SPEC is an interface name for an AF_PACKET port (needs root and an
-existing interface, e.g. a veth), or "mem" for an in-memory port whose far end
-discards what the switch sends (a smoke-test port: it has no traffic source).
+port; 0..510 with --arch v1model, whose port 511 drops) and SPEC is an
+interface name for an AF_PACKET port (needs root and an existing interface,
+e.g. a veth), or "mem" for an in-memory port whose far end discards what the
+switch sends (a smoke-test port: it has no traffic source).
 
 The CPU port (--cpu-port, 255 for swordbox.p4) is mapped to PacketIn and
 PacketOut on the P4Runtime StreamChannel; it is 1..511, and at most 510 with
@@ -149,8 +150,8 @@ func maxSwitchPort(arch string) uint64 {
 	return v1modelDropPort
 }
 
-// openSwitchPorts opens the N=SPEC port list; port numbers go up to max.
-func openSwitchPorts(specs []string, cpuPort uint32, max uint64) (map[uint32]netio.Port, error) {
+// openSwitchPorts opens the N=SPEC port list; port numbers go up to maxPort.
+func openSwitchPorts(specs []string, cpuPort uint32, maxPort uint64) (map[uint32]netio.Port, error) {
 	ports := map[uint32]netio.Port{}
 	fail := func(err error) (map[uint32]netio.Port, error) {
 		for _, p := range ports {
@@ -168,12 +169,12 @@ func openSwitchPorts(specs []string, cpuPort uint32, max uint64) (map[uint32]net
 			return fail(fmt.Errorf("switch: port %q: want N=INTERFACE or N=mem", spec))
 		}
 		n, err := strconv.ParseUint(num, 10, 32)
-		if err != nil || n > max {
+		if err != nil || n > maxPort {
 			why := ""
-			if max < v1modelDropPort {
+			if maxPort < v1modelDropPort {
 				why = fmt.Sprintf(" (%d is v1model's drop port)", v1modelDropPort)
 			}
-			return fail(fmt.Errorf("switch: --ports %q: port number must be 0..%d%s", spec, max, why))
+			return fail(fmt.Errorf("switch: --ports %q: port number must be 0..%d%s", spec, maxPort, why))
 		}
 		if uint32(n) == cpuPort {
 			return fail(fmt.Errorf("switch: port %q: %d is the CPU port", spec, n))
@@ -219,8 +220,8 @@ func switchSettings() *settingTable {
 		if err := testbed.CheckSwitchArch(c.Arch); err != nil {
 			return fmt.Errorf("--arch: %w", err)
 		}
-		if max := maxSwitchPort(c.Arch); uint64(c.CPUPort) > max {
-			return fmt.Errorf("--cpu-port %d with --arch %s: want 1..%d (%d is v1model's drop port: PacketIn would never leave)", c.CPUPort, c.Arch, max, v1modelDropPort)
+		if maxPort := maxSwitchPort(c.Arch); uint64(c.CPUPort) > maxPort {
+			return fmt.Errorf("--cpu-port %d with --arch %s: want 1..%d (%d is v1model's drop port: PacketIn would never leave)", c.CPUPort, c.Arch, maxPort, v1modelDropPort)
 		}
 		return nil
 	})

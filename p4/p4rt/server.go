@@ -1,8 +1,9 @@
 // Package p4rt serves P4Runtime (github.com/p4lang/p4runtime v1.5.0) over
 // gRPC for the Go target (p4/target; programs for v1model or TNA), the way
-// simple_switch_grpc serves BMv2, so that a controller cannot tell the two apart. It also runs
-// the switch's data plane: it moves frames between netio ports and the
-// target's pipeline, and maps the CPU port to PacketIn and PacketOut.
+// simple_switch_grpc serves BMv2, so that a controller cannot tell the two
+// apart. It also runs the switch's data plane: it moves frames between
+// netio ports and the target's pipeline, and maps the CPU port to PacketIn
+// and PacketOut.
 //
 // It owns: Capabilities; SetForwardingPipelineConfig (VERIFY,
 // VERIFY_AND_SAVE, COMMIT, VERIFY_AND_COMMIT) and
