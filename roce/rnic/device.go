@@ -71,6 +71,30 @@ type Config struct {
 	DeviceMemory int
 	// Timing enables the NIC timing model; nil (default) runs untimed.
 	Timing *Timing
+	// OnAtomic, if set, observes every atomic the responder executes (not
+	// the replay of a duplicate), right after it changed memory and under
+	// no lock: now is the device's clock (virtual time on a virtual
+	// device), mem the 8-byte word's region, orig the word's value before.
+	// It must not block; tests use it to timestamp commits at the memory.
+	OnAtomic func(a ExecutedAtomic)
+}
+
+// ExecutedAtomic is an atomic as the responder executed it.
+type ExecutedAtomic struct {
+	Now                    int64 // the device's clock, ns
+	MR                     *MR   // the region of the word
+	VA                     uint64
+	CAS                    bool // CMP_SWAP; else FETCH_ADD
+	Compare, SwapAdd, Orig uint64
+}
+
+// Swapped reports whether the atomic changed the word: a CMP_SWAP whose
+// compare matched, or a FETCH_ADD of a non-zero addend.
+func (a ExecutedAtomic) Swapped() bool {
+	if a.CAS {
+		return a.Orig == a.Compare && a.SwapAdd != a.Orig
+	}
+	return a.SwapAdd != 0
 }
 
 func (c *Config) defaults() error {

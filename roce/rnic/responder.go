@@ -371,7 +371,11 @@ func (rs *recvSide) executeAtomic(q *QP, r *rxReq, em emitter) {
 	if t := q.dev.timing; t != nil {
 		t.throttleAtomic(q, m, r.va)
 	}
-	orig := atomicApply(m, b, r.op == roce.OpRCCompareSwap, r.compare, r.swapAdd)
+	cas := r.op == roce.OpRCCompareSwap
+	orig := atomicApply(m, b, cas, r.compare, r.swapAdd)
+	if f := q.dev.cfg.OnAtomic; f != nil {
+		f(ExecutedAtomic{Now: q.dev.now(), MR: m, VA: r.va, CAS: cas, Compare: r.compare, SwapAdd: r.swapAdd, Orig: orig})
+	}
 	rs.atomicsDone++
 	rs.atomics[rs.nextAt] = atomicRec{psn: r.psn, orig: orig, valid: true}
 	rs.nextAt = (rs.nextAt + 1) % atomicReplay

@@ -10,7 +10,9 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
+	"github.com/swordbox/swordbox/clover"
 	"github.com/swordbox/swordbox/ctrl"
+	"github.com/swordbox/swordbox/roce/rnic"
 	"github.com/swordbox/swordbox/testbed/kvmodel"
 )
 
@@ -39,7 +41,14 @@ func TestCloverLinearizableVirtual(t *testing.T) {
 			if testing.Short() && threads > 16 {
 				t.Skip("240 threads: not under -short")
 			}
-			cr, err := NewCloverRack(context.Background(), CloverConfig{Rack: Config{Seed: tc.seed, Chain: tc.chain}, Steering: steering,
+			var commits []kvmodel.Commit
+			recording := false
+			rc := Config{Seed: tc.seed, Chain: tc.chain, MemoryOnAtomic: func(_ int, a rnic.ExecutedAtomic) {
+				if c, ok := cloverCommit(a); ok && recording {
+					commits = append(commits, c)
+				}
+			}}
+			cr, err := NewCloverRack(context.Background(), CloverConfig{Rack: rc, Steering: steering,
 				Threads: threads, ClientHosts: tc.hosts, Keys: keys})
 			if err != nil {
 				t.Fatal(err)
@@ -58,6 +67,7 @@ func TestCloverLinearizableVirtual(t *testing.T) {
 			if err := cr.phase(time.Second, []*Proc{load}); err != nil {
 				t.Fatal(err)
 			}
+			recording = true
 			rng := sim.Rand()
 			end := sim.Now() + int64(time.Millisecond)
 			var hist []porcupine.Operation
@@ -91,7 +101,11 @@ func TestCloverLinearizableVirtual(t *testing.T) {
 				t.Fatal(err)
 			}
 			m := cr.Metrics()
-			model := kvmodel.Register(func(input, _ any) kvmodel.Op { return input.(kvmodel.Op) })
+			opOf := func(input, _ any) kvmodel.Op { return input.(kvmodel.Op) }
+			if err := kvmodel.Witness(hist, opOf, commits); err != nil {
+				t.Errorf("steering %s: %d operations, %d commits: %v", steering, len(hist), len(commits), err)
+			}
+			model := kvmodel.Register(opOf)
 			if !porcupine.CheckOperations(model, hist) {
 				t.Fatalf("steering %s: history of %d operations is not linearizable", steering, len(hist))
 			}
@@ -113,4 +127,25 @@ func TestCloverLinearizableVirtual(t *testing.T) {
 			t.Logf("steering %s: %d operations linearizable; CAS %d, failed %d, steered reads %d", steering, len(hist), m.CAS, m.CASFailures, m.ReadsSteered)
 		})
 	}
+}
+
+// cloverCommit reads a put's commit from an atomic the memory node
+// executed: a CMP_SWAP that swapped a node's tail word for a link to
+// another node of the same key (docs/clover-layout.md). The values are
+// the first 8 bytes of the two nodes' values, which the tests make unique.
+func cloverCommit(a rnic.ExecutedAtomic) (kvmodel.Commit, bool) {
+	cmp, swp := clover.Header(a.Compare), clover.Header(a.SwapAdd)
+	if !a.CAS || !a.Swapped() || !cmp.IsTail() || !swp.Next().IsSlot() || swp.Next().MemoryNode() != 0 {
+		return kvmodel.Commit{}, false
+	}
+	mem := a.MR.Bytes()
+	pred, next := a.VA-a.MR.Addr(), swp.Next().Offset()
+	if pred+clover.NodeOverhead+8 > uint64(len(mem)) || next+clover.NodeOverhead+8 > uint64(len(mem)) {
+		return kvmodel.Commit{}, false
+	}
+	p, n := clover.Node(mem[pred:]), clover.Node(mem[next:])
+	if p.Key() != n.Key() {
+		return kvmodel.Commit{}, false
+	}
+	return kvmodel.Commit{Key: p.Key(), At: a.Now, Prev: binary.LittleEndian.Uint64(p.Value()), Value: binary.LittleEndian.Uint64(n.Value())}, true
 }

@@ -42,6 +42,9 @@ type Config struct {
 	// MemoryInit lays a region out before it is registered.
 	MemorySize int
 	MemoryInit func(node int, buf []byte) error
+	// MemoryOnAtomic, if set, observes every atomic a memory node
+	// executes, at its virtual time (rnic.Config.OnAtomic).
+	MemoryOnAtomic func(node int, a rnic.ExecutedAtomic)
 	// Link is every cable's configuration; QueueBytes is ignored (the
 	// switch's egress queues take SwitchQueueBytes, hosts'
 	// DefaultHostQueueBytes).
@@ -146,6 +149,10 @@ func NewRack(ctx context.Context, cfg Config) (_ *Rack, err error) {
 			// Behind a steering switch memory nodes run with ICRC
 			// checking off, as in the paper.
 			rc.Name, rc.SkipICRC = fmt.Sprintf("mem%d", i), true
+			if f := cfg.MemoryOnAtomic; f != nil {
+				node := i
+				rc.OnAtomic = func(a rnic.ExecutedAtomic) { f(node, a) }
+			}
 		}
 		h, herr := NewHost(s, rc, nic)
 		if herr != nil {
