@@ -190,7 +190,18 @@ func TestLinkRNRThenReceive(t *testing.T) {
 func TestLinkAtomicsExactlyOnceAcrossQPs(t *testing.T) {
 	f := lossy(7)
 	f.Duplicate = 0.3
-	p := newPair(t, f, fastCfg(), Config{Workers: 4})
+	// OnAtomic sees each atomic once, replays of duplicates not: every
+	// original value 0, 3, 6, ... exactly once.
+	var mu sync.Mutex
+	seen := map[uint64]int{}
+	p := newPair(t, f, fastCfg(), Config{Workers: 4, OnAtomic: func(a ExecutedAtomic) {
+		mu.Lock()
+		defer mu.Unlock()
+		if a.CAS || a.SwapAdd != 3 || a.VA-a.MR.Addr() != 8 || !a.Swapped() {
+			t.Errorf("observed %+v, want FETCH_ADD 3 at offset 8", a)
+		}
+		seen[a.Orig]++
+	}})
 	cs, _ := p.qps(t, 8, 0xfffffa)
 	rm, _ := p.srv.Register(make([]byte, 64), verbs.AccessAll)
 	var wg sync.WaitGroup
@@ -222,6 +233,13 @@ func TestLinkAtomicsExactlyOnceAcrossQPs(t *testing.T) {
 	}
 	if s := p.srv.Stats(); s.AtomicsExecuted != 8*per || s.Duplicates == 0 {
 		t.Fatalf("executed %d atomics for %d posted (%d duplicates seen)", s.AtomicsExecuted, 8*per, s.Duplicates)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i := uint64(0); i < 8*per; i++ {
+		if seen[3*i] != 1 {
+			t.Fatalf("OnAtomic saw original value %d %d times, want once (%d values seen)", 3*i, seen[3*i], len(seen))
+		}
 	}
 }
 
