@@ -75,11 +75,17 @@ type Metrics struct {
 	// was not a tail), retries (CASes after the first, per put), steered
 	// successes (original value a tail word of another version).
 	CAS, CASFailures, Retries, CASSteered uint64
-	Uncertain                             uint64
+	// CASVouched: steered successes the switch vouched for in the ATOMIC
+	// ACK (docs/clover-layout.md, "Vouched links"), taken without a proof.
+	CASVouched uint64
+	Uncertain  uint64
 	// Reads: node READs whose node was another version of the key while
 	// the cursor was fresh (a steered READ), stale cursors (version or
 	// key mismatch), recoveries through shortcut or MS.
 	ReadsSteered, StaleCursors, Recoveries, ReadTimeouts uint64
+	// ReadsUnproven: node READs a switch steered to a node it did not
+	// vouch for (a chain's end whose link it had not confirmed), read again.
+	ReadsUnproven uint64
 	// SteeredNonTail: steered node READs whose node was no longer the tail
 	// (the switch's cached tail lagged); the get then finished unsteered.
 	SteeredNonTail uint64
@@ -139,7 +145,7 @@ func (m *Metrics) combine(o Metrics, sign uint64) {
 		{&m.Gets, o.Gets}, {&m.Puts, o.Puts}, {&m.Creates, o.Creates}, {&m.Deletes, o.Deletes},
 		{&m.NotFound, o.NotFound}, {&m.GetsFirstTry, o.GetsFirstTry}, {&m.PutsFirstTry, o.PutsFirstTry},
 		{&m.CursorMisses, o.CursorMisses}, {&m.CAS, o.CAS}, {&m.CASFailures, o.CASFailures}, {&m.Retries, o.Retries},
-		{&m.CASSteered, o.CASSteered}, {&m.Uncertain, o.Uncertain}, {&m.ReadsSteered, o.ReadsSteered},
+		{&m.CASSteered, o.CASSteered}, {&m.CASVouched, o.CASVouched}, {&m.Uncertain, o.Uncertain}, {&m.ReadsSteered, o.ReadsSteered}, {&m.ReadsUnproven, o.ReadsUnproven},
 		{&m.StaleCursors, o.StaleCursors}, {&m.Recoveries, o.Recoveries}, {&m.ReadTimeouts, o.ReadTimeouts},
 		{&m.SteeredNonTail, o.SteeredNonTail}, {&m.PreCASReads, o.PreCASReads}, {&m.ChaseReads, o.ChaseReads},
 		{&m.RecoveryReads, o.RecoveryReads}, {&m.ChaseHops, o.ChaseHops}, {&m.Verbs, o.Verbs},
@@ -174,7 +180,7 @@ type cursorEntry struct {
 	key      uint64
 	used     bool
 	ptr      Ptr
-	valAt    time.Duration // when ptr was last seen as the tail (READ/CAS post time); <0 unknown
+	valAt    time.Duration // when ptr was last seen as the tail (READ/CAS post time) or named by the MS; <0 unknown
 	epoch    uint32        // client epoch of that validation
 	shortcut ShortcutRef
 	class    uint8
@@ -182,6 +188,11 @@ type cursorEntry struct {
 	// new entry: of any key, steerSeen), so a
 	// put's first hop past a stale cursor tries a steerable READ.
 	readSteered bool
+	// vouched: a switch vouched for the last link of this key (and no
+	// unsteered CAS has failed on a moved cursor since), so a put CASes
+	// from the node its persistence READ reached, tail or not: the switch
+	// chains the CAS onto the key's chain end and vouches for it.
+	vouched bool
 }
 
 type pendingRetire struct {
@@ -213,6 +224,11 @@ type Client struct {
 	epoch uint32
 	// steerSeen: a switch has steered one of this client's node READs.
 	steerSeen bool
+	// vouchSeen: a switch has vouched for one of this client's links.
+	vouchSeen bool
+	// readVouched: the last node-sized READ came back with the switch's
+	// vouch bit (bit 63 of its header word, cleared by readAt).
+	readVouched bool
 
 	// cursor cache: FIFO ring + index
 	ring  []cursorEntry

@@ -126,19 +126,25 @@
 //   - A slot seen as a key's tail at time t cannot be reused before t + T_r:
 //     it is retired only after a successor is linked, and the MS holds
 //     retired slots for T_r. A cursor so seen less than T_r ago is "fresh".
-//   - The switch's contract (docs/swordbox-p4.md): it steers a READ only to
-//     a tail whose own linking CAS it saw succeed (so T is a node of the
-//     chain); a CAS to such a tail or, in chain mode, to the node of the
-//     key's last forwarded linking CAS, confirmed or not; and only within
-//     tail_ttl <= T_r/2 of forwarding the CAS that linked the target (so it
-//     cannot have been reclaimed when a request steered there lands, if the
-//     request spends under T_r/2 in flight).
+//   - The switch's contract (docs/swordbox-p4.md): it steers a READ or a
+//     CAS to a tail whose own linking CAS it saw succeed or, in chain mode,
+//     to the node of the key's last forwarded linking CAS, confirmed or
+//     not; only within tail_ttl <= T_r/2 of forwarding the CAS that linked
+//     the target (so it cannot have been reclaimed when a request steered
+//     there lands, if the request spends under T_r/2 in flight); and it
+//     vouches (bit 63, which no header word in memory has) for a READ
+//     response whose node is its confirmed tail, and for the ATOMIC ACK of
+//     a link it saw succeed after its confirmed tail (the word names that
+//     predecessor: docs/clover-layout.md, "Vouched links").
 //
 // Put: WRITE the node N; READ the cursor X's header (this READ, on the same
 // queue pair, also persists N, in place of Clover's READ of N's last byte);
 // walk to the tail if X moved; CAS. X is thus fresh when the CAS executes,
 // and the result decides:
 //
+//   - A vouch word: a switch chained the CAS and saw N linked after the
+//     node it names, a node of the chain. Success, and that node is the
+//     predecessor to retire; no proof.
 //   - Original value == compare: success on X (or on a steered T that
 //     happens to carry X's version, which the switch allows only for a
 //     confirmed T; N is linked either way).
@@ -172,24 +178,39 @@
 //     that chain or forgotten that tail; X's own successor comes back if
 //     X moved). Anything else (not a header word): walk again from X.
 //
-// Why a proof rather than trust: a switch that vouched for every steered
-// success would have to see every link succeed first, one link per key
-// per round trip (docs/swordbox-p4.md, "Chain mode"). Chaining lets all
-// concurrent puts of a key link in one round trip, and the proof is the
-// walk a steered put made anyway to find the predecessor it retires.
+// Why a vouch and a proof rather than trust: a CAS chained onto a node whose
+// own link is lost or failed still succeeds, on a node hanging outside the
+// chain. The switch vouches only once the predecessor is confirmed, which
+// chaining makes the common case (all concurrent puts of a key link in one
+// round trip, and their ACKs come back in order); the rest are proven.
+//
+// Where the switch steers this client's READs and vouches for its links
+// (Client.chaining: read and write steering in chain mode), a put skips
+// the walk to the tail: it CASes the node its persistence READ reached
+// (a node-sized READ the switch steers; vouched, it is a node of the
+// chain, safe to CAS for T_r/4 more) or its fresh cursor, replacing a
+// cursor older than T_r/2 by the MS's latest pointer; the switch chains
+// the CAS onto the key's chain end. After an unsteered failure it CASes
+// on at the successor the failure returned (up to 4096 times) instead of
+// walking: on a hot key a walk ends only in a lull, while a CAS is an
+// offer the switch can chain.
 //
 // Get: a node READ returns a node whose own handle (docs/clover-layout.md)
 // says which slot it came from. The node asked for: as without a switch.
 // Another slot's node of the key, from a READ back within T_r/2 (a slower
-// one is read again: T's slot is safe only that long): the switch steered
-// the READ to its confirmed tail T; if T's next is NULL it is the tail now,
-// its value is returned and the cursor moves to T. If T has a successor (the switch's
-// tail lags), the get finishes without node-sized READs: header READs to
-// the tail, then a READ of the value alone. A lagging switch thus costs a
-// few READs, never a loop. Where gets of a key were steered, a put's
-// persistence READ of its cursor, and a recovery's first READ from the
-// shortcut, are node-sized too, so that the switch steers them to the tail:
-// one READ instead of a walk.
+// one is read again: T's slot is safe only that long), steered by a switch:
+// without the vouch bit it may be a chain's end not yet (or never) linked,
+// so it is ignored and the READ sent again, and after three such READs the
+// get walks MaxChase hops with header READs before asking again. With the
+// vouch, T is a node of the chain: if T's next is NULL it is the tail, its
+// value is returned and the cursor moves to T. If T has a successor (the
+// switch's tail lags), the get READs on from the successor (the switch
+// steers that READ to the chain's end); steered back to T, it walks
+// MaxChase hops unsteered first. A lagging switch thus costs a few READs,
+// never a loop. Where gets of a key were steered, a put's persistence READ
+// of its cursor, and a recovery's first READ from the shortcut, are
+// node-sized too, so that the switch steers them to the tail: one READ
+// instead of a walk.
 //
 // Why versions start hashed: with every slot starting at version 1, a
 // steered CAS lands on a T with X's version almost always, is taken for an

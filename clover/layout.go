@@ -21,6 +21,10 @@ const (
 	hdrBwMask        = 1                        // bit 0
 	// hdrMustBeZero are bits 63..60 and 27.
 	hdrMustBeZero = 0xF<<60 | 1<<27
+	// hdrVouch is bit 63 of an ATOMIC ACK's original value that a steering
+	// switch rewrote to vouch for a chained link: no header word in memory
+	// has it.
+	hdrVouch = 1 << 63
 )
 
 // Node layout: header word, key, the node's own logical handle, value (all
@@ -82,6 +86,24 @@ func TailWord(v uint8) Header { return MakeHeader(LHNull, 0, v, false) }
 // version (next NULL, next version 0, no flags): what a CAS's original value
 // looks like when it succeeded on a node, steered or not.
 func (h Header) IsTailWordModVersion() bool { return h.WithEntryVersion(0) == 0 }
+
+// Vouched reports whether h, the original value of a linking CAS, is a
+// steering switch's vouch (docs/clover-layout.md, "Vouched links"): bit 63
+// set, the next-LH field naming the node the CAS linked after (a slot), the
+// entry-version field its version, every other bit zero. The CAS then
+// linked after pred, a node of the chain.
+func (h Header) Vouched() (pred Ptr, ok bool) {
+	if uint64(h)&^(hdrNextMask|hdrEntryVerMask) != hdrVouch || !h.Next().IsSlot() {
+		return Ptr{}, false
+	}
+	return Ptr{LH: h.Next(), Ver: h.EntryVersion()}, true
+}
+
+// VouchWord is the word a steering switch puts in the ATOMIC ACK of a link
+// after pred that it vouches for.
+func VouchWord(pred Ptr) Header {
+	return Header(hdrVouch | uint64(pred.LH)<<hdrNextShift | uint64(pred.Ver)<<hdrEntryVerShift)
+}
 
 func (h Header) String() string {
 	return fmt.Sprintf("{next %v nv %d ev %d bw %v}", h.Next(), h.NextVersion(), h.EntryVersion(), h.Bw())

@@ -34,7 +34,7 @@ func (c *Client) insert(key uint64) *cursorEntry {
 	if old.used {
 		delete(c.index, old.key)
 	}
-	*old = cursorEntry{key: key, used: true, valAt: -1, readSteered: c.steerSeen}
+	*old = cursorEntry{key: key, used: true, valAt: -1, readSteered: c.steerSeen, vouched: c.vouchSeen}
 	c.index[key] = int32(c.pos)
 	c.pos = (c.pos + 1) % len(c.ring)
 	return old
@@ -65,12 +65,15 @@ func (c *Client) cursor(ctx context.Context, key uint64) (*cursorEntry, error) {
 		return e, nil
 	}
 	c.m.CursorMisses++
+	t := c.now()
 	ki, err := c.lookup(ctx, key)
 	if err != nil {
 		return nil, err
 	}
 	e := c.insert(key)
-	e.ptr, e.valAt, e.epoch, e.shortcut, e.class = ki.Latest, -1, c.epoch, ki.Shortcut, ki.Class
+	// The MS's latest pointer never names a retired slot, so the node is
+	// safe from reuse for T_r after the MS answered, hence after t.
+	e.ptr, e.valAt, e.epoch, e.shortcut, e.class = ki.Latest, t, c.epoch, ki.Shortcut, ki.Class
 	return e, nil
 }
 
@@ -108,7 +111,15 @@ func (c *Client) readAt(ctx context.Context, p Ptr, at, off, n int, gc bool) (No
 			return nil, 0, err
 		}
 		if c.now()-t < c.cfg.ReadTimeout {
-			return Node(c.buf[off : off+n]), t, nil
+			nd := Node(c.buf[off : off+n])
+			c.readVouched = false
+			if n == c.nsize && at == 0 {
+				if h := nd.Header(); uint64(h)&hdrVouch != 0 {
+					nd.SetHeader(h &^ hdrVouch)
+					c.readVouched = true
+				}
+			}
+			return nd, t, nil
 		}
 		c.m.ReadTimeouts++
 	}
@@ -135,7 +146,14 @@ func isNode(n Node, key uint64, p Ptr) bool {
 // delete: the walk starts again from p).
 func (c *Client) walk(ctx context.Context, key uint64, e *cursorEntry, p Ptr, limit int, reads *uint64, steer bool) error {
 	from := p
+	unproven, resteer := 0, -1
 	for hops := 0; hops <= limit; hops++ {
+		if hops == resteer {
+			// A few hops unsteered after unproven READs: ask the switch
+			// again (on a hot key a walk alone ends only in a lull).
+			steer, unproven, resteer = true, 0, -1
+			e.readSteered = true
+		}
 		size := NodeOverhead
 		if steer {
 			size = c.nsize
@@ -151,14 +169,22 @@ func (c *Client) walk(ctx context.Context, key uint64, e *cursorEntry, p Ptr, li
 			case steerSlow:
 				steer, hops = false, hops-1 // read p again, unsteered
 				continue
+			case steerUnproven:
+				hops--
+				if unproven++; unproven > maxUnproven {
+					steer, resteer = false, hops+1+c.cfg.MaxChase
+				}
+				continue
 			case steerOK:
 				p, steered = at, true
 				c.m.ReadsSteered++
 			default:
 				if !n.Header().IsTail() {
 					// A READ of a node that is not the tail came back
-					// unsteered (a READ of the tail itself never is).
-					e.readSteered, steer = false, false
+					// unsteered (a READ of the tail itself never is):
+					// header READs, asking the switch again after a
+					// few hops.
+					e.readSteered, steer, resteer = false, false, hops+1+c.cfg.MaxChase
 				}
 			}
 		}
@@ -187,9 +213,10 @@ func (c *Client) walk(ctx context.Context, key uint64, e *cursorEntry, p Ptr, li
 
 // What a node READ that a switch may have steered came back with.
 const (
-	steerNone = iota // the node asked for, or none of the key's
-	steerOK          // another slot's node of the key: the switch's confirmed tail
-	steerSlow        // the same, but too late to trust: read again
+	steerNone     = iota // the node asked for, or none of the key's
+	steerOK              // another slot's node of the key: the switch's confirmed tail
+	steerSlow            // the same, but too late to trust: read again
+	steerUnproven        // another slot's node of the key the switch did not vouch for
 )
 
 // steeredTo judges node READ n, aimed at p and posted at t. A node of the
@@ -208,10 +235,20 @@ func (c *Client) steeredTo(n Node, key uint64, p Ptr, t time.Duration) (at Ptr, 
 		return Ptr{}, steerSlow
 	}
 	c.steerSeen = true
+	if !c.readVouched {
+		// The chain's end, whose link the switch had not confirmed when
+		// the response passed: it may never be linked.
+		c.m.ReadsUnproven++
+		return Ptr{}, steerUnproven
+	}
 	return Ptr{LH: self, Ver: h.EntryVersion()}, steerOK
 }
 
 var errStale = errors.New("clover: stale pointer")
+
+// maxUnproven bounds the steered READs of one node a get or walk makes
+// that come back without the switch's vouch before it walks unsteered.
+const maxUnproven = 3
 
 // recover finds the key's tail from its shortcut, then from the MS's latest
 // pointer, and validates the cursor there.
@@ -223,7 +260,7 @@ func (c *Client) recover(ctx context.Context, key uint64, e *cursorEntry) error 
 			return err
 		}
 		if !s.IsZero() {
-			err := c.walk(ctx, key, e, s, 1<<20, &c.m.RecoveryReads, e.readSteered)
+			err := c.walk(ctx, key, e, s, 1<<20, &c.m.RecoveryReads, e.readSteered || c.steerSeen)
 			if err == nil || !(errors.Is(err, errStale) || errors.Is(err, ErrNotFound)) {
 				return err
 			}
@@ -246,7 +283,7 @@ func (c *Client) recover(ctx context.Context, key uint64, e *cursorEntry) error 
 			return err
 		}
 		e.shortcut, e.class = ki.Shortcut, ki.Class
-		err = c.walk(ctx, key, e, ki.Latest, 1<<20, &c.m.RecoveryReads, e.readSteered)
+		err = c.walk(ctx, key, e, ki.Latest, 1<<20, &c.m.RecoveryReads, e.readSteered || c.steerSeen)
 		if !errors.Is(err, errStale) {
 			return err
 		}
@@ -325,7 +362,24 @@ func (c *Client) Get(ctx context.Context, key uint64, dst []byte) error {
 	hops := 0
 	rechecked := false
 	jumped := false // to the shortcut, once
+	unproven := 0
+	var lastAt Ptr // the node of the last vouched steered READ
 	p := e.ptr
+	// hop walks a few hops unsteered from p (hopUnsteered) and moves p to
+	// the node reached, or back to the cursor if a slot on the way was
+	// reclaimed; done: the tail's value is in dst.
+	hop := func() (done bool, err error) {
+		q, done, err := c.hopUnsteered(ctx, key, e, p, dst)
+		switch {
+		case errors.Is(err, errStale):
+			p = e.ptr
+			return false, nil
+		case err != nil || done:
+			return done, err
+		}
+		p = q
+		return false, nil
+	}
 	for attempt := 0; ; attempt++ {
 		if attempt > 1<<16 {
 			return fmt.Errorf("clover client %d: get key %d: no progress", c.cfg.ID, key)
@@ -343,6 +397,17 @@ func (c *Client) Get(ctx context.Context, key uint64, dst []byte) error {
 			at = p
 		case kind == steerSlow:
 			continue // read again
+		case kind == steerUnproven:
+			if unproven++; unproven <= maxUnproven {
+				continue // read again: the switch steers to a newer end, or vouches
+			}
+			// The switch does not vouch for this key's chain now: a few
+			// hops unsteered, then ask it again.
+			unproven = 0
+			if done, err := hop(); err != nil || done {
+				return c.gotUnsteered(err, hops)
+			}
+			continue
 		case steered:
 			e.readSteered = true
 			c.m.ReadsSteered++
@@ -391,21 +456,24 @@ func (c *Client) Get(ctx context.Context, key uint64, dst []byte) error {
 			c.chase(hops)
 			return nil
 		case steered:
+			// A node the switch vouched for, with a successor: READ on
+			// from there, which the switch steers to the chain's end;
+			// if it steers back to this node (its tail lags the chain),
+			// a few hops unsteered first.
 			c.m.SteeredNonTail++
-			if err := c.getUnsteered(ctx, key, e, Ptr{LH: next, Ver: h.NextVersion()}, dst); err != nil {
-				if errors.Is(err, errStale) {
-					p = e.ptr
-					continue
-				}
-				return c.notFound(err)
+			hops++
+			p = Ptr{LH: next, Ver: h.NextVersion()}
+			if at != lastAt {
+				lastAt = at
+				continue
 			}
-			c.m.Gets++
-			c.chase(hops + 1)
-			return nil
+			if done, err := hop(); err != nil || done {
+				return c.gotUnsteered(err, hops)
+			}
 		default:
 			hops++
 			p = Ptr{LH: next, Ver: h.NextVersion()}
-			if hops%c.cfg.MaxChase != 0 || jumped {
+			if (hops%c.cfg.MaxChase != 0 && !e.readSteered) || jumped {
 				continue
 			}
 			if e.shortcut != 0 {
@@ -428,6 +496,53 @@ func (c *Client) Get(ctx context.Context, key uint64, dst []byte) error {
 			p = e.ptr
 		}
 	}
+}
+
+// gotUnsteered ends a get whose unsteered hops found the tail (err nil)
+// or failed.
+func (c *Client) gotUnsteered(err error, hops int) error {
+	if err != nil {
+		return c.notFound(err)
+	}
+	c.m.Gets++
+	c.chase(hops)
+	return nil
+}
+
+// hopUnsteered walks at most MaxChase hops from p with header READs. If
+// it reaches the tail it READs the tail's value into dst (done); otherwise
+// it returns the node it reached, for the caller to READ steered again.
+// errStale: a slot on the way was reclaimed, or the value READ came too
+// late.
+func (c *Client) hopUnsteered(ctx context.Context, key uint64, e *cursorEntry, p Ptr, dst []byte) (Ptr, bool, error) {
+	for range c.cfg.MaxChase {
+		n, t, err := c.read(ctx, p, NodeOverhead, false)
+		if err != nil {
+			return Ptr{}, false, err
+		}
+		c.m.ChaseReads++
+		if !isNode(n, key, p) {
+			return Ptr{}, false, errStale
+		}
+		h := n.Header()
+		switch {
+		case h.Next() == LHDeleted:
+			return Ptr{}, false, ErrNotFound
+		case h.IsTail():
+			c.validate(e, p, t)
+			v, _, err := c.readAt(ctx, p, NodeValueOff, c.offNodeR(), c.cfg.ValueSize, false)
+			if err != nil {
+				return Ptr{}, false, err
+			}
+			if !c.fresh(e, c.now()) {
+				return Ptr{}, false, errStale
+			}
+			copy(dst, v)
+			return p, true, nil
+		}
+		p = Ptr{LH: h.Next(), Ver: h.NextVersion()}
+	}
+	return p, false, nil
 }
 
 // getUnsteered finishes a get from p without node-sized READs: header
@@ -559,6 +674,7 @@ func (c *Client) toTail(ctx context.Context, key uint64, e *cursorEntry, from Pt
 // How a result is judged when a switch may have steered the CAS is in the
 // package doc ("Steering").
 func (c *Client) link(ctx context.Context, key uint64, e *cursorEntry, next Ptr) (Ptr, linkResult, error) {
+	casHops := 0
 	for try := 0; ; try++ {
 		if try > 1<<16 {
 			return Ptr{}, 0, fmt.Errorf("clover client %d: key %d: CAS made no progress", c.cfg.ID, key)
@@ -578,6 +694,14 @@ func (c *Client) link(ctx context.Context, key uint64, e *cursorEntry, next Ptr)
 		orig, err := c.cas(ctx, x, MakeHeader(next.LH, next.Ver, x.Ver, false))
 		if err != nil {
 			return Ptr{}, 0, err
+		}
+		if pred, ok := orig.Vouched(); ok && next.LH != LHDeleted && pred.LH.MemoryNode() == x.LH.MemoryNode() {
+			// A switch steered the CAS and saw it link n after pred, a
+			// node it had confirmed in the chain: no proof needed.
+			c.m.CASSteered++
+			c.m.CASVouched++
+			e.vouched, c.vouchSeen = true, true
+			return pred, linked, nil
 		}
 		switch {
 		case orig == TailWord(x.Ver):
@@ -612,11 +736,16 @@ func (c *Client) link(ctx context.Context, key uint64, e *cursorEntry, next Ptr)
 			// Try again from x, still fresh; the switch has ended that
 			// chain, or steers to a tail it confirmed, or x's successor
 			// comes back below.
+		case orig.Valid() && orig.Next().IsSlot() && c.chaining() && casHops < vouchedCASHops:
+			casHops++
+			e.ptr = Ptr{LH: orig.Next(), Ver: orig.NextVersion()}
 		case orig.Valid() && orig.Next().IsSlot():
 			// x (or a confirmed tail of x's version the switch steered the
 			// CAS to: in the chain) has a successor: walk on from there.
 			// Every hop is checked, so a reclaimed slot on the way only
-			// sends us to the MS.
+			// sends us to the MS. No switch chained this key's CAS: the
+			// next put walks to the tail before its CAS.
+			e.vouched = false
 			err2 = c.toTail(ctx, key, e, Ptr{LH: orig.Next(), Ver: orig.NextVersion()}, &c.m.PreCASReads)
 		case orig.Valid() && orig.Next() == LHDeleted:
 			err2 = c.recheckDeleted(ctx, key, e)
@@ -632,6 +761,8 @@ func (c *Client) link(ctx context.Context, key uint64, e *cursorEntry, next Ptr)
 		}
 	}
 }
+
+const vouchedCASHops = 1 << 12
 
 // errUnproven: a steered link whose node did not appear after x in time.
 var errUnproven = errors.New("clover: steered link not seen in the chain in time")
@@ -649,6 +780,18 @@ var errUnproven = errors.New("clover: steered link not seen in the chain in time
 // such slots. It gives up proofPatience after it started (errUnproven).
 // Either error leaves n's fate unknown.
 func (c *Client) proveLink(ctx context.Context, key uint64, x, n Ptr, s ShortcutRef) (Ptr, error) {
+	if s != 0 && c.chaining() {
+		// x may be far behind the chain's end, where a chaining switch
+		// linked n: look a few hops on from the shortcut first (every
+		// node after it is linked), then walk from x.
+		if sc, err := c.readShortcut(ctx, s); err == nil && !sc.IsZero() {
+			if p, found, err := c.findLink(ctx, key, sc, n, 2*c.cfg.MaxChase, true); err == nil && found {
+				return p, nil
+			}
+		} else if err != nil {
+			return Ptr{}, err
+		}
+	}
 	deadline := c.now() + proofPatience
 	wait := proofWaitMin
 	restarts := 0
@@ -791,7 +934,27 @@ func (c *Client) Put(ctx context.Context, key uint64, value []byte) error {
 func (c *Client) putLink(ctx context.Context, key uint64, e *cursorEntry, n Ptr) (Ptr, linkResult, error) {
 	var reads uint64
 	recoveries := c.m.Recoveries
-	err := c.toTail(ctx, key, e, e.ptr, &reads)
+	var err error
+	ok, atTail := false, false
+	if c.chaining() && !c.fresh(e, c.now()+c.cfg.ReadTimeout/2) {
+		t := c.now()
+		ki, err := c.lookup(ctx, key)
+		if err == nil && !ki.Latest.IsZero() {
+			e.ptr, e.valAt, e.shortcut, e.class = ki.Latest, t, ki.Shortcut, ki.Class
+		}
+	}
+	if c.chaining() && c.fresh(e, c.now()+c.cfg.ReadTimeout/2) {
+		ok, atTail, err = c.persistAt(ctx, key, e)
+		reads = 1
+		if err != nil {
+			return Ptr{}, 0, err
+		}
+	}
+	if !ok {
+		reads = 0
+		err = c.toTail(ctx, key, e, e.ptr, &reads)
+		atTail = reads == 1
+	}
 	if reads > 1 {
 		c.m.PreCASReads += reads - 1 // the first is the persistence READ every put makes
 	}
@@ -801,12 +964,63 @@ func (c *Client) putLink(ctx context.Context, key uint64, e *cursorEntry, n Ptr)
 		}
 		return Ptr{}, 0, err
 	}
-	atTail, retries := reads == 1 && c.m.Recoveries == recoveries, c.m.Retries
+	atTail, retries := atTail && c.m.Recoveries == recoveries, c.m.Retries
 	x, res, err := c.link(ctx, key, e, n)
 	if err == nil && res == linked && atTail && c.m.Retries == retries {
 		c.m.PutsFirstTry++
 	}
 	return x, res, err
+}
+
+// persistAt is a put's persistence READ where a switch vouches for the
+// key's links: one READ of the cursor (node-sized where the key's READs
+// were steered, so that the switch steers it to its confirmed tail), after
+// which the put CASes the node reached, tail or not. A switch chains that
+// CAS onto the key's chain end and vouches for the link, so the walk to
+// the tail, which on a hot key never ends while others link faster than a
+// walker hops, is left out; a CAS the switch does not steer fails on the
+// node's successor and the put walks on from there (link). ok false: the
+// READ showed nothing to CAS at (a reclaimed slot, a delete mark, a
+// steered READ back too late, a cursor no longer fresh), so the put walks
+// as without a switch. atTail: the node reached is the tail.
+func (c *Client) persistAt(ctx context.Context, key uint64, e *cursorEntry) (ok, atTail bool, err error) {
+	p, size := e.ptr, NodeOverhead
+	if e.readSteered {
+		size = c.nsize
+	}
+	n, t, err := c.read(ctx, p, size, false)
+	if err != nil {
+		return false, false, err
+	}
+	valAt := e.valAt
+	if size == c.nsize {
+		switch at, kind := c.steeredTo(n, key, p, t); kind {
+		case steerSlow:
+			return false, false, nil
+		case steerUnproven:
+			// Nothing learned about p; CAS it while it is fresh.
+			return c.fresh(e, c.now()+c.cfg.ReadTimeout/2), false, nil
+		case steerOK:
+			// The switch's confirmed tail: a node of the chain whose slot
+			// is safe until T_r/2 after the READ was posted. Giving it
+			// the validation time t - T_r/4 lets link CAS it within
+			// T_r/4 of t, and the CAS lands before t + T_r/2.
+			c.m.ReadsSteered++
+			p, valAt = at, t-c.cfg.ReadTimeout/4
+		}
+	}
+	if !isNode(n, key, p) || n.Header().Next() == LHDeleted {
+		return false, false, nil
+	}
+	if n.Header().IsTail() {
+		c.validate(e, p, t)
+		return true, true, nil
+	}
+	if p != e.ptr {
+		c.m.SteeredNonTail++
+	}
+	e.ptr, e.valAt = p, valAt
+	return c.fresh(e, c.now()+c.cfg.ReadTimeout/2), false, nil
 }
 
 // Create makes a new key with its first value; ErrExists if it exists.
@@ -940,3 +1154,9 @@ func (c *Client) flushRetires(ctx context.Context) error {
 	_, err := c.rpc(ctx, ReqHeaderSize+n*RetireEntrySize, false)
 	return err
 }
+
+// chaining reports whether a switch steers both this client's node READs
+// and its CASes, and vouches for the links it chains: then a put CASes
+// from where its persistence READ landed instead of walking to the tail
+// (persistAt), and CASes on along the chain after an unsteered failure.
+func (c *Client) chaining() bool { return c.steerSeen && c.vouchSeen }

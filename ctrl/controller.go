@@ -797,7 +797,7 @@ func sortedKeys(m map[uint64]uint16) []uint64 {
 var StatNames = []string{"requests", "node_writes", "cas_seen", "cas_steered", "node_reads", "reads_steered",
 	"read_misses", "retransmissions", "outstanding_cleared", "link_takeovers", "tails_dropped", "links_unresolved",
 	"tails_confirmed", "tails_expired", "confirms_stale", "links_ambiguous", "cas_chained", "chains_broken",
-	"chains_refused", "reads_chain_busy"}
+	"chains_refused", "reads_chain_end", "links_vouched", "chains_ended_unconfirmed", "chains_ended_failed", "reads_vouched"}
 
 // MirrorStats copies the switch's stats counter into the metrics.
 func (c *Controller) MirrorStats(ctx context.Context) error {

@@ -333,8 +333,10 @@ func TestHotKeyTrackingMovesTheTrackedSet(t *testing.T) {
 	// linking CAS aimed at a tail word never used before (region offsets
 	// from 16384 on, zero). Unsteered, it succeeds there and its ATOMIC ACK
 	// confirms the node as the key's tail; from then on the next CAS is
-	// steered to that tail (entry version rewritten), where it succeeds too,
-	// so the cached tail is always a node with no successor.
+	// steered to that tail or chained onto the key's last link (entry
+	// version rewritten), where it succeeds too. Node versions start at 1:
+	// a CAS comparing version 0 is never refused for chaining (rule 10),
+	// and a refused CAS passes unsteered while the key's chain is live.
 	var id uint64 = 1000
 	scratch := 16384
 	hammer := func(keys []uint64, rounds int) {
@@ -342,8 +344,8 @@ func TestHotKeyTrackingMovesTheTrackedSet(t *testing.T) {
 			for _, k := range keys {
 				off := int(k) * 1024
 				id++
-				r.writeNode(off+128*(i%7+1), k, uint32(id), uint8(i))
-				r.cas(id, scratch, hw(0, 0, 0), hw(uint32(id), uint8(i), 0))
+				r.writeNode(off+128*(i%7+1), k, uint32(id), uint8(i+1))
+				r.cas(id, scratch, hw(0, 0, 0), hw(uint32(id), uint8(i+1), 0))
 				scratch += 8
 				r.waitWC(id, 5*time.Second)
 			}

@@ -91,6 +91,7 @@ type Counters struct {
 	Steered             uint64 // Clover CAS or READ addresses rewritten
 	SteerNodeWrites     uint64 // Clover node WRITEs learned (any key: steer.go)
 	SteerReadMisses     uint64 // Clover node READs not steered (address unknown, key untracked or no fresh tail)
+	SteerVouched        uint64 // Clover ATOMIC ACKs and node READ responses vouched for (steer.go, rules 13 and 14)
 	Drops               [numDropReasons]uint64
 }
 
@@ -158,6 +159,7 @@ func (c *Counters) Map() map[string]uint64 {
 	add("steered", c.Steered)
 	add("steer-node-writes", c.SteerNodeWrites)
 	add("steer-read-misses", c.SteerReadMisses)
+	add("steer-vouched", c.SteerVouched)
 	for i, d := range c.Drops {
 		add("drop."+DropReason(i).String(), d)
 	}
@@ -230,6 +232,7 @@ func (c *Counters) Add(o *Counters) {
 	c.Steered += o.Steered
 	c.SteerNodeWrites += o.SteerNodeWrites
 	c.SteerReadMisses += o.SteerReadMisses
+	c.SteerVouched += o.SteerVouched
 	for i := range c.Drops {
 		c.Drops[i] += o.Drops[i]
 	}

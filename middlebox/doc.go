@@ -164,7 +164,8 @@
 // roce.ICRCErrorShorter4 for CMP_SWAP to WRITE, which is 4 bytes shorter).
 // An intact frame leaves with a correct ICRC; a corrupted one (only with
 // SkipICRCCheck) leaves corrupted, with the very ICRC an incremental
-// update would have written, so the server drops it. Steered frames and retransmissions included.
+// update would have written, so the server drops it. Steered frames,
+// READ responses vouched for (steer.go) and retransmissions included.
 // Generated answers come from per-client templates and get their ICRC
 // computed.
 //

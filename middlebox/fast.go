@@ -27,7 +27,8 @@ import (
 // traces through two engines, one of them with the fast path off, and
 // compares them frame by frame.
 //
-// Not on the fast path: Clover steering, learning a connection or its
+// Not on the fast path: Clover steering of requests (READ responses take
+// it, and rule 14 of steer.go in readResp), learning a connection or its
 // addresses, retransmissions and gaps, multi-packet requests, VLAN tags
 // and IPv4 options.
 

@@ -405,11 +405,15 @@ func (e *Engine) atomicAck(oi int32, psn roce.PSN, orig uint64, out *Out) {
 		o.ackedTo = psn
 	}
 	if !en.respSeen {
-		en.respSeen, en.prior = true, orig
+		// The client's answer (and every repeat of it) carries prior: the
+		// word read, or the steerer's vouch for a chained link (rule 13);
+		// the word is learned from what memory held.
+		prior := orig
 		if e.steer != nil {
 			c := &e.conns[en.client]
-			e.steer.atomicAck(e.now, c.cliIP, c.srvIP, uint32(en.inPSN), orig) // confirms or drops a cached tail
+			prior = e.steer.atomicAck(e.now, c.cliIP, c.srvIP, uint32(en.inPSN), orig) // confirms or drops a cached tail
 		}
+		en.respSeen, en.prior = true, prior
 		if en.word >= 0 && !en.foreign && e.servers[o.srv].foreign == 0 {
 			if e.words.slots[en.word].learn(en.wordSeq, orig) {
 				e.c.WordsLearned++
@@ -476,6 +480,11 @@ func (e *Engine) readResp(oi int32, psn roce.PSN, op roce.Opcode, f []byte, icrc
 		if !e.verify {
 			bad = icrcErrAt(f, xIP, icrcOff)
 		}
+		if e.steer != nil && op == roce.OpRCReadResponseOnly {
+			// Rule 14 (steer.go): before the IPs are retargeted.
+			e.steer.readResponse(e.now, [4]byte(f[xIP+roce.IPv4SrcOff:]),
+				int(binary.BigEndian.Uint16(f[xUDP+roce.UDPLengthOff:])), f[xExt+roce.AETHLen:icrcOff])
+		}
 		if hasAETH {
 			put24(f[xExt+roce.AETHMSNOff:], msn)
 		}
@@ -489,6 +498,9 @@ func (e *Engine) readResp(oi int32, psn roce.PSN, op roce.Opcode, f []byte, icrc
 	} else {
 		if !e.verify {
 			bad = icrcErrOf(p)
+		}
+		if e.steer != nil && op == roce.OpRCReadResponseOnly {
+			e.steer.readResponse(e.now, p.IP.Src(), int(p.UDP.Length()), p.Payload)
 		}
 		if oi != ci {
 			retargetResponse(f, p.L3Off, p.L4Off, p.BTHOff, c)

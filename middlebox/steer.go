@@ -12,9 +12,10 @@ import (
 // Clover steering in software (paper section 4.4.2) with the rules of
 // p4/swordbox.p4 (docs/swordbox-p4.md, "Semantics"), so that a rack without
 // a P4 switch gets the same contract: a request is steered only to a tail
-// whose link was seen to succeed, and only while that tail is younger than
-// tail-ttl. The steerer is a deterministic function of (frame, time): the
-// engine passes its clock.
+// whose link was seen to succeed (in chain mode, also onto links in
+// flight, which the client then proves unless the steerer vouched for
+// them), and only while that tail is younger than tail-ttl. The steerer is
+// a deterministic function of (frame, time): the engine passes its clock.
 //
 //   - Node WRITE (WRITE_ONLY or WRITE_FIRST, DMA length == node size, at
 //     least 24 payload bytes): the node's header word (entry version =
@@ -37,14 +38,23 @@ import (
 //   - ATOMIC ACK of a recorded CAS (engine: the server's first answer to it)
 //     clears the record; for a linking CAS of a tracked key, orig == compare
 //     as forwarded makes the linked node the key's tail (time = when its CAS
-//     was forwarded) unless the cached tail was linked by a CAS forwarded
-//     later; a failure aimed at the cached tail forgets that tail.
+//     was forwarded, its LH kept in every mode) unless the cached tail was
+//     linked by a CAS forwarded later; a failure aimed at the cached tail
+//     forgets that tail.
 //   - Node READ (DMA length == node size), with read steering on: the
 //     address map names the key of the exact VA; a fresh tail of a tracked
 //     key on the same memory node at another VA replaces the RETH VA.
+//   - Node READ response (rule 14; READ_RESPONSE_ONLY, UDP length == node
+//     size + 28 as the switch compares it, so a padded response never
+//     qualifies), with read steering on: when the node's key (payload bytes
+//     8..15) is tracked and its confirmed tail is valid, fresh, on the
+//     memory node the response comes from, with the node's own LH (bytes
+//     16..19) and entry version, bit 63 of the header word is set: a bit
+//     memory never holds, which tells the client the node is the chain's
+//     confirmed tail, so it may take a steered READ's node.
 //   - Delete-mark CAS, FETCH_ADD and other requests are never steered.
 //
-// Chain mode (SteerConfig.Chain, with write steering; rules 10-12 of
+// Chain mode (SteerConfig.Chain, with write steering; rules 10-13 of
 // docs/swordbox-p4.md, "Chain mode"):
 //
 //   - Each key also has a chain: the node of its last forwarded linking
@@ -56,21 +66,27 @@ import (
 //     notes the chain's end as its predecessor, and its node becomes the
 //     chain's end (time = now). When the chain's end is elsewhere but has
 //     the entry version the client compares, the CAS is not chained (the
-//     client could not tell the answer from a success on its own tail) and
-//     falls back to the confirmed tail, as does every CAS of a key without
-//     a live chain. A node is chained at most once: a CAS linking a node
-//     that was chained before (its client's retry after a failure the
-//     steerer did not see: one it saw ended the chain, and clears the
-//     mark) is not chained.
+//     client could not tell the answer from a success on its own tail). A
+//     node is chained at most once: a CAS linking a node that was chained
+//     before (its client's retry after a failure the steerer did not see:
+//     one it saw ended the chain, and clears the mark) is not chained. A
+//     CAS so refused while the key's chain is live goes out unsteered (the
+//     confirmed tail may have links in flight after it); a CAS of a key
+//     without a live chain falls back to the confirmed tail (rule 5).
 //   - At its ATOMIC ACK, a chained success whose predecessor is the
-//     confirmed tail (by LH) becomes the confirmed tail; a chained success
+//     confirmed tail (by LH) becomes the confirmed tail, and its ACK is
+//     vouched for (rule 13): the original value the client gets is
+//     1<<63 | predecessor LH<<28 | (orig & 0x7F800), clover.VouchWord of
+//     the predecessor, so its client needs no proof. A chained success
 //     after any other predecessor, or a chained failure, ends the chain (a
 //     failure aimed at the confirmed tail also forgets that tail). An
 //     unchained success that becomes the tail starts a chain at its node
 //     when the key has none live.
-//   - A node READ is steered only when the chain's end is the confirmed
-//     tail (by LH): while links after it are in flight it may already have
-//     a successor.
+//   - A node READ while the key's chain is live (valid, on the READ's
+//     memory node, fresh) and ends at a node other than the confirmed tail
+//     (by LH) goes to the chain's end (rule 12): its response is vouched
+//     for (rule 14) only if that node is confirmed by then. Otherwise the
+//     READ is steered as above.
 //
 // Decisions where the switch program and a software box differ: the
 // steerer uses the switch's hashing (CRC-32, IEEE, over the same bytes) and
@@ -84,9 +100,16 @@ import (
 // into a WRITE (cas-to-write ranges) has no ATOMIC ACK and confirms
 // nothing. The switch program parses plain IPv4 without options and no
 // VLAN tag; the steerer takes whatever the engine parses (RNICs send
-// neither). Unlike the switch, the engine recomputes the ICRC of steered
-// frames. The switch's controller-facing parts (CAS repair by PacketOut,
-// per-key counters) have no counterpart here.
+// neither). The engine also passes every READ_RESPONSE_ONLY it forwards to
+// a client (rule 14; a response it drops is not looked at, and rule 14
+// changes no state) and sends each client the ATOMIC ACK value the steerer
+// returns, for every repeat of the answer as well (the switch vouches for
+// the first ACK only: its record is cleared then). Unlike the switch,
+// whose hosts run with ICRC checking off, the engine recomputes the ICRC
+// of every frame it rewrites: steered requests, vouched READ responses,
+// and the ATOMIC ACKs it generates anyway. The switch's controller-facing
+// parts (CAS repair by PacketOut, per-key counters) have no counterpart
+// here.
 
 // Defaults and limits of SteerConfig.
 const (
@@ -130,9 +153,9 @@ type SteerConfig struct {
 	// Chain turns on chain mode with write steering (docs/swordbox-p4.md,
 	// "Chain mode"): a linking CAS is steered onto the node of the key's
 	// last forwarded linking CAS, confirmed or not, instead of onto the
-	// confirmed tail, and the Clover client proves the success. Nil means
-	// true, the rack's default (ctrl/rack, key chain); ignored in read
-	// mode.
+	// confirmed tail, and the Clover client proves the success unless the
+	// steerer vouched for it (rule 13). Nil means true, the rack's default
+	// (ctrl/rack, key chain); ignored in read mode.
 	Chain *bool `mapstructure:"chain" yaml:"chain"`
 }
 
@@ -167,27 +190,31 @@ func (s *SteerConfig) validate() error {
 
 // Indices of the steerer's stats: those of swordbox.p4's stats counter.
 const (
-	stRoCE           = iota // requests seen
-	stNodeWrites            // node WRITEs learned
-	stCAS                   // linking CAS seen (not retransmissions)
-	stCASSteered            // CAS steered
-	stReads                 // node READs seen (read steering on)
-	stReadsSteered          // READs steered
-	stReadMisses            // node READs not steered (no fresh tail of a known key)
-	stRetransmits           // CAS retransmissions forwarded as their first copy
-	stAcksCleared           // ATOMIC ACKs that matched a record
-	stLinkTakeover          // records overwritten before their ACK
-	stTailDropped           // tails forgotten: a CAS aimed at them failed
-	stLinkUnresolved        // linking CAS whose node the node map does not hold
-	stTailConfirmed         // tails confirmed
-	stTailExpired           // CAS not steered: tail older than the TTL
-	stConfirmStale          // confirmations older than the cached tail
-	stLinkAmbiguous         // CAS sharing client, server and PSN with the slot's record
-	stCASChained            // CAS chained onto the key's last forwarded link (chain mode)
-	stChainBroken           // chains ended: a chained CAS failed, or its predecessor was unconfirmed
-	stChainRefused          // CAS not chained: the chain's end has the client's compare version, or its node was chained before
-	stReadChainBusy         // node READs not steered: links after the confirmed tail in flight
-	stCount          = 20
+	stRoCE               = iota // requests seen
+	stNodeWrites                // node WRITEs learned
+	stCAS                       // linking CAS seen (not retransmissions)
+	stCASSteered                // CAS steered
+	stReads                     // node READs seen (read steering on)
+	stReadsSteered              // READs steered
+	stReadMisses                // node READs not steered (no fresh tail of a known key)
+	stRetransmits               // CAS retransmissions forwarded as their first copy
+	stAcksCleared               // ATOMIC ACKs that matched a record
+	stLinkTakeover              // records overwritten before their ACK
+	stTailDropped               // tails forgotten: a CAS aimed at them failed
+	stLinkUnresolved            // linking CAS whose node the node map does not hold
+	stTailConfirmed             // tails confirmed
+	stTailExpired               // CAS not steered: tail older than the TTL
+	stConfirmStale              // confirmations older than the cached tail
+	stLinkAmbiguous             // CAS sharing client, server and PSN with the slot's record
+	stCASChained                // CAS chained onto the key's last forwarded link (chain mode)
+	stChainBroken               // chains ended: a chained CAS failed, or its predecessor was unconfirmed
+	stChainRefused              // CAS not chained: the chain's end has the client's compare version, or its node was chained before
+	stReadsChainEnd             // node READs steered to the chain's end: links after the confirmed tail in flight (rule 12)
+	stVouched                   // ATOMIC ACKs of chained links rewritten to vouch for them (rule 13)
+	stEndPredUnconfirmed        // chains ended: a chained success whose predecessor is not the confirmed tail
+	stEndChainedFail            // chains ended: a chained CAS failed
+	stReadsVouched              // node READ responses vouched for (rule 14)
+	stCount              = 24
 )
 
 // The delete mark in a next pointer (docs/clover-layout.md).
@@ -195,6 +222,15 @@ const lhDeleted = 0xFFFFFFFF
 
 // Entry-version bits 18..11 of a Clover header word.
 const verShift, verMask = 11, 0xff
+
+// vouchMark is bit 63 of a Clover header word, which memory never holds
+// (docs/clover-layout.md): set in a vouched ATOMIC ACK's original value
+// (rule 13) and in a vouched READ response's header word (rule 14).
+const vouchMark = 1 << 63
+
+// readRespOverhead is a READ_RESPONSE_ONLY's UDP length minus its payload
+// (with pad): UDP, BTH, AETH and ICRC.
+const readRespOverhead = roce.UDPLen + roce.BTHLen + roce.AETHLen + roce.ICRCLen
 
 type nodeEntry struct {
 	lh      uint32
@@ -226,7 +262,7 @@ type tail struct {
 	ver   uint8
 	srv   [4]byte
 	ts    int64  // when the CAS that linked it was forwarded
-	lh    uint32 // its LH, kept in chain mode (and after a drop, as the switch's tail_lh)
+	lh    uint32 // its LH (kept after a drop, as the switch's tail_lh)
 }
 
 type steerer struct {
@@ -394,7 +430,10 @@ func (s *steerer) compareSwap(now int64, p *roce.Packet) bool {
 		} else {
 			s.stats[stLinkUnresolved]++
 		}
-		if e, ok := s.ends[key]; linking && !same && s.chain && ok && e.valid && e.srv == mip && s.fresh(e, now) {
+		// specLive: the key's chain is live for this CAS (chain mode).
+		e, ok := s.ends[key]
+		specLive := linking && !same && s.chain && ok && e.valid && e.srv == mip && s.fresh(e, now)
+		if specLive {
 			// Not chained: a CAS linking a node chained before (its
 			// client's retry after a failure the steerer may not have
 			// seen: the chain may have grown from that node since, and
@@ -420,7 +459,10 @@ func (s *steerer) compareSwap(now int64, p *roce.Packet) bool {
 			switch {
 			case !s.fresh(t, now):
 				s.stats[stTailExpired]++
-			case s.write:
+			case s.write && !specLive:
+				// Rule 5. A CAS refused for chaining while the key's
+				// chain is live passes unsteered: the confirmed tail may
+				// have successors in flight.
 				steered = s.steerTo(a, t, cmp, swap)
 			}
 		}
@@ -451,19 +493,24 @@ func (s *steerer) nodeRead(now int64, p *roce.Packet) bool {
 	s.stats[stReads]++
 	va := p.RETH.VA()
 	if e := s.addrSlot(va); e.va == va && s.isTracked(e.key) {
+		mip := p.IP.Dst()
 		t, ok := s.tails[e.key]
-		fresh := ok && t.valid && t.srv == p.IP.Dst() && s.fresh(t, now)
-		if c, live := s.ends[e.key]; s.chain && live && c.valid && c.lh != t.lh {
-			// Links after the confirmed tail are in flight: it may have
-			// a successor already.
-			fresh = false
-			s.stats[stReadChainBusy]++
+		fresh := ok && t.valid && t.srv == mip && s.fresh(t, now)
+		to := t.va
+		if c, live := s.ends[e.key]; s.chain && live && c.valid && c.srv == mip && s.fresh(c, now) && c.lh != t.lh && c.ts >= t.ts {
+			// Rule 12: links after the confirmed tail are in flight (it
+			// may have a successor already; the chain's end was forwarded
+			// after the tail's link, not left behind by an unchained
+			// one): the READ goes to the chain's end, whose response is
+			// vouched for (rule 14) only if its link is confirmed by then.
+			fresh, to = true, c.va
+			s.stats[stReadsChainEnd]++
 		}
 		if fresh {
-			if t.va == va {
-				return false // the fresh tail itself
+			if to == va {
+				return false // the node steering would choose
 			}
-			p.RETH.SetVA(t.va)
+			p.RETH.SetVA(to)
 			s.stats[stReadsSteered]++
 			s.c.Steered++
 			return true
@@ -476,31 +523,34 @@ func (s *steerer) nodeRead(now int64, p *roce.Packet) bool {
 
 // atomicAck applies the ATOMIC ACK (original value orig), arrived at now,
 // of the atomic that client cip sent to memory node mip with PSN psn (the
-// client's PSN: the one its record was made with).
-func (s *steerer) atomicAck(now int64, cip, mip [4]byte, psn uint32, orig uint64) {
+// client's PSN: the one its record was made with). It returns the original
+// value the client is to get: orig, or the vouch word of rule 13.
+func (s *steerer) atomicAck(now int64, cip, mip [4]byte, psn uint32, orig uint64) uint64 {
 	r := s.casSlot(cip, mip, psn)
 	if !r.valid || r.psn != psn || r.cip != cip || r.mip != mip {
-		return
+		return orig
 	}
 	r.valid = false
 	s.stats[stAcksCleared]++
 	if !r.tracked {
-		return
+		return orig
 	}
 	t, ok := s.tails[r.key]
 	if r.chained {
-		s.chainedAck(mip, r, t, orig)
-		return
+		if s.chainedAck(mip, r, t, orig) {
+			// Rule 13: the link is vouched for: bit 63, the
+			// predecessor's LH in the next field, the entry version
+			// kept (clover.VouchWord).
+			s.stats[stVouched]++
+			s.c.SteerVouched++
+			return vouchMark | uint64(r.predLH)<<28 | orig&(verMask<<verShift)
+		}
+		return orig
 	}
 	switch {
 	case orig == r.cmp && (!ok || r.ts >= t.ts):
-		// Linked after a node that was the tail: the new tail (its LH kept
-		// in chain mode only, as the switch's tail_lh).
-		lh := t.lh
-		if s.chain {
-			lh = r.lh
-		}
-		s.tails[r.key] = tail{valid: true, va: r.nodeVA, ver: r.ver, srv: mip, ts: r.ts, lh: lh}
+		// Linked after a node that was the tail: the new tail.
+		s.tails[r.key] = tail{valid: true, va: r.nodeVA, ver: r.ver, srv: mip, ts: r.ts, lh: r.lh}
 		s.stats[stTailConfirmed]++
 		if e := s.ends[r.key]; s.chain && (!e.valid || !s.fresh(e, now)) {
 			// No live chain of the key: one starts at the new tail.
@@ -517,20 +567,23 @@ func (s *steerer) atomicAck(now int64, cip, mip [4]byte, psn uint32, orig uint64
 		s.tails[r.key] = t
 		s.stats[stTailDropped]++
 	}
+	return orig
 }
 
 // chainedAck settles the ACK of a chained CAS r: its node is linked only
 // if its predecessor is, so a success is confirmed only after the
-// confirmed tail t; a success after any other predecessor, or a failure,
-// ends the key's chain.
-func (s *steerer) chainedAck(mip [4]byte, r *casRecord, t tail, orig uint64) {
+// confirmed tail t, and then reported true (its ACK is vouched for); a
+// success after any other predecessor, or a failure, ends the key's chain.
+func (s *steerer) chainedAck(mip [4]byte, r *casRecord, t tail, orig uint64) bool {
 	if orig == r.cmp {
 		if t.valid && t.lh == r.predLH {
 			s.tails[r.key] = tail{valid: true, va: r.nodeVA, ver: r.ver, srv: mip, ts: r.ts, lh: r.lh}
 			s.stats[stTailConfirmed]++
-			return
+			return true
 		}
+		s.stats[stEndPredUnconfirmed]++
 	} else {
+		s.stats[stEndChainedFail]++
 		// The chain ends here: its client's retry may be chained again.
 		for _, n := range [2]*nodeEntry{s.nodeSlot(r.lh), s.nodeSlot2(r.lh)} {
 			if n.lh == r.lh {
@@ -550,4 +603,33 @@ func (s *steerer) chainedAck(mip [4]byte, r *casRecord, t tail, orig uint64) {
 		s.ends[r.key] = e
 	}
 	s.stats[stChainBroken]++
+	return false
+}
+
+// readResponse applies rule 14 to a READ_RESPONSE_ONLY from memory node
+// srv arrived at now, with UDP length udpLen and payload (pad excluded),
+// and reports whether it vouched for it. With read steering on, a response
+// of a node (udpLen == node size + 28, as the switch compares it, so a
+// padded response is never vouched for) whose key is tracked and whose
+// own LH and entry version are those of the key's confirmed tail, fresh
+// and on srv, gets bit 63 of its header word set: the node is the chain's
+// confirmed tail, and its client may take it although steered.
+func (s *steerer) readResponse(now int64, srv [4]byte, udpLen int, payload []byte) bool {
+	if !s.read || udpLen != int(s.nodeSize)+readRespOverhead || len(payload) < NodePrefixLen {
+		return false
+	}
+	hw := binary.LittleEndian.Uint64(payload[0:8])
+	key := binary.LittleEndian.Uint64(payload[8:16])
+	lh := binary.LittleEndian.Uint32(payload[16:20])
+	if !s.isTracked(key) {
+		return false
+	}
+	t, ok := s.tails[key]
+	if !ok || !t.valid || t.lh != lh || t.ver != uint8(hw>>verShift) || t.srv != srv || !s.fresh(t, now) {
+		return false
+	}
+	binary.LittleEndian.PutUint64(payload[0:8], hw|vouchMark)
+	s.stats[stReadsVouched]++
+	s.c.SteerVouched++
+	return true
 }

@@ -23,9 +23,12 @@ import (
 // the software steerer (steer.go) and through p4/swordbox.p4 executed by
 // the Go v1model target (p4/target) with a clock the test sets, configured
 // through the target's P4Runtime entity API as the controller does
-// (forward, tracked_keys, and the config table's set_config). Every request
-// frame out of both must be the same bytes (the ICRC excluded: the engine
-// recomputes it, the switch does not); after every frame the stats
+// (forward, tracked_keys, and the config table's set_config). Every frame
+// out of both, requests and the responses the rules rewrite (vouched
+// ATOMIC ACKs, rule 13, and READ responses, rule 14), must be the same
+// bytes but for the ICRC: the switch leaves it stale (its hosts run with
+// ICRC checking off), the engine recomputes it, so a response rewritten by
+// steer.go must carry a correct ICRC here; after every frame the stats
 // counter must equal the steerer's stats, and periodically the cached
 // tails (tail_* registers of every tracked key's slot) the steerer's.
 // Collisions: the steerer hashes exactly as the program (CRC-32 of the
@@ -231,7 +234,7 @@ func (r *steerRig) switchFrame(port uint32, f []byte) []byte {
 	return out[0]
 }
 
-// describe names a request's steerable fields.
+// describe names a frame's rewritable fields.
 func describe(f []byte) string {
 	p, err := roce.Parse(f)
 	if err != nil {
@@ -243,6 +246,13 @@ func describe(f []byte) string {
 	}
 	if p.RETH != nil {
 		s += fmt.Sprintf(" RETH VA %#x len %d", p.RETH.VA(), p.RETH.DMALen())
+	}
+	if p.AtomicAckETH != nil {
+		s += fmt.Sprintf(" orig %#x", p.AtomicAckETH.Orig())
+	}
+	if p.Opcode == roce.OpRCReadResponseOnly && len(p.Payload) >= NodePrefixLen {
+		s += fmt.Sprintf(" header word %#x key %d LH %d", binary.LittleEndian.Uint64(p.Payload),
+			binary.LittleEndian.Uint64(p.Payload[8:]), binary.LittleEndian.Uint32(p.Payload[16:]))
 	}
 	return s
 }
@@ -273,30 +283,53 @@ func (r *steerRig) request(f []byte) []byte {
 	return sf
 }
 
-// response sends a memory node's frame to a client through both sides
-// (neither rewrites it).
-func (r *steerRig) response(f []byte) {
+// response sends a memory node's frame (an ATOMIC ACK or a READ
+// response) to a client through both sides and returns the frame out (the
+// steerer's: the engine's rewrite, with the ICRC recomputed as the engine
+// does when it rewrote it). Only the ICRC may differ from the switch's.
+func (r *steerRig) response(f []byte) []byte {
 	r.t.Helper()
 	r.frames++
-	p, err := roce.Parse(f)
+	sf := append([]byte(nil), f...)
+	p, err := roce.Parse(sf)
 	if err != nil {
 		r.t.Fatalf("frame %d: %v", r.frames, err)
 	}
-	if p.AtomicAckETH != nil {
-		r.s.atomicAck(int64(r.now)*1000, p.IP.Dst(), p.IP.Src(), p.BTH.PSN(), p.AtomicAckETH.Orig())
+	now := int64(r.now) * 1000
+	switch {
+	case p.AtomicAckETH != nil:
+		if orig := r.s.atomicAck(now, p.IP.Dst(), p.IP.Src(), p.BTH.PSN(), p.AtomicAckETH.Orig()); orig != p.AtomicAckETH.Orig() {
+			p.AtomicAckETH.SetOrig(orig)
+		}
+	case p.Opcode == roce.OpRCReadResponseOnly:
+		r.s.readResponse(now, p.IP.Src(), int(p.UDP.Length()), p.Payload)
+	}
+	if !bytes.Equal(sf, f) {
+		r.rewritten++
+		p.SetICRC()
 	}
 	if r.dev != nil {
-		if sw := r.switchFrame(diffPortMem, f); !bytes.Equal(sw, f) {
-			r.t.Fatalf("frame %d: the switch changed a response: %s", r.frames, describe(sw))
+		sw := r.switchFrame(diffPortMem, f)
+		n := len(sf) - roce.ICRCLen
+		if len(sw) != len(sf) || !bytes.Equal(sw[:n], sf[:n]) {
+			r.t.Fatalf("frame %d at %d µs differs:\n memory   %s\n steer.go %s\n switch   %s",
+				r.frames, r.now, describe(f), describe(sf), describe(sw))
+		}
+		if !bytes.Equal(sw[n:], f[n:]) {
+			r.t.Fatalf("frame %d: the switch changed the ICRC", r.frames)
 		}
 		r.checkStats()
 	}
+	if q, err := roce.Parse(sf); err != nil || !q.ICRCOK() {
+		r.t.Fatalf("frame %d: steer.go's response has a bad ICRC (%v)", r.frames, err)
+	}
+	return sf
 }
 
 var steerStatNames = [stCount]string{"roce", "node writes", "linking CAS", "CAS steered", "node READs", "READs steered",
 	"read misses", "retransmits", "ACKs cleared", "takeovers", "tails dropped", "unresolved", "tails confirmed",
 	"tails expired", "stale confirmations", "ambiguous CAS", "CAS chained", "chains ended", "chains refused",
-	"READs chain busy"}
+	"READs to chain end", "ACKs vouched", "ended: predecessor unconfirmed", "ended: chained failure", "READs vouched"}
 
 func (r *steerRig) checkStats() {
 	r.t.Helper()
@@ -415,6 +448,15 @@ func readFrame(tb testing.TB, c, m *dHost, va uint64, n uint32) []byte {
 	return mustBuild(tb, &f)
 }
 
+// readRespFrame is memory node m's READ_RESPONSE_ONLY to client c's READ
+// with PSN psn, carrying payload.
+func readRespFrame(tb testing.TB, c, m *dHost, psn uint32, payload []byte) []byte {
+	f := roce.Fields{DstMAC: c.mac, SrcMAC: m.mac, SrcIP: m.ip, DstIP: c.ip, TTL: 64, DontFragment: true,
+		SrcPort: 49152, Opcode: roce.OpRCReadResponseOnly, PKey: 0xffff, DestQP: c.qp + 1, PSN: psn,
+		Syndrome: roce.ACKSyndrome(roce.CreditInvalid), MSN: 1, Payload: payload, PadCnt: uint8(-len(payload) & 3)}
+	return mustBuild(tb, &f)
+}
+
 func atomicAckFrame(tb testing.TB, c, m *dHost, psn uint32, orig uint64) []byte {
 	f := roce.Fields{DstMAC: c.mac, SrcMAC: m.mac, SrcIP: m.ip, DstIP: c.ip, TTL: 64, DontFragment: true,
 		SrcPort: 49152, Opcode: roce.OpRCAtomicAcknowledge, PKey: 0xffff, DestQP: c.qp + 1, PSN: psn,
@@ -449,6 +491,20 @@ type dAck struct {
 	orig     uint64
 }
 
+// dRead is a READ as forwarded, whose response is on its way.
+type dRead struct {
+	cli, mem int
+	psn      uint32
+	va       uint64
+	n        uint32
+}
+
+// dOwner is the key and LH of the node written at a VA.
+type dOwner struct {
+	key uint64
+	lh  uint32
+}
+
 type steerWorld struct {
 	r        *steerRig
 	rng      *rand.Rand
@@ -457,6 +513,8 @@ type steerWorld struct {
 	clis     []dHost
 	mems     []dHost
 	words    []map[uint64]uint64 // per memory node: VA -> header word
+	owners   []map[uint64]dOwner // per memory node: VA -> the node's key and LH
+	reads    []dRead             // READ responses on their way (delivered in any order)
 	keys     []dKey
 	nextLH   uint32
 	nextVA   []uint64
@@ -504,6 +562,7 @@ func newSteerWorld(t testing.TB, seed uint64, mode string, chain, withP4 bool) *
 	}
 	for j := range mems {
 		w.words = append(w.words, map[uint64]uint64{})
+		w.owners = append(w.owners, map[uint64]dOwner{})
 		w.nextVA = append(w.nextVA, 0x7f0000000000+uint64(j)<<32)
 	}
 	for k := uint64(1); k <= 8; k++ {
@@ -512,6 +571,7 @@ func newSteerWorld(t testing.TB, seed uint64, mode string, chain, withP4 bool) *
 		n := w.newNode(dk)
 		w.r.request(nodeWrite(t, &w.clis[0], &w.mems[dk.mem], n.va, nodeBytes(dk.key, n.lh, n.ver, size)))
 		w.words[dk.mem][n.va] = uint64(n.ver) << 11
+		w.owners[dk.mem][n.va] = dOwner{dk.key, n.lh}
 		dk.chain = append(dk.chain, n)
 	}
 	return w
@@ -577,14 +637,20 @@ func (w *steerWorld) step() {
 	} else {
 		w.r.now += uint64(rng.IntN(40))
 	}
-	c := &w.clis[rng.IntN(len(w.clis))]
+	cj := rng.IntN(len(w.clis))
+	c := &w.clis[cj]
 	ci := int(c.ip[3] - 1)
 	switch x := rng.IntN(100); {
-	case x < 30 && len(w.acks) > 0: // an ATOMIC ACK, in any order
-		i := rng.IntN(len(w.acks))
-		a := w.acks[i]
-		w.acks = append(w.acks[:i], w.acks[i+1:]...)
-		w.r.response(atomicAckFrame(t, &w.clis[a.cli], &w.mems[a.mem], a.psn, a.orig))
+	case x < 30 && len(w.acks)+len(w.reads) > 0: // an ATOMIC ACK or a READ response, in any order
+		if i := rng.IntN(len(w.acks) + len(w.reads)); i < len(w.acks) {
+			a := w.acks[i]
+			w.acks = append(w.acks[:i], w.acks[i+1:]...)
+			w.r.response(atomicAckFrame(t, &w.clis[a.cli], &w.mems[a.mem], a.psn, a.orig))
+		} else {
+			rd := w.reads[i-len(w.acks)]
+			w.reads = append(w.reads[:i-len(w.acks)], w.reads[i-len(w.acks)+1:]...)
+			w.r.response(readRespFrame(t, &w.clis[rd.cli], &w.mems[rd.mem], rd.psn, w.readBytes(rd)))
+		}
 	case x < 60: // a put: node WRITE, then the linking CAS after the tail this client believes
 		k := &w.keys[rng.IntN(len(w.keys))]
 		m := &w.mems[k.mem]
@@ -592,6 +658,7 @@ func (w *steerWorld) step() {
 		w.pending[k.key] = append(w.pending[k.key], n)
 		w.r.request(nodeWrite(t, c, m, n.va, nodeBytes(k.key, n.lh, n.ver, w.size)))
 		w.words[k.mem][n.va] = uint64(n.ver) << 11
+		w.owners[k.mem][n.va] = dOwner{k.key, n.lh}
 		view := k.chain[len(k.chain)-1]
 		if rng.IntN(2) == 0 { // stale
 			view = k.chain[rng.IntN(len(k.chain))]
@@ -612,14 +679,14 @@ func (w *steerWorld) step() {
 		if rng.IntN(10) == 0 {
 			va = 0x1000 + uint64(rng.IntN(1<<20))
 		}
-		m := &w.mems[k.mem]
+		mi := k.mem
 		if rng.IntN(10) == 0 {
-			m = &w.mems[1-k.mem] // another memory node: never steered
+			mi = 1 - k.mem // another memory node: never steered
 		}
-		w.r.request(readFrame(t, c, m, va, w.size))
+		w.read(cj, mi, va, w.size)
 	case x < 91: // a READ of another size
 		k := &w.keys[rng.IntN(len(w.keys))]
-		w.r.request(readFrame(t, c, &w.mems[k.mem], k.chain[0].va, 8))
+		w.read(cj, k.mem, k.chain[0].va, 8)
 	case x < 94: // a delete-mark CAS on a tail (never steered, never learned)
 		k := &w.keys[rng.IntN(len(w.keys))]
 		tl := k.chain[0]
@@ -632,6 +699,30 @@ func (w *steerWorld) step() {
 		tl := k.chain[len(k.chain)-1]
 		w.r.request(casFrame(t, c, &w.mems[k.mem], c.next(), tl.va, tailWord(tl.ver), linkWord(tl.ver, 0xABCDE, 9)))
 	}
+}
+
+// read sends client ci's READ of n bytes at va to memory node mi and
+// queues its response (which may be lost) from the VA as forwarded.
+func (w *steerWorld) read(ci, mi int, va uint64, n uint32) {
+	p, err := roce.Parse(w.r.request(readFrame(w.r.t, &w.clis[ci], &w.mems[mi], va, n)))
+	if err != nil {
+		w.r.t.Fatal(err)
+	}
+	if w.rng.IntN(10) != 0 {
+		w.reads = append(w.reads, dRead{cli: ci, mem: mi, psn: p.BTH.PSN(), va: p.RETH.VA(), n: n})
+	}
+}
+
+// readBytes is what memory node rd.mem holds at rd.va (zeros where no
+// node was written), rd.n bytes.
+func (w *steerWorld) readBytes(rd dRead) []byte {
+	o, ok := w.owners[rd.mem][rd.va]
+	if !ok {
+		return make([]byte, rd.n)
+	}
+	b := nodeBytes(o.key, o.lh, 0, w.size)
+	binary.LittleEndian.PutUint64(b, w.words[rd.mem][rd.va])
+	return b[:rd.n]
 }
 
 func TestSteerDiffRandom(t *testing.T) {
@@ -671,13 +762,14 @@ func TestSteerDiffRandom(t *testing.T) {
 	}
 	// The trace exercised every rule (otherwise it proves little).
 	for _, i := range []int{stNodeWrites, stCAS, stCASSteered, stReads, stReadsSteered, stReadMisses, stRetransmits,
-		stAcksCleared, stTailDropped, stLinkUnresolved, stTailConfirmed, stTailExpired} {
+		stAcksCleared, stTailDropped, stLinkUnresolved, stTailConfirmed, stTailExpired, stReadsVouched} {
 		if total[i] == 0 {
 			t.Errorf("the random traces without chain mode never hit stats %d (%s)", i, steerStatNames[i])
 		}
 	}
 	for _, i := range []int{stCASSteered, stReadsSteered, stTailDropped, stTailConfirmed, stTailExpired,
-		stCASChained, stChainBroken, stChainRefused, stReadChainBusy} {
+		stCASChained, stChainBroken, stChainRefused, stReadsChainEnd, stVouched, stEndPredUnconfirmed,
+		stEndChainedFail, stReadsVouched} {
 		if chainTotal[i] == 0 {
 			t.Errorf("the random traces in chain mode never hit stats %d (%s)", i, steerStatNames[i])
 		}
@@ -786,7 +878,8 @@ func TestSteerDiffRules(t *testing.T) {
 
 // FuzzSteerDiff runs fuzzed traces over a small universe (3 clients, 2
 // memory nodes, keys 1..4 of which 1..3 tracked, 8 nodes, entry versions
-// 0..3, so that stale, repeated and mismatched fields are common) through
+// 0..3, so that stale, repeated and mismatched fields are common; READs
+// answered with the node written at the VA as forwarded) through
 // steer.go and the switch, comparing them frame by frame, with chain mode
 // off (switch mode 3) and on (mode 7). Each op is 4 bytes: kind, and three
 // parameters.
@@ -815,6 +908,7 @@ func fuzzSteerDiff(t *testing.T, ops []byte, chain bool) {
 		cmp   uint64 // as forwarded
 	}
 	var sent []sentCAS
+	written := map[[2]uint64][]byte{} // (memory node, VA) -> the node written there
 	va := func(i byte) uint64 { return 0x1000 * uint64(i%8+1) }
 	for len(ops) >= 4 {
 		k, a, b, c := ops[0], ops[1], ops[2], ops[3]
@@ -822,7 +916,9 @@ func fuzzSteerDiff(t *testing.T, ops []byte, chain bool) {
 		cl, m := &clis[a%3], &mems[a>>4%2]
 		switch k % 7 {
 		case 0: // node WRITE: node b%8 of key c%4+1 with version b>>4%4
-			r.request(nodeWrite(t, cl, m, va(b), nodeBytes(uint64(c%4+1), 100+uint32(b%8), b>>4%4, 32)))
+			n := nodeBytes(uint64(c%4+1), 100+uint32(b%8), b>>4%4, 32)
+			r.request(nodeWrite(t, cl, m, va(b), n))
+			written[[2]uint64{uint64(a >> 4 % 2), va(b)}] = n
 		case 1: // CAS after node b%8 (entry version b>>4%4) linking node c%8 (version c>>4%4)
 			psn := cl.next()
 			fr := casFrame(t, cl, m, psn, va(b), tailWord(b>>4%4), linkWord(b>>4%4, 100+uint32(c%8), c>>4%4))
@@ -841,12 +937,17 @@ func fuzzSteerDiff(t *testing.T, ops []byte, chain bool) {
 				}
 				r.response(atomicAckFrame(t, &clis[s.c], &mems[s.m], s.psn, orig))
 			}
-		case 4: // READ of node b%8, node-sized unless c is odd
+		case 4: // READ of node b%8, node-sized unless c is odd; answered (the node at the VA as forwarded) unless c&2
 			n := uint32(32)
 			if c%2 == 1 {
 				n = 8
 			}
-			r.request(readFrame(t, cl, m, va(b), n))
+			p, _ := roce.Parse(r.request(readFrame(t, cl, m, va(b), n)))
+			if c&2 == 0 {
+				data := make([]byte, n)
+				copy(data, written[[2]uint64{uint64(a >> 4 % 2), p.RETH.VA()}])
+				r.response(readRespFrame(t, cl, m, p.BTH.PSN(), data))
+			}
 		case 5: // delete-mark CAS or FETCH_ADD
 			if c%2 == 0 {
 				r.request(casFrame(t, cl, m, cl.next(), va(b), 0, uint64(lhDeleted)<<28))

@@ -1,10 +1,13 @@
 package middlebox
 
 import (
+	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/swordbox/swordbox/clover"
 	"github.com/swordbox/swordbox/roce"
 )
 
@@ -53,8 +56,54 @@ func (f *steerFix) link(c, m *dHost, va uint64, tver uint8, lh uint32, ver uint8
 	return psn, f.r.request(fr)
 }
 
-func (f *steerFix) ack(c, m *dHost, psn uint32, orig uint64) {
-	f.r.response(atomicAckFrame(f.t, c, m, psn, orig))
+// ack sends memory node m's ATOMIC ACK (original value orig) of client
+// c's CAS psn and returns the original value the client gets.
+func (f *steerFix) ack(c, m *dHost, psn uint32, orig uint64) uint64 {
+	f.t.Helper()
+	p, err := roce.Parse(f.r.response(atomicAckFrame(f.t, c, m, psn, orig)))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return p.AtomicAckETH.Orig()
+}
+
+// wantVouch checks that orig, an ATOMIC ACK's original value out, is the
+// vouch for a link after the node (lh, ver), as the Clover client parses
+// it (rule 13).
+func (f *steerFix) wantVouch(orig uint64, lh uint32, ver uint8) {
+	f.t.Helper()
+	pred, ok := clover.Header(orig).Vouched()
+	if !ok || pred != (clover.Ptr{LH: clover.LH(lh), Ver: ver}) || orig != uint64(clover.VouchWord(pred)) {
+		f.t.Fatalf("ATOMIC ACK out %#x (vouched %v for %+v), want the vouch for LH %d version %d", orig, ok, pred, lh, ver)
+	}
+}
+
+// readResp sends memory node m's response to client c's last READ: the
+// first n bytes of node (key, lh, ver). It reports whether the response
+// out is vouched for (rule 14: bit 63 of its header word), and checks that
+// nothing else changed.
+func (f *steerFix) readResp(c, m *dHost, key uint64, lh uint32, ver uint8, n uint32) bool {
+	f.t.Helper()
+	node := nodeBytes(key, lh, ver, fixSize)[:n]
+	p, err := roce.Parse(f.r.response(readRespFrame(f.t, c, m, c.psn-1, node)))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	vouched := len(p.Payload) > 7 && p.Payload[7]&0x80 != 0
+	if vouched {
+		node[7] |= 0x80
+	}
+	if !bytes.Equal(p.Payload, node) {
+		f.t.Fatalf("READ response out %x, want %x", p.Payload, node)
+	}
+	return vouched
+}
+
+func (f *steerFix) wantVouched(got, want bool) {
+	f.t.Helper()
+	if got != want {
+		f.t.Fatalf("READ response vouched for: %v, want %v", got, want)
+	}
 }
 
 func (f *steerFix) read(c, m *dHost, va uint64) uint64 {
@@ -309,11 +358,50 @@ var steerCases = []steerCase{
 		f.wantCAS(out, sH, tailWord(3), linkWord(3, 12, 5))
 		f.wantRead(f.read(f.b, f.m, sH), sX)
 	}},
-	// Chain mode: rules 10-12 of docs/swordbox-p4.md, "Chain mode".
+	// Rule 14: READ responses of the confirmed tail are vouched for.
+	{name: "a READ response of the fresh confirmed tail is vouched for, others are not", mode: "both", run: func(f *steerFix) {
+		t0 := f.r.now
+		f.confirmX() // X (LH 11, version 4) is the tail: its LH is kept in every mode (rule 6)
+		f.wantTail(1, sX, 11)
+		f.wantRead(f.read(f.c, f.m, sH), sX)
+		f.wantVouched(f.readResp(f.c, f.m, 1, 11, 4, fixSize), true)
+		f.wantVouched(f.readResp(f.c, f.m, 1, 10, 3, fixSize), false)  // H: another LH
+		f.wantVouched(f.readResp(f.c, f.m, 1, 11, 5, fixSize), false)  // another entry version
+		f.wantVouched(f.readResp(f.c, f.m2, 1, 11, 4, fixSize), false) // from another memory node
+		f.wantVouched(f.readResp(f.c, f.m, 2, 11, 4, fixSize), false)  // another (tracked) key
+		f.wantVouched(f.readResp(f.c, f.m, 9, 11, 4, fixSize), false)  // an untracked key
+		f.wantVouched(f.readResp(f.c, f.m, 1, 11, 4, 32), false)       // not node-sized
+		f.wantStat(stReadsVouched, 1)
+		f.r.now = t0 + fixTTL - 1
+		f.wantVouched(f.readResp(f.c, f.m, 1, 11, 4, fixSize), true)
+		f.r.now = t0 + fixTTL // the tail expired
+		f.wantVouched(f.readResp(f.c, f.m, 1, 11, 4, fixSize), false)
+		f.wantStat(stReadsVouched, 2)
+		if f.r.c.SteerVouched != 2 {
+			f.t.Fatalf("counter SteerVouched %d, want 2", f.r.c.SteerVouched)
+		}
+	}},
+	{name: "a READ response of a dropped tail is not vouched for", mode: "both", run: func(f *steerFix) {
+		f.confirmX()
+		f.write(f.c, f.m, sZ, 1, 13, 6)
+		psn, _ := f.link(f.c, f.m, sH, 3, 13, 6) // steered to X
+		f.ack(f.c, f.m, psn, linkWord(4, 12, 5)) // and failed: X is forgotten
+		f.read(f.a, f.m, sX)
+		f.wantVouched(f.readResp(f.a, f.m, 1, 11, 4, fixSize), false)
+		f.wantStat(stReadsVouched, 0)
+	}},
+	{name: "write mode vouches for no READ response", mode: "write", run: func(f *steerFix) {
+		f.confirmX()
+		f.read(f.a, f.m, sX)
+		f.wantVouched(f.readResp(f.a, f.m, 1, 11, 4, fixSize), false)
+	}},
+	// Chain mode: rules 10-14 of docs/swordbox-p4.md, "Chain mode".
 	{name: "chain: an unchained success starts a chain when none is live", mode: "both", chain: true, run: func(f *steerFix) {
 		// a's and b's CASes go out before any tail or chain (b aimed at X
 		// by the client); a's ACK starts the chain at X; b's confirms Y
-		// but leaves the live chain at X, so READs wait.
+		// but leaves the live chain at X, which is behind Y (forwarded
+		// before Y's link), so READs go to Y, the confirmed tail (rule
+		// 7, not 12), whose response is vouched for.
 		f.write(f.a, f.m, sH, 1, 10, 3)
 		f.write(f.a, f.m, sX, 1, 11, 4)
 		f.write(f.b, f.m, sY, 1, 12, 5)
@@ -327,23 +415,46 @@ var steerCases = []steerCase{
 		f.ack(f.b, f.m, pb, tailWord(4))
 		f.wantTail(1, sY, 12)
 		f.wantEnd(1, sX, 11, 4, t0)
-		f.wantRead(f.read(f.c, f.m, sH), sH)
-		f.wantStat(stReadChainBusy, 1)
+		f.wantRead(f.read(f.c, f.m, sH), sY)
+		f.wantVouched(f.readResp(f.c, f.m, 1, 12, 5, fixSize), true)
+		f.wantStat(stReadsChainEnd, 0)
+		f.wantStat(stReadsSteered, 1)
+		f.wantStat(stReadsVouched, 1)
 		f.wantStat(stCASChained, 0)
 	}},
 	{name: "chain: a CAS aimed at the chain's end is chained as is, a stale one is steered onto the unconfirmed end", mode: "write", chain: true, run: func(f *steerFix) {
 		f.chainZ()
 		f.wantStat(stChainRefused, 0)
 	}},
-	{name: "chain: refused when the chain's end has the client's compare version at another VA", mode: "both", chain: true, run: func(f *steerFix) {
+	{name: "chain: refused when the chain's end has the client's compare version at another VA, and not steered", mode: "both", chain: true, run: func(f *steerFix) {
 		f.chainY()
 		f.write(f.c, f.m, sZ, 1, 13, 6)
-		_, out := f.link(f.c, f.m, sH, 5, 13, 6) // c compares version 5, Y's, at H
-		f.wantCAS(out, sX, tailWord(4), linkWord(4, 13, 6))
+		// c compares version 5, Y's, at H: refused, and with the chain
+		// live it is not steered to the confirmed tail X either (rule
+		// 10's fallback): it goes out as sent.
+		_, out := f.link(f.c, f.m, sH, 5, 13, 6)
+		f.wantCAS(out, sH, tailWord(5), linkWord(5, 13, 6))
 		f.wantStat(stChainRefused, 1)
 		f.wantStat(stCASChained, 1)
-		f.wantStat(stCASSteered, 1)
+		f.wantStat(stCASSteered, 0)
 		f.wantEnd(1, sY, 12, 5, f.r.now)
+	}},
+	{name: "chain: a CAS linking a node chained before is refused and not steered while the chain is live", mode: "both", chain: true, run: func(f *steerFix) {
+		pb := f.chainY()
+		// b retries Y after H (its CAS's outcome unseen): Y was chained.
+		_, out := f.link(f.b, f.m, sH, 3, 12, 5)
+		f.wantCAS(out, sH, tailWord(3), linkWord(3, 12, 5))
+		f.wantStat(stChainRefused, 1)
+		f.wantStat(stCASSteered, 0)
+		// b's first CAS failed on X: the chain ends, Y's mark is cleared
+		// and X, the confirmed tail it was aimed at, is forgotten. The
+		// next retry is neither refused nor chained nor steered.
+		f.ack(f.b, f.m, pb, linkWord(4, 20, 7))
+		f.wantStat(stEndChainedFail, 1)
+		_, out = f.link(f.b, f.m, sH, 3, 12, 5)
+		f.wantCAS(out, sH, tailWord(3), linkWord(3, 12, 5))
+		f.wantStat(stChainRefused, 1)
+		f.wantStat(stCASChained, 1)
 	}},
 	{name: "chain: a chained success after the confirmed tail confirms its node", mode: "both", chain: true, run: func(f *steerFix) {
 		t0 := f.r.now
@@ -362,11 +473,15 @@ var steerCases = []steerCase{
 	}},
 	{name: "chain: a chained success after an unconfirmed predecessor ends the chain", mode: "both", chain: true, run: func(f *steerFix) {
 		pb, pc, _ := f.chainZ()
-		f.ack(f.c, f.m, pc, tailWord(5)) // Z's ACK before Y's
+		if got := f.ack(f.c, f.m, pc, tailWord(5)); got != tailWord(5) { // Z's ACK before Y's: not vouched
+			f.t.Fatalf("ATOMIC ACK out %#x, want %#x", got, tailWord(5))
+		}
 		f.wantNone("chain end", f.r.s.ends, 1)
 		f.wantTail(1, sX, 11)
 		f.wantStat(stChainBroken, 1)
-		f.ack(f.b, f.m, pb, tailWord(4)) // Y still confirmed, no chain started
+		f.wantStat(stEndPredUnconfirmed, 1)
+		f.wantStat(stEndChainedFail, 0)
+		f.wantVouch(f.ack(f.b, f.m, pb, tailWord(4)), 11, 4) // Y still confirmed, and vouched; no chain started
 		f.wantTail(1, sY, 12)
 		f.wantNone("chain end", f.r.s.ends, 1)
 		// Without a live chain a stale CAS goes to the confirmed tail.
@@ -378,10 +493,14 @@ var steerCases = []steerCase{
 	}},
 	{name: "chain: a chained failure aimed at the confirmed tail ends the chain and drops the tail", mode: "both", chain: true, run: func(f *steerFix) {
 		pb := f.chainY() // aimed at X, the confirmed tail
-		f.ack(f.b, f.m, pb, linkWord(4, 20, 7))
+		if got := f.ack(f.b, f.m, pb, linkWord(4, 20, 7)); got != linkWord(4, 20, 7) {
+			f.t.Fatalf("a failure's ATOMIC ACK out %#x", got)
+		}
 		f.wantNone("chain end", f.r.s.ends, 1)
 		f.wantNone("tail", f.r.s.tails, 1)
 		f.wantStat(stChainBroken, 1)
+		f.wantStat(stEndChainedFail, 1)
+		f.wantStat(stEndPredUnconfirmed, 0)
 		f.wantStat(stTailDropped, 1)
 	}},
 	{name: "chain: a chained failure elsewhere ends the chain and keeps the tail", mode: "both", chain: true, run: func(f *steerFix) {
@@ -390,6 +509,7 @@ var steerCases = []steerCase{
 		f.wantNone("chain end", f.r.s.ends, 1)
 		f.wantTail(1, sX, 11)
 		f.wantStat(stChainBroken, 1)
+		f.wantStat(stEndChainedFail, 1)
 		f.wantStat(stTailDropped, 0)
 	}},
 	{name: "chain: a CAS to another memory node or sharing another QP's client, server and PSN is not chained", mode: "both", chain: true, run: func(f *steerFix) {
@@ -432,16 +552,45 @@ var steerCases = []steerCase{
 		f.wantTail(1, sW, 14)
 		f.wantEnd(1, sW, 14, 7, f.r.now)
 	}},
-	{name: "chain: node READs wait while links after the confirmed tail are in flight", mode: "both", chain: true, run: func(f *steerFix) {
+	{name: "chain: node READs go to the chain's end while links after the confirmed tail are in flight", mode: "both", chain: true, run: func(f *steerFix) {
 		pb := f.chainY()
-		f.wantRead(f.read(f.c, f.m, sH), sH)
-		f.wantStat(stReadChainBusy, 1)
-		f.wantStat(stReadMisses, 1)
-		f.ack(f.b, f.m, pb, tailWord(4)) // Y confirmed: the chain's end is the tail
-		f.wantRead(f.read(f.c, f.m, sH), sY)
-		f.wantRead(f.read(f.c, f.m, sY), sY)
+		f.wantRead(f.read(f.c, f.m, sH), sY) // rule 12
+		f.wantVouched(f.readResp(f.c, f.m, 1, 12, 5, fixSize), false)
+		f.wantRead(f.read(f.c, f.m, sY), sY) // aimed there already: counted, not rewritten
+		f.wantStat(stReadsChainEnd, 2)
 		f.wantStat(stReadsSteered, 1)
-		f.wantStat(stReadChainBusy, 1)
+		f.wantStat(stReadMisses, 0)
+		f.wantVouch(f.ack(f.b, f.m, pb, tailWord(4)), 11, 4) // Y confirmed: the chain's end is the tail
+		f.wantRead(f.read(f.c, f.m, sH), sY)                 // rule 7 again
+		f.wantVouched(f.readResp(f.c, f.m, 1, 12, 5, fixSize), true)
+		f.wantRead(f.read(f.c, f.m, sY), sY)
+		f.wantVouched(f.readResp(f.c, f.m, 1, 12, 5, fixSize), true)
+		f.wantStat(stReadsSteered, 2)
+		f.wantStat(stReadsChainEnd, 2)
+		f.wantStat(stReadsVouched, 2)
+		// The chain's end on another memory node, or expired, is not used.
+		f.r.now += fixTTL
+		f.wantRead(f.read(f.c, f.m, sH), sH)
+		f.wantVouched(f.readResp(f.c, f.m, 1, 10, 3, fixSize), false)
+		f.wantStat(stReadMisses, 1)
+	}},
+	{name: "chain: the ACK of a chained link after the confirmed tail vouches for it", mode: "both", chain: true, run: func(f *steerFix) {
+		pb, pc, _ := f.chainZ()
+		// Y after X (the confirmed tail): vouched, naming X; then Z
+		// after Y, now the confirmed tail: vouched, naming Y.
+		f.wantVouch(f.ack(f.b, f.m, pb, tailWord(4)), 11, 4)
+		f.wantVouch(f.ack(f.c, f.m, pc, tailWord(5)), 12, 5)
+		f.wantTail(1, sZ, 13)
+		f.wantStat(stVouched, 2)
+		// An unchained success is not vouched for.
+		f.write(f.a, f.m, sW, 1, 14, 7)
+		f.r.now += fixTTL // the chain is no longer live
+		pa, out := f.link(f.a, f.m, sZ, 6, 14, 7)
+		f.wantCAS(out, sZ, tailWord(6), linkWord(6, 14, 7))
+		if got := f.ack(f.a, f.m, pa, tailWord(6)); got != tailWord(6) {
+			f.t.Fatalf("unchained success: ATOMIC ACK out %#x, want %#x", got, tailWord(6))
+		}
+		f.wantStat(stVouched, 2)
 	}},
 	{name: "chain: a chained CAS's retransmission goes out as its first copy", mode: "both", chain: true, run: func(f *steerFix) {
 		pb, pc, sent := f.chainZ()
@@ -469,7 +618,7 @@ var steerCases = []steerCase{
 		_, out := f.link(f.c, f.m, sH, 3, 13, 6)
 		f.wantCAS(out, sH, tailWord(3), linkWord(3, 13, 6))
 		f.wantNone("chain end", f.r.s.ends, 1)
-		for _, i := range []int{stCASChained, stChainBroken, stChainRefused, stReadChainBusy} {
+		for _, i := range []int{stCASChained, stChainBroken, stChainRefused, stReadsChainEnd, stVouched} {
 			f.wantStat(i, 0)
 		}
 	}},
@@ -479,6 +628,15 @@ func TestSteerRules(t *testing.T) {
 	for _, c := range steerCases {
 		t.Run(c.name, func(t *testing.T) { c.run(newSteerFix(t, c.mode, c.chain, false)) })
 	}
+}
+
+// steerConn is the connection the server answers client i's requests on:
+// the shared one (0) when every request is remapped.
+func steerConn(remap bool, i int) int {
+	if remap {
+		return 0
+	}
+	return i
 }
 
 // Through the engine, direct and with every request remapped onto the
@@ -492,13 +650,7 @@ func TestEngineSteering(t *testing.T) {
 			cfg := testConfig(remap, false)
 			cfg.Steering = &SteerConfig{Mode: "both", NodeSize: fixSize}
 			r := newTestRack(t, 3, cfg)
-			// conn is the connection the server answers on for client i.
-			conn := func(i int) int {
-				if remap {
-					return 0
-				}
-				return i
-			}
+			conn := func(i int) int { return steerConn(remap, i) }
 			const key = 42
 			node := func(lh uint32, v uint8) []byte { return nodeBytes(key, lh, v, fixSize) }
 			f, _ := r.write(1, sH, node(10, 3))
@@ -535,6 +687,135 @@ func TestEngineSteering(t *testing.T) {
 			}
 			if c := r.e.Counters(); c.SteerReadMisses != 1 || c.SteerNodeWrites != 3 {
 				t.Fatalf("counters %s", c.String())
+			}
+		})
+	}
+}
+
+// Through the engine, direct and remapped, with responses on the fast
+// path and on the general one: the ATOMIC ACK of a chained link whose
+// predecessor is the confirmed tail reaches its client vouched for (rule
+// 13), as does the response of a READ steered to the tail (rule 14), and
+// both carry correct ICRCs (run checks every frame out), unlike the
+// switch's, which leaves them stale.
+func TestEngineSteeringVouches(t *testing.T) {
+	for _, remap := range []bool{false, true} {
+		for _, fast := range []bool{true, false} {
+			t.Run(fmt.Sprintf("remap=%v/fast=%v", remap, fast), func(t *testing.T) {
+				cfg := testConfig(remap, false)
+				cfg.Steering = &SteerConfig{Mode: "both", NodeSize: fixSize} // chain mode: the default
+				r := newTestRack(t, 3, cfg)
+				r.e.fast = fast
+				conn := func(i int) int { return steerConn(remap, i) }
+				const key = 42
+				node := func(lh uint32, v uint8) []byte { return nodeBytes(key, lh, v, fixSize) }
+				for _, w := range []struct {
+					i  int
+					va uint64
+					lh uint32
+					v  uint8
+				}{{1, sH, 10, 3}, {1, sX, 11, 4}} {
+					f, _ := r.write(w.i, w.va, node(w.lh, w.v))
+					r.one(ClientSide, f)
+				}
+				// X after H, unchained: confirmed, not vouched for; the
+				// key's chain starts at X.
+				f, psn := r.cas(1, sH, tailWord(3), linkWord(3, 11, 4))
+				out := r.one(ClientSide, f).p.BTH.PSN()
+				x := r.one(ServerSide, r.atomicAck(conn(1), out, tailWord(3), 1))
+				r.checkToClient(x, 1, roce.OpRCAtomicAcknowledge, psn)
+				if got := x.p.AtomicAckETH.Orig(); got != tailWord(3) {
+					t.Fatalf("unchained success: ATOMIC ACK out %#x, want %#x", got, tailWord(3))
+				}
+				// Y after H (stale): chained onto X, and vouched for.
+				f, _ = r.write(2, sY, node(12, 5))
+				r.one(ClientSide, f)
+				f, psn = r.cas(2, sH, tailWord(3), linkWord(3, 12, 5))
+				y := r.one(ClientSide, f)
+				if y.p.AtomicETH.VA() != sX {
+					t.Fatalf("CAS out at %#x, want X %#x", y.p.AtomicETH.VA(), sX)
+				}
+				x = r.one(ServerSide, r.atomicAck(conn(2), y.p.BTH.PSN(), tailWord(4), 2))
+				r.checkToClient(x, 2, roce.OpRCAtomicAcknowledge, psn)
+				if pred, ok := clover.Header(x.p.AtomicAckETH.Orig()).Vouched(); !ok || pred != (clover.Ptr{LH: 11, Ver: 4}) {
+					t.Fatalf("chained success: ATOMIC ACK out %#x (vouched %v for %+v), want the vouch for X", x.p.AtomicAckETH.Orig(), ok, pred)
+				}
+				// A READ of H goes to Y, the tail; its response is vouched
+				// for, one of another node is not.
+				for _, c := range []struct {
+					va, to uint64
+					lh     uint32
+					v      uint8
+					vouch  bool
+				}{{sH, sY, 12, 5, true}, {0x9000, 0x9000, 11, 4, false}} {
+					f, psn = r.read(0, c.va, fixSize, 1024)
+					rd := r.one(ClientSide, f)
+					if rd.p.RETH.VA() != c.to {
+						t.Fatalf("READ of %#x out at %#x, want %#x", c.va, rd.p.RETH.VA(), c.to)
+					}
+					hits := r.e.fastHits
+					x = r.one(ServerSide, r.readResp(conn(0), roce.OpRCReadResponseOnly, rd.p.BTH.PSN(), node(c.lh, c.v), 1))
+					if fast != (r.e.fastHits != hits) {
+						t.Fatalf("the READ response took the fast path: %v, want %v", r.e.fastHits != hits, fast)
+					}
+					r.checkToClient(x, 0, roce.OpRCReadResponseOnly, psn)
+					want := node(c.lh, c.v)
+					if c.vouch {
+						want[7] |= 0x80
+					}
+					if !bytes.Equal(x.p.Payload, want) {
+						t.Fatalf("READ response of %#x out %x, want %x", c.to, x.p.Payload[:24], want[:24])
+					}
+				}
+				if c := r.e.Counters(); c.SteerVouched != 2 {
+					t.Fatalf("counters %s: want steer-vouched 2", c.String())
+				}
+			})
+		}
+	}
+}
+
+// With SkipICRCCheck, a corrupted READ response the engine vouches for
+// keeps its corruption: it leaves with the ICRC of the intact vouched
+// response (icrc.go), which is wrong for its bytes, on the fast path and
+// on the general one.
+func TestEngineVouchKeepsCorruption(t *testing.T) {
+	for _, fast := range []bool{true, false} {
+		t.Run(fmt.Sprintf("fast=%v", fast), func(t *testing.T) {
+			cfg := testConfig(false, false)
+			cfg.SkipICRCCheck = true
+			cfg.Steering = &SteerConfig{Mode: "both", NodeSize: fixSize}
+			r := newTestRack(t, 2, cfg)
+			r.e.fast = fast
+			node := func(lh uint32, v uint8) []byte { return nodeBytes(42, lh, v, fixSize) }
+			f, _ := r.write(1, sH, node(10, 3))
+			r.one(ClientSide, f)
+			f, _ = r.write(1, sX, node(11, 4))
+			r.one(ClientSide, f)
+			f, _ = r.cas(1, sH, tailWord(3), linkWord(3, 11, 4))
+			out := r.one(ClientSide, f).p.BTH.PSN()
+			r.one(ServerSide, r.atomicAck(1, out, tailWord(3), 1)) // X is the tail
+			f, _ = r.read(0, sH, fixSize, 1024)
+			rd := r.one(ClientSide, f)
+			resp := r.readResp(0, roce.OpRCReadResponseOnly, rd.p.BTH.PSN(), node(11, 4), 1)
+			corrupt := append([]byte(nil), resp...)
+			corrupt[len(corrupt)-roce.ICRCLen-1] ^= 0x10 // the node's last value byte
+			good := r.one(ServerSide, resp)
+			if good.p.Payload[7]&0x80 == 0 {
+				t.Fatal("the intact response was not vouched for")
+			}
+			r.out.Reset()
+			r.e.Process(0, ServerSide, corrupt, r.out) // a duplicate response, sent on
+			if r.out.Len() != 1 {
+				t.Fatalf("%d frames out for the corrupted response (%s)", r.out.Len(), r.e.c.String())
+			}
+			var p roce.Packet
+			if err := roce.ParseInto(&p, r.out.Frames[0]); err != nil {
+				t.Fatal(err)
+			}
+			if p.Payload[7]&0x80 == 0 || p.ICRCOK() || p.StoredICRC() != good.p.StoredICRC() {
+				t.Fatalf("vouched %v, ICRC %#x (correct: %v); want vouched with the intact response's ICRC %#x",
+					p.Payload[7]&0x80 != 0, p.StoredICRC(), p.ICRCOK(), good.p.StoredICRC())
 			}
 		})
 	}

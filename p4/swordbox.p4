@@ -20,16 +20,21 @@
  *     linking CAS of a key onto the node of the key's previous linking CAS
  *     as soon as that CAS is forwarded, confirmed or not, so that
  *     concurrent puts of one key all link, one after another, in one round
- *     trip; the tail is still confirmed at the ACK (for READ steering), and
- *     the Clover client proves every steered success (clover/doc.go);
+ *     trip; the tail is still confirmed at the ACK, and the ACK of a link
+ *     whose predecessor is the confirmed tail vouches for it (a word no
+ *     memory holds), so its client needs no proof; other steered successes
+ *     the Clover client proves (clover/doc.go); node READs go to the
+ *     chain's end, and a READ response whose node is the confirmed tail is
+ *     vouched for (bit 63 of its header word): the client takes a steered
+ *     node only with that vouch;
  *   - forwards a retransmitted CAS exactly as its first copy was forwarded;
  *   - keeps every CAS forwarded until its ATOMIC ACK, so that the controller
  *     can retransmit one outstanding too long (section 4.5).
  *
- * ICRC: the switch rewrites the AtomicETH and RETH VAs and the AtomicETH
- * compare and swap values but does NOT recompute the RoCEv2 ICRC, exactly as
- * the paper's Tofino program (section 5.1): the memory nodes behind the
- * switch run with ICRC checking off. The IPv4 header is never changed by
+ * ICRC: the switch rewrites the AtomicETH and RETH VAs, the AtomicETH
+ * compare and swap values, vouched ATOMIC ACKs and READ responses, but does
+ * NOT recompute the RoCEv2 ICRC, exactly as the paper's Tofino program
+ * (section 5.1): the hosts behind the switch run with ICRC checking off. The IPv4 header is never changed by
  * steering, so its checksum stays valid (and is not recomputed).
  *
  * Registers are one value per index; 64-bit quantities the data plane
@@ -48,6 +53,7 @@ const bit<16> ROCE_UDP_PORT  = 4791;
 const bit<8> OP_WRITE_FIRST     = 0x06;
 const bit<8> OP_WRITE_ONLY      = 0x0A;
 const bit<8> OP_READ_REQUEST    = 0x0C;
+const bit<8> OP_READ_RESP_ONLY  = 0x10;
 const bit<8> OP_ACKNOWLEDGE     = 0x11;
 const bit<8> OP_ATOMIC_ACK      = 0x12;
 const bit<8> OP_COMPARE_SWAP    = 0x13;
@@ -89,12 +95,20 @@ const bit<32> STAT_LINK_AMBIGUOUS  = 15; /* CAS whose client, server and PSN ano
 const bit<32> STAT_CAS_CHAINED     = 16; /* CAS chained onto the key's last forwarded link (chain mode) */
 const bit<32> STAT_CHAIN_BROKEN    = 17; /* chains ended: a chained CAS failed, or its ACK found its predecessor unconfirmed */
 const bit<32> STAT_CHAIN_REFUSED   = 18; /* CAS not chained: the chain's end has the entry version the client compares, or its node was chained before */
-const bit<32> STAT_READ_CHAIN_BUSY  = 19; /* node READs not steered: links after the confirmed tail in flight */
-const bit<32> STAT_COUNT           = 20;
+const bit<32> STAT_READS_CHAIN_END  = 19; /* node READs steered to the chain's end: links after the confirmed tail in flight (rule 12) */
+const bit<32> STAT_VOUCHED         = 20; /* ATOMIC ACKs of chained links rewritten to vouch for them (rule 13) */
+const bit<32> STAT_END_PRED_UNCONFIRMED = 21; /* chains ended: a chained success whose predecessor was never confirmed */
+const bit<32> STAT_END_CHAINED_FAIL = 22; /* chains ended: a chained CAS failed */
+const bit<32> STAT_READS_VOUCHED   = 23; /* node READ responses vouched for (rule 14) */
+const bit<32> STAT_COUNT           = 24;
 
 /* Entry-version bits 18..11 of a Clover header word. */
 const bit<64> EV_MASK  = 0x000000000007F800;
 const bit<64> EV_SHIFT = 11;
+
+/* Bit 63 of an ATOMIC ACK's original value: the switch vouches for the link
+ * (rule 13); the rest names the predecessor (docs/clover-layout.md). */
+const bit<64> VOUCH_MARK = 0x8000000000000000;
 
 /* The delete mark in a next pointer (docs/clover-layout.md). */
 const bit<32> LH_DELETED = 0xFFFFFFFF;
@@ -256,6 +270,7 @@ struct metadata_t {
     bit<8>  link_chained;
     bit<32> pred_lh;
     bit<1>  chain_end;
+    bit<1>  vouch;       /* the ATOMIC ACK of a chained link whose predecessor is confirmed */
     bit<1>  chain;       /* chain mode: mode bits 0 and 2 (set after config) */
     bit<1>  spec_live;   /* the key's chain is valid, of this key, on this memory node and fresh */
     /* the node a linking CAS links (from its swap value and the node map) */
@@ -343,6 +358,7 @@ parser SwordboxParser(packet_in packet,
             OP_FETCH_ADD: parse_atomic_eth;
             OP_ACKNOWLEDGE: parse_aeth;
             OP_ATOMIC_ACK: parse_atomic_ack;
+            OP_READ_RESP_ONLY: parse_read_resp;
             default: accept;
         }
     }
@@ -375,6 +391,18 @@ parser SwordboxParser(packet_in packet,
     state parse_aeth {
         packet.extract(hdr.aeth);
         transition accept;
+    }
+
+    /* A READ response with fewer than 24 payload bytes carries no node prefix
+     * (UDP length = 8 + BTH 12 + AETH 4 + payload + ICRC 4). */
+    state parse_read_resp {
+        packet.extract(hdr.aeth);
+        transition select(hdr.udp.length) {
+            16w0 &&& 16w0xFFE0: accept;
+            16w32 &&& 16w0xFFF0: accept;
+            16w48 &&& 16w0xFFFC: accept;
+            default: parse_node;
+        }
     }
 
     state parse_atomic_ack {
@@ -670,12 +698,14 @@ control SwordboxIngress(inout headers_t hdr,
                                     tail_dst_ip.write(meta.key_slot, hdr.ipv4.src_addr);
                                     tail_ts.write(meta.key_slot, meta.link_ts);
                                     stats.count(STAT_TAIL_CONFIRMED);
+                                    meta.vouch = 1;
                                 } else {
                                     /* Its predecessor was never confirmed (a lost or
                                      * reordered ACK, a record taken over): no later link
                                      * of this chain can be. End the chain; the next
                                      * unsteered success starts a new one. */
                                     meta.chain_end = 1;
+                                    stats.count(STAT_END_PRED_UNCONFIRMED);
                                 }
                             } else {
                                 /* The node the chain ended at had a successor the switch
@@ -683,6 +713,7 @@ control SwordboxIngress(inout headers_t hdr,
                                  * is also the confirmed tail. The chain ends here, so the
                                  * client's retry of this node may be chained again. */
                                 meta.chain_end = 1;
+                                stats.count(STAT_END_CHAINED_FAIL);
                                 link_lh.read(meta.link_lh, meta.link_slot);
                                 hash(meta.node_slot, HashAlgorithm.crc32, 32w0, { meta.link_lh }, NODE_SLOTS);
                                 node_lh.read(meta.node_lh, meta.node_slot);
@@ -727,8 +758,8 @@ control SwordboxIngress(inout headers_t hdr,
                                 tail_dst_ip.write(meta.key_slot, hdr.ipv4.src_addr);
                                 tail_ts.write(meta.key_slot, meta.link_ts);
                                 stats.count(STAT_TAIL_CONFIRMED);
+                                tail_lh.write(meta.key_slot, meta.link_lh);
                                 if (meta.chain == 1) {
-                                    tail_lh.write(meta.key_slot, meta.link_lh);
                                     /* Chain mode with no live chain of this key: start
                                      * one at the node just confirmed. */
                                     read_spec();
@@ -757,6 +788,39 @@ control SwordboxIngress(inout headers_t hdr,
                                 stats.count(STAT_TAIL_DROPPED);
                             }
                         }
+                    }
+                }
+            }
+
+            /* Rule 13: the ACK of a chained link just confirmed vouches for it:
+             * bit 63 set (memory never holds it: the layout keeps bits 63..60
+             * zero), the predecessor's LH in the next field, its version kept in
+             * bits 18..11. Hosts run with ICRC checking off (rule 9). */
+            if (meta.vouch == 1) {
+                hdr.atomic_ack.orig = VOUCH_MARK | ((bit<64>)meta.pred_lh << 28) |
+                                      (hdr.atomic_ack.orig & EV_MASK);
+                stats.count(STAT_VOUCHED);
+            }
+
+            /* Rule 14: a node READ response whose node is the key's confirmed tail
+             * (fresh, from its memory node) is vouched for: bit 63 of its header
+             * word, which memory never holds, tells the client the node is in the
+             * chain. Hosts run with ICRC checking off (rule 9). */
+            if (hdr.node.isValid() && hdr.bth.opcode == OP_READ_RESP_ONLY &&
+                (meta.mode & MODE_READ) != 0 &&
+                (bit<32>)hdr.udp.length == meta.node_size + 28) {
+                meta.clover_key = hdr.node.key7 ++ hdr.node.key6 ++ hdr.node.key5 ++ hdr.node.key4 ++
+                                  hdr.node.key3 ++ hdr.node.key2 ++ hdr.node.key1 ++ hdr.node.key0;
+                tracked_keys.apply();
+                if (meta.tracked == 1) {
+                    read_tail();
+                    meta.node_lh = hdr.node.self3 ++ hdr.node.self2 ++ hdr.node.self1 ++ hdr.node.self0;
+                    if (meta.tail_valid == 1 && meta.tail_key == meta.clover_key &&
+                        meta.tail_lh == meta.node_lh &&
+                        meta.tail_ver == hdr.node.hw2[2:0] ++ hdr.node.hw1[7:3] &&
+                        meta.tail_dst_ip == hdr.ipv4.src_addr && meta.now - meta.tail_ts < meta.ttl) {
+                        hdr.node.hw_high = hdr.node.hw_high | 32w0x80;
+                        stats.count(STAT_READS_VOUCHED);
                     }
                 }
             }
@@ -928,7 +992,7 @@ control SwordboxIngress(inout headers_t hdr,
                                     (meta.tail_va_hi ++ meta.tail_va_lo) != hdr.atomic_eth.va) {
                                     if (meta.now - meta.tail_ts >= meta.ttl) {
                                         stats.count(STAT_TAIL_EXPIRED);
-                                    } else if ((meta.mode & MODE_WRITE) != 0) {
+                                    } else if ((meta.mode & MODE_WRITE) != 0 && meta.spec_live == 0) {
                                         /* Stale CAS: steer it to the confirmed tail. */
                                         hdr.atomic_eth.va = meta.tail_va_hi ++ meta.tail_va_lo;
                                         hdr.atomic_eth.compare = (hdr.atomic_eth.compare & ~EV_MASK) |
@@ -967,11 +1031,17 @@ control SwordboxIngress(inout headers_t hdr,
                             meta.tail_fresh = 1;
                         }
                         if (meta.spec_valid == 1 && meta.spec_key == meta.clover_key &&
-                            meta.spec_lh != meta.tail_lh) {
-                            /* Chain mode: links after the confirmed tail are in flight,
-                             * so it may have a successor already: not steered. */
-                            meta.tail_fresh = 0;
-                            stats.count(STAT_READ_CHAIN_BUSY);
+                            meta.spec_dst_ip == hdr.ipv4.dst_addr && meta.now - meta.spec_ts < meta.ttl &&
+                            meta.spec_lh != meta.tail_lh && meta.spec_ts - meta.tail_ts < 48w0x800000000000) {
+                            /* Chain mode: links after the confirmed tail are in flight
+                             * (the chain's end was forwarded after the tail's link, not
+                             * left behind by an unchained link): steer to the chain's
+                             * end; its response is vouched for (rule 14) only if its
+                             * link is confirmed by then. */
+                            meta.tail_fresh = 1;
+                            meta.tail_va_hi = meta.spec_va_hi;
+                            meta.tail_va_lo = meta.spec_va_lo;
+                            stats.count(STAT_READS_CHAIN_END);
                         }
                     }
                     if (meta.tail_fresh == 1) {

@@ -13,6 +13,7 @@ import (
 )
 
 func TestRunCellSmoke(t *testing.T) {
+	var offRetries float64
 	for _, mode := range []string{ModeOff, ModeWriteRead} {
 		c, err := RunCell(context.Background(), CellSpec{Scenario: "test", Mode: mode, Workload: ycsb.WorkloadA, Keys: 64, ValueSize: 128,
 			Zipf: 0.99, Tracked: -1, Threads: 8, ClientHosts: 2, Warmup: 200 * time.Millisecond, Duration: time.Second, Seed: 1, Chain: true})
@@ -23,18 +24,27 @@ func TestRunCellSmoke(t *testing.T) {
 		if c.Ops == 0 || c.Errors != 0 {
 			t.Fatalf("cell: %+v", c)
 		}
-		// The switch's own counters: off only forwards; write+read learns
-		// node WRITEs and sees the linking CASes.
-		learned := c.Steering["node_writes"] > 0 && c.Steering["cas_seen"] > 0 && c.Steering["node_reads"] > 0
-		if (mode == ModeWriteRead) != learned {
+		// The switch's own counters: off only forwards; steering learns
+		// node WRITEs and sees the linking CASes, read steering the READs.
+		learned := c.Steering["node_writes"] > 0 && c.Steering["cas_seen"] > 0
+		if (mode != ModeOff) != learned || (mode == ModeWriteRead) != (c.Steering["node_reads"] > 0) {
 			t.Errorf("%s: switch steering counters %v", mode, c.Steering)
 		}
-		// Chain mode (the bench's default) steers each CAS onto the key's
-		// last forwarded link: 99.6 % succeed here, where off and
-		// confirm-only steering both stay near 99.1 % in this cell.
-		if mode == ModeWriteRead && (c.CASSuccessRate < 0.99 || c.Steering["cas_chained"] == 0) {
-			t.Errorf("write+read: CAS success %.3f, %d CAS chained: chain mode should make (nearly) every CAS land on the tail",
-				c.CASSuccessRate, c.Steering["cas_chained"])
+		switch mode {
+		case ModeOff:
+			offRetries = c.RetriesPerOp
+		case ModeWriteRead:
+			// Chain mode (the bench's default) steers each CAS onto the
+			// key's last forwarded link and vouches for the links it
+			// confirms, and READs are steered to the chain's end and
+			// vouched for. A put CASes from wherever its persistence READ
+			// landed (clover/doc.go, "Steering"), so CAS success is not
+			// the measure here (98.3-99.5 % over runs, off 99.1-99.5 %):
+			// the clients' retries are.
+			if c.Steering["cas_chained"] == 0 || c.Steering["reads_vouched"] == 0 || c.Steering["links_vouched"] == 0 || c.RetriesPerOp >= offRetries/10 {
+				t.Errorf("write+read: %d CAS chained, %d READs and %d links vouched for, %.3f retries/op against %.3f off",
+					c.Steering["cas_chained"], c.Steering["reads_vouched"], c.Steering["links_vouched"], c.RetriesPerOp, offRetries)
+			}
 		}
 	}
 }

@@ -238,8 +238,9 @@ func NewRack(ctx context.Context, cfg Config) (_ *Rack, err error) {
 	r.Switch.Register(r.grpcSrv)
 	go r.grpcSrv.Serve(lis)
 
-	// RNICs. Behind a steering switch memory nodes run with ICRC checking
-	// off (the switch rewrites without recomputing it), as in the paper.
+	// RNICs. Behind a steering switch every host runs with ICRC checking
+	// off (the switch rewrites requests and responses without recomputing
+	// it), as in the paper (section 5.1).
 	r.Memory, err = rnic.New(memberPorts[0], rnic.Config{Name: "mem0", MAC: HostMAC(0), IP: HostIP(0),
 		SkipICRC: true, Workers: cfg.MemoryWorkers, Timing: cfg.MemoryTiming, Timeout: cfg.RNICTimeout})
 	if err != nil {
@@ -255,7 +256,7 @@ func NewRack(ctx context.Context, cfg Config) (_ *Rack, err error) {
 		return nil, fmt.Errorf("testbed: memory node: register region: %w", err)
 	}
 	for i := 1; i <= cfg.Hosts; i++ {
-		d, herr := rnic.New(memberPorts[i], rnic.Config{Name: fmt.Sprintf("host%d", i), MAC: HostMAC(i), IP: HostIP(i), Timeout: cfg.RNICTimeout})
+		d, herr := rnic.New(memberPorts[i], rnic.Config{Name: fmt.Sprintf("host%d", i), MAC: HostMAC(i), IP: HostIP(i), Timeout: cfg.RNICTimeout, SkipICRC: true})
 		if herr != nil {
 			return nil, fmt.Errorf("testbed: host %d: %w", i, herr)
 		}

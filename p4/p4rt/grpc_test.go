@@ -632,7 +632,7 @@ func TestWriteModifyDeleteAndCounters(t *testing.T) {
 		t.Fatalf("counter write: %v", err)
 	}
 	es, err = e.read(&p4v1.Entity{Entity: &p4v1.Entity_CounterEntry{CounterEntry: &p4v1.CounterEntry{CounterId: statsID}}})
-	if err != nil || len(es) != 20 || es[3].GetCounterEntry().GetData().GetPacketCount() != 5 {
+	if err != nil || len(es) != 24 || es[3].GetCounterEntry().GetData().GetPacketCount() != 5 {
 		t.Fatalf("counter wildcard read: %d entries, %v", len(es), err)
 	}
 	es, _ = e.read(&p4v1.Entity{Entity: &p4v1.Entity_DirectCounterEntry{DirectCounterEntry: &p4v1.DirectCounterEntry{

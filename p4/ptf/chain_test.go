@@ -7,20 +7,24 @@ import (
 	"github.com/swordbox/swordbox/roce"
 )
 
-// The packet tests of chain mode: rules 10-12 of docs/swordbox-p4.md,
-// "Chain mode", on the switch program alone, one case per rule and edge.
-// Like the tests of swordbox_test.go they program the switch over
-// P4Runtime by P4Info names and check the frames out, the registers and
-// the counters. The TNA program has no chain mode, so they have no twin.
+// The packet tests of chain mode: rules 10-14 of docs/swordbox-p4.md,
+// "Chain mode", one case per rule and edge. Like the tests of
+// swordbox_test.go they program the switch over P4Runtime by P4Info names
+// and check the frames out, the registers and the counters; the TNA
+// differential tests run each of them on both programs.
 
 const (
 	modeChain = 4 // config mode bit 2: chain mode, with write steering
 
 	// The stats cells of chain mode (docs/swordbox-p4.md, "Counters").
-	statCASChained    = 16
-	statChainBroken   = 17
-	statChainRefused  = 18
-	statReadChainBusy = 19
+	statCASChained     = 16
+	statChainBroken    = 17
+	statChainRefused   = 18
+	statReadsChainEnd  = 19
+	statEndUnconfirmed = 21
+	statEndChainedFail = 22
+	vouchMark          = uint64(1) << 63
+	entryVersionMask   = uint64(0xff) << 11
 )
 
 // nC1 is a fourth node of hotKey, appended by client C.
@@ -104,6 +108,51 @@ func (r *rig) put(q qp, psn uint32, va uint64, tailEv uint8, n node) (in, out []
 func (r *rig) ackCAS(q qp, psn uint32, orig uint64, what string) {
 	r.t.Helper()
 	r.expectSame(q.to.port, q.from.port, atomicAck(r.t, q, psn, orig), what)
+}
+
+// ackVouched sends the memory node's ATOMIC ACK of q's CAS psn, a success
+// (orig) of a chained link whose predecessor pred is the confirmed tail,
+// and checks that it comes out vouched for (rule 13): orig replaced by bit
+// 63, pred's LH in bits 59..28 and orig's entry version, every other byte
+// as sent (the ICRC too: the switch does not recompute it).
+func (r *rig) ackVouched(q qp, psn uint32, orig uint64, pred node, what string) {
+	r.t.Helper()
+	in := atomicAck(r.t, q, psn, orig)
+	out, p := r.pass(q.to.port, q.from.port, in)
+	want := vouchMark | uint64(pred.lh)<<28 | orig&entryVersionMask
+	if got := p.AtomicAckETH.Orig(); got != want {
+		r.t.Fatalf("%s: ACK orig %#x, want the vouch %#x", what, got, want)
+	}
+	off := p.ExtOff + 4 // AETH, then the AtomicAckETH's original value
+	sameExcept(r.t, out, in, [2]int{off, off + 8})
+}
+
+// readResp is the memory node's READ_RESPONSE_ONLY to q's READ psn,
+// carrying node n (next pointer next) with a value of value bytes.
+func readResp(t testing.TB, q qp, psn uint32, n node, next uint64, value int) []byte {
+	pl := nodePayload(n, value)
+	le64(pl, next|uint64(n.ev)<<11)
+	pad := (4 - len(pl)%4) % 4
+	return q.back().build(t, roce.Fields{Opcode: roce.OpRCReadResponseOnly, PSN: psn,
+		Syndrome: roce.ACKSyndrome(roce.CreditInvalid), MSN: 1, Payload: pl, PadCnt: uint8(pad)})
+}
+
+// wantReadVouched sends a READ response of node n (next NULL) to client C
+// and checks whether it comes out vouched for (rule 14: bit 63 of the
+// header word set, every other byte as sent).
+func (r *rig) wantReadVouched(psn uint32, n node, vouched bool, what string) {
+	r.t.Helper()
+	in := readResp(r.t, qpC, psn, n, 0, valueSize)
+	if !vouched {
+		r.expectSame(3, 4, in, what)
+		return
+	}
+	out, p := r.pass(3, 4, in)
+	want := append([]byte(nil), in...)
+	want[p.PayloadOff+7] |= 0x80
+	if !bytes.Equal(out, want) {
+		r.t.Fatalf("%s: READ response\n got %x\nwant %x (bit 63 of the header word set)", what, out, want)
+	}
 }
 
 // wantCASOut checks a CAS as forwarded: at va, its compare and swap the
@@ -244,37 +293,39 @@ func TestChainRules(t *testing.T) {
 			r.wantStats("B1 chained", map[int]int64{statCASChained: 2, statCASSteered: 1, statCAS: 3})
 			r.wantKeyCount("key_cas_steered", 1)
 		}},
-		{name: "rule 10: the chain's end has the client's compare version at another VA: refused, steered to the confirmed tail", mode: modeChainBoth, run: func(t *testing.T, r *rig) {
+		{name: "rule 10: the chain's end has the client's compare version at another VA: refused, passes unsteered while the chain is live", mode: modeChainBoth, run: func(t *testing.T, r *rig) {
 			r.chainA3()
 			// B compares against entry version 3, A3's, at T0's VA.
-			in, out, p := r.put(qpB, 200, nT0.va, nA3.ev, nB1)
-			wantCASOut(t, in, out, p, nA1.va, nA1.ev)
+			in, out, _ := r.put(qpB, 200, nT0.va, nA3.ev, nB1)
+			if !bytes.Equal(out, in) {
+				t.Fatalf("B's refused CAS was rewritten while the chain is live:\n got %x\nwant %x", out, in)
+			}
 			r.wantLink(qpB, 201, 0, 0, "B's refused CAS")
 			r.wantSpec(keySlot, nA3, r.forwardedAt(qpA, 103), "after the refusal")
-			r.wantStats("refused", map[int]int64{statChainRefused: 1, statCASChained: 1, statCASSteered: 1})
+			r.wantStats("refused", map[int]int64{statChainRefused: 1, statCASChained: 1, statCASSteered: 0})
 		}},
 		{name: "rule 11: a chained success after the confirmed tail confirms its node", mode: modeChainBoth, run: func(t *testing.T, r *rig) {
 			r.chainB1()
-			r.ackCAS(qpA, 103, hw(0, 0, nA1.ev), "A's ACK: success")
+			r.ackVouched(qpA, 103, hw(0, 0, nA1.ev), nA1, "A's ACK: success after the confirmed tail A1")
 			r.wantTailLH(keySlot, nA3, "A's ACK")
 			if got, want := r.register("tail_ts", keySlot), r.forwardedAt(qpA, 103); got != want {
 				t.Errorf("tail_ts = %d, want %d (when A's CAS was forwarded)", got, want)
 			}
 			r.wantSpec(keySlot, nB1, r.forwardedAt(qpB, 201), "A's ACK")
-			r.ackCAS(qpB, 201, hw(0, 0, nA3.ev), "B's ACK: success")
+			r.ackVouched(qpB, 201, hw(0, 0, nA3.ev), nA3, "B's ACK: success after A3, now confirmed")
 			r.wantTailLH(keySlot, nB1, "B's ACK")
 			r.wantSpec(keySlot, nB1, r.forwardedAt(qpB, 201), "B's ACK")
-			r.wantStats("both ACKs", map[int]int64{statTailConfirmed: 3, statChainBroken: 0, statAcksCleared: 3})
+			r.wantStats("both ACKs", map[int]int64{statTailConfirmed: 3, statChainBroken: 0, statAcksCleared: 3, statVouched: 2})
 		}},
 		{name: "rule 11: a chained success after an unconfirmed predecessor ends the chain", mode: modeChainBoth, run: func(t *testing.T, r *rig) {
 			r.chainB1()
 			r.ackCAS(qpB, 201, hw(0, 0, nA3.ev), "B's ACK first: success after A3")
 			r.wantNoSpec(keySlot, "B's ACK before A3's")
 			r.wantTailLH(keySlot, nA1, "B's ACK before A3's")
-			r.wantStats("B's ACK", map[int]int64{statChainBroken: 1, statTailConfirmed: 1})
-			// A3's own ACK still confirms it (its predecessor is the tail),
-			// but starts no chain.
-			r.ackCAS(qpA, 103, hw(0, 0, nA1.ev), "A's late ACK: success")
+			r.wantStats("B's ACK", map[int]int64{statChainBroken: 1, statEndUnconfirmed: 1, statTailConfirmed: 1, statVouched: 0})
+			// A3's own ACK still confirms it (its predecessor is the tail)
+			// and vouches for it, but starts no chain.
+			r.ackVouched(qpA, 103, hw(0, 0, nA1.ev), nA1, "A's late ACK: success")
 			r.wantTailLH(keySlot, nA3, "A's late ACK")
 			r.wantNoSpec(keySlot, "A's late ACK")
 			// Without a live chain a stale CAS goes to the confirmed tail.
@@ -288,14 +339,14 @@ func TestChainRules(t *testing.T) {
 			r.ackCAS(qpA, 103, hw(0xC3, 4, nA1.ev), "A's ACK: failed, A1 had a successor")
 			r.wantNoSpec(keySlot, "A's failure")
 			r.wantNoTail(keySlot, "A's failure")
-			r.wantStats("A's failure", map[int]int64{statChainBroken: 1, statTailDropped: 1, statTailConfirmed: 1})
+			r.wantStats("A's failure", map[int]int64{statChainBroken: 1, statEndChainedFail: 1, statTailDropped: 1, statTailConfirmed: 1})
 		}},
 		{name: "rule 11: a chained failure elsewhere ends the chain and keeps the tail", mode: modeChainBoth, run: func(t *testing.T, r *rig) {
 			r.chainB1() // B's CAS went to A3, not the confirmed tail A1
 			r.ackCAS(qpB, 201, hw(0xC3, 4, nA3.ev), "B's ACK: failed, A3 had a successor")
 			r.wantNoSpec(keySlot, "B's failure")
 			r.wantTailLH(keySlot, nA1, "B's failure")
-			r.wantStats("B's failure", map[int]int64{statChainBroken: 1, statTailDropped: 0})
+			r.wantStats("B's failure", map[int]int64{statChainBroken: 1, statEndChainedFail: 1, statTailDropped: 0})
 		}},
 		{name: "rule 10: a CAS to another memory node is not chained", mode: modeChainBoth, run: func(t *testing.T, r *rig) {
 			mem2 := qp{clientB, clientC, 49160, 0x31} // port 4 plays a second memory node
@@ -342,18 +393,54 @@ func TestChainRules(t *testing.T) {
 			r.wantTailLH(keySlot, nC1, "C's ACK")
 			r.wantSpec(keySlot, nC1, r.forwardedAt(qpC, 401), "C's ACK")
 		}},
-		{name: "rule 12: a node READ is steered only when the chain's end is the confirmed tail", mode: modeChainBoth, run: func(t *testing.T, r *rig) {
+		{name: "rule 12: while links are in flight a node READ goes to the chain's end", mode: modeChainBoth, run: func(t *testing.T, r *rig) {
 			r.chainA3()
-			r.expectSame(4, 3, readReq(t, qpC, 300, nA3.va, nodeSize), "READ of A3 while A3's link is in flight")
-			r.wantStats("READ while busy", map[int]int64{statReadChainBusy: 1, statReadMisses: 1, statReadsSteered: 0, statReads: 1})
-			r.wantKeyCount("key_read_misses", 1)
-			r.ackCAS(qpA, 103, hw(0, 0, nA1.ev), "A's ACK: success")
-			out, p := r.pass(4, 3, readReq(t, qpC, 301, nA1.va, nodeSize))
+			// A READ of the confirmed tail A1 goes to A3, the chain's end.
+			out, p := r.pass(4, 3, readReq(t, qpC, 300, nA1.va, nodeSize))
+			if p.RETH.VA() != nA3.va {
+				t.Fatalf("READ of A1 while A3's link is in flight: VA %#x, want A3's %#x", p.RETH.VA(), nA3.va)
+			}
+			sameExcept(t, out, readReq(t, qpC, 300, nA1.va, nodeSize), [2]int{p.ExtOff, p.ExtOff + 8})
+			// A READ of the chain's end itself is left alone.
+			r.expectSame(4, 3, readReq(t, qpC, 301, nA3.va, nodeSize), "READ of A3, the chain's end")
+			r.wantStats("READs while busy", map[int]int64{statReadsChainEnd: 2, statReadsSteered: 1, statReadMisses: 0, statReads: 2})
+			r.wantKeyCount("key_reads_steered", 1)
+			r.ackVouched(qpA, 103, hw(0, 0, nA1.ev), nA1, "A's ACK: success")
+			// The chain's end is the confirmed tail now: rule 7.
+			_, p = r.pass(4, 3, readReq(t, qpC, 302, nA1.va, nodeSize))
 			if p.RETH.VA() != nA3.va {
 				t.Fatalf("READ of A1 after A3's confirmation: VA %#x, want %#x", p.RETH.VA(), nA3.va)
 			}
-			sameExcept(t, out, readReq(t, qpC, 301, nA1.va, nodeSize), [2]int{p.ExtOff, p.ExtOff + 8})
-			r.wantStats("READ after the confirmation", map[int]int64{statReadChainBusy: 1, statReadsSteered: 1})
+			r.wantStats("READ after the confirmation", map[int]int64{statReadsChainEnd: 2, statReadsSteered: 2})
+		}},
+		{name: "rule 14: a READ response of the confirmed tail is vouched for, of any other node not", mode: modeChainBoth, run: func(t *testing.T, r *rig) {
+			r.chainA3()
+			r.wantReadVouched(300, nA1, true, "A1, the confirmed tail")
+			r.wantReadVouched(301, nA3, false, "A3, the chain's end, its link in flight")
+			r.ackVouched(qpA, 103, hw(0, 0, nA1.ev), nA1, "A's ACK: success")
+			r.wantReadVouched(302, nA3, true, "A3, confirmed")
+			r.wantReadVouched(303, nA1, false, "A1, no longer the confirmed tail")
+			stale := nA3
+			stale.ev++
+			r.wantReadVouched(304, stale, false, "A3's slot with another entry version")
+			// A response whose header word has a successor is vouched for
+			// too (the node is in the chain): only the node counts.
+			in := readResp(t, qpC, 305, nA3, hw(0xC3, 4, 0), valueSize)
+			out, p := r.pass(3, 4, in)
+			if out[p.PayloadOff+7]&0x80 == 0 {
+				t.Error("READ response of the confirmed tail with a successor was not vouched for")
+			}
+			// Not a node: a response shorter or longer than a node.
+			short := q2back(t, qpC, 306, make([]byte, 16))
+			r.expectSame(3, 4, short, "a 16-byte READ response")
+			long := readResp(t, qpC, 307, nA3, 0, valueSize+8)
+			r.expectSame(3, 4, long, "a READ response longer than a node")
+			r.wantStats("responses", map[int]int64{statReadsVouched: 3})
+		}},
+		{name: "rule 14: no vouch without read steering, nor for an untracked key", mode: modeChain | modeWrite, run: func(t *testing.T, r *rig) {
+			r.seedChain()
+			r.wantReadVouched(300, nA1, false, "A1, write steering only")
+			r.wantStats("write steering only", map[int]int64{statReadsVouched: 0})
 		}},
 		{name: "rule 3: a chained CAS's retransmission goes out as its first copy", mode: modeChainBoth, run: func(t *testing.T, r *rig) {
 			in, first := r.chainB1()
@@ -371,8 +458,8 @@ func TestChainRules(t *testing.T) {
 			r.wantStats("retransmission", map[int]int64{statRetransmits: 1, statCASChained: 3, statCASSteered: 2})
 			r.wantKeyCount("key_retransmits", 1)
 			// Settled in order, then a copy after its ACK: still the first copy.
-			r.ackCAS(qpA, 103, hw(0, 0, nA1.ev), "A's ACK")
-			r.ackCAS(qpB, 201, hw(0, 0, nA3.ev), "B's ACK")
+			r.ackVouched(qpA, 103, hw(0, 0, nA1.ev), nA1, "A's ACK")
+			r.ackVouched(qpB, 201, hw(0, 0, nA3.ev), nA3, "B's ACK")
 			r.wantTailLH(keySlot, nB1, "B's ACK")
 			if again, _ = r.pass(2, 3, in); !bytes.Equal(again, first) {
 				t.Fatalf("copy after the ACK forwarded as\n%x\nfirst copy was\n%x", again, first)
@@ -388,7 +475,7 @@ func TestChainRules(t *testing.T) {
 			}
 			r.expectSame(4, 3, readReq(t, qpC, 300, nB1.va, nodeSize), "READ in mode 4")
 			r.wantStats("mode 4", map[int]int64{statCASSteered: 0, statReadsSteered: 0, statCASChained: 0,
-				statChainBroken: 0, statChainRefused: 0, statReadChainBusy: 0})
+				statChainBroken: 0, statChainRefused: 0, statReadsChainEnd: 0})
 		}},
 		{name: "the chain bit without the write bit: modes 4 and 6 keep no chain, mode 6 steers as mode 2", mode: modeRead,
 			run: func(t *testing.T, r *rig) {
@@ -429,4 +516,11 @@ func frameVA(p roce.Packet) uint64 {
 		return p.RETH.VA()
 	}
 	return 0
+}
+
+// q2back is the memory node's READ_RESPONSE_ONLY to q's READ psn with an
+// arbitrary payload.
+func q2back(t testing.TB, q qp, psn uint32, payload []byte) []byte {
+	return q.back().build(t, roce.Fields{Opcode: roce.OpRCReadResponseOnly, PSN: psn,
+		Syndrome: roce.ACKSyndrome(roce.CreditInvalid), MSN: 1, Payload: payload})
 }

@@ -66,7 +66,9 @@ const (
 	statTailExpired    = 13
 	statConfirmStale   = 14
 	statLinkAmbiguous  = 15
-	statCount          = 20
+	statVouched        = 20
+	statReadsVouched   = 23
+	statCount          = 24
 	lhDeleted          = 0xFFFFFFFF
 	memnodeIP          = 0x0a000003
 )
@@ -309,7 +311,7 @@ func (r *rig) chain() {
 }
 
 // sameExcept checks that got equals want outside the byte ranges given.
-func sameExcept(t *testing.T, got, want []byte, ranges ...[2]int) {
+func sameExcept(t testing.TB, got, want []byte, ranges ...[2]int) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("length %d, want %d", len(got), len(want))

@@ -324,7 +324,8 @@ func TestTNADifferentialClock(t *testing.T) {
 		})
 	}
 	// Chain mode: the seeds together must steer, confirm, see
-	// retransmissions, chain, refuse, end chains and hold READs back;
+	// retransmissions, chain, refuse, end chains (both ways), steer READs
+	// to a chain's end and vouch for links and READ responses;
 	// 1500 frames each, also under -short.
 	var chainState []string
 	ran := 0
@@ -337,7 +338,9 @@ func TestTNADifferentialClock(t *testing.T) {
 	if ran == 0 {
 		return // -run chose other subtests
 	}
-	for _, i := range []int{statCASSteered, statTailConfirmed, statReadsSteered, statRetransmits, statCASChained, statChainBroken, statChainRefused, statReadChainBusy} {
+	// The stats of rules 12 to 14 (docs/swordbox-p4.md, "Counters").
+	for _, i := range []int{statCASSteered, statTailConfirmed, statReadsSteered, statRetransmits, statCASChained, statChainBroken,
+		statChainRefused, statReadsChainEnd, statVouched, statEndUnconfirmed, statEndChainedFail, statReadsVouched} {
 		want := fmt.Sprintf("counter %sstats[%d]", prefix, i)
 		if !slices.ContainsFunc(chainState, func(l string) bool { return len(l) > len(want) && l[:len(want)] == want }) {
 			t.Errorf("%s stayed 0 in every chain-mode run: the random traffic does not exercise it", want)
@@ -351,6 +354,7 @@ type sentCAS struct {
 	psn     uint32
 	frame   []byte
 	forward uint64 // the compare as forwarded (what a successful CAS's ACK returns)
+	n       node   // the node it links
 }
 
 // randomTraffic sends steps random frames through a devPair, checking
@@ -388,6 +392,7 @@ func randomTraffic(t *testing.T, seed uint64, steps int, chain bool) []string {
 	}
 	psn := map[qp]uint32{}
 	var sent []sentCAS
+	var acked []sentCAS // the CASes whose ACK said success, in order
 	now := uint64(1000)
 	pick := func() node { return nodes[rng.IntN(len(nodes))] }
 	for range steps {
@@ -424,7 +429,9 @@ func randomTraffic(t *testing.T, seed uint64, steps int, chain bool) []string {
 				q, p = s.q, s.psn
 				f = link(t, q, p, target.va, target.ev, n)
 			}
-			sent = append(sent, casForwarded(t, d, now, q, p, f))
+			s := casForwarded(t, d, now, q, p, f)
+			s.n = n
+			sent = append(sent, s)
 		case op < 52 && len(sent) > 0: // a retransmission, exactly as the client first sent it
 			s := sent[rng.IntN(len(sent))]
 			d.process(now, s.q.from.port, s.frame)
@@ -436,8 +443,24 @@ func randomTraffic(t *testing.T, seed uint64, steps int, chain bool) []string {
 			orig := s.forward
 			if rng.IntN(3) == 0 {
 				orig = hw(pick().lh, uint8(rng.IntN(256)), uint8(rng.IntN(256)))
+			} else {
+				acked = append(acked, s)
 			}
 			d.process(now, s.q.to.port, atomicAck(t, s.q, s.psn, orig))
+		case op < 88 && rng.IntN(3) == 0: // a READ response (rule 14), mostly of a node whose link's ACK said success
+			n, rq := pick(), q
+			if rng.IntN(4) != 0 && len(acked) > 0 {
+				s := acked[max(0, len(acked)-1-rng.IntN(3))]
+				n, rq = s.n, s.q
+			}
+			payload := nodePayload(n, valueSize)
+			switch r := rng.IntN(10); {
+			case r == 0: // another entry version than the node's
+				payload = nodePayload(node{n.va, n.lh, n.ev + 1, n.key}, valueSize)
+			case r == 1: // shorter than a node, with and without a node prefix
+				payload = payload[:[]int{nodeSize - 8, 24, 20, 8}[rng.IntN(4)]]
+			}
+			d.process(now, rq.to.port, readResponse(t, rq.back(), p, payload))
 		case op < 88: // a READ of a node (or of another size)
 			n, size := pick(), uint32(nodeSize)
 			if rng.IntN(8) == 0 {
@@ -482,13 +505,21 @@ func randomTraffic(t *testing.T, seed uint64, steps int, chain bool) []string {
 	if chain {
 		return s // TestTNADifferentialClock checks the chain-mode runs together
 	}
-	for _, i := range []int{statCASSteered, statTailConfirmed, statReadsSteered, statRetransmits} {
+	for _, i := range []int{statCASSteered, statTailConfirmed, statReadsSteered, statRetransmits, statReadsVouched} {
 		want := fmt.Sprintf("counter %sstats[%d]", prefix, i)
 		if !slices.ContainsFunc(s, func(l string) bool { return len(l) > len(want) && l[:len(want)] == want }) {
 			t.Errorf("seed %d: %s stayed 0: the random traffic does not exercise it", seed, want)
 		}
 	}
 	return s
+}
+
+// readResponse is the memory node's READ_RESPONSE_ONLY on q (the
+// response direction) with PSN psn, carrying payload.
+func readResponse(t testing.TB, q qp, psn uint32, payload []byte) []byte {
+	pad := (4 - len(payload)%4) % 4
+	return q.build(t, roce.Fields{Opcode: roce.OpRCReadResponseOnly, PSN: psn, Syndrome: roce.ACKSyndrome(roce.CreditInvalid), MSN: 1,
+		Payload: payload, PadCnt: uint8(pad)})
 }
 
 // casForwarded sends a CAS and returns it with the compare as forwarded.

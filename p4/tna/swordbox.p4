@@ -22,7 +22,7 @@
  *     touched by at most one RegisterAction.execute per packet (the
  *     differential tests check it: the target counts a second access in
  *     Stats.RegisterReaccesses); registers have several RegisterActions,
- *     one per path (ACK, CAS, READ).
+ *     one per path (ACK, CAS, READ, READ response).
  *   - Register widths: Tofino cells are 8, 16 or 32 bits, or a 64-bit pair
  *     of 32-bit halves. 64-bit quantities the data plane compares (VAs) stay
  *     split into _hi/_lo registers as in the v1model program; 64-bit values
@@ -48,8 +48,8 @@
  *     (TNA counts a DirectCounter only when an action calls count()).
  *   - The stats counter: a Tofino counter counts once per packet, so the
  *     contract's stats cells are counted in stats and stats_part2 ..
- *     stats_part8 (see the declarations), each at most once on any path;
- *     ctrl sums them.
+ *     stats_part9 (see the declarations), each at most once on any path
+ *     and in one stage order like the registers; ctrl sums them.
  *   - Forwarding and drops through the TNA intrinsic metadata: the unicast
  *     egress port (ig_tm_md.ucast_egress_port) and the deparser's drop
  *     control (ig_dprsr_md.drop_ctl).
@@ -66,8 +66,11 @@
  *     way, second way), the record's key part (who, which key and node,
  *     when), the key's chain end (spec_*), the record's chain part
  *     (link_chained, link_pred_lh), the key's tail, then the record as
- *     forwarded (compare, VA, swap, frame fields). The target's placement
- *     check (target.CompileOptions.TofinoPlacement) passes
+ *     forwarded (compare, VA, swap, frame fields). The counters too, among
+ *     them the stats parts that close a path: stats_part7, then
+ *     stats_part4, then stats_part9. A READ response (rule 14) is an arm
+ *     of its own: tracked_keys, then the tail, read only. The target's
+ *     placement check (target.CompileOptions.TofinoPlacement) passes
  *     (p4/ptf's TestTNASwordboxPlacementReport).
  *   - Two kinds of packets take two passes (Resubmit, no recirculation):
  *     the ATOMIC ACK of a tracked link and, in chain mode, a linking CAS.
@@ -78,12 +81,18 @@
  *     data only to later stages, so no single pass can; the first pass
  *     reads and decides (no write but the record's clearing), carries the
  *     decision in the resubmit header (resub_t), and the second pass writes.
+ *     The second pass is the one forwarded, so it also rewrites what goes
+ *     out: the chained CAS's VA, compare and swap, and the vouch of the
+ *     ACK of a chained success after the confirmed tail (rule 13), whose
+ *     predecessor's LH the first pass sends in resub_t.end_lh.
  *     The target resubmits at once, before any other packet, so the two
  *     passes see the state one pass would; on hardware other packets may
  *     pass in between (docs/swordbox-p4.md says what that changes).
  *
- * The ICRC is not recomputed and the IPv4 header is never changed, exactly
- * as in the v1model program (docs/swordbox-p4.md, rule 9).
+ * The ICRC is not recomputed (also not for a vouched ATOMIC ACK or READ
+ * response) and the IPv4 header is never changed, exactly as in the
+ * v1model program (docs/swordbox-p4.md, rule 9): the hosts behind the
+ * switch run with ICRC checking off.
  */
 #include <core.p4>
 #include <tna.p4>
@@ -105,6 +114,7 @@ const bit<16> ROCE_UDP_PORT  = 4791;
 const bit<8> OP_WRITE_FIRST     = 0x06;
 const bit<8> OP_WRITE_ONLY      = 0x0A;
 const bit<8> OP_READ_REQUEST    = 0x0C;
+const bit<8> OP_READ_RESP_ONLY  = 0x10;
 const bit<8> OP_ACKNOWLEDGE     = 0x11;
 const bit<8> OP_ATOMIC_ACK      = 0x12;
 const bit<8> OP_COMPARE_SWAP    = 0x13;
@@ -148,8 +158,19 @@ const bit<32> STAT_LINK_AMBIGUOUS  = 15;
 const bit<32> STAT_CAS_CHAINED     = 16;
 const bit<32> STAT_CHAIN_BROKEN    = 17;
 const bit<32> STAT_CHAIN_REFUSED   = 18;
-const bit<32> STAT_READ_CHAIN_BUSY = 19;
-const bit<32> STAT_COUNT           = 20;
+const bit<32> STAT_READS_CHAIN_END = 19;
+const bit<32> STAT_VOUCHED         = 20;
+const bit<32> STAT_END_PRED_UNCONFIRMED = 21;
+const bit<32> STAT_END_CHAINED_FAIL = 22;
+const bit<32> STAT_READS_VOUCHED   = 23;
+const bit<32> STAT_COUNT           = 24;
+
+/* Entry-version bits 18..11 of a Clover header word. */
+const bit<64> EV_MASK = 0x000000000007F800;
+
+/* Bit 63 of an ATOMIC ACK's original value: the switch vouches for the link
+ * (rule 13); the rest names the predecessor (docs/clover-layout.md). */
+const bit<64> VOUCH_MARK = 0x8000000000000000;
 
 /* The delete mark in a next pointer (docs/clover-layout.md). */
 const bit<32> LH_DELETED = 0xFFFFFFFF;
@@ -283,9 +304,11 @@ header resub_t {
     bit<1>  clear_spec; /* ACK: ... and it is this key's chain (spec_valid := 0) */
     bit<1>  seed;       /* ACK: start a chain at the node just confirmed */
     bit<1>  unmark;     /* ACK: a chained failure: its node may be chained again */
-    bit<1>  lh;         /* ACK: an unchained confirmation in chain mode writes tail_lh */
-    bit<21> pad;
-    bit<32> end_lh;     /* CAS: the LH of the chain's end the first pass decided by */
+    bit<22> pad;
+    /* CAS: the LH of the chain's end the first pass decided by; ACK of a
+     * chained success after the confirmed tail (chain_ok): its predecessor's
+     * LH, which the vouch names (rule 13) */
+    bit<32> end_lh;
 }
 
 struct headers_t {
@@ -361,6 +384,7 @@ struct metadata_t {
     /* chain mode */
     bit<1>     chain;       /* mode bits 0 and 2 (set after config) */
     bit<1>     chained;     /* this CAS is chained onto the key's chain end */
+    bit<1>     spec_live;   /* the key's chain is live for this CAS (second pass): no rule 5 */
     bit<8>     node_chained;
     map_slot_t node2_slot;
     bit<32>    tail_lh;
@@ -372,6 +396,7 @@ struct metadata_t {
     bit<8>     spec_ver;
     bit<32>    spec_dst_ip;
     bit<48>    spec_ts;
+    bit<48>    spec_age;    /* now - spec_ts (a READ in chain mode, rule 12) */
     bit<8>     link_chained;
     bit<32>    pred_lh;
     bit<1>     resubmit;    /* the first pass of a resubmitted packet */
@@ -447,6 +472,7 @@ parser SwordboxIngressParser(packet_in packet,
             OP_FETCH_ADD: parse_atomic_eth;
             OP_ACKNOWLEDGE: parse_aeth;
             OP_ATOMIC_ACK: parse_atomic_ack;
+            OP_READ_RESP_ONLY: parse_read_resp;
             default: accept;
         }
     }
@@ -481,6 +507,18 @@ parser SwordboxIngressParser(packet_in packet,
         transition accept;
     }
 
+    /* A READ response with fewer than 24 payload bytes carries no node prefix
+     * (UDP length = 8 + BTH 12 + AETH 4 + payload + ICRC 4). */
+    state parse_read_resp {
+        packet.extract(hdr.aeth);
+        transition select(hdr.udp.length) {
+            16w0 &&& 16w0xFFE0: accept;
+            16w32 &&& 16w0xFFF0: accept;
+            16w48 &&& 16w0xFFFC: accept;
+            default: parse_node;
+        }
+    }
+
     state parse_atomic_ack {
         packet.extract(hdr.aeth);
         packet.extract(hdr.atomic_ack);
@@ -503,9 +541,9 @@ control SwordboxIngress(inout headers_t hdr,
     Register<bit<8>, key_slot_t>(KEY_SLOTS)  tail_ver;     /* the tail's entry version */
     Register<bit<32>, key_slot_t>(KEY_SLOTS) tail_dst_ip;  /* memory node holding the tail */
     Register<bit<64>, key_slot_t>(KEY_SLOTS) tail_ts;      /* ns: when the CAS that linked it was forwarded */
-    Register<bit<32>, key_slot_t>(KEY_SLOTS) tail_lh;      /* the tail's LH (chain mode) */
+    Register<bit<32>, key_slot_t>(KEY_SLOTS) tail_lh;      /* the tail's LH (rules 11 and 14) */
 
-    /* Requests read the tail. */
+    /* Requests and READ responses read the tail. */
     RegisterAction<bit<8>, key_slot_t, bit<8>>(tail_valid) tail_valid_read = {
         void apply(inout bit<8> value, out bit<8> rv) { rv = value; }
     };
@@ -1002,14 +1040,14 @@ control SwordboxIngress(inout headers_t hdr,
      * counter is the sum of cell i of the nine. ctrl.ReadCounter("stats")
      * reads that sum (it adds the parts it finds in the P4Info). */
     Counter<bit<64>, bit<32>>(STAT_COUNT, CounterType_t.PACKETS) stats;       /* requests seen */
-    Counter<bit<64>, bit<32>>(STAT_COUNT, CounterType_t.PACKETS) stats_part2; /* ACK: outstanding cleared */
-    Counter<bit<64>, bit<32>>(STAT_COUNT, CounterType_t.PACKETS) stats_part3; /* ACK: tail confirmed, stale or dropped */
-    Counter<bit<64>, bit<32>>(STAT_COUNT, CounterType_t.PACKETS) stats_part4; /* node WRITE, READ, retransmission or takeover */
+    Counter<bit<64>, bit<32>>(STAT_COUNT, CounterType_t.PACKETS) stats_part2; /* ACK (first pass): outstanding cleared */
+    Counter<bit<64>, bit<32>>(STAT_COUNT, CounterType_t.PACKETS) stats_part3; /* ACK (second pass): tail confirmed, stale or dropped */
+    Counter<bit<64>, bit<32>>(STAT_COUNT, CounterType_t.PACKETS) stats_part4; /* node WRITE, READ, retransmission or takeover; ACK vouched */
     Counter<bit<64>, bit<32>>(STAT_COUNT, CounterType_t.PACKETS) stats_part5; /* linking CAS */
     Counter<bit<64>, bit<32>>(STAT_COUNT, CounterType_t.PACKETS) stats_part6; /* link unresolved */
-    Counter<bit<64>, bit<32>>(STAT_COUNT, CounterType_t.PACKETS) stats_part7; /* steered, expired, READ steered or missed */
+    Counter<bit<64>, bit<32>>(STAT_COUNT, CounterType_t.PACKETS) stats_part7; /* steered, expired, READ steered or missed; READ response vouched; why an ACK ended a chain */
     Counter<bit<64>, bit<32>>(STAT_COUNT, CounterType_t.PACKETS) stats_part8; /* link ambiguous */
-    Counter<bit<64>, bit<32>>(STAT_COUNT, CounterType_t.PACKETS) stats_part9; /* chain mode: CAS chained or refused, chain ended, READ chain busy */
+    Counter<bit<64>, bit<32>>(STAT_COUNT, CounterType_t.PACKETS) stats_part9; /* chain mode: CAS chained or refused, chain ended, READ to the chain's end */
     Counter<bit<64>, bit<32>>(KEY_SLOTS, CounterType_t.PACKETS) key_cas_steered;
     Counter<bit<64>, bit<32>>(KEY_SLOTS, CounterType_t.PACKETS) key_reads_steered;
     Counter<bit<64>, bit<32>>(KEY_SLOTS, CounterType_t.PACKETS) key_read_misses;
@@ -1106,6 +1144,7 @@ control SwordboxIngress(inout headers_t hdr,
         meta.stat9 = 0;
         meta.chain = 0;
         meta.chained = 0;
+        meta.spec_live = 0;
         meta.node_chained = 0;
         meta.tail_lh = 0;
         meta.spec_valid = 0;
@@ -1179,7 +1218,6 @@ control SwordboxIngress(inout headers_t hdr,
                 meta.resub.clear_spec = 0;
                 meta.resub.seed = 0;
                 meta.resub.unmark = 0;
-                meta.resub.lh = 0;
                 meta.resub.pad = 0;
                 meta.resub.end_lh = 0;
                 if (meta.tracked == 1) {
@@ -1254,7 +1292,6 @@ control SwordboxIngress(inout headers_t hdr,
                         meta.resub.clear_spec = 0;
                         meta.resub.seed = 0;
                         meta.resub.unmark = 0;
-                        meta.resub.lh = 0;
                         meta.resub.pad = 0;
                         meta.resub.end_lh = 0;
                         /* The CAS failed and was aimed at the cached tail: that tail
@@ -1271,7 +1308,10 @@ control SwordboxIngress(inout headers_t hdr,
                             if (hdr.atomic_ack.orig == meta.link_cmp) {
                                 if (meta.tail_valid == 1 && meta.tail_key == meta.link_key &&
                                     meta.tail_lh == meta.pred_lh) {
+                                    /* ... and its ACK vouches for it (rule 13),
+                                     * naming the predecessor. */
                                     meta.resub.chain_ok = 1;
+                                    meta.resub.end_lh = meta.pred_lh;
                                 } else {
                                     meta.resub.chain_end = 1;
                                 }
@@ -1289,7 +1329,6 @@ control SwordboxIngress(inout headers_t hdr,
                                 ((meta.link_ts - meta.tail_ts) & 48w0x800000000000) == 0) {
                                 meta.resub.confirm = 1;
                                 if (meta.chain == 1) {
-                                    meta.resub.lh = 1;
                                     /* Rule 11: no live chain of this key: start one here. */
                                     meta.tail_age = meta.now - meta.spec_ts;
                                     if (meta.spec_valid == 0 || meta.spec_key != meta.link_key ||
@@ -1355,9 +1394,7 @@ control SwordboxIngress(inout headers_t hdr,
                         if (meta.resub.confirm == 1) {
                             tail_valid_set.execute(meta.key_slot);
                         }
-                        if (meta.resub.lh == 1 || meta.resub.chain_ok == 1) {
-                            tail_lh_write.execute(meta.key_slot);
-                        }
+                        tail_lh_write.execute(meta.key_slot);
                         stats_part3.count(STAT_TAIL_CONFIRMED);
                     } else if (meta.resub.drop_tail == 1) {
                         tail_valid_clear.execute(meta.key_slot);
@@ -1365,8 +1402,54 @@ control SwordboxIngress(inout headers_t hdr,
                     } else if (meta.resub.stale == 1) {
                         stats_part3.count(STAT_CONFIRM_STALE);
                     }
+                    /* The counters in the order the request path counts them
+                     * (stats_part7, stats_part4, stats_part9). */
+                    if (meta.resub.chain_end == 1) {
+                        if (meta.resub.unmark == 1) {
+                            stats_part7.count(STAT_END_CHAINED_FAIL);
+                        } else {
+                            stats_part7.count(STAT_END_PRED_UNCONFIRMED);
+                        }
+                    }
+                    /* Rule 13: the ACK of a chained link just confirmed vouches
+                     * for it, in this pass, the one forwarded: bit 63 set (memory
+                     * never holds it), the predecessor's LH in the next field, the
+                     * entry version kept in bits 18..11. Hosts run with ICRC
+                     * checking off (rule 9). */
+                    if (meta.resub.chain_ok == 1) {
+                        hdr.atomic_ack.orig = VOUCH_MARK | ((bit<64>)meta.resub.end_lh << 28) |
+                                              (hdr.atomic_ack.orig & EV_MASK);
+                        stats_part4.count(STAT_VOUCHED);
+                    }
                     if (meta.resub.chain_end == 1) {
                         stats_part9.count(STAT_CHAIN_BROKEN);
+                    }
+                } else if (hdr.node.isValid() && hdr.bth.opcode == OP_READ_RESP_ONLY &&
+                           (meta.mode & MODE_READ) != 0 &&
+                           (bit<32>)hdr.udp.length == meta.node_size + 28) {
+                    /* Rule 14: a node READ response whose node is the key's
+                     * confirmed tail (fresh, from its memory node) is vouched for:
+                     * bit 63 of its header word, which memory never holds. One
+                     * pass: it reads the tail and writes nothing. */
+                    meta.clover_key = hdr.node.key7 ++ hdr.node.key6 ++ hdr.node.key5 ++ hdr.node.key4 ++
+                                      hdr.node.key3 ++ hdr.node.key2 ++ hdr.node.key1 ++ hdr.node.key0;
+                    tracked_keys.apply();
+                    if (meta.tracked == 1) {
+                        meta.tail_key = tail_key_read.execute(meta.key_slot);
+                        meta.tail_ts = (bit<48>)tail_ts_read.execute(meta.key_slot);
+                        meta.tail_ver = tail_ver_read.execute(meta.key_slot);
+                        meta.tail_dst_ip = tail_dst_ip_read.execute(meta.key_slot);
+                        meta.tail_valid = tail_valid_read.execute(meta.key_slot);
+                        meta.tail_lh = tail_lh_read.execute(meta.key_slot);
+                        meta.tail_age = meta.now - meta.tail_ts;
+                        meta.node_lh = hdr.node.self3 ++ hdr.node.self2 ++ hdr.node.self1 ++ hdr.node.self0;
+                        if (meta.tail_valid == 1 && meta.tail_key == meta.clover_key &&
+                            meta.tail_lh == meta.node_lh &&
+                            meta.tail_ver == hdr.node.hw2[2:0] ++ hdr.node.hw1[7:3] &&
+                            meta.tail_dst_ip == hdr.ipv4.src_addr && (bit<64>)meta.tail_age < meta.ttl_ns) {
+                            hdr.node.hw_high = hdr.node.hw_high | 32w0x80;
+                            stats_part7.count(STAT_READS_VOUCHED);
+                        }
                     }
                 } else if (hdr.bth.isValid() && meta.mode != 0 &&
                            (hdr.bth.opcode <= OP_READ_REQUEST || hdr.bth.opcode == OP_COMPARE_SWAP ||
@@ -1430,9 +1513,13 @@ control SwordboxIngress(inout headers_t hdr,
                         /* Chained (rule 10): its first pass found the key's chain live
                          * and not refusing it, and it is neither a retransmission nor
                          * ambiguous. */
-                        if (meta.resub.isValid() && meta.resub.live == 1 && meta.resub.refused == 0 &&
-                            meta.retrans == 0 && meta.ambiguous == 0) {
-                            meta.chained = 1;
+                        if (meta.resub.isValid() && meta.resub.live == 1 && meta.retrans == 0 && meta.ambiguous == 0) {
+                            /* The chain is live for it: chained, or refused and then
+                             * not steered by rule 5 either (rule 10). */
+                            meta.spec_live = 1;
+                            if (meta.resub.refused == 0) {
+                                meta.chained = 1;
+                            }
                         }
                         meta.link_valid = cas_out_valid_cas.execute(meta.link_slot);
                         /* A linking CAS: compare is a tail word and swap names a node. */
@@ -1557,11 +1644,16 @@ control SwordboxIngress(inout headers_t hdr,
                         }
                     } else if (hdr.bth.opcode == OP_READ_REQUEST && hdr.reth.dma_len == meta.node_size &&
                                (meta.mode & MODE_READ) != 0) {
-                        /* Rule 12: the key's chain, to tell whether links are in flight. */
+                        /* Rule 12: the key's chain: links in flight after the confirmed tail send the READ to its end. */
                         if (meta.chain == 1 && meta.tracked == 1) {
                             meta.spec_key = spec_key_read.execute(meta.key_slot);
                             meta.spec_valid = spec_valid_read.execute(meta.key_slot);
                             meta.spec_lh = spec_lh_read.execute(meta.key_slot);
+                            meta.spec_ts = (bit<48>)spec_ts_read.execute(meta.key_slot);
+                            meta.spec_va_hi = spec_va_hi_read.execute(meta.key_slot);
+                            meta.spec_va_lo = spec_va_lo_read.execute(meta.key_slot);
+                            meta.spec_dst_ip = spec_dst_ip_read.execute(meta.key_slot);
+                            meta.spec_age = meta.now - meta.spec_ts;
                         }
                     }
 
@@ -1605,7 +1697,7 @@ control SwordboxIngress(inout headers_t hdr,
                                 /* A linking CAS of a tracked key aimed elsewhere than its tail. */
                                 if (meta.tail_fresh == 0) {
                                     stats_part7.count(STAT_TAIL_EXPIRED);
-                                } else if ((meta.mode & MODE_WRITE) != 0) {
+                                } else if ((meta.mode & MODE_WRITE) != 0 && meta.spec_live == 0) {
                                     /* Stale CAS: steer it to the confirmed tail; the tail's entry
                                      * version goes into bits 18..11 of compare and swap. */
                                     hdr.atomic_eth.va = meta.tail_va_hi ++ meta.tail_va_lo;
@@ -1628,11 +1720,18 @@ control SwordboxIngress(inout headers_t hdr,
                         }
                     } else if (hdr.bth.opcode == OP_READ_REQUEST && hdr.reth.dma_len == meta.node_size &&
                                (meta.mode & MODE_READ) != 0) {
-                        if (meta.spec_valid == 1 && meta.spec_key == meta.clover_key && meta.spec_lh != meta.tail_lh) {
-                            /* Chain mode: links after the confirmed tail are in flight,
-                             * so it may have a successor already: not steered. */
-                            meta.tail_fresh = 0;
-                            meta.stat9 = STAT_READ_CHAIN_BUSY;
+                        if (meta.spec_valid == 1 && meta.spec_key == meta.clover_key &&
+                            meta.spec_dst_ip == hdr.ipv4.dst_addr && (bit<64>)meta.spec_age < meta.ttl_ns &&
+                            meta.spec_lh != meta.tail_lh && meta.spec_ts - meta.tail_ts < 48w0x800000000000) {
+                            /* Rule 12: links after the confirmed tail are in flight (the
+                             * chain's end was forwarded after the tail's link, not left
+                             * behind by an unchained one): steer to the chain's end; its
+                             * response is vouched for (rule 14) only if its link is
+                             * confirmed by then. */
+                            meta.tail_fresh = 1;
+                            meta.tail_va_hi = meta.spec_va_hi;
+                            meta.tail_va_lo = meta.spec_va_lo;
+                            meta.stat9 = STAT_READS_CHAIN_END;
                             meta.count9 = 1;
                         }
                         if (meta.tail_fresh == 1) {

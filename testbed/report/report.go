@@ -72,6 +72,8 @@ var MechanismColumns = []struct{ Key, Head, Doc string }{
 	{"read_timeouts_per_op", "T_r rd/op", "READs discarded and reissued because they took longer than Clover's T_r"},
 	{"steered_reads_per_op", "steered rd/op", "node READs the switch steered that the clients recognised (another slot's node)"},
 	{"steered_nontail_per_op", "non-tail/op", "steered READs whose node was no longer the tail (the switch's tail lagged)"},
+	{"unproven_reads_per_op", "unproven rd/op", "node READs steered to a node the switch did not vouch for (a chain's end not yet confirmed), read again"},
+	{"cas_vouched", "CAS vouched", "steered links the switch vouched for in the ATOMIC ACK (taken without a proof)"},
 	{"cas_steered_ok", "CAS steered ok", "linking CASes that succeeded on a tail the switch steered them to"},
 	{"cas_unlearned", "CAS unlearned", "linking CASes the switch could not tie to a node WRITE (node map miss)"},
 	{"link_takeovers", "takeovers", "CAS records overwritten in the switch before their ACK (hash collision)"},
