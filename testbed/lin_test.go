@@ -20,7 +20,8 @@ import (
 // in-memory links, 240 client threads on 7 client hosts (64 threads for
 // one second under -short), every steering mode, checked per key with
 // porcupine. A run fails on any non-linearizable key, any check that did
-// not finish, any operation error, and when it did not exercise what it
+// not finish unless kvmodel.Witness proves that key against the links the
+// memory node executed (LinResult.Witnessed), any operation error, and when it did not exercise what it
 // claims (nothing steered in a steering mode, no fault, no slot reuse, no
 // reset).
 
@@ -106,7 +107,7 @@ func runLin(t *testing.T, variant string, o LinOptions) *LinResult {
 		}
 	}
 	if n := len(res.CheckTimeouts); n > 0 {
-		t.Errorf("porcupine did not finish on %d of %d keys: %v", n, res.KeysTouched, firstKeys(res.CheckTimeouts))
+		t.Errorf("porcupine did not finish on %d of %d keys, nor could the witness prove them: %v (witness: %v)", n, res.KeysTouched, firstKeys(res.CheckTimeouts), res.WitnessErrs)
 	}
 	if res.Errors > 0 {
 		t.Errorf("%d operations failed; first: %v", res.Errors, res.FirstErrors)

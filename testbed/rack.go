@@ -86,6 +86,9 @@ type Config struct {
 	MemoryWorkers int
 	// MemoryTiming is the memory node's NIC timing model (nil: untimed).
 	MemoryTiming *rnic.Timing
+	// MemoryOnAtomic, if set, observes every atomic the memory node
+	// executes (rnic.Config.OnAtomic).
+	MemoryOnAtomic func(rnic.ExecutedAtomic)
 	// HostFaults are injected on every host link, both directions (not on
 	// the memory node's link: see MemoryFaults).
 	HostFaults, MemoryFaults netio.Faults
@@ -242,7 +245,7 @@ func NewRack(ctx context.Context, cfg Config) (_ *Rack, err error) {
 	// off (the switch rewrites requests and responses without recomputing
 	// it), as in the paper (section 5.1).
 	r.Memory, err = rnic.New(memberPorts[0], rnic.Config{Name: "mem0", MAC: HostMAC(0), IP: HostIP(0),
-		SkipICRC: true, Workers: cfg.MemoryWorkers, Timing: cfg.MemoryTiming, Timeout: cfg.RNICTimeout})
+		SkipICRC: true, Workers: cfg.MemoryWorkers, Timing: cfg.MemoryTiming, Timeout: cfg.RNICTimeout, OnAtomic: cfg.MemoryOnAtomic})
 	if err != nil {
 		return nil, fmt.Errorf("testbed: memory node: %w", err)
 	}

@@ -20,6 +20,9 @@ type Op struct {
 	Key   uint64
 	Put   bool
 	Value uint64 // the value put, or the value a get returned
+	// Unknown marks a put whose outcome its client does not know: it may
+	// take effect at any time after its call, or never (Witness only).
+	Unknown bool
 }
 
 // Register returns the model. op reads an operation from its porcupine

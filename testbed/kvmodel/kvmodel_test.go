@@ -7,8 +7,8 @@ import (
 )
 
 type in struct {
-	key, value uint64
-	put        bool
+	key, value   uint64
+	put, unknown bool
 }
 
 var model = Register(func(i, o any) Op {

@@ -78,6 +78,9 @@ func Witness(h []porcupine.Operation, op func(input, output any) Op, commits []C
 			s, ok = &span{math.MinInt64, math.MaxInt64}, true
 		}
 		switch {
+		case in.Put && in.Unknown && ok && s.from < o.Call:
+			bad = append(bad, fmt.Sprintf("key %d: put %#x of unknown outcome called at %d committed at %d", in.Key, in.Value, o.Call, s.from))
+		case in.Put && in.Unknown:
 		case in.Put && (!ok || s.from < o.Call || s.from > o.Return):
 			at := "never"
 			if ok {

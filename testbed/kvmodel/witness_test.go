@@ -11,6 +11,9 @@ func TestWitness(t *testing.T) {
 	o := func(call, ret int64, put bool, v uint64) porcupine.Operation {
 		return porcupine.Operation{Input: in{key: 1, value: v, put: put}, Call: call, Return: ret}
 	}
+	unknown := func(call int64, v uint64) porcupine.Operation {
+		return porcupine.Operation{Input: in{key: 1, value: v, put: true, unknown: true}, Call: call, Return: 1 << 62}
+	}
 	c := func(at int64, prev, v uint64) Commit { return Commit{Key: 1, At: at, Prev: prev, Value: v} }
 	for _, tc := range []struct {
 		name    string
@@ -48,9 +51,14 @@ func TestWitness(t *testing.T) {
 			[]Commit{c(5, 7, 8), c(7, 0, 7)}, "put 0x8 over [0, 6] committed at 7"},
 		{"a link after a record that never joins the chain",
 			[]porcupine.Operation{o(0, 6, true, 8)}, []Commit{c(5, 7, 8)}, "committed never"},
+		{"a put of unknown outcome never committed", []porcupine.Operation{unknown(0, 7)}, nil, ""},
+		{"a put of unknown outcome committed after its call",
+			[]porcupine.Operation{unknown(0, 7), o(50, 60, false, 7)}, []Commit{c(40, 0, 7)}, ""},
+		{"a put of unknown outcome committed before its call",
+			[]porcupine.Operation{unknown(50, 7)}, []Commit{c(40, 0, 7)}, "called at 50 committed at 40"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := Witness(tc.h, func(i, _ any) Op { x := i.(in); return Op{Key: x.key, Put: x.put, Value: x.value} }, tc.commits)
+			err := Witness(tc.h, func(i, _ any) Op { x := i.(in); return Op{Key: x.key, Put: x.put, Value: x.value, Unknown: x.unknown} }, tc.commits)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("witness broken: %v", err)
@@ -58,7 +66,7 @@ func TestWitness(t *testing.T) {
 				t.Fatalf("got %v, want an error naming %q", err, tc.want)
 			}
 			// Where the witness holds, porcupine agrees.
-			if tc.want == "" && !porcupine.CheckOperations(Register(func(i, _ any) Op { x := i.(in); return Op{Key: x.key, Put: x.put, Value: x.value} }), tc.h) {
+			if tc.want == "" && !porcupine.CheckOperations(Register(func(i, _ any) Op { x := i.(in); return Op{Key: x.key, Put: x.put, Value: x.value, Unknown: x.unknown} }), tc.h) {
 				t.Fatal("the witness holds but porcupine finds the history not linearizable")
 			}
 		})

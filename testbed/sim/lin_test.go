@@ -10,9 +10,9 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	"github.com/swordbox/swordbox/clover"
 	"github.com/swordbox/swordbox/ctrl"
 	"github.com/swordbox/swordbox/roce/rnic"
+	"github.com/swordbox/swordbox/testbed"
 	"github.com/swordbox/swordbox/testbed/kvmodel"
 )
 
@@ -47,7 +47,7 @@ func TestCloverLinearizableVirtual(t *testing.T) {
 			var commits []kvmodel.Commit
 			recording := false
 			rc := Config{Seed: tc.seed, Chain: tc.chain, MemoryOnAtomic: func(_ int, a rnic.ExecutedAtomic) {
-				if c, ok := cloverCommit(a); ok && recording {
+				if c, ok := testbed.CloverCommit(a); ok && recording {
 					commits = append(commits, c)
 				}
 			}}
@@ -154,24 +154,3 @@ func TestCloverLinearizableVirtual(t *testing.T) {
 
 // porcupineBudget is what porcupine may spend on one history.
 const porcupineBudget = 10 * time.Second
-
-// cloverCommit reads a put's commit from an atomic the memory node
-// executed: a CMP_SWAP that swapped a node's tail word for a link to
-// another node of the same key (docs/clover-layout.md). The values are
-// the first 8 bytes of the two nodes' values, which the tests make unique.
-func cloverCommit(a rnic.ExecutedAtomic) (kvmodel.Commit, bool) {
-	cmp, swp := clover.Header(a.Compare), clover.Header(a.SwapAdd)
-	if !a.CAS || !a.Swapped() || !cmp.IsTail() || !swp.Next().IsSlot() || swp.Next().MemoryNode() != 0 {
-		return kvmodel.Commit{}, false
-	}
-	mem := a.MR.Bytes()
-	pred, next := a.VA-a.MR.Addr(), swp.Next().Offset()
-	if pred+clover.NodeOverhead+8 > uint64(len(mem)) || next+clover.NodeOverhead+8 > uint64(len(mem)) {
-		return kvmodel.Commit{}, false
-	}
-	p, n := clover.Node(mem[pred:]), clover.Node(mem[next:])
-	if p.Key() != n.Key() {
-		return kvmodel.Commit{}, false
-	}
-	return kvmodel.Commit{Key: p.Key(), At: a.Now, Prev: binary.LittleEndian.Uint64(p.Value()), Value: binary.LittleEndian.Uint64(n.Value())}, true
-}
