@@ -61,6 +61,8 @@ func Witness(h []porcupine.Operation, op func(input, output any) Op, commits []C
 		if c.Prev != tail[c.Key] {
 			if _, in := spans[kv{c.Key, c.Prev}]; in || c.Prev == 0 {
 				bad = append(bad, fmt.Sprintf("key %d: at %d a put linked %#x after %#x, which the chain had passed", c.Key, c.At, c.Value, c.Prev))
+			} else if v, twice := after[kv{c.Key, c.Prev}]; twice {
+				bad = append(bad, fmt.Sprintf("key %d: at %d a put linked %#x after %#x, which %#x was linked after", c.Key, c.At, c.Value, c.Prev, v))
 			} else {
 				after[kv{c.Key, c.Prev}] = c.Value
 			}
