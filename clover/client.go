@@ -188,11 +188,6 @@ type cursorEntry struct {
 	// new entry: of any key, steerSeen), so a
 	// put's first hop past a stale cursor tries a steerable READ.
 	readSteered bool
-	// vouched: a switch vouched for the last link of this key (and no
-	// unsteered CAS has failed on a moved cursor since), so a put CASes
-	// from the node its persistence READ reached, tail or not: the switch
-	// chains the CAS onto the key's chain end and vouches for it.
-	vouched bool
 }
 
 type pendingRetire struct {

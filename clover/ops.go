@@ -1,6 +1,7 @@
 package clover
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -34,7 +35,7 @@ func (c *Client) insert(key uint64) *cursorEntry {
 	if old.used {
 		delete(c.index, old.key)
 	}
-	*old = cursorEntry{key: key, used: true, valAt: -1, readSteered: c.steerSeen, vouched: c.vouchSeen}
+	*old = cursorEntry{key: key, used: true, valAt: -1, readSteered: c.steerSeen}
 	c.index[key] = int32(c.pos)
 	c.pos = (c.pos + 1) % len(c.ring)
 	return old
@@ -530,14 +531,9 @@ func (c *Client) hopUnsteered(ctx context.Context, key uint64, e *cursorEntry, p
 			return Ptr{}, false, ErrNotFound
 		case h.IsTail():
 			c.validate(e, p, t)
-			v, _, err := c.readAt(ctx, p, NodeValueOff, c.offNodeR(), c.cfg.ValueSize, false)
-			if err != nil {
-				return Ptr{}, false, err
+			if fresh, err := c.tailValue(ctx, e, dst); err != nil || !fresh {
+				return Ptr{}, false, cmp.Or(err, errStale)
 			}
-			if !c.fresh(e, c.now()) {
-				return Ptr{}, false, errStale
-			}
-			copy(dst, v)
 			return p, true, nil
 		}
 		p = Ptr{LH: h.Next(), Ver: h.NextVersion()}
@@ -559,17 +555,24 @@ func (c *Client) getUnsteered(ctx context.Context, key uint64, e *cursorEntry, p
 				return err
 			}
 		}
-		v, _, err := c.readAt(ctx, e.ptr, NodeValueOff, c.offNodeR(), c.cfg.ValueSize, false)
-		if err != nil {
+		if fresh, err := c.tailValue(ctx, e, dst); err != nil || fresh {
 			return err
-		}
-		if c.fresh(e, c.now()) {
-			copy(dst, v)
-			return nil
 		}
 		p = e.ptr
 	}
 	return fmt.Errorf("clover client %d: get key %d: %w", c.cfg.ID, key, errStale)
+}
+
+// tailValue READs the value of the tail e.ptr, just validated, into dst if
+// the cursor is still fresh when the READ completes (fresh); a cursor no
+// longer fresh may name a reused slot, so dst is left alone.
+func (c *Client) tailValue(ctx context.Context, e *cursorEntry, dst []byte) (fresh bool, err error) {
+	v, _, err := c.readAt(ctx, e.ptr, NodeValueOff, c.offNodeR(), c.cfg.ValueSize, false)
+	if err != nil || !c.fresh(e, c.now()) {
+		return false, err
+	}
+	copy(dst, v)
+	return true, nil
 }
 
 func (c *Client) chase(hops int) {
@@ -700,7 +703,7 @@ func (c *Client) link(ctx context.Context, key uint64, e *cursorEntry, next Ptr)
 			// node it had confirmed in the chain: no proof needed.
 			c.m.CASSteered++
 			c.m.CASVouched++
-			e.vouched, c.vouchSeen = true, true
+			c.vouchSeen = true
 			return pred, linked, nil
 		}
 		switch {
@@ -743,9 +746,7 @@ func (c *Client) link(ctx context.Context, key uint64, e *cursorEntry, next Ptr)
 			// x (or a confirmed tail of x's version the switch steered the
 			// CAS to: in the chain) has a successor: walk on from there.
 			// Every hop is checked, so a reclaimed slot on the way only
-			// sends us to the MS. No switch chained this key's CAS: the
-			// next put walks to the tail before its CAS.
-			e.vouched = false
+			// sends us to the MS.
 			err2 = c.toTail(ctx, key, e, Ptr{LH: orig.Next(), Ver: orig.NextVersion()}, &c.m.PreCASReads)
 		case orig.Valid() && orig.Next() == LHDeleted:
 			err2 = c.recheckDeleted(ctx, key, e)
@@ -762,6 +763,9 @@ func (c *Client) link(ctx context.Context, key uint64, e *cursorEntry, next Ptr)
 	}
 }
 
+// vouchedCASHops bounds the CASes a put in chain mode makes along the chain
+// after unsteered failures (each at the successor the last one returned)
+// before it walks to the tail instead.
 const vouchedCASHops = 1 << 12
 
 // errUnproven: a steered link whose node did not appear after x in time.
@@ -937,9 +941,14 @@ func (c *Client) putLink(ctx context.Context, key uint64, e *cursorEntry, n Ptr)
 	var err error
 	ok, atTail := false, false
 	if c.chaining() && !c.fresh(e, c.now()+c.cfg.ReadTimeout/2) {
+		// A cursor older than T_r/2: the MS's latest pointer instead
+		// (it never names a retired slot), else the walk below.
 		t := c.now()
-		ki, err := c.lookup(ctx, key)
-		if err == nil && !ki.Latest.IsZero() {
+		ki, lerr := c.lookup(ctx, key)
+		switch {
+		case lerr != nil && !errors.Is(lerr, ErrNotFound):
+			return Ptr{}, 0, lerr
+		case lerr == nil && !ki.Latest.IsZero():
 			e.ptr, e.valAt, e.shortcut, e.class = ki.Latest, t, ki.Shortcut, ki.Class
 		}
 	}
