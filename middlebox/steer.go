@@ -220,8 +220,9 @@ const (
 // The delete mark in a next pointer (docs/clover-layout.md).
 const lhDeleted = 0xFFFFFFFF
 
-// Entry-version bits 18..11 of a Clover header word.
-const verShift, verMask = 11, 0xff
+// Entry-version bits 18..11 and next-LH bits 59..28 of a Clover header
+// word; the next version sits at bits 26..19.
+const verShift, verMask, nextShift, nextVerShift = 11, 0xff, 28, 19
 
 // vouchMark is bit 63 of a Clover header word, which memory never holds
 // (docs/clover-layout.md): set in a vouched ATOMIC ACK's original value
@@ -395,7 +396,7 @@ func (s *steerer) nodeWrite(va uint64, pl []byte) {
 func (s *steerer) compareSwap(now int64, p *roce.Packet) bool {
 	a := p.AtomicETH
 	va, cmp, swap := a.VA(), a.Compare(), a.SwapAdd()
-	lh, ver := uint32(swap>>28), uint8(swap>>19)
+	lh, ver := uint32(swap>>nextShift), uint8(swap>>nextVerShift)
 	cip, mip, psn := p.IP.Src(), p.IP.Dst(), p.BTH.PSN()
 	r := s.casSlot(cip, mip, psn)
 	// The record at this slot has this CAS's client, server and PSN (valid,
@@ -543,7 +544,7 @@ func (s *steerer) atomicAck(now int64, cip, mip [4]byte, psn uint32, orig uint64
 			// kept (clover.VouchWord).
 			s.stats[stVouched]++
 			s.c.SteerVouched++
-			return vouchMark | uint64(r.predLH)<<28 | orig&(verMask<<verShift)
+			return vouchMark | uint64(r.predLH)<<nextShift | orig&(verMask<<verShift)
 		}
 		return orig
 	}
